@@ -1,0 +1,2 @@
+//! Placeholder; filled in by its own issue.
+#![forbid(unsafe_code)]

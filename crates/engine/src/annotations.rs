@@ -1,0 +1,52 @@
+//! The public contract: annotation and label names trainplace reads and writes.
+
+pub const PREFIX: &str = "trainplace.io/";
+pub const ALLOW_PARTIAL_NODE: &str = "trainplace.io/allow-partial-node";
+pub const ALLOW_MULTI_AZ: &str = "trainplace.io/allow-multi-az";
+pub const SKIP: &str = "trainplace.io/skip";
+pub const INSTANCE_TYPE: &str = "trainplace.io/instance-type";
+pub const SHM_SIZE: &str = "trainplace.io/shm-size";
+pub const NCCL_DEBUG: &str = "trainplace.io/nccl-debug";
+pub const RESHAPE: &str = "trainplace.io/reshape";
+pub const TRAINING: &str = "trainplace.io/training";
+/// Written by trainplace: one line per change, with the reason.
+pub const MUTATED: &str = "trainplace.io/mutated";
+
+/// Every annotation a user may set (for `trainplace.io/` typo detection).
+pub const KNOWN: [&str; 9] = [
+    ALLOW_PARTIAL_NODE,
+    ALLOW_MULTI_AZ,
+    SKIP,
+    INSTANCE_TYPE,
+    SHM_SIZE,
+    NCCL_DEBUG,
+    RESHAPE,
+    TRAINING,
+    MUTATED,
+];
+
+pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
+pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
+pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+pub const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+
+pub const RES_NVIDIA_GPU: &str = "nvidia.com/gpu";
+pub const RES_NEURON: &str = "aws.amazon.com/neuron";
+pub const RES_EFA: &str = "vpc.amazonaws.com/efa";
+/// Accelerator resources trainplace recognises in a container.
+pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
+
+/// Labels that name the job a pod belongs to, most specific framework first. The
+/// value is what zone affinity and one-pod-per-node anti-affinity key on.
+pub const JOB_IDENTITY_LABELS: [(&str, &str); 7] = [
+    ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
+    ("training.kubeflow.org/job-name", "Kubeflow training job"),
+    ("leaderworkerset.sigs.k8s.io/group-key", "LeaderWorkerSet group"),
+    ("leaderworkerset.sigs.k8s.io/name", "LeaderWorkerSet"),
+    ("trainer.kubeflow.org/trainjob-name", "Kubeflow TrainJob"),
+    ("batch.kubernetes.io/job-name", "batch Job"),
+    ("job-name", "batch Job"),
+];
+/// A pod of an Indexed Job carries this; with a job name it marks a multi-pod job.
+pub const LABEL_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";

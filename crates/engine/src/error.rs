@@ -1,0 +1,33 @@
+//! Typed errors at the engine's edges.
+
+use thiserror::Error;
+
+/// A policy or catalog file that cannot be used.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum PolicyError {
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("{origin}: {message}")]
+    Invalid { origin: String, message: String },
+    #[error("{path}: cannot read: {message}")]
+    Io { path: String, message: String },
+}
+
+/// An object the engine cannot judge. The webhook answers these with a denial that
+/// carries the message; the CLI prints it and exits non-zero.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ObjectError {
+    #[error("the object is not a JSON object")]
+    NotAnObject,
+    #[error("{field}: {message}")]
+    BadField { field: String, message: String },
+}
+
+impl ObjectError {
+    pub fn bad(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ObjectError::BadField {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! trainplace's one pure engine: a Kubernetes object in, a verdict out (allow or deny,
+//! findings, warnings, an RFC 6902 JSON Patch computed on the raw JSON). The webhook,
+//! the offline CLI and the advisor all call [`engine::evaluate`]. No I/O here beyond
+//! reading a policy directory on request.
+#![forbid(unsafe_code)]
+
+pub mod annotations;
+pub mod catalog;
+pub mod error;
+pub mod json;
+pub mod policy;
+pub mod quantity;
+
+pub use catalog::{Catalog, InstanceProfile};
+pub use error::{ObjectError, PolicyError};
+pub use policy::{Mode, Policy, Requester};

@@ -1,0 +1,358 @@
+//! Platform policy: rule modes, mutation switches, opt-in grants, per-namespace
+//! overrides and the instance catalog, loaded from a directory of YAML files
+//! (embedded default compiled in).
+
+mod file;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube_core::{Selector, SelectorExt};
+use serde::de::DeserializeOwned;
+
+pub use file::{
+    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceMatch, NamespaceOverride, OptInGrant,
+    OptIns, PolicyFile, RuleModes,
+};
+
+use crate::catalog::{Catalog, CatalogFile};
+use crate::error::PolicyError;
+
+/// The policy compiled into the binary (`policies/default.yaml`).
+pub const EMBEDDED_POLICY: &str = include_str!("../../../../policies/default.yaml");
+
+const API_VERSION: &str = "trainplace.io/v1alpha1";
+
+/// Parse one YAML document into `T`, reporting `origin:line:column` on error.
+pub fn parse_yaml<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T, PolicyError> {
+    serde_yaml_ng::from_str(text).map_err(|e| {
+        let at = e
+            .location()
+            .map(|l| format!(":{}:{}", l.line(), l.column()))
+            .unwrap_or_default();
+        PolicyError::Parse {
+            origin: format!("{origin}{at}"),
+            message: e.to_string(),
+        }
+    })
+}
+
+/// Opt-in annotations the policy governs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptIn {
+    AllowPartialNode,
+    AllowMultiAz,
+    Skip,
+    Reshape,
+}
+
+impl OptIn {
+    pub fn annotation(self) -> &'static str {
+        match self {
+            OptIn::AllowPartialNode => crate::annotations::ALLOW_PARTIAL_NODE,
+            OptIn::AllowMultiAz => crate::annotations::ALLOW_MULTI_AZ,
+            OptIn::Skip => crate::annotations::SKIP,
+            OptIn::Reshape => crate::annotations::RESHAPE,
+        }
+    }
+}
+
+/// Who is asking, and where: what the policy needs to resolve modes and grants.
+#[derive(Debug, Clone, Default)]
+pub struct Requester<'a> {
+    pub namespace: &'a str,
+    /// Labels of the namespace, when known (the webhook learns them from the cluster).
+    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
+    pub groups: &'a [String],
+}
+
+/// Everything the engine consults besides the object itself.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    file: PolicyFile,
+    namespace_selectors: Vec<Option<Selector>>,
+    training_selectors: Vec<Selector>,
+    plugin_version: semver::Version,
+    pub catalog: Catalog,
+}
+
+/// The policy as it applies to one namespace.
+#[derive(Debug, Clone)]
+pub struct Effective<'p> {
+    pub policy: &'p Policy,
+    pub defaults: Defaults,
+    pub modes: RuleModes,
+    pub mutations: Mutations,
+    pub plugin_version: semver::Version,
+}
+
+impl Effective<'_> {
+    pub fn mode_partial_node(&self) -> Mode {
+        self.modes.partial_node.unwrap_or(Mode::Enforce)
+    }
+    pub fn mode_multi_az(&self) -> Mode {
+        self.modes.multi_az.unwrap_or(Mode::Enforce)
+    }
+    pub fn mode_unknown_instance_type(&self) -> Mode {
+        self.modes.unknown_instance_type.unwrap_or(Mode::Warn)
+    }
+    /// Whether a mutation is on; every mutation defaults to on.
+    pub fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
+        pick(&self.mutations).unwrap_or(true)
+    }
+}
+
+fn selector(spec: &LabelSelectorSpec, origin: &str) -> Result<Selector, PolicyError> {
+    let ls = LabelSelector {
+        match_labels: Some(spec.match_labels.clone()),
+        match_expressions: Some(
+            spec.match_expressions
+                .iter()
+                .map(|r| LabelSelectorRequirement {
+                    key: r.key.clone(),
+                    operator: r.operator.clone(),
+                    values: Some(r.values.clone()),
+                })
+                .collect(),
+        ),
+    };
+    Selector::try_from(ls).map_err(|e| PolicyError::Invalid {
+        origin: origin.to_string(),
+        message: format!("label selector: {e}"),
+    })
+}
+
+fn invalid(origin: &str, message: String) -> PolicyError {
+    PolicyError::Invalid {
+        origin: origin.to_string(),
+        message,
+    }
+}
+
+fn merge_opt<T: Clone>(base: &mut Option<T>, over: &Option<T>) {
+    if over.is_some() {
+        base.clone_from(over);
+    }
+}
+
+impl Policy {
+    /// The embedded default policy and catalog.
+    pub fn embedded() -> Self {
+        Self::from_parts(EMBEDDED_POLICY, "policies/default.yaml (embedded)", Catalog::embedded())
+            .expect("embedded policy is validated by the test suite")
+    }
+
+    pub fn from_parts(text: &str, origin: &str, catalog: Catalog) -> Result<Self, PolicyError> {
+        let file: PolicyFile = parse_yaml(text, origin)?;
+        Self::compile(file, origin, catalog)
+    }
+
+    fn compile(file: PolicyFile, origin: &str, catalog: Catalog) -> Result<Self, PolicyError> {
+        if file.api_version != API_VERSION || file.kind != "Policy" {
+            return Err(invalid(
+                origin,
+                format!(
+                    "expected apiVersion {API_VERSION} kind Policy, found {} {}",
+                    file.api_version, file.kind
+                ),
+            ));
+        }
+        let check_defaults = |d: &Defaults, at: &str| -> Result<(), PolicyError> {
+            if let Some(t) = &d.instance_type
+                && catalog.get(t).is_none()
+            {
+                return Err(invalid(
+                    origin,
+                    format!("{at}defaults.instanceType {t:?} is not in the instance catalog"),
+                ));
+            }
+            if let Some(s) = &d.shm_size {
+                crate::quantity::parse_bytes(s)
+                    .map_err(|e| invalid(origin, format!("{at}defaults.shmSize: {e}")))?;
+            }
+            if let Some(v) = &d.aws_ofi_nccl_version {
+                semver::Version::parse(v).map_err(|e| {
+                    invalid(origin, format!("{at}defaults.awsOfiNcclVersion {v:?}: {e}"))
+                })?;
+            }
+            Ok(())
+        };
+        check_defaults(&file.defaults, "")?;
+        let mut namespace_selectors = Vec::new();
+        for (i, ns) in file.namespaces.iter().enumerate() {
+            let at = format!("namespaces[{i}].");
+            check_defaults(&ns.defaults, &at)?;
+            if ns.matches.names.is_empty() && ns.matches.selector.is_none() {
+                return Err(invalid(origin, format!("{at}match needs names or a selector")));
+            }
+            namespace_selectors.push(match &ns.matches.selector {
+                Some(s) => Some(selector(s, origin)?),
+                None => None,
+            });
+        }
+        let training_selectors = file
+            .training_selectors
+            .iter()
+            .map(|s| selector(s, origin))
+            .collect::<Result<_, _>>()?;
+        let plugin_version = file
+            .defaults
+            .aws_ofi_nccl_version
+            .as_deref()
+            .map(semver::Version::parse)
+            .transpose()
+            .map_err(|e| invalid(origin, e.to_string()))?
+            .unwrap_or_else(|| semver::Version::new(1, 16, 0));
+        Ok(Policy {
+            file,
+            namespace_selectors,
+            training_selectors,
+            plugin_version,
+            catalog,
+        })
+    }
+
+    /// Load a policy directory: every `*.yaml`/`*.yml` file is a `Policy` (at most one)
+    /// or an `InstanceCatalog` (merged over the embedded catalog). Hidden entries (the
+    /// `..data` links of a mounted ConfigMap) are skipped.
+    pub fn load_dir(dir: &Path) -> Result<Self, PolicyError> {
+        let io = |e: std::io::Error| PolicyError::Io {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        };
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                !name.starts_with('.') && (name.ends_with(".yaml") || name.ends_with(".yml"))
+            })
+            .collect();
+        paths.sort();
+        let mut catalog = Catalog::embedded();
+        let mut policy: Option<(String, String)> = None;
+        for path in paths {
+            let origin = path.display().to_string();
+            let text = std::fs::read_to_string(&path).map_err(|e| PolicyError::Io {
+                path: origin.clone(),
+                message: e.to_string(),
+            })?;
+            let head: serde_yaml_ng::Value = parse_yaml(&text, &origin)?;
+            match head.get("kind").and_then(|k| k.as_str()) {
+                Some("Policy") => {
+                    if let Some((first, _)) = &policy {
+                        return Err(invalid(
+                            &origin,
+                            format!("a second Policy file; {first} is already the policy"),
+                        ));
+                    }
+                    policy = Some((origin, text));
+                }
+                Some("InstanceCatalog") => {
+                    let file: CatalogFile = parse_yaml(&text, &origin)?;
+                    catalog.merge(file, &origin)?;
+                }
+                other => {
+                    return Err(invalid(
+                        &origin,
+                        format!("kind must be Policy or InstanceCatalog, found {other:?}"),
+                    ));
+                }
+            }
+        }
+        match policy {
+            Some((origin, text)) => Self::from_parts(&text, &origin, catalog),
+            None => Self::from_parts(
+                EMBEDDED_POLICY,
+                "policies/default.yaml (embedded)",
+                catalog,
+            ),
+        }
+    }
+
+    /// The policy as it applies to one namespace.
+    pub fn effective(&self, who: &Requester<'_>) -> Effective<'_> {
+        let mut defaults = self.file.defaults.clone();
+        let mut modes = self.file.rules.clone();
+        let mut mutations = self.file.mutations.clone();
+        for (ns, sel) in self.file.namespaces.iter().zip(&self.namespace_selectors) {
+            if !self.namespace_matches(ns, sel.as_ref(), who) {
+                continue;
+            }
+            merge_opt(&mut defaults.instance_type, &ns.defaults.instance_type);
+            merge_opt(&mut defaults.shm_size, &ns.defaults.shm_size);
+            merge_opt(&mut defaults.aws_ofi_nccl_version, &ns.defaults.aws_ofi_nccl_version);
+            merge_opt(&mut modes.partial_node, &ns.rules.partial_node);
+            merge_opt(&mut modes.multi_az, &ns.rules.multi_az);
+            merge_opt(&mut modes.unknown_instance_type, &ns.rules.unknown_instance_type);
+            let m = &ns.mutations;
+            merge_opt(&mut mutations.efa, &m.efa);
+            merge_opt(&mut mutations.host_ipc, &m.host_ipc);
+            merge_opt(&mut mutations.ipc_lock, &m.ipc_lock);
+            merge_opt(&mut mutations.shm, &m.shm);
+            merge_opt(&mut mutations.nccl_env, &m.nccl_env);
+            merge_opt(&mut mutations.tolerations, &m.tolerations);
+            merge_opt(&mut mutations.pin_instance_type, &m.pin_instance_type);
+            merge_opt(&mut mutations.zone_affinity, &m.zone_affinity);
+            merge_opt(&mut mutations.node_anti_affinity, &m.node_anti_affinity);
+            merge_opt(&mut mutations.torchrun_env, &m.torchrun_env);
+        }
+        let plugin_version = defaults
+            .aws_ofi_nccl_version
+            .as_deref()
+            .and_then(|v| semver::Version::parse(v).ok())
+            .unwrap_or_else(|| self.plugin_version.clone());
+        Effective {
+            policy: self,
+            defaults,
+            modes,
+            mutations,
+            plugin_version,
+        }
+    }
+
+    fn namespace_matches(
+        &self,
+        ns: &NamespaceOverride,
+        sel: Option<&Selector>,
+        who: &Requester<'_>,
+    ) -> bool {
+        let by_name = ns.matches.names.iter().any(|n| n == who.namespace || n == "*");
+        let by_label = match (sel, who.namespace_labels) {
+            (Some(sel), Some(labels)) => sel.matches(labels),
+            _ => false,
+        };
+        by_name || by_label
+    }
+
+    /// Whether the requester may use an opt-in annotation. No grant = nobody may.
+    pub fn may_opt_in(&self, opt: OptIn, who: &Requester<'_>) -> bool {
+        let o = &self.file.opt_ins;
+        let grant = match opt {
+            OptIn::AllowPartialNode => &o.allow_partial_node,
+            OptIn::AllowMultiAz => &o.allow_multi_az,
+            OptIn::Skip => &o.skip,
+            OptIn::Reshape => &o.reshape,
+        };
+        let Some(grant) = grant else { return false };
+        let ns_ok = grant.namespaces.iter().any(|n| n == "*" || n == who.namespace);
+        let group_ok = grant
+            .groups
+            .iter()
+            .any(|g| g == "*" || who.groups.iter().any(|have| have == g));
+        ns_ok && group_ok
+    }
+
+    /// Whether labels match one of the policy's extra training-pod selectors.
+    pub fn training_selector_matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.training_selectors.iter().any(|s| s.matches(labels))
+    }
+
+    pub fn file(&self) -> &PolicyFile {
+        &self.file
+    }
+}
+
+#[cfg(test)]
+mod tests;
