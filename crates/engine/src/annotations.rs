@@ -42,7 +42,10 @@ pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
 pub const JOB_IDENTITY_LABELS: [(&str, &str); 7] = [
     ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
     ("training.kubeflow.org/job-name", "Kubeflow training job"),
-    ("leaderworkerset.sigs.k8s.io/group-key", "LeaderWorkerSet group"),
+    (
+        "leaderworkerset.sigs.k8s.io/group-key",
+        "LeaderWorkerSet group",
+    ),
     ("leaderworkerset.sigs.k8s.io/name", "LeaderWorkerSet"),
     ("trainer.kubeflow.org/trainjob-name", "Kubeflow TrainJob"),
     ("batch.kubernetes.io/job-name", "batch Job"),

@@ -121,10 +121,7 @@ impl Catalog {
             if profile.accelerators == 0 {
                 return Err(PolicyError::Invalid {
                     origin: origin.to_string(),
-                    message: format!(
-                        "instance {}: accelerators must be at least 1",
-                        profile.name
-                    ),
+                    message: format!("instance {}: accelerators must be at least 1", profile.name),
                 });
             }
             crate::quantity::parse_bytes(&profile.shm_default).map_err(|e| {
@@ -195,7 +192,10 @@ mod tests {
         assert_eq!(p5.accelerators, 8);
         assert_eq!(p5.max_efa, 32);
         assert!(c.instances().all(|p| !p.source.trim().is_empty()));
-        assert!(c.get("g5.12xlarge").is_some_and(|g| g.capacity_blocks == Some(false)));
+        assert!(
+            c.get("g5.12xlarge")
+                .is_some_and(|g| g.capacity_blocks == Some(false))
+        );
     }
 
     #[test]
@@ -206,10 +206,16 @@ mod tests {
         let names: Vec<_> = c.nccl_env(p5, &v, true).map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["NCCL_SOCKET_IFNAME"]);
         let old = semver::Version::new(1, 5, 0);
-        let names: Vec<_> = c.nccl_env(p5, &old, true).map(|r| r.name.as_str()).collect();
+        let names: Vec<_> = c
+            .nccl_env(p5, &old, true)
+            .map(|r| r.name.as_str())
+            .collect();
         assert!(names.contains(&"FI_PROVIDER") && names.contains(&"NCCL_BUFFSIZE"));
         let v16 = semver::Version::new(1, 6, 2);
-        let names: Vec<_> = c.nccl_env(p5, &v16, true).map(|r| r.name.as_str()).collect();
+        let names: Vec<_> = c
+            .nccl_env(p5, &v16, true)
+            .map(|r| r.name.as_str())
+            .collect();
         assert!(names.contains(&"FI_EFA_USE_DEVICE_RDMA"));
         assert!(!names.contains(&"FI_PROVIDER"));
     }

@@ -14,3 +14,14 @@ pub mod quantity;
 pub use catalog::{Catalog, InstanceProfile};
 pub use error::{ObjectError, PolicyError};
 pub use policy::{Mode, Policy, Requester};
+
+pub mod classify;
+pub mod engine;
+pub mod finding;
+pub mod layout;
+pub mod podspec;
+pub mod rules;
+pub mod workload;
+
+pub use engine::{Verdict, evaluate};
+pub use finding::{Finding, Rule};

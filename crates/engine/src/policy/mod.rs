@@ -139,8 +139,12 @@ fn merge_opt<T: Clone>(base: &mut Option<T>, over: &Option<T>) {
 impl Policy {
     /// The embedded default policy and catalog.
     pub fn embedded() -> Self {
-        Self::from_parts(EMBEDDED_POLICY, "policies/default.yaml (embedded)", Catalog::embedded())
-            .expect("embedded policy is validated by the test suite")
+        Self::from_parts(
+            EMBEDDED_POLICY,
+            "policies/default.yaml (embedded)",
+            Catalog::embedded(),
+        )
+        .expect("embedded policy is validated by the test suite")
     }
 
     pub fn from_parts(text: &str, origin: &str, catalog: Catalog) -> Result<Self, PolicyError> {
@@ -184,7 +188,10 @@ impl Policy {
             let at = format!("namespaces[{i}].");
             check_defaults(&ns.defaults, &at)?;
             if ns.matches.names.is_empty() && ns.matches.selector.is_none() {
-                return Err(invalid(origin, format!("{at}match needs names or a selector")));
+                return Err(invalid(
+                    origin,
+                    format!("{at}match needs names or a selector"),
+                ));
             }
             namespace_selectors.push(match &ns.matches.selector {
                 Some(s) => Some(selector(s, origin)?),
@@ -263,11 +270,7 @@ impl Policy {
         }
         match policy {
             Some((origin, text)) => Self::from_parts(&text, &origin, catalog),
-            None => Self::from_parts(
-                EMBEDDED_POLICY,
-                "policies/default.yaml (embedded)",
-                catalog,
-            ),
+            None => Self::from_parts(EMBEDDED_POLICY, "policies/default.yaml (embedded)", catalog),
         }
     }
 
@@ -282,10 +285,16 @@ impl Policy {
             }
             merge_opt(&mut defaults.instance_type, &ns.defaults.instance_type);
             merge_opt(&mut defaults.shm_size, &ns.defaults.shm_size);
-            merge_opt(&mut defaults.aws_ofi_nccl_version, &ns.defaults.aws_ofi_nccl_version);
+            merge_opt(
+                &mut defaults.aws_ofi_nccl_version,
+                &ns.defaults.aws_ofi_nccl_version,
+            );
             merge_opt(&mut modes.partial_node, &ns.rules.partial_node);
             merge_opt(&mut modes.multi_az, &ns.rules.multi_az);
-            merge_opt(&mut modes.unknown_instance_type, &ns.rules.unknown_instance_type);
+            merge_opt(
+                &mut modes.unknown_instance_type,
+                &ns.rules.unknown_instance_type,
+            );
             let m = &ns.mutations;
             merge_opt(&mut mutations.efa, &m.efa);
             merge_opt(&mut mutations.host_ipc, &m.host_ipc);
@@ -318,7 +327,11 @@ impl Policy {
         sel: Option<&Selector>,
         who: &Requester<'_>,
     ) -> bool {
-        let by_name = ns.matches.names.iter().any(|n| n == who.namespace || n == "*");
+        let by_name = ns
+            .matches
+            .names
+            .iter()
+            .any(|n| n == who.namespace || n == "*");
         let by_label = match (sel, who.namespace_labels) {
             (Some(sel), Some(labels)) => sel.matches(labels),
             _ => false,
@@ -336,7 +349,10 @@ impl Policy {
             OptIn::Reshape => &o.reshape,
         };
         let Some(grant) = grant else { return false };
-        let ns_ok = grant.namespaces.iter().any(|n| n == "*" || n == who.namespace);
+        let ns_ok = grant
+            .namespaces
+            .iter()
+            .any(|n| n == "*" || n == who.namespace);
         let group_ok = grant
             .groups
             .iter()

@@ -31,7 +31,8 @@ fn bad_mode_is_an_error() {
 
 #[test]
 fn unknown_default_instance_is_an_error() {
-    let text = "apiVersion: trainplace.io/v1alpha1\nkind: Policy\ndefaults:\n  instanceType: p9.huge\n";
+    let text =
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\ndefaults:\n  instanceType: p9.huge\n";
     let err = Policy::from_parts(text, "p.yaml", Catalog::embedded()).unwrap_err();
     assert!(err.to_string().contains("p9.huge"), "{err}");
 }

@@ -1,0 +1,302 @@
+//! Classify a pod template: is it a training pod, of how many pods, on which instance
+//! type, held in which zones. Pure reading; the result drives planning and rules.
+
+use serde_json::Value;
+
+use crate::annotations::{
+    INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
+    LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE, LABEL_ZONE_BETA, TRAINING,
+};
+use crate::catalog::InstanceProfile;
+use crate::json::{items, str_at};
+use crate::podspec::PodView;
+use crate::policy::Effective;
+
+/// Where the target instance type came from (shown in explanations).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceSource {
+    NodeSelector,
+    NodeAffinity,
+    Annotation,
+    PolicyDefault,
+}
+
+impl InstanceSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            InstanceSource::NodeSelector => "nodeSelector",
+            InstanceSource::NodeAffinity => "required node affinity",
+            InstanceSource::Annotation => "annotation trainplace.io/instance-type",
+            InstanceSource::PolicyDefault => "the policy default for this namespace",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Target<'c> {
+    Known(&'c InstanceProfile, InstanceSource),
+    Unknown(String, InstanceSource),
+    /// Required node affinity allows several types; trainplace will not guess.
+    Several(Vec<String>),
+    None,
+}
+
+/// What the pod's scheduling constraints say about availability zones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Zones {
+    /// A single zone the pod is pinned to.
+    pub pinned: Option<String>,
+    /// Node affinity that explicitly allows more than one zone (described).
+    pub allows_many: Option<String>,
+    /// A topology spread constraint over zones.
+    pub spread: bool,
+    /// A required pod affinity on the zone topology already holds the job together.
+    pub held: bool,
+}
+
+/// What the surrounding workload knows about this template (empty for a bare Pod).
+#[derive(Debug, Clone, Default)]
+pub struct SiteHints {
+    /// How many pods the workload creates from this template, when known.
+    pub pods: Option<u32>,
+    /// The job identity label the operator will put on the pods.
+    pub identity: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Shape<'c> {
+    pub accel_resource: String,
+    pub per_pod: u32,
+    pub efa: u32,
+    /// Pods in the job, when known.
+    pub pods: Option<u32>,
+    pub multi_pod: bool,
+    /// Why this is a training pod, for messages.
+    pub evidence: String,
+    pub identity: Option<(String, String)>,
+    pub target: Target<'c>,
+    pub zones: Zones,
+}
+
+#[derive(Debug, Clone)]
+pub enum Class<'c> {
+    NotTraining(&'static str),
+    Training(Box<Shape<'c>>),
+}
+
+pub fn classify<'c>(view: &PodView<'_>, hints: &SiteHints, eff: &Effective<'c>) -> Class<'c> {
+    let (accel_resource, per_pod) = match view.accelerators() {
+        Some((res, n)) => (res.to_string(), n),
+        None if view.efa() > 0 => (String::new(), 0),
+        None => return Class::NotTraining("requests no GPUs or EFA"),
+    };
+    let labels = view.labels();
+    let identity = hints.identity.clone().or_else(|| {
+        JOB_IDENTITY_LABELS
+            .iter()
+            .find_map(|(k, _)| labels.get(*k).map(|v| (k.to_string(), v.clone())))
+    });
+    let env_pods = env_pod_count(view, per_pod);
+    let pods = hints.pods.or(env_pods.as_ref().map(|(n, _)| *n));
+    let evidence = if let Some((key, value)) = &identity {
+        Some(format!("label {key}={value}"))
+    } else if labels.contains_key(LABEL_COMPLETION_INDEX) {
+        Some(format!("label {LABEL_COMPLETION_INDEX}"))
+    } else if let Some((n, why)) = &env_pods
+        && *n > 1
+    {
+        Some(why.clone())
+    } else if view.annotation(TRAINING) == Some("true") {
+        Some(format!("annotation {TRAINING}: \"true\""))
+    } else if eff.policy.training_selector_matches(&labels) {
+        Some("a training selector in the policy".to_string())
+    } else {
+        None
+    };
+    let Some(evidence) = evidence else {
+        return Class::NotTraining("not part of a multi-pod training job");
+    };
+    let multi_pod = pods.is_none_or(|n| n > 1);
+    Class::Training(Box::new(Shape {
+        accel_resource,
+        per_pod,
+        efa: view.efa(),
+        pods,
+        multi_pod,
+        evidence,
+        identity,
+        target: target(view, eff),
+        zones: zones(view.pod),
+    }))
+}
+
+/// Pods in the job from torchrun/MPI-style env on the first device container.
+fn env_pod_count(view: &PodView<'_>, per_pod: u32) -> Option<(u32, String)> {
+    let c = view.device_containers().next()?.index;
+    if let Some(v) = view.env(c, "PET_NNODES") {
+        // torchrun accepts "N" or an elastic range "MIN:MAX"; the maximum bounds the job.
+        let max = v.rsplit(':').next()?.trim().parse::<u32>().ok()?;
+        return Some((max, format!("env PET_NNODES={v}")));
+    }
+    let world: u32 = view.env(c, "WORLD_SIZE")?.trim().parse().ok()?;
+    let per = view
+        .env(c, "PET_NPROC_PER_NODE")
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(per_pod)
+        .max(1);
+    let pods = world.div_ceil(per);
+    Some((
+        pods,
+        format!("env WORLD_SIZE={world} > the pod's {per} processes"),
+    ))
+}
+
+fn target<'c>(view: &PodView<'_>, eff: &Effective<'c>) -> Target<'c> {
+    let catalog = &eff.policy.catalog;
+    let resolve = |name: String, src| match catalog.get(&name) {
+        Some(p) => Target::Known(p, src),
+        None => Target::Unknown(name, src),
+    };
+    for key in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
+        if let Some(t) = str_at(view.pod, &["spec", "nodeSelector", key]) {
+            return resolve(t.to_string(), InstanceSource::NodeSelector);
+        }
+    }
+    let allowed = affinity_values(view.pod, &[LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA]);
+    if let Some(Allowed::Values(mut values)) = allowed {
+        values.dedup();
+        match values.len() {
+            1 => return resolve(values.remove(0), InstanceSource::NodeAffinity),
+            0 => {}
+            _ => return Target::Several(values),
+        }
+    }
+    if let Some(t) = view.annotation(INSTANCE_TYPE) {
+        return resolve(t.to_string(), InstanceSource::Annotation);
+    }
+    match &eff.defaults.instance_type {
+        Some(t) => resolve(t.clone(), InstanceSource::PolicyDefault),
+        None => Target::None,
+    }
+}
+
+/// What required node affinity allows for a label: a finite list, or anything.
+#[derive(Debug, PartialEq)]
+enum Allowed {
+    Values(Vec<String>),
+    Unbounded(String),
+}
+
+/// Combine the required node selector terms (ORed) for `keys`. `None` when no term
+/// constrains the key at all.
+fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
+    let terms = items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    );
+    let mut any_constrained = false;
+    let mut values: Vec<String> = Vec::new();
+    let mut unbounded: Option<String> = None;
+    for term in terms {
+        let exprs: Vec<&Value> = items(term, &["matchExpressions"])
+            .iter()
+            .filter(|e| {
+                e.get("key")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| keys.contains(&k))
+            })
+            .collect();
+        if exprs.is_empty() {
+            unbounded
+                .get_or_insert_with(|| "a node selector term that does not constrain it".into());
+            continue;
+        }
+        any_constrained = true;
+        let mut term_values: Option<Vec<String>> = None;
+        for e in exprs {
+            let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
+            let vals: Vec<String> = items(e, &["values"])
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect();
+            if op == "In" {
+                term_values = Some(match term_values {
+                    Some(prev) => prev.into_iter().filter(|v| vals.contains(v)).collect(),
+                    None => vals,
+                });
+            } else if term_values.is_none() {
+                unbounded.get_or_insert_with(|| format!("operator {op}"));
+            }
+        }
+        match term_values {
+            Some(v) => values.extend(v),
+            None => {
+                unbounded.get_or_insert_with(|| "a term without an In list".into());
+            }
+        }
+    }
+    if !any_constrained {
+        return None;
+    }
+    match unbounded {
+        Some(why) => Some(Allowed::Unbounded(why)),
+        None => {
+            values.sort();
+            Some(Allowed::Values(values))
+        }
+    }
+}
+
+pub fn zones(pod: &Value) -> Zones {
+    let mut z = Zones::default();
+    for key in [LABEL_ZONE, LABEL_ZONE_BETA] {
+        if let Some(v) = str_at(pod, &["spec", "nodeSelector", key]) {
+            z.pinned = Some(v.to_string());
+        }
+    }
+    if z.pinned.is_none() {
+        match affinity_values(pod, &[LABEL_ZONE, LABEL_ZONE_BETA]) {
+            Some(Allowed::Values(mut v)) => {
+                v.dedup();
+                if v.len() == 1 {
+                    z.pinned = v.pop();
+                } else if v.len() > 1 {
+                    z.allows_many = Some(format!(
+                        "required node affinity allows zones {}",
+                        v.join(", ")
+                    ));
+                }
+            }
+            Some(Allowed::Unbounded(why)) => {
+                z.allows_many = Some(format!("required node affinity on the zone uses {why}"));
+            }
+            None => {}
+        }
+    }
+    z.spread = items(pod, &["spec", "topologySpreadConstraints"])
+        .iter()
+        .any(|c| {
+            matches!(
+                c.get("topologyKey").and_then(Value::as_str),
+                Some(LABEL_ZONE | LABEL_ZONE_BETA)
+            )
+        });
+    z.held = items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            "podAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ],
+    )
+    .iter()
+    .any(|t| t.get("topologyKey").and_then(Value::as_str) == Some(LABEL_ZONE));
+    z
+}

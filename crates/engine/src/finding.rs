@@ -1,0 +1,72 @@
+//! Findings: what a rule found, the fix, and the opt-in that would allow it.
+
+use serde::Serialize;
+
+use crate::policy::Mode;
+
+/// Rules, as they appear in messages and metric labels (a bounded set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    PartialNode,
+    MultiAz,
+    ImpossibleRequest,
+    UnknownInstanceType,
+    OptOutRefused,
+    Reshape,
+    InvalidObject,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 7] = [
+        Rule::PartialNode,
+        Rule::MultiAz,
+        Rule::ImpossibleRequest,
+        Rule::UnknownInstanceType,
+        Rule::OptOutRefused,
+        Rule::Reshape,
+        Rule::InvalidObject,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::PartialNode => "partial-node",
+            Rule::MultiAz => "multi-az",
+            Rule::ImpossibleRequest => "impossible-request",
+            Rule::UnknownInstanceType => "unknown-instance-type",
+            Rule::OptOutRefused => "opt-out-refused",
+            Rule::Reshape => "reshape",
+            Rule::InvalidObject => "invalid-object",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub rule: Rule,
+    pub mode: Mode,
+    /// Where in the object: `spec`, `spec.containers[0]`, `pytorchReplicaSpecs.Worker`.
+    pub site: String,
+    pub found: String,
+    pub fix: String,
+    /// The annotation that would allow this, when one exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_in: Option<&'static str>,
+}
+
+impl Finding {
+    /// One self-contained line: rule, where, what, fix, opt-in.
+    pub fn message(&self) -> String {
+        let mut m = format!(
+            "[{}] {}: {} Fix: {}",
+            self.rule.as_str(),
+            self.site,
+            self.found,
+            self.fix
+        );
+        if let Some(a) = self.opt_in {
+            m.push_str(&format!(" Opt in: {a}: \"true\"."));
+        }
+        m
+    }
+}

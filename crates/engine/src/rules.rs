@@ -1,0 +1,320 @@
+//! Validation rules for one training pod template, evaluated on the mutated template
+//! (what the validating webhook sees after the mutating one ran).
+
+use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, RES_EFA, RES_NVIDIA_GPU, RESHAPE};
+use crate::catalog::InstanceProfile;
+use crate::classify::{Shape, Target};
+use crate::finding::{Finding, Rule};
+use crate::podspec::PodView;
+use crate::policy::{Effective, Mode, OptIn};
+
+/// The measured cost of the wrong layout (DESIGN.md, 4 x H200, NCCL all-reduce busbw).
+pub const MEASURED: &str = "measured on 4 x H200: 338.6 GB/s all-reduce inside one pod over NVLink vs 3.9 GB/s between 1-GPU pods over TCP, 88x slower";
+
+/// Whether an opt-in annotation is set, and whether the requester may use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptInState {
+    Absent,
+    Granted,
+    Refused,
+}
+
+pub struct RuleInput<'a> {
+    pub view: &'a PodView<'a>,
+    pub shape: &'a Shape<'a>,
+    pub eff: &'a Effective<'a>,
+    pub partial_opt_in: OptInState,
+    pub multi_az_opt_in: OptInState,
+}
+
+pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let site = input.view.base.clone();
+    match &input.shape.target {
+        Target::Known(instance, _) => {
+            impossible(input, instance, &mut out);
+            partial_node(input, instance, &mut out);
+        }
+        Target::Unknown(name, src) => out.push(Finding {
+            rule: Rule::UnknownInstanceType,
+            mode: input.eff.mode_unknown_instance_type(),
+            site: site.clone(),
+            found: format!(
+                "instance type {name:?} (from {}) is not in the instance catalog; no layout was applied.",
+                src.describe()
+            ),
+            fix: "use a type from `trainplace policy instances`, or add it to an InstanceCatalog file in the policy directory.".into(),
+            opt_in: None,
+        }),
+        Target::Several(types) => out.push(Finding {
+            rule: Rule::UnknownInstanceType,
+            mode: Mode::Warn,
+            site: site.clone(),
+            found: format!(
+                "required node affinity allows several instance types ({}); no layout was applied.",
+                types.join(", ")
+            ),
+            fix: "pin one instance type so every pod gets the same GPU and EFA count.".into(),
+            opt_in: None,
+        }),
+        Target::None => out.push(Finding {
+            rule: Rule::UnknownInstanceType,
+            mode: input.eff.mode_unknown_instance_type(),
+            site: site.clone(),
+            found: "training pod selects no instance type; no layout was applied.".into(),
+            fix: format!(
+                "set nodeSelector {}, or annotation {}, or a policy defaults.instanceType.",
+                crate::annotations::LABEL_INSTANCE_TYPE,
+                crate::annotations::INSTANCE_TYPE
+            ),
+            opt_in: None,
+        }),
+    }
+    multi_az(input, &mut out);
+    host_network(input, &mut out);
+    out
+}
+
+fn impossible_finding(site: &str, found: String, fix: String) -> Finding {
+    Finding {
+        rule: Rule::ImpossibleRequest,
+        mode: Mode::Enforce,
+        site: site.to_string(),
+        found,
+        fix,
+        opt_in: None,
+    }
+}
+
+fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
+    let s = input.shape;
+    let site = &input.view.base;
+    if !s.accel_resource.is_empty() && s.accel_resource != inst.accelerator_resource {
+        out.push(impossible_finding(
+            site,
+            format!(
+                "the pod asks for {} but {} offers {}.",
+                s.accel_resource, inst.name, inst.accelerator_resource
+            ),
+            format!(
+                "request {} or pick an instance type with {}.",
+                inst.accelerator_resource, s.accel_resource
+            ),
+        ));
+        return;
+    }
+    if s.per_pod > inst.accelerators {
+        out.push(impossible_finding(
+            site,
+            format!(
+                "the pod asks for {} {} but {} has {}.",
+                s.per_pod, inst.accelerator_resource, inst.name, inst.accelerators
+            ),
+            format!(
+                "ask for at most {} per pod and add pods (recommended: {} per pod, one pod per node).",
+                inst.accelerators, inst.accelerators
+            ),
+        ));
+    }
+    if s.efa == 0 {
+        return;
+    }
+    if !inst.has_efa() {
+        out.push(impossible_finding(
+            site,
+            format!(
+                "the pod asks for {} {RES_EFA} but {} has no EFA.",
+                s.efa, inst.name
+            ),
+            format!("remove {RES_EFA} or pick an EFA instance type."),
+        ));
+        return;
+    }
+    if s.efa > inst.max_efa {
+        out.push(impossible_finding(
+            site,
+            format!(
+                "the pod asks for {} {RES_EFA} but {} has {}.",
+                s.efa, inst.name, inst.max_efa
+            ),
+            format!(
+                "ask for {} (all of them) with all {} GPUs.",
+                inst.max_efa, inst.accelerators
+            ),
+        ));
+        return;
+    }
+    if s.per_pod == 0 && s.accel_resource.is_empty() {
+        out.push(impossible_finding(
+            site,
+            format!(
+                "the pod asks for {} {RES_EFA} but no accelerators on {}, a GPU instance.",
+                s.efa, inst.name
+            ),
+            format!(
+                "EFA serves GPU traffic: request {} too, or drop {RES_EFA}.",
+                inst.accelerator_resource
+            ),
+        ));
+        return;
+    }
+    let share = (inst.max_efa * s.per_pod / inst.accelerators).max(1);
+    if s.efa != share && s.per_pod <= inst.accelerators {
+        out.push(impossible_finding(
+            site,
+            format!(
+                "the pod asks for {} {RES_EFA} with {} of {} GPUs; its share of {}'s {} EFA interfaces is {share}.",
+                s.efa, s.per_pod, inst.accelerators, inst.name, inst.max_efa
+            ),
+            format!("request {RES_EFA}: {share} (requests = limits)."),
+        ));
+    }
+}
+
+fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
+    let s = input.shape;
+    if s.per_pod == 0 || s.per_pod >= inst.accelerators {
+        return;
+    }
+    let site = &input.view.base;
+    let g = inst.accelerators;
+    let what = if s.accel_resource == RES_NVIDIA_GPU {
+        "GPU"
+    } else {
+        "accelerator"
+    };
+    if !s.multi_pod {
+        out.push(Finding {
+            rule: Rule::PartialNode,
+            mode: Mode::Warn,
+            site: site.clone(),
+            found: format!(
+                "a single-pod job uses {} of {g} on {}.",
+                count(s.per_pod, what),
+                inst.name
+            ),
+            fix: format!(
+                "fine for one pod; for more pods, use {} per pod.",
+                count(g, what)
+            ),
+            opt_in: None,
+        });
+        return;
+    }
+    if input.partial_opt_in == OptInState::Granted {
+        return;
+    }
+    let pods_text = match s.pods {
+        Some(n) => format!("{} x {}", count(n, "pod"), count(s.per_pod, what)),
+        None => format!("pods of {}", count(s.per_pod, what)),
+    };
+    let recommended = match s.pods {
+        Some(n) => {
+            let total = n * s.per_pod;
+            if total % g == 0 {
+                format!(
+                    "{} x {} (annotation {RESHAPE}: \"true\" rewrites it)",
+                    count(total / g, "pod"),
+                    count(g, what)
+                )
+            } else {
+                format!(
+                    "{} x {} ({} do not fill whole nodes; this rounds up)",
+                    count(total.div_ceil(g), "pod"),
+                    count(g, what),
+                    count(total, what)
+                )
+            }
+        }
+        None => format!("one pod per node with all {}", count(g, what)),
+    };
+    let mut found = format!(
+        "{pods_text} on {} ({g} per node): ranks on one node talk over EFA/TCP instead of NVLink ({MEASURED}).",
+        inst.name
+    );
+    if input.partial_opt_in == OptInState::Refused {
+        found.push_str(&format!(
+            " The opt-in {ALLOW_PARTIAL_NODE} is not permitted for this namespace or your groups."
+        ));
+    }
+    out.push(Finding {
+        rule: Rule::PartialNode,
+        mode: input.eff.mode_partial_node(),
+        site: site.clone(),
+        found,
+        fix: format!("use {recommended}."),
+        opt_in: Some(ALLOW_PARTIAL_NODE),
+    });
+}
+
+fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
+    let s = input.shape;
+    let z = &s.zones;
+    if !s.multi_pod || input.multi_az_opt_in == OptInState::Granted {
+        return;
+    }
+    let why = match (&z.allows_many, z.spread) {
+        (Some(text), _) => text.clone(),
+        (None, true) => {
+            "a topologySpreadConstraint spreads pods over topology.kubernetes.io/zone".into()
+        }
+        (None, false) => return,
+    };
+    let mut found =
+        format!("the job may span availability zones: {why}; EFA traffic cannot cross zones.");
+    if input.multi_az_opt_in == OptInState::Refused {
+        found.push_str(&format!(
+            " The opt-in {ALLOW_MULTI_AZ} is not permitted for this namespace or your groups."
+        ));
+    }
+    out.push(Finding {
+        rule: Rule::MultiAz,
+        mode: input.eff.mode_multi_az(),
+        site: input.view.base.clone(),
+        found,
+        fix: "pin one zone (nodeSelector topology.kubernetes.io/zone) or remove the multi-zone constraint; trainplace then holds the job in one zone.".into(),
+        opt_in: Some(ALLOW_MULTI_AZ),
+    });
+}
+
+fn host_network(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
+    let v = input.view;
+    if v.spec_bool("hostNetwork") != Some(true) {
+        return;
+    }
+    let dns = v.spec_str("dnsPolicy");
+    if dns == Some("ClusterFirstWithHostNet") {
+        return;
+    }
+    out.push(impossible_finding(
+        &v.base,
+        format!(
+            "hostNetwork: true with dnsPolicy {}: the pod cannot resolve cluster names (the rendezvous address).",
+            dns.unwrap_or("unset (ClusterFirst)")
+        ),
+        "set dnsPolicy: ClusterFirstWithHostNet, or drop hostNetwork (EFA does not need it).".into(),
+    ));
+}
+
+/// Resolve an opt-in annotation against the policy's grants.
+pub fn opt_in_state(
+    set: bool,
+    opt: OptIn,
+    eff: &Effective<'_>,
+    who: &crate::policy::Requester<'_>,
+) -> OptInState {
+    match (set, eff.policy.may_opt_in(opt, who)) {
+        (false, _) => OptInState::Absent,
+        (true, true) => OptInState::Granted,
+        (true, false) => OptInState::Refused,
+    }
+}
+
+/// "1 pod", "8 pods".
+pub fn count(n: u32, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}

@@ -1,0 +1,223 @@
+//! Table tests driven by `tests/fixtures/pods/*.yaml`: each file holds an object, the
+//! policy context and what the engine must answer. Every case also checks the
+//! invariants: the patch only adds, applying it gives the returned object, unknown
+//! fields survive, and a second pass yields no patch.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rstest::rstest;
+use serde::Deserialize;
+use serde_json::Value;
+use trainplace_engine::{Catalog, Mode, Policy, Requester, Verdict, evaluate};
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Expect {
+    allowed: Option<bool>,
+    #[serde(default)]
+    untouched: bool,
+    rules: Option<Vec<String>>,
+    #[serde(default)]
+    modes: BTreeMap<String, Mode>,
+    #[serde(default)]
+    changes: Vec<String>,
+    #[serde(default)]
+    no_changes: Vec<String>,
+    #[serde(default)]
+    messages: Vec<String>,
+    #[serde(default)]
+    warnings: Vec<String>,
+    #[serde(default)]
+    no_warnings: bool,
+    #[serde(default)]
+    preserved: Vec<String>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Case {
+    #[allow(dead_code)]
+    description: String,
+    policy_file: Option<String>,
+    policy: Option<Value>,
+    namespace_labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    groups: Vec<String>,
+    expect: Expect,
+    object: Value,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn policy_for(case: &Case) -> Policy {
+    if let Some(file) = &case.policy_file {
+        let text = std::fs::read_to_string(repo_root().join(file)).expect("policy file");
+        return Policy::from_parts(&text, file, Catalog::embedded()).expect("policy loads");
+    }
+    if let Some(inline) = &case.policy {
+        let text = serde_yaml_ng::to_string(inline).unwrap();
+        return Policy::from_parts(&text, "inline", Catalog::embedded()).expect("policy loads");
+    }
+    Policy::embedded()
+}
+
+fn changes_text(v: &Verdict) -> Vec<String> {
+    v.changes.iter().map(|c| c.what.clone()).collect()
+}
+
+#[rstest]
+fn fixture(#[files("../../tests/fixtures/pods/*.yaml")] path: PathBuf) {
+    let name = path.file_stem().unwrap().to_string_lossy().to_string();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let case: Case = serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let policy = policy_for(&case);
+    let ns = case.object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    let who = Requester {
+        namespace: &ns,
+        namespace_labels: case.namespace_labels.as_ref(),
+        groups: &case.groups,
+    };
+    let e = &case.expect;
+    let result = evaluate(&case.object, &policy, &who);
+    if let Some(want) = &e.error {
+        let err = result.expect_err(&format!("{name}: expected an error"));
+        assert!(
+            err.to_string().contains(want.as_str()),
+            "{name}: error {err} lacks {want:?}"
+        );
+        return;
+    }
+    let v = result.unwrap_or_else(|err| panic!("{name}: unexpected error {err}"));
+    let changes = changes_text(&v);
+    let fired: Vec<String> = v
+        .findings
+        .iter()
+        .map(|f| f.rule.as_str().to_string())
+        .collect();
+    if let Some(allowed) = e.allowed {
+        assert_eq!(
+            v.allowed, allowed,
+            "{name}: allowed; findings {:#?}",
+            v.findings
+        );
+    }
+    if e.untouched {
+        assert!(
+            v.patch.0.is_empty(),
+            "{name}: expected no patch, got {:?}",
+            v.patch
+        );
+    }
+    if let Some(rules) = &e.rules {
+        let mut want = rules.clone();
+        want.sort();
+        let mut got = fired.clone();
+        got.sort();
+        got.dedup();
+        assert_eq!(got, want, "{name}: rules fired; findings {:#?}", v.findings);
+    }
+    for (rule, mode) in &e.modes {
+        assert!(
+            v.findings
+                .iter()
+                .any(|f| f.rule.as_str() == rule && f.mode == *mode),
+            "{name}: no {rule} finding in mode {mode:?}: {:#?}",
+            v.findings
+        );
+    }
+    for want in &e.changes {
+        assert!(
+            changes.iter().any(|c| c.contains(want.as_str())),
+            "{name}: no change with {want:?} in {changes:#?}"
+        );
+    }
+    for unwanted in &e.no_changes {
+        assert!(
+            !changes.iter().any(|c| c.contains(unwanted.as_str())),
+            "{name}: unexpected change {unwanted:?} in {changes:#?}"
+        );
+    }
+    let messages: Vec<String> = v.findings.iter().map(|f| f.message()).collect();
+    for want in &e.messages {
+        assert!(
+            messages.iter().any(|m| m.contains(want.as_str())),
+            "{name}: no message with {want:?} in {messages:#?}"
+        );
+    }
+    let warnings = v.warnings();
+    for want in &e.warnings {
+        assert!(
+            warnings.iter().any(|w| w.contains(want.as_str())),
+            "{name}: no warning with {want:?} in {warnings:#?}"
+        );
+    }
+    if e.no_warnings {
+        assert!(
+            warnings.is_empty(),
+            "{name}: unexpected warnings {warnings:#?}"
+        );
+    }
+    for pointer in &e.preserved {
+        assert_eq!(
+            case.object.pointer(pointer),
+            v.object.pointer(pointer),
+            "{name}: {pointer} changed"
+        );
+        assert!(
+            case.object.pointer(pointer).is_some(),
+            "{name}: fixture lacks {pointer}"
+        );
+    }
+    invariants(&name, &case.object, &v, &policy, &who);
+}
+
+fn invariants(name: &str, original: &Value, v: &Verdict, policy: &Policy, who: &Requester<'_>) {
+    // The patch only adds: no user value is replaced or removed.
+    for op in &v.patch.0 {
+        assert!(
+            matches!(op, json_patch::PatchOperation::Add(_)),
+            "{name}: non-add op {op:?}"
+        );
+    }
+    // Applying the patch to the original gives exactly the returned object.
+    let mut patched = original.clone();
+    json_patch::patch(&mut patched, &v.patch)
+        .unwrap_or_else(|e| panic!("{name}: patch does not apply: {e}"));
+    assert_eq!(&patched, &v.object, "{name}: patch and object disagree");
+    // A change is explained in the annotation, one line each.
+    if !v.changes.is_empty() {
+        let note = v
+            .object
+            .pointer("/metadata/annotations/trainplace.io~1mutated")
+            .and_then(Value::as_str);
+        let note = note.unwrap_or_else(|| panic!("{name}: no trainplace.io/mutated annotation"));
+        assert_eq!(
+            note.lines().count(),
+            v.changes.len(),
+            "{name}: one line per change"
+        );
+    } else {
+        assert!(
+            v.patch.0.is_empty(),
+            "{name}: patch without recorded changes"
+        );
+    }
+    // Idempotent: a second pass over the mutated object changes nothing.
+    let again = evaluate(&v.object, policy, who).expect("second pass");
+    assert!(
+        again.patch.0.is_empty(),
+        "{name}: second pass patched {:?}",
+        again.patch
+    );
+    assert_eq!(
+        again.allowed, v.allowed,
+        "{name}: second pass changed the verdict"
+    );
+}
