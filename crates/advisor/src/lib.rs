@@ -1,2 +1,14 @@
-//! Placeholder; filled in by its own issue.
+//! trainplace placement advisor: "I need N GPUs for D days around T: what do I buy and
+//! how do I set it up?" A pure core (request -> recommendation -> artifacts) with two
+//! thin faces, the CLI (`cli`) and HTTP (`http`).
 #![forbid(unsafe_code)]
+
+pub mod aws;
+pub mod capacity;
+pub mod error;
+pub mod regions;
+pub mod request;
+pub mod time;
+
+pub use error::{InputError, InputSource};
+pub use request::{AdviceRequest, Request};

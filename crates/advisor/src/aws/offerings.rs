@@ -1,0 +1,114 @@
+//! `aws ec2 describe-capacity-block-offerings` output.
+
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Entry, top_array};
+use crate::error::{InputError, InputSource};
+use crate::time::parse_instant;
+
+/// One Capacity Block offering, as sold.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Offering {
+    pub id: String,
+    pub instance_type: String,
+    pub availability_zone: String,
+    pub instance_count: u32,
+    pub start: Timestamp,
+    pub end: Timestamp,
+    pub duration_hours: u32,
+    /// Parsed from the CLI's string `UpfrontFee`.
+    pub upfront_fee: f64,
+    pub currency: String,
+}
+
+impl Offering {
+    /// The fee in cents, for exact comparisons and ties.
+    pub fn fee_cents(&self) -> u64 {
+        (self.upfront_fee * 100.0).round() as u64
+    }
+}
+
+const KEY: &str = "CapacityBlockOfferings";
+
+/// Parse the CLI's JSON text.
+pub fn parse_offerings(text: &str) -> Result<Vec<Offering>, InputError> {
+    let doc: Value = serde_json::from_str(text)
+        .map_err(|e| InputError::new(InputSource::Offerings, "$", format!("not JSON: {e}")))?;
+    from_value(&doc)
+}
+
+pub fn from_value(doc: &Value) -> Result<Vec<Offering>, InputError> {
+    top_array(doc, KEY, InputSource::Offerings)?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| one(&Entry::new(v, KEY, i, InputSource::Offerings)?))
+        .collect()
+}
+
+fn one(e: &Entry<'_>) -> Result<Offering, InputError> {
+    let time = |field: &str| -> Result<Timestamp, InputError> {
+        parse_instant(e.str(field)?).map_err(|m| e.err(field, m))
+    };
+    let fee_text = e.str("UpfrontFee")?;
+    let upfront_fee: f64 = fee_text
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite() && *f >= 0.0)
+        .ok_or_else(|| e.err("UpfrontFee", format!("{fee_text:?} is not an amount")))?;
+    let start = time("StartDate")?;
+    let end = time("EndDate")?;
+    if end <= start {
+        return Err(e.err("EndDate", "is not after StartDate"));
+    }
+    let instance_count = e.u32("InstanceCount")?;
+    if instance_count == 0 {
+        return Err(e.err("InstanceCount", "must be at least 1"));
+    }
+    Ok(Offering {
+        id: e.str("CapacityBlockOfferingId")?.to_string(),
+        instance_type: e.str("InstanceType")?.to_string(),
+        availability_zone: e.str("AvailabilityZone")?.to_string(),
+        instance_count,
+        start,
+        end,
+        duration_hours: e.u32("CapacityBlockDurationHours")?,
+        upfront_fee,
+        currency: e.str("CurrencyCode")?.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixture_parses() {
+        let text = include_str!("../../fixtures/capacity-block-offerings.json");
+        let offers = parse_offerings(text).unwrap();
+        assert!(offers.len() >= 6);
+        assert!(offers.iter().all(|o| o.currency == "USD"));
+    }
+
+    #[test]
+    fn malformed_offering_names_index_and_field() {
+        let text = r#"{"CapacityBlockOfferings":[
+            {"CapacityBlockOfferingId":"cb-1","InstanceType":"p5.48xlarge","AvailabilityZone":"us-east-1a",
+             "InstanceCount":2,"StartDate":"2026-12-01T11:30:00+00:00","EndDate":"2026-12-02T11:30:00+00:00",
+             "CapacityBlockDurationHours":24,"UpfrontFee":"2641.92","CurrencyCode":"USD","Tenancy":"default"},
+            {"CapacityBlockOfferingId":"cb-2","InstanceType":"p5.48xlarge","AvailabilityZone":"us-east-1a",
+             "InstanceCount":2,"StartDate":"2026-12-01T11:30:00+00:00","EndDate":"2026-12-02T11:30:00+00:00",
+             "CapacityBlockDurationHours":24,"UpfrontFee":"lots","CurrencyCode":"USD","Tenancy":"default"}]}"#;
+        let err = parse_offerings(text).unwrap_err();
+        assert_eq!(err.field, "CapacityBlockOfferings[1].UpfrontFee");
+        let err = parse_offerings(&text.replace("\"InstanceCount\":2,", "")).unwrap_err();
+        assert_eq!(err.field, "CapacityBlockOfferings[0].InstanceCount");
+        assert_eq!(err.message, "missing");
+        let err = parse_offerings("{\"Offerings\":[]}").unwrap_err();
+        assert_eq!(err.field, "CapacityBlockOfferings");
+        let err = parse_offerings("[").unwrap_err();
+        assert_eq!(err.field, "$");
+    }
+}

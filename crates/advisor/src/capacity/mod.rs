@@ -1,0 +1,255 @@
+//! The Capacity Block chooser: pure, no I/O, table-tested (`tests.rs`).
+//!
+//! Rules (AWS "Capacity Blocks for ML" docs, digested in DOMAIN.md): 1..=64 instances
+//! per block, at most 256 across blocks; durations in 1-day steps up to 14 days, then
+//! 7-day steps up to 182 days; a block lives in one AZ; EKS scales managed nodegroups
+//! to 0 forty minutes before the block ends, so that time is not usable by the job.
+//! Several blocks in one AZ may be combined to reach N nodes when they all cover the
+//! job's window.
+
+use std::collections::BTreeMap;
+
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+
+use crate::aws::offerings::Offering;
+
+pub const MAX_INSTANCES_PER_BLOCK: u32 = 64;
+pub const MAX_INSTANCES_ACROSS_BLOCKS: u32 = 256;
+/// EKS scales the nodegroup to 0 this long before the block ends (DOMAIN.md).
+pub const EKS_SCALE_DOWN_MINUTES: i64 = 40;
+
+/// Every duration AWS sells, in hours, shortest first.
+pub fn valid_block_hours() -> impl Iterator<Item = u32> {
+    (1..=14).map(|d| d * 24).chain((3..=26).map(|w| w * 168))
+}
+
+pub fn is_valid_block_hours(hours: u32) -> bool {
+    valid_block_hours().any(|h| h == hours)
+}
+
+/// The shortest block that holds a job of `job_hours` once EKS's scale-down is taken
+/// off the end; `None` when the job is longer than the longest block.
+pub fn block_hours_for(job_hours: u32) -> Option<u32> {
+    valid_block_hours()
+        .find(|&h| i64::from(h) * 60 - EKS_SCALE_DOWN_MINUTES >= i64::from(job_hours) * 60)
+}
+
+/// What the job needs from Capacity Blocks.
+#[derive(Debug, Clone)]
+pub struct BlockNeed<'a> {
+    pub instance_type: &'a str,
+    pub nodes: u32,
+    pub job_hours: u32,
+    pub earliest_start: Option<Timestamp>,
+    pub latest_end: Option<Timestamp>,
+    /// Allowed zones; empty = any.
+    pub zones: &'a [String],
+}
+
+/// The blocks to buy: all in one AZ, together at least `nodes` instances.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockPlan {
+    pub availability_zone: String,
+    pub offerings: Vec<Offering>,
+    pub instances: u32,
+    /// The window every chosen block covers.
+    pub start: Timestamp,
+    pub end: Timestamp,
+    /// Hours the job may run: the window less the EKS scale-down.
+    pub usable_hours: f64,
+    pub total_fee_usd: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockChoice {
+    Fit(BlockPlan),
+    NoFit(Vec<String>),
+}
+
+/// Cheapest set of offerings that fits; ties go to the earlier start, then fewer
+/// blocks, then the AZ and offering ids in name order, so the answer is deterministic.
+pub fn choose_blocks(offers: &[Offering], need: &BlockNeed<'_>) -> BlockChoice {
+    let mut reasons = Vec::new();
+    if need.nodes > MAX_INSTANCES_ACROSS_BLOCKS {
+        reasons.push(format!(
+            "{} instances exceed the {MAX_INSTANCES_ACROSS_BLOCKS} Capacity Blocks allow across blocks",
+            need.nodes
+        ));
+        return BlockChoice::NoFit(reasons);
+    }
+    let usable_min = i64::from(need.job_hours) * 60 + EKS_SCALE_DOWN_MINUTES;
+    if block_hours_for(need.job_hours).is_none() {
+        reasons.push(format!(
+            "the job ({} h) is longer than the longest Capacity Block (182 days less 40 min)",
+            need.job_hours
+        ));
+        return BlockChoice::NoFit(reasons);
+    }
+    let eligible = filter(offers, need, usable_min, &mut reasons);
+    let mut by_zone: BTreeMap<&str, Vec<&Offering>> = BTreeMap::new();
+    for o in eligible {
+        by_zone
+            .entry(o.availability_zone.as_str())
+            .or_default()
+            .push(o);
+    }
+    let mut best: Option<(Key, Vec<&Offering>)> = None;
+    for (zone, zone_offers) in &by_zone {
+        let mut most = 0u32;
+        for anchor in anchors(zone_offers) {
+            let need_end = anchor + SignedDuration::from_mins(usable_min);
+            let covering: Vec<&Offering> = zone_offers
+                .iter()
+                .copied()
+                .filter(|o| o.start <= anchor && o.end >= need_end)
+                .collect();
+            most = most.max(covering.iter().map(|o| o.instance_count).sum());
+            if let Some(set) = cheapest_cover(&covering, need.nodes) {
+                let key = Key::of(zone, &set);
+                if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                    best = Some((key, set));
+                }
+            }
+        }
+        if most < need.nodes {
+            reasons.push(format!(
+                "{zone}: at most {most} {} instances cover one window of {} h, {} needed",
+                need.instance_type, need.job_hours, need.nodes
+            ));
+        }
+    }
+    match best {
+        Some((_, set)) => BlockChoice::Fit(plan(set)),
+        None => {
+            if reasons.is_empty() {
+                reasons.push(format!("no offering for {} was given", need.instance_type));
+            }
+            BlockChoice::NoFit(reasons)
+        }
+    }
+}
+
+fn filter<'o>(
+    offers: &'o [Offering],
+    need: &BlockNeed<'_>,
+    usable_min: i64,
+    reasons: &mut Vec<String>,
+) -> Vec<&'o Offering> {
+    let mut counts = [0usize; 5];
+    let mut out = Vec::new();
+    for o in offers
+        .iter()
+        .filter(|o| o.instance_type == need.instance_type)
+    {
+        let minutes = (o.end.as_second() - o.start.as_second()) / 60;
+        let slot = if !need.zones.is_empty() && !need.zones.contains(&o.availability_zone) {
+            0
+        } else if need.earliest_start.is_some_and(|s| o.start < s)
+            || need.latest_end.is_some_and(|e| o.end > e)
+        {
+            1
+        } else if o.instance_count > MAX_INSTANCES_PER_BLOCK
+            || !is_valid_block_hours(o.duration_hours)
+            || o.currency != "USD"
+        {
+            2
+        } else if minutes < usable_min {
+            3
+        } else {
+            out.push(o);
+            continue;
+        };
+        counts[slot] += 1;
+    }
+    let words = [
+        "in zones the request does not allow",
+        "outside the requested window",
+        "not a valid Capacity Block (1-64 instances, sold durations, USD)",
+        "shorter than the job plus the 40 min EKS scale-down",
+    ];
+    for (n, what) in counts.iter().zip(words) {
+        if *n > 0 {
+            reasons.push(format!("{n} {} offering(s) {what}", need.instance_type));
+        }
+    }
+    out
+}
+
+/// Candidate start instants: every block's own start, in order.
+fn anchors(offers: &[&Offering]) -> Vec<Timestamp> {
+    let mut starts: Vec<Timestamp> = offers.iter().map(|o| o.start).collect();
+    starts.sort();
+    starts.dedup();
+    starts
+}
+
+/// Ordering of candidate plans: fee, start, number of blocks, zone, ids.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    fee_cents: u64,
+    start: Timestamp,
+    blocks: usize,
+    zone: String,
+    ids: Vec<String>,
+}
+
+impl Key {
+    fn of(zone: &str, set: &[&Offering]) -> Self {
+        let mut ids: Vec<String> = set.iter().map(|o| o.id.clone()).collect();
+        ids.sort();
+        Key {
+            fee_cents: set.iter().map(|o| o.fee_cents()).sum(),
+            start: set.iter().map(|o| o.start).max().unwrap_or_default(),
+            blocks: set.len(),
+            zone: zone.to_string(),
+            ids,
+        }
+    }
+}
+
+/// Minimum-fee subset reaching `nodes` instances (0/1 knapsack over capped counts).
+/// Fewer blocks, then smaller ids, break fee ties.
+fn cheapest_cover<'o>(offers: &[&'o Offering], nodes: u32) -> Option<Vec<&'o Offering>> {
+    let mut sorted = offers.to_vec();
+    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    let cap = nodes as usize;
+    type Cell = Option<(u64, usize, Vec<usize>)>;
+    let mut dp: Vec<Cell> = vec![None; cap + 1];
+    dp[0] = Some((0, 0, Vec::new()));
+    for (i, o) in sorted.iter().enumerate() {
+        let prev = dp.clone();
+        for (c, cell) in prev.iter().enumerate() {
+            let Some((fee, n, ids)) = cell else { continue };
+            let next = (c + o.instance_count as usize).min(cap);
+            let mut ids = ids.clone();
+            ids.push(i);
+            let cand = (fee + o.fee_cents(), n + 1, ids);
+            if dp[next].as_ref().is_none_or(|cur| cand < *cur) {
+                dp[next] = Some(cand);
+            }
+        }
+    }
+    dp[cap]
+        .take()
+        .map(|(_, _, ids)| ids.into_iter().map(|i| sorted[i]).collect())
+}
+
+fn plan(set: Vec<&Offering>) -> BlockPlan {
+    let start = set.iter().map(|o| o.start).max().unwrap_or_default();
+    let end = set.iter().map(|o| o.end).min().unwrap_or_default();
+    let minutes = (end.as_second() - start.as_second()) / 60 - EKS_SCALE_DOWN_MINUTES;
+    BlockPlan {
+        availability_zone: set[0].availability_zone.clone(),
+        instances: set.iter().map(|o| o.instance_count).sum(),
+        total_fee_usd: set.iter().map(|o| o.fee_cents()).sum::<u64>() as f64 / 100.0,
+        usable_hours: minutes as f64 / 60.0,
+        start,
+        end,
+        offerings: set.into_iter().cloned().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
