@@ -12,3 +12,10 @@ pub mod time;
 
 pub use error::{InputError, InputSource};
 pub use request::{AdviceRequest, Request};
+pub mod bandwidth;
+pub mod inventory;
+pub mod recommend;
+pub mod shape;
+pub mod warnings;
+
+pub use recommend::{Facts, Recommendation, recommend};

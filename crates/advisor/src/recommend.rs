@@ -1,0 +1,337 @@
+//! The planner: a validated request plus optional AWS / cluster data in, a
+//! recommendation with reasons and warnings out. Pure: no I/O.
+
+use serde::Serialize;
+use trainplace_engine::{Catalog, InstanceProfile};
+
+use crate::aws::instance_types::{AwsInstanceType, disagreements};
+use crate::aws::offerings::Offering;
+use crate::bandwidth::{Bandwidth, bandwidth};
+use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, block_hours_for, choose_blocks};
+use crate::error::InputError;
+use crate::inventory::{NodeInfo, zones_with};
+use crate::request::{CapacityPref, Request};
+use crate::shape::{Candidate, Shape, candidates};
+use crate::warnings::{self as warn, Warning};
+
+/// Optional real data next to the request.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub offerings: Option<Vec<Offering>>,
+    pub instance_types: Option<Vec<AwsInstanceType>>,
+    pub nodes: Option<Vec<NodeInfo>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CapacityPlan {
+    /// `blocks` is `None` when no offerings were given: look them up, then rerun.
+    #[serde(rename_all = "camelCase")]
+    CapacityBlock {
+        block_hours: u32,
+        blocks: Option<BlockPlan>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Odcr {
+        reservation_id: String,
+    },
+    OnDemand,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// On-demand price x nodes x job hours (catalog price).
+    pub on_demand_usd: Option<f64>,
+    /// Upfront fee of the chosen Capacity Blocks.
+    pub capacity_block_usd: Option<f64>,
+    /// What this plan is expected to cost.
+    pub estimate_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Alternative {
+    pub instance_type: String,
+    pub nodes: u32,
+    pub total_gpus: u32,
+    pub on_demand_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recommendation {
+    pub request: Request,
+    pub instance: InstanceProfile,
+    pub shape: Shape,
+    pub pods: u32,
+    pub processes_per_pod: u32,
+    pub availability_zone: String,
+    pub capacity: CapacityPlan,
+    /// Cluster placement group to create, when one is needed.
+    pub placement_group: Option<String>,
+    pub cost: Cost,
+    pub bandwidth: Bandwidth,
+    pub reasons: Vec<String>,
+    pub warnings: Vec<Warning>,
+    pub alternatives: Vec<Alternative>,
+}
+
+pub fn recommend(
+    req: &Request,
+    catalog: &Catalog,
+    facts: &Facts,
+) -> Result<Recommendation, InputError> {
+    let offered: Option<Vec<String>> = facts
+        .instance_types
+        .as_ref()
+        .map(|t| t.iter().map(|t| t.name.clone()).collect());
+    let mut ranked = candidates(req, catalog, offered.as_deref())?;
+    let Candidate { profile, shape } = ranked.remove(0);
+    let mut reasons = vec![format!(
+        "{}: {} x {} ({} GiB each), {}, {} EFA; one pod per node with all {} accelerators",
+        profile.name,
+        profile.accelerators,
+        profile.accelerator,
+        profile
+            .accelerator_memory_gi_b
+            .map_or("?".into(), |g| g.to_string()),
+        profile.intra_node,
+        profile.max_efa,
+        profile.accelerators
+    )];
+    let mut warnings = Vec::new();
+    if let (true, Some(g)) = (shape.rounded_up, shape.requested_gpus) {
+        warnings.push(warn::rounded_up(
+            g,
+            shape.total_gpus,
+            shape.gpus_per_node,
+            &profile.name,
+        ));
+    }
+    for t in facts
+        .instance_types
+        .iter()
+        .flatten()
+        .filter(|t| t.name == profile.name)
+    {
+        warnings.extend(
+            disagreements(t, profile)
+                .iter()
+                .map(|d| warn::catalog_mismatch(d)),
+        );
+    }
+    let (capacity, block_zone) =
+        capacity_plan(req, profile, &shape, facts, &mut reasons, &mut warnings);
+    let zone = block_zone
+        .unwrap_or_else(|| pick_zone(req, &profile.name, facts, &mut reasons, &mut warnings));
+    let placement_group = (shape.nodes > 1 && matches!(capacity, CapacityPlan::OnDemand))
+        .then(|| format!("{}-{}", req.names.cluster, slug(&profile.name)));
+    match (&capacity, &placement_group) {
+        (CapacityPlan::CapacityBlock { .. }, _) => {
+            reasons.push("no placement group: Capacity Blocks are already co-located in an UltraCluster".into())
+        }
+        (_, Some(pg)) => reasons.push(format!("cluster placement group {pg} keeps the nodes close for EFA")),
+        (CapacityPlan::Odcr { .. }, None) if shape.nodes > 1 => reasons.push(
+            "ODCR capacity sits wherever it was reserved: create it in a cluster placement group for co-location".into(),
+        ),
+        _ => {}
+    }
+    if shape.nodes > 1 {
+        warnings.push(warn::efa_one_az(&zone));
+        warnings.extend(warn::p4d_efa(profile));
+        if profile.rdma == trainplace_engine::catalog::Rdma::None {
+            warnings.push(warn::no_rdma(profile));
+        }
+    }
+    let cost = cost(profile, &shape, req.job_hours, &capacity);
+    match (cost.estimate_usd, req.budget_usd) {
+        (Some(e), Some(b)) if e > b => warnings.push(warn::over_budget(e, b)),
+        (None, _) => warnings.push(warn::unknown_cost(&profile.name)),
+        _ => {}
+    }
+    let alternatives = ranked
+        .iter()
+        .take(3)
+        .map(|c| Alternative {
+            instance_type: c.profile.name.clone(),
+            nodes: c.shape.nodes,
+            total_gpus: c.shape.total_gpus,
+            on_demand_usd: on_demand(c.profile, c.shape.nodes, req.job_hours),
+        })
+        .collect();
+    Ok(Recommendation {
+        request: req.clone(),
+        pods: shape.nodes,
+        processes_per_pod: shape.gpus_per_node,
+        bandwidth: bandwidth(profile, shape.nodes),
+        instance: profile.clone(),
+        shape,
+        availability_zone: zone,
+        capacity,
+        placement_group,
+        cost,
+        reasons,
+        warnings,
+        alternatives,
+    })
+}
+
+fn capacity_plan(
+    req: &Request,
+    p: &InstanceProfile,
+    shape: &Shape,
+    facts: &Facts,
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
+) -> (CapacityPlan, Option<String>) {
+    match req.capacity {
+        CapacityPref::OnDemand => return (CapacityPlan::OnDemand, None),
+        CapacityPref::Odcr => {
+            let id = req.reservation_id.clone().unwrap_or_default();
+            reasons.push(format!("targets the On-Demand Capacity Reservation {id}"));
+            return (CapacityPlan::Odcr { reservation_id: id }, None);
+        }
+        CapacityPref::CapacityBlock | CapacityPref::Auto => {}
+    }
+    if p.capacity_blocks != Some(true) {
+        if req.capacity == CapacityPref::CapacityBlock {
+            warnings.push(warn::no_capacity_blocks(p));
+        } else {
+            reasons.push(format!(
+                "on-demand: {} is not sold as Capacity Blocks",
+                p.name
+            ));
+        }
+        return (CapacityPlan::OnDemand, None);
+    }
+    let Some(block_hours) = block_hours_for(req.job_hours) else {
+        warnings.push(warn::job_longer_than_block(
+            req.job_hours,
+            "the longest Capacity Block (182 days)",
+        ));
+        return (CapacityPlan::OnDemand, None);
+    };
+    let Some(offers) = &facts.offerings else {
+        reasons.push(format!(
+            "Capacity Block of {block_hours} h x {} instances: list the offerings (aws-cli.sh), then rerun with --offerings to pick one",
+            shape.nodes
+        ));
+        return (
+            CapacityPlan::CapacityBlock {
+                block_hours,
+                blocks: None,
+            },
+            None,
+        );
+    };
+    let need = BlockNeed {
+        instance_type: &p.name,
+        nodes: shape.nodes,
+        job_hours: req.job_hours,
+        earliest_start: req.earliest_start,
+        latest_end: req.latest_end,
+        zones: &req.zones,
+    };
+    match choose_blocks(offers, &need) {
+        BlockChoice::Fit(plan) => {
+            let ids: Vec<&str> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
+            reasons.push(format!(
+                "cheapest Capacity Block plan that fits: {} in {} ({} instances, {} to {}, ${:.2})",
+                ids.join(" + "),
+                plan.availability_zone,
+                plan.instances,
+                plan.start,
+                plan.end,
+                plan.total_fee_usd
+            ));
+            warnings.push(warn::block_end(plan.end));
+            let zone = plan.availability_zone.clone();
+            (
+                CapacityPlan::CapacityBlock {
+                    block_hours,
+                    blocks: Some(plan),
+                },
+                Some(zone),
+            )
+        }
+        BlockChoice::NoFit(why) => {
+            if why.iter().any(|r| r.contains("shorter than the job")) {
+                warnings.push(warn::job_longer_than_block(
+                    req.job_hours,
+                    "every offered block",
+                ));
+            }
+            warnings.push(warn::no_block_fits(&why));
+            (CapacityPlan::OnDemand, None)
+        }
+    }
+}
+
+/// Allowed zone that already holds nodes of this type, else the first allowed zone,
+/// else the region's first zone (assumed, with a warning).
+fn pick_zone(
+    req: &Request,
+    instance: &str,
+    facts: &Facts,
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
+) -> String {
+    let existing = facts
+        .nodes
+        .as_deref()
+        .map(|n| zones_with(n, instance))
+        .unwrap_or_default();
+    if let Some(z) = existing
+        .iter()
+        .find(|z| req.zones.is_empty() || req.zones.contains(&z.zone))
+    {
+        reasons.push(format!(
+            "{}: the cluster already has {} {instance} node(s) there ({})",
+            z.zone,
+            z.nodes,
+            z.groups.join(", ")
+        ));
+        return z.zone.clone();
+    }
+    if let Some(z) = req.zones.first() {
+        return z.clone();
+    }
+    let zone = format!("{}a", req.region);
+    warnings.push(warn::zone_assumed(&zone));
+    zone
+}
+
+fn on_demand(p: &InstanceProfile, nodes: u32, hours: u32) -> Option<f64> {
+    p.price_per_hour_usd
+        .map(|usd| round2(usd * f64::from(nodes) * f64::from(hours)))
+}
+
+fn cost(p: &InstanceProfile, shape: &Shape, hours: u32, plan: &CapacityPlan) -> Cost {
+    let on_demand_usd = on_demand(p, shape.nodes, hours);
+    let capacity_block_usd = match plan {
+        CapacityPlan::CapacityBlock {
+            blocks: Some(b), ..
+        } => Some(b.total_fee_usd),
+        _ => None,
+    };
+    let estimate_usd = match plan {
+        CapacityPlan::CapacityBlock { .. } => capacity_block_usd,
+        // ODCRs bill at the on-demand rate.
+        CapacityPlan::Odcr { .. } | CapacityPlan::OnDemand => on_demand_usd,
+    };
+    Cost {
+        on_demand_usd,
+        capacity_block_usd,
+        estimate_usd,
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// `p5.48xlarge` -> `p5-48xlarge`, for resource names.
+pub fn slug(instance: &str) -> String {
+    instance.replace('.', "-")
+}

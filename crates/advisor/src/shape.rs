@@ -1,0 +1,170 @@
+//! Instance choice and node count: the recommended layout is one pod per node holding
+//! every accelerator, so the job is `nodes x accelerators` and the question is which
+//! instance type makes that shape best.
+
+use std::cmp::Reverse;
+
+use serde::Serialize;
+use trainplace_engine::{Catalog, InstanceProfile};
+
+use crate::error::InputError;
+use crate::request::{CapacityPref, Demand, Request};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Shape {
+    pub instance_type: String,
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+    pub efa_per_node: u32,
+    pub total_gpus: u32,
+    /// What the request asked for, when it asked in GPUs.
+    pub requested_gpus: Option<u32>,
+    /// True when the request was not a multiple of the node size and was rounded up.
+    pub rounded_up: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Candidate<'c> {
+    pub profile: &'c InstanceProfile,
+    pub shape: Shape,
+}
+
+/// Trainium needs the Neuron stack, not CUDA/NCCL: only chosen when asked for.
+const OPT_IN_FAMILIES: &[&str] = &["trainium"];
+
+/// Candidates best first. `offered` (from `describe-instance-types`) limits the choice
+/// to types the region sells.
+pub fn candidates<'c>(
+    req: &Request,
+    catalog: &'c Catalog,
+    offered: Option<&[String]>,
+) -> Result<Vec<Candidate<'c>>, InputError> {
+    let mut out: Vec<Candidate<'c>> = catalog
+        .instances()
+        .filter(|p| match (&req.instance_type, &req.family) {
+            (Some(name), _) => &p.name == name,
+            (None, Some(f)) => &p.family == f,
+            (None, None) => !OPT_IN_FAMILIES.contains(&p.family.as_str()),
+        })
+        .filter(|p| offered.is_none_or(|names| names.contains(&p.name)))
+        .map(|p| Candidate {
+            profile: p,
+            shape: shape_for(p, req.demand),
+        })
+        .collect();
+    if out.is_empty() {
+        let what = req
+            .instance_type
+            .clone()
+            .or_else(|| req.family.clone())
+            .unwrap_or_else(|| "any".into());
+        let field = if req.instance_type.is_some() {
+            "instanceType"
+        } else {
+            "family"
+        };
+        return Err(InputError::request(
+            field,
+            format!("no instance type for {what:?} is offered in the given instance types"),
+        ));
+    }
+    let want_blocks = req.capacity == CapacityPref::CapacityBlock;
+    out.sort_by_key(|c| {
+        let p = c.profile;
+        (
+            Reverse(!c.shape.rounded_up),
+            Reverse(want_blocks && p.capacity_blocks == Some(true)),
+            Reverse(p.nvlink),
+            Reverse(p.network_gbps.unwrap_or(0) * 1000 / p.accelerators),
+            // Fewer, bigger nodes keep more of the all-reduce inside a node.
+            c.shape.nodes,
+            // Unknown prices sort last; cents per accelerator-hour otherwise.
+            p.price_per_hour_usd.map_or(u64::MAX, |usd| {
+                (usd * 100.0 / f64::from(p.accelerators)).round() as u64
+            }),
+            p.name.clone(),
+        )
+    });
+    Ok(out)
+}
+
+pub fn shape_for(p: &InstanceProfile, demand: Demand) -> Shape {
+    let per = p.accelerators;
+    let (nodes, requested) = match demand {
+        Demand::Gpus(g) => (g.div_ceil(per), Some(g)),
+        Demand::Nodes(n) => (n, None),
+    };
+    Shape {
+        instance_type: p.name.clone(),
+        nodes,
+        gpus_per_node: per,
+        efa_per_node: p.max_efa,
+        total_gpus: nodes * per,
+        requested_gpus: requested,
+        rounded_up: requested.is_some_and(|g| g % per != 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+    use crate::request::AdviceRequest;
+
+    fn pick(gpus: i64, family: Option<&str>, capacity: Option<&str>) -> Shape {
+        let catalog = Catalog::embedded();
+        let req = AdviceRequest {
+            gpus: Some(gpus),
+            family: family.map(Into::into),
+            capacity: capacity.map(Into::into),
+            duration_days: Some(1.0),
+            ..Default::default()
+        }
+        .validate(&catalog)
+        .unwrap();
+        candidates(&req, &catalog, None).unwrap().remove(0).shape
+    }
+
+    #[rstest]
+    #[case::h100(64, Some("h100"), None, "p5.48xlarge", 8, false)]
+    #[case::any_prefers_nvlink_and_bandwidth(16, None, None, "p5.48xlarge", 2, false)]
+    #[case::h200_known_price_first(16, Some("h200"), None, "p5en.48xlarge", 2, false)]
+    #[case::l40s_big_nodes(16, Some("l40s"), None, "g6e.48xlarge", 2, false)]
+    #[case::l40s_exact_fit_beats_rounding(12, Some("l40s"), None, "g6e.24xlarge", 3, false)]
+    #[case::a10g_four(4, Some("a10g"), None, "g5.12xlarge", 1, false)]
+    #[case::rounded_up(60, Some("h100"), None, "p5.48xlarge", 8, true)]
+    #[case::a100_blocks_wanted(16, Some("a100"), Some("capacity-block"), "p4d.24xlarge", 2, false)]
+    #[case::trainium_bandwidth_first(32, Some("trainium"), None, "trn2.48xlarge", 2, false)]
+    fn chooses(
+        #[case] gpus: i64,
+        #[case] family: Option<&str>,
+        #[case] capacity: Option<&str>,
+        #[case] instance: &str,
+        #[case] nodes: u32,
+        #[case] rounded: bool,
+    ) {
+        let s = pick(gpus, family, capacity);
+        assert_eq!(
+            (s.instance_type.as_str(), s.nodes, s.rounded_up),
+            (instance, nodes, rounded)
+        );
+    }
+
+    #[test]
+    fn offered_list_limits_choice() {
+        let catalog = Catalog::embedded();
+        let req = AdviceRequest {
+            gpus: Some(8),
+            family: Some("h200".into()),
+            duration_days: Some(1.0),
+            ..Default::default()
+        }
+        .validate(&catalog)
+        .unwrap();
+        let offered = vec!["p5.48xlarge".to_string()];
+        let err = candidates(&req, &catalog, Some(&offered)).unwrap_err();
+        assert_eq!(err.field, "family");
+    }
+}

@@ -1,0 +1,130 @@
+//! Warnings the recommendation carries: a stable code (for tests, the UI and scripts)
+//! and a sentence for people.
+
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+use trainplace_engine::InstanceProfile;
+
+use crate::capacity::EKS_SCALE_DOWN_MINUTES;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn w(code: &'static str, message: impl Into<String>) -> Warning {
+    Warning {
+        code,
+        message: message.into(),
+    }
+}
+
+pub fn efa_one_az(zone: &str) -> Warning {
+    w(
+        "efa-single-az",
+        format!(
+            "EFA traffic cannot cross availability zones or VPCs: keep every node of this job in {zone}"
+        ),
+    )
+}
+
+pub fn block_end(end: Timestamp) -> Warning {
+    let stop = end - SignedDuration::from_mins(EKS_SCALE_DOWN_MINUTES);
+    w(
+        "capacity-block-end",
+        format!(
+            "Capacity Blocks end at 11:30 UTC ({end}); EC2 starts terminating instances 30 min before and EKS scales the nodegroup to 0 forty minutes before: checkpoint and finish by {stop}"
+        ),
+    )
+}
+
+pub fn no_capacity_blocks(p: &InstanceProfile) -> Warning {
+    let why = match p.capacity_blocks {
+        Some(false) if p.name.starts_with('g') => "G families are not sold as Capacity Blocks",
+        Some(false) => "this type is not sold as Capacity Blocks",
+        _ => "Capacity Block support for this type is unconfirmed in the catalog",
+    };
+    w(
+        "no-capacity-blocks",
+        format!("{}: {why}; planned on-demand instead", p.name),
+    )
+}
+
+pub fn p4d_efa(p: &InstanceProfile) -> Option<Warning> {
+    p.name.starts_with("p4d").then(|| {
+        w(
+            "p4d-efa-isolated",
+            format!("{}: P4d instances cannot talk EFA to other instance types: keep the job on {} only", p.name, p.name),
+        )
+    })
+}
+
+pub fn job_longer_than_block(job_hours: u32, detail: &str) -> Warning {
+    w(
+        "job-longer-than-block",
+        format!(
+            "the job ({job_hours} h plus the 40 min EKS scale-down) is longer than {detail}: checkpoint and resume in a second block, or plan on-demand"
+        ),
+    )
+}
+
+pub fn rounded_up(requested: u32, total: u32, per_node: u32, instance: &str) -> Warning {
+    w(
+        "rounded-up",
+        format!(
+            "{requested} GPUs is not a multiple of {per_node} per {instance}: planned the next shape up, {total} GPUs ({} nodes)",
+            total / per_node
+        ),
+    )
+}
+
+pub fn no_block_fits(reasons: &[String]) -> Warning {
+    w(
+        "no-capacity-block-fits",
+        format!(
+            "no Capacity Block offering fits: {}; planned on-demand",
+            reasons.join("; ")
+        ),
+    )
+}
+
+pub fn over_budget(estimate: f64, budget: f64) -> Warning {
+    w(
+        "over-budget",
+        format!("estimated ${estimate:.2} exceeds the budget of ${budget:.2}"),
+    )
+}
+
+pub fn unknown_cost(instance: &str) -> Warning {
+    w(
+        "cost-unknown",
+        format!("{instance}: no price in the catalog and no offering fee: cost not estimated"),
+    )
+}
+
+pub fn zone_assumed(zone: &str) -> Warning {
+    w(
+        "zone-assumed",
+        format!(
+            "no zone given or known: {zone} assumed; on InsufficientInstanceCapacity try another zone or reserve capacity"
+        ),
+    )
+}
+
+pub fn no_rdma(p: &InstanceProfile) -> Warning {
+    w(
+        "no-gpudirect-rdma",
+        format!(
+            "{}: EFA without GPUDirect RDMA: inter-node traffic goes through host memory",
+            p.name
+        ),
+    )
+}
+
+pub fn catalog_mismatch(detail: &str) -> Warning {
+    w(
+        "catalog-mismatch",
+        format!("instance types input disagrees with the catalog: {detail}"),
+    )
+}
