@@ -4,6 +4,7 @@
 //! reading a policy directory on request.
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod annotations;
 pub mod catalog;
 pub mod error;

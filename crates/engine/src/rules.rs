@@ -217,6 +217,11 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
                     count(total / g, "pod"),
                     count(g, what)
                 )
+            } else if total < g {
+                format!(
+                    "1 pod x {} on one node, so every rank talks over NVLink",
+                    count(total, what)
+                )
             } else {
                 format!(
                     "{} x {} ({} do not fill whole nodes; this rounds up)",

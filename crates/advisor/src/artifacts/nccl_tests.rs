@@ -1,0 +1,35 @@
+//! An nccl-tests MPIJob that checks the new nodes: all_reduce_perf across every GPU,
+//! with the bus bandwidth to expect.
+
+use serde_json::Value;
+
+use super::jobs::mpi_object;
+use super::pod::PodParts;
+
+/// AWS's public nccl-tests image (aws-samples "awsome-distributed-training" EFA tests),
+/// with aws-ofi-nccl and nccl-tests under /opt.
+pub const NCCL_TESTS_IMAGE: &str = "public.ecr.aws/hpc-cloud/nccl-tests:latest";
+
+pub fn nccl_tests(parts: &PodParts<'_>) -> Value {
+    let name = format!("{}-nccl-tests", parts.job());
+    let np = parts.rec.shape.total_gpus.to_string();
+    let per = parts.rec.processes_per_pod.to_string();
+    let launch = [
+        "mpirun", "--allow-run-as-root", "-np", np.as_str(), "-npernode", per.as_str(), "--bind-to", "none",
+        "-x", "PATH", "-x", "LD_LIBRARY_PATH", "-x", "NCCL_DEBUG=INFO", "-x", "NCCL_DEBUG_SUBSYS=INIT,NET",
+        "/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2", "-g", "1", "-c", "1", "-n", "100",
+    ];
+    mpi_object(parts, &name, NCCL_TESTS_IMAGE, &launch)
+}
+
+/// The header line saying what busbw to expect.
+pub fn expectation(parts: &PodParts<'_>) -> String {
+    let b = &parts.rec.bandwidth;
+    match b.busbw_floor_gbs {
+        Some(floor) => format!(
+            "expect all_reduce_perf busbw at 1G of at least {floor} GB/s (EFA line rate {} GB/s per node); the log should show NET/OFI (aws-ofi-nccl over EFA), not NET/Socket",
+            b.efa_line_rate_gbs.unwrap_or_default()
+        ),
+        None => "one node: busbw is the NVLink/PCIe figure inside the node; the log should show P2P transports".into(),
+    }
+}

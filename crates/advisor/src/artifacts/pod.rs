@@ -1,0 +1,103 @@
+//! The pod template in the recommended layout (DESIGN.md): one pod per node with all
+//! accelerators and all EFA, hostIPC, IPC_LOCK, memory-backed /dev/shm, tolerations,
+//! instance type and zone pinned, one pod per node. Written so the webhook engine has
+//! nothing left to change.
+
+use serde_json::{Value, json};
+
+use crate::recommend::Recommendation;
+
+pub const RES_EFA: &str = "vpc.amazonaws.com/efa";
+pub const SHM_VOLUME: &str = "dshm";
+/// Label the advisor puts on every pod of the job; anti-affinity selects on it.
+pub const JOB_LABEL: &str = "trainplace.io/job";
+pub const MASTER_PORT: u32 = 29500;
+
+/// Everything a pod template needs besides its container command.
+pub struct PodParts<'a> {
+    pub rec: &'a Recommendation,
+    /// NCCL / libfabric env from the catalog for this instance (name, value).
+    pub nccl_env: &'a [(String, String)],
+}
+
+impl PodParts<'_> {
+    pub fn job(&self) -> &str {
+        &self.rec.request.names.job
+    }
+
+    /// `requests` = `limits`: every accelerator and every EFA interface of the node.
+    pub fn device_resources(&self) -> Value {
+        let p = &self.rec.instance;
+        let mut map = serde_json::Map::new();
+        map.insert(p.accelerator_resource.clone(), json!(p.accelerators));
+        if p.max_efa > 0 {
+            map.insert(RES_EFA.into(), json!(p.max_efa));
+        }
+        json!({"requests": map.clone(), "limits": map})
+    }
+
+    pub fn env(&self, extra: &[Value]) -> Vec<Value> {
+        self.nccl_env
+            .iter()
+            .map(|(n, v)| json!({"name": n, "value": v}))
+            .chain(extra.iter().cloned())
+            .collect()
+    }
+
+    /// A device container: all accelerators, IPC_LOCK, /dev/shm.
+    pub fn device_container(&self, name: &str, image: &str, command: &[&str], extra_env: &[Value]) -> Value {
+        json!({
+            "name": name,
+            "image": image,
+            "command": command,
+            "env": self.env(extra_env),
+            "resources": self.device_resources(),
+            "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+            "volumeMounts": [{"name": SHM_VOLUME, "mountPath": "/dev/shm"}],
+        })
+    }
+
+    pub fn tolerations(&self) -> Value {
+        let p = &self.rec.instance;
+        let mut keys = vec![p.accelerator_resource.clone()];
+        if p.max_efa > 0 {
+            keys.push(RES_EFA.into());
+        }
+        keys.iter()
+            .map(|k| json!({"key": k, "operator": "Exists", "effect": "NoSchedule"}))
+            .collect()
+    }
+
+    pub fn node_selector(&self) -> Value {
+        json!({
+            "node.kubernetes.io/instance-type": self.rec.instance.name,
+            "topology.kubernetes.io/zone": self.rec.availability_zone,
+        })
+    }
+
+    pub fn anti_affinity(&self) -> Value {
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {JOB_LABEL: self.job()}},
+            "topologyKey": "kubernetes.io/hostname",
+        }]}})
+    }
+
+    pub fn shm_volume(&self) -> Value {
+        json!({"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": self.rec.instance.shm_default}})
+    }
+
+    /// `{metadata, spec}` of a device pod.
+    pub fn template(&self, container: Value) -> Value {
+        json!({
+            "metadata": {"labels": {JOB_LABEL: self.job()}},
+            "spec": {
+                "hostIPC": true,
+                "containers": [container],
+                "volumes": [self.shm_volume()],
+                "tolerations": self.tolerations(),
+                "nodeSelector": self.node_selector(),
+                "affinity": self.anti_affinity(),
+            },
+        })
+    }
+}

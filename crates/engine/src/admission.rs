@@ -1,0 +1,206 @@
+//! AdmissionReview in, AdmissionReview out. The object is taken from the raw JSON
+//! (never round-tripped through typed structs); the response is built from the request
+//! with kube-core so the uid and types are echoed correctly.
+
+use kube_core::DynamicObject;
+use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use serde_json::Value;
+
+use crate::engine::{Verdict, evaluate};
+use crate::policy::{Policy, Requester};
+
+/// Which webhook is answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Returns the layout patch; denies only objects it cannot read.
+    Mutate,
+    /// Denies what policy forbids; warns in `warn` mode.
+    Validate,
+}
+
+impl Endpoint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Mutate => "mutate",
+            Endpoint::Validate => "validate",
+        }
+    }
+}
+
+/// How a review ended, for logs and metrics (bounded labels only).
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// The review itself was unusable (not an AdmissionReview v1, no request).
+    Invalid(String),
+    /// Nothing to judge (DELETE, CONNECT, no object).
+    Passed { operation: &'static str },
+    /// The object could not be read; denied with the reason.
+    BadObject {
+        operation: &'static str,
+        message: String,
+    },
+    Judged {
+        operation: &'static str,
+        verdict: Box<Verdict>,
+    },
+}
+
+pub struct Reviewed {
+    /// The AdmissionReview to send back (always HTTP 200).
+    pub body: Value,
+    pub uid: String,
+    pub dry_run: bool,
+    pub outcome: Outcome,
+}
+
+/// Looks up a namespace's labels (from the cluster when there is one).
+pub trait NamespaceLabels {
+    fn labels(&self, namespace: &str) -> Option<std::collections::BTreeMap<String, String>>;
+}
+
+/// No cluster: labels unknown, so label-selected overrides do not apply.
+pub struct NoNamespaceLabels;
+
+impl NamespaceLabels for NoNamespaceLabels {
+    fn labels(&self, _: &str) -> Option<std::collections::BTreeMap<String, String>> {
+        None
+    }
+}
+
+fn op_label(op: &Operation) -> &'static str {
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
+fn review_json(resp: AdmissionResponse) -> Value {
+    serde_json::to_value(resp.into_review()).unwrap_or_else(|_| Value::Null)
+}
+
+fn invalid(message: String) -> Reviewed {
+    Reviewed {
+        body: review_json(AdmissionResponse::invalid(&message)),
+        uid: String::new(),
+        dry_run: false,
+        outcome: Outcome::Invalid(message),
+    }
+}
+
+/// Answer one AdmissionReview (already parsed as JSON).
+pub fn review(
+    mut body: Value,
+    endpoint: Endpoint,
+    policy: &Policy,
+    ns: &dyn NamespaceLabels,
+) -> Reviewed {
+    let api = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+    if api != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+        return invalid(format!(
+            "expected apiVersion admission.k8s.io/v1 kind AdmissionReview, got {api:?} {kind:?}; set admissionReviewVersions: [v1] in the webhook configuration"
+        ));
+    }
+    let Some(request) = body.get_mut("request").filter(|r| r.is_object()) else {
+        return invalid("AdmissionReview has no request".into());
+    };
+    let object = request
+        .get_mut("object")
+        .map(Value::take)
+        .unwrap_or(Value::Null);
+    // oldObject is not needed and may be large; drop it before the typed parse.
+    if let Some(old) = request.get_mut("oldObject") {
+        *old = Value::Null;
+    }
+    let parsed: AdmissionReview<DynamicObject> = match serde_json::from_value(body) {
+        Ok(r) => r,
+        Err(e) => return invalid(format!("malformed AdmissionReview request: {e}")),
+    };
+    let req: AdmissionRequest<DynamicObject> = match parsed.try_into() {
+        Ok(r) => r,
+        Err(_) => return invalid("AdmissionReview has no request".into()),
+    };
+    let operation = op_label(&req.operation);
+    let base = AdmissionResponse::from(&req);
+    let uid = req.uid.clone();
+    let dry_run = req.dry_run;
+    let done = |resp: AdmissionResponse, outcome| Reviewed {
+        body: review_json(resp),
+        uid: uid.clone(),
+        dry_run,
+        outcome,
+    };
+    if !matches!(req.operation, Operation::Create | Operation::Update) || object.is_null() {
+        return done(base, Outcome::Passed { operation });
+    }
+    let namespace = req.namespace.clone().unwrap_or_default();
+    let labels = ns.labels(&namespace);
+    let who = Requester {
+        namespace: &namespace,
+        namespace_labels: labels.as_ref(),
+        groups: &req.user_info.groups.clone().unwrap_or_default(),
+    };
+    let verdict = match evaluate(&object, policy, &who) {
+        Ok(v) => v,
+        Err(e) => {
+            let message = format!(
+                "trainplace cannot read {} {}: {e}",
+                req.kind.kind,
+                if req.name.is_empty() {
+                    "(unnamed)"
+                } else {
+                    &req.name
+                }
+            );
+            let resp = deny(base, &message);
+            return done(resp, Outcome::BadObject { operation, message });
+        }
+    };
+    let resp = match endpoint {
+        Endpoint::Mutate => {
+            let mut resp = base;
+            if !verdict.patch.0.is_empty() {
+                match resp.clone().with_patch(verdict.patch.clone()) {
+                    Ok(r) => resp = r,
+                    Err(e) => {
+                        let message = format!("trainplace could not encode its patch: {e}");
+                        return done(
+                            deny(AdmissionResponse::from(&req), &message),
+                            Outcome::BadObject { operation, message },
+                        );
+                    }
+                }
+            }
+            resp
+        }
+        Endpoint::Validate => {
+            let warnings = verdict.warnings();
+            let mut resp = if verdict.allowed {
+                base
+            } else {
+                deny(base, &verdict.reasons().join("\n"))
+            };
+            if !warnings.is_empty() {
+                resp.warnings = Some(warnings);
+            }
+            resp
+        }
+    };
+    done(
+        resp,
+        Outcome::Judged {
+            operation,
+            verdict: Box::new(verdict),
+        },
+    )
+}
+
+fn deny(resp: AdmissionResponse, message: &str) -> AdmissionResponse {
+    let mut resp = resp.deny(message);
+    resp.result.code = 403;
+    resp.result.status = Some(kube_core::response::StatusSummary::Failure);
+    resp.result.reason = "Forbidden".into();
+    resp
+}

@@ -1,0 +1,191 @@
+//! `trainplace check` and `trainplace mutate`: the engine over manifest files.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use serde_json::Value;
+use trainplace_engine::{Finding, Mode, Policy, Requester, Verdict, evaluate};
+
+use super::input::{self, Document};
+use super::render::{self, ObjectReport};
+use super::{ExitCode, PolicyArgs};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Text,
+    Yaml,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct DryRunArgs {
+    /// Manifest file (YAML, multi-document YAML, JSON, or a List); `-` reads stdin.
+    #[arg(short = 'f', long = "filename")]
+    pub file: String,
+    /// Output format (check: text; mutate: yaml).
+    #[arg(short = 'o', long)]
+    pub output: Option<Output>,
+    /// mutate: show a unified diff of each object instead of the objects.
+    #[arg(long)]
+    pub diff: bool,
+    /// Namespace for objects that do not name one.
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    /// Groups of the submitting user (decides who may use opt-in annotations).
+    #[arg(long = "group", default_value = "system:authenticated")]
+    pub groups: Vec<String>,
+    /// Labels of the namespace (key=value,...), for label-selected policy overrides.
+    #[arg(long, value_parser = parse_labels)]
+    pub namespace_labels: Option<BTreeMap<String, String>>,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
+    text.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|pair| {
+            pair.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| format!("{pair:?} is not key=value"))
+        })
+        .collect()
+}
+
+/// One entry of `-o json`.
+#[derive(Debug, Serialize)]
+pub struct JsonEntry<'a> {
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub namespace: &'a str,
+    pub allowed: bool,
+    pub warnings: Vec<String>,
+    pub reasons: Vec<String>,
+    pub patch: &'a json_patch::Patch,
+    pub object: &'a Value,
+    pub findings: &'a [Finding],
+    pub changes: &'a [trainplace_engine::layout::Change],
+}
+
+/// Evaluate every document; an unreadable object becomes a denial naming the field.
+pub fn judge(docs: &[Document], policy: &Policy, args: &DryRunArgs) -> Vec<Verdict> {
+    docs.iter()
+        .map(|d| {
+            let ns = d.object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or(&args.namespace);
+            let who = Requester {
+                namespace: ns,
+                namespace_labels: args.namespace_labels.as_ref(),
+                groups: &args.groups,
+            };
+            evaluate(&d.object, policy, &who)
+                .unwrap_or_else(|e| invalid_verdict(d, ns, &e.to_string()))
+        })
+        .collect()
+}
+
+fn invalid_verdict(d: &Document, ns: &str, message: &str) -> Verdict {
+    let text = |k: &str| {
+        d.object
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    Verdict {
+        kind_class: trainplace_engine::workload::Kind::Other(text("kind")),
+        kind: text("kind"),
+        name: d.object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        namespace: ns.to_string(),
+        allowed: false,
+        findings: vec![Finding {
+            rule: trainplace_engine::Rule::InvalidObject,
+            mode: Mode::Enforce,
+            site: format!("document {}", d.doc),
+            found: message.to_string(),
+            fix: "correct the field named above.".into(),
+            opt_in: None,
+        }],
+        notes: Vec::new(),
+        changes: Vec::new(),
+        patch: json_patch::Patch(Vec::new()),
+        object: d.object.clone(),
+    }
+}
+
+pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
+    let policy = match args.policy.load() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::BadInput);
+        }
+    };
+    let docs = match input::read(&args.file) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::BadInput);
+        }
+    };
+    let verdicts = judge(&docs, &policy, args);
+    let output = args
+        .output
+        .unwrap_or(if mutate { Output::Yaml } else { Output::Text });
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let reports: Vec<ObjectReport<'_>> = docs
+        .iter()
+        .zip(&verdicts)
+        .map(|(d, v)| ObjectReport {
+            original: &d.object,
+            verdict: v,
+        })
+        .collect();
+    match (output, mutate && args.diff) {
+        (_, true) => {
+            out.write_all(render::diffs(&reports)?.as_bytes())?;
+            eprint!("{}", render::text(&reports, false));
+        }
+        (Output::Json, _) => {
+            let entries: Vec<JsonEntry<'_>> = verdicts.iter().map(json_entry).collect();
+            serde_json::to_writer_pretty(&mut out, &entries)?;
+            writeln!(out)?;
+        }
+        (Output::Yaml, _) if mutate => {
+            out.write_all(render::objects_yaml(&verdicts)?.as_bytes())?;
+            eprint!("{}", render::text(&reports, false));
+        }
+        (Output::Yaml, _) => {
+            let entries: Vec<JsonEntry<'_>> = verdicts.iter().map(json_entry).collect();
+            out.write_all(serde_yaml_ng::to_string(&entries)?.as_bytes())?;
+        }
+        (Output::Text, _) => out.write_all(render::text(&reports, true).as_bytes())?,
+    }
+    Ok(if verdicts.iter().all(|v| v.allowed) {
+        ExitCode::Ok
+    } else {
+        ExitCode::Denied
+    })
+}
+
+pub fn json_entry(v: &Verdict) -> JsonEntry<'_> {
+    JsonEntry {
+        kind: &v.kind,
+        name: &v.name,
+        namespace: &v.namespace,
+        allowed: v.allowed,
+        warnings: v.warnings(),
+        reasons: v.reasons(),
+        patch: &v.patch,
+        object: &v.object,
+        findings: &v.findings,
+        changes: &v.changes,
+    }
+}

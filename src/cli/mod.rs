@@ -1,0 +1,64 @@
+//! Command-line faces: offline dry-run, policy tools, the webhook server, and the
+//! advisor and diagnose commands from their own crates.
+
+pub mod dryrun;
+pub mod input;
+pub mod policy_cmd;
+pub mod render;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use trainplace_engine::{Policy, PolicyError};
+
+/// Process exit codes shared by every command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Everything allowed (warnings are fine).
+    Ok = 0,
+    /// At least one object denied / an error-level finding.
+    Denied = 1,
+    /// Input could not be read or parsed.
+    BadInput = 2,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "trainplace",
+    version,
+    about = "Keep distributed GPU training in the layout that makes NCCL fast: admission webhook, offline dry-run, placement advisor",
+    after_help = "As a kubectl plugin: put this binary (or a symlink) on PATH as kubectl-trainplace, then `kubectl trainplace check -f job.yaml`."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Dry-run policy on manifests: allowed or denied, every finding and its fix.
+    Check(dryrun::DryRunArgs),
+    /// Like check, and print the mutated objects (YAML, for `kubectl apply -f -`).
+    Mutate(dryrun::DryRunArgs),
+    /// Serve the mutating and validating admission webhook over HTTPS.
+    Serve(crate::server::config::ServeArgs),
+    /// Validate a policy directory, or list the instance catalog.
+    Policy(policy_cmd::PolicyCommand),
+}
+
+/// Where the policy comes from: a directory, or the embedded default.
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    /// Policy directory (Policy and InstanceCatalog YAML files); default: embedded.
+    #[arg(long, env = "TRAINPLACE_POLICY_DIR")]
+    pub policy_dir: Option<PathBuf>,
+}
+
+impl PolicyArgs {
+    pub fn load(&self) -> Result<Policy, PolicyError> {
+        match &self.policy_dir {
+            Some(dir) => Policy::load_dir(dir),
+            None => Ok(Policy::embedded()),
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! trainplace: the binary's wiring (CLI and HTTPS server) around the pure engine in
+//! `trainplace-engine`.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod server;

@@ -1,0 +1,123 @@
+//! Prometheus metrics. Every label comes from a bounded set (endpoint, kind class,
+//! operation, verdict, rule, mode, outcome), never from object names or messages.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReviewLabels {
+    pub endpoint: &'static str,
+    pub kind: &'static str,
+    pub operation: &'static str,
+    /// allowed | patched | denied | warned | invalid | bad_object
+    pub verdict: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FindingLabels {
+    pub endpoint: &'static str,
+    pub rule: &'static str,
+    pub mode: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndpointLabels {
+    pub endpoint: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// success | failure
+    pub outcome: &'static str,
+}
+
+pub struct Metrics {
+    pub registry: Registry,
+    pub reviews: Family<ReviewLabels, Counter>,
+    pub findings: Family<FindingLabels, Counter>,
+    pub latency: Family<EndpointLabels, Histogram>,
+    pub policy_reloads: Family<OutcomeLabels, Counter>,
+    pub cert_reloads: Family<OutcomeLabels, Counter>,
+    /// 1 when the serving certificate is self-signed (no --tls-cert given).
+    pub self_signed: Gauge,
+    pub http_errors: Family<ReviewLabels, Counter>,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("trainplace");
+        let reviews = Family::<ReviewLabels, Counter>::default();
+        let findings = Family::<FindingLabels, Counter>::default();
+        // 25 µs .. ~0.8 s: the engine runs in tens of microseconds, so sub-millisecond
+        // buckets are where the signal is.
+        let latency = Family::<EndpointLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
+        });
+        let policy_reloads = Family::<OutcomeLabels, Counter>::default();
+        let cert_reloads = Family::<OutcomeLabels, Counter>::default();
+        let self_signed = Gauge::default();
+        let http_errors = Family::<ReviewLabels, Counter>::default();
+        registry.register(
+            "admission_reviews",
+            "AdmissionReviews answered",
+            reviews.clone(),
+        );
+        registry.register(
+            "admission_findings",
+            "Findings by rule and mode",
+            findings.clone(),
+        );
+        registry.register(
+            "admission_review_duration_seconds",
+            "Time to answer one AdmissionReview, parse to serialised response",
+            latency.clone(),
+        );
+        registry.register(
+            "policy_reloads",
+            "Policy directory reloads",
+            policy_reloads.clone(),
+        );
+        registry.register(
+            "certificate_reloads",
+            "Serving certificate reloads",
+            cert_reloads.clone(),
+        );
+        registry.register(
+            "certificate_self_signed",
+            "1 when serving an in-memory self-signed certificate",
+            self_signed.clone(),
+        );
+        registry.register(
+            "http_rejections",
+            "Requests rejected before review (bad JSON, too large, wrong type)",
+            http_errors.clone(),
+        );
+        Metrics {
+            registry,
+            reviews,
+            findings,
+            latency,
+            policy_reloads,
+            cert_reloads,
+            self_signed,
+            http_errors,
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

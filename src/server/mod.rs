@@ -1,0 +1,165 @@
+//! `trainplace serve`: the HTTPS admission webhook and its probe port.
+
+pub mod config;
+pub mod metrics;
+pub mod probes;
+pub mod reload;
+pub mod routes;
+pub mod state;
+pub mod tls;
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum_server::Handle;
+use axum_server::tls_rustls::RustlsConfig;
+use trainplace_engine::Policy;
+
+pub use config::Config;
+pub use state::AppState;
+
+/// Names in the in-memory self-signed certificate.
+const SELF_SIGNED_NAMES: [&str; 5] = [
+    "localhost",
+    "127.0.0.1",
+    "trainplace",
+    "trainplace.trainplace.svc",
+    "trainplace.trainplace.svc.cluster.local",
+];
+
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_env("TRAINPLACE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .json()
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// A running server: its bound addresses and a handle to stop it.
+pub struct Running {
+    pub addr: std::net::SocketAddr,
+    pub probe_addr: std::net::SocketAddr,
+    pub state: AppState,
+    pub handle: Handle<std::net::SocketAddr>,
+    pub store: Arc<tls::CertStore>,
+    pub done: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// Bind both ports and start serving; returns once listening.
+pub async fn start(config: Config) -> anyhow::Result<Running> {
+    let policy = match &config.policy_dir {
+        Some(dir) => Policy::load_dir(dir)
+            .with_context(|| format!("loading policy from {}", dir.display()))?,
+        None => Policy::embedded(),
+    };
+    let state = AppState::new(policy);
+    let (initial, cert_detail) = match &config.tls {
+        Some((cert, key)) => (
+            tls::load_pem(cert, key)?,
+            format!("{} (reloaded on change)", cert.display()),
+        ),
+        None => {
+            tracing::warn!(
+                "no --tls-cert given: serving a self-signed certificate generated in memory"
+            );
+            state.metrics.self_signed.set(1);
+            (
+                tls::self_signed(&SELF_SIGNED_NAMES)?,
+                "self-signed, generated in memory".to_string(),
+            )
+        }
+    };
+    let store = tls::CertStore::new(initial);
+    state.detail.rcu(|d| {
+        let mut d = (**d).clone();
+        d.certificate = cert_detail.clone();
+        d.policy = config
+            .policy_dir
+            .as_ref()
+            .map_or("embedded default".to_string(), |p| {
+                format!("{} (reloaded on change)", p.display())
+            });
+        d
+    });
+    if let Some((cert, key)) = &config.tls {
+        reload::watch_certs(
+            state.clone(),
+            store.clone(),
+            cert.clone(),
+            key.clone(),
+            config.reload_interval,
+        );
+    }
+    if let Some(dir) = &config.policy_dir {
+        reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);
+    }
+    let probe_listener = tokio::net::TcpListener::bind(config.probe_addr)
+        .await
+        .with_context(|| format!("binding probe address {}", config.probe_addr))?;
+    let probe_addr = probe_listener.local_addr()?;
+    let probe_app = probes::router(state.clone());
+    tokio::spawn(async move { axum::serve(probe_listener, probe_app).await });
+
+    let listener = std::net::TcpListener::bind(config.addr)
+        .with_context(|| format!("binding {}", config.addr))?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let rustls = RustlsConfig::from_config(Arc::new(tls::server_config(store.clone())?));
+    let app = routes::router(state.clone(), config.max_body, config.read_timeout);
+    let handle = Handle::new();
+    let mut server = axum_server::from_tcp_rustls(listener, rustls)?.handle(handle.clone());
+    server
+        .http_builder()
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(config.read_timeout);
+    let done = tokio::spawn(async move { server.serve(app.into_make_service()).await });
+    state.set_ready(true);
+    tracing::info!(%addr, %probe_addr, "trainplace webhook listening");
+    Ok(Running {
+        addr,
+        probe_addr,
+        state,
+        handle,
+        store,
+        done,
+    })
+}
+
+/// Serve until SIGTERM/SIGINT, then stop taking new connections and let in-flight
+/// reviews finish within the grace period.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let grace = config.shutdown_grace;
+    let running = start(config).await?;
+    shutdown_signal().await;
+    tracing::info!(
+        grace_seconds = grace.as_secs(),
+        "shutting down: draining in-flight reviews"
+    );
+    running.state.set_ready(false);
+    running.handle.graceful_shutdown(Some(grace));
+    running.done.await??;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -1,0 +1,124 @@
+//! Reload certificate files and the policy directory when their content changes.
+//! Polling content hashes works the same for plain files and for the symlink swaps
+//! Kubernetes does on mounted Secrets and ConfigMaps.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use trainplace_engine::Policy;
+
+use super::metrics::OutcomeLabels;
+use super::state::AppState;
+use super::tls::{CertStore, load_pem};
+
+/// Hash of the named files' contents; `None` if any cannot be read right now.
+pub fn files_hash(paths: &[&Path]) -> Option<[u8; 32]> {
+    let mut h = Sha256::new();
+    for p in paths {
+        h.update(std::fs::read(p).ok()?);
+        h.update([0u8]);
+    }
+    Some(h.finalize().into())
+}
+
+/// Hash of a policy directory: visible YAML file names and contents.
+pub fn dir_hash(dir: &Path) -> Option<[u8; 32]> {
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| !n.starts_with('.'))
+        })
+        .collect();
+    names.sort();
+    let mut h = Sha256::new();
+    for p in names {
+        h.update(p.to_string_lossy().as_bytes());
+        h.update(std::fs::read(&p).unwrap_or_default());
+    }
+    Some(h.finalize().into())
+}
+
+fn outcome(ok: bool) -> OutcomeLabels {
+    OutcomeLabels {
+        outcome: if ok { "success" } else { "failure" },
+    }
+}
+
+pub fn watch_certs(
+    state: AppState,
+    store: Arc<CertStore>,
+    cert: PathBuf,
+    key: PathBuf,
+    every: Duration,
+) {
+    let mut last = files_hash(&[&cert, &key]);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let now = files_hash(&[&cert, &key]);
+            if now.is_none() || now == last {
+                continue;
+            }
+            last = now;
+            match load_pem(&cert, &key) {
+                Ok(ck) => {
+                    store.replace(ck);
+                    state
+                        .metrics
+                        .cert_reloads
+                        .get_or_create(&outcome(true))
+                        .inc();
+                    tracing::info!(cert = %cert.display(), "serving certificate reloaded");
+                }
+                Err(error) => {
+                    state
+                        .metrics
+                        .cert_reloads
+                        .get_or_create(&outcome(false))
+                        .inc();
+                    tracing::error!(%error, "new certificate rejected; keeping the last good one");
+                }
+            }
+        }
+    });
+}
+
+pub fn watch_policy(state: AppState, dir: PathBuf, every: Duration) {
+    let mut last = dir_hash(&dir);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let now = dir_hash(&dir);
+            if now.is_none() || now == last {
+                continue;
+            }
+            last = now;
+            match Policy::load_dir(&dir) {
+                Ok(p) => {
+                    state.policy.store(Arc::new(p));
+                    state
+                        .metrics
+                        .policy_reloads
+                        .get_or_create(&outcome(true))
+                        .inc();
+                    tracing::info!(dir = %dir.display(), "policy reloaded");
+                }
+                Err(error) => {
+                    state
+                        .metrics
+                        .policy_reloads
+                        .get_or_create(&outcome(false))
+                        .inc();
+                    tracing::error!(%error, "policy edit rejected; keeping the last good policy");
+                }
+            }
+        }
+    });
+}

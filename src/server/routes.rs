@@ -1,0 +1,172 @@
+//! HTTPS routes: thin handlers around `trainplace_engine::admission::review`.
+
+use std::time::{Duration, Instant};
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
+use trainplace_engine::Mode;
+use trainplace_engine::admission::{Endpoint, Outcome, Reviewed, review};
+
+use super::metrics::{EndpointLabels, FindingLabels, ReviewLabels};
+use super::state::AppState;
+
+/// The one JSON extractor: every rejection answers with the same error shape.
+pub struct AppJson(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for AppJson {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<Value>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(AppJson(v)),
+            Err(rejection) => Err(ApiError::from(rejection)),
+        }
+    }
+}
+
+/// A transport-level error: the request never became an AdmissionReview.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let status = r.status();
+        let message = match status {
+            StatusCode::PAYLOAD_TOO_LARGE => {
+                "request body too large for an AdmissionReview".to_string()
+            }
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                "expected Content-Type: application/json".to_string()
+            }
+            _ => format!(
+                "request body is not an AdmissionReview JSON document: {}",
+                r.body_text()
+            ),
+        };
+        ApiError { status, message }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(json!({"error": self.message, "code": self.status.as_u16()})),
+        )
+            .into_response()
+    }
+}
+
+pub fn router(state: AppState, max_body: usize, read_timeout: Duration) -> Router {
+    Router::new()
+        .route("/mutate", post(mutate))
+        .route("/validate", post(validate))
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(RequestBodyTimeoutLayer::new(read_timeout))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            read_timeout * 2,
+        ))
+        .with_state(state)
+}
+
+async fn mutate(State(state): State<AppState>, body: Result<AppJson, ApiError>) -> Response {
+    handle(&state, Endpoint::Mutate, body)
+}
+
+async fn validate(State(state): State<AppState>, body: Result<AppJson, ApiError>) -> Response {
+    handle(&state, Endpoint::Validate, body)
+}
+
+fn handle(state: &AppState, endpoint: Endpoint, body: Result<AppJson, ApiError>) -> Response {
+    let start = Instant::now();
+    let AppJson(body) = match body {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(endpoint = endpoint.as_str(), status = e.status.as_u16(), error = %e.message, "rejected request");
+            state
+                .metrics
+                .http_errors
+                .get_or_create(&ReviewLabels {
+                    endpoint: endpoint.as_str(),
+                    kind: "unknown",
+                    operation: "unknown",
+                    verdict: "rejected",
+                })
+                .inc();
+            return e.into_response();
+        }
+    };
+    let policy = state.policy.load();
+    let reviewed = review(body, endpoint, &policy, state.namespaces.as_ref());
+    record(state, endpoint, &reviewed);
+    state
+        .metrics
+        .latency
+        .get_or_create(&EndpointLabels {
+            endpoint: endpoint.as_str(),
+        })
+        .observe(start.elapsed().as_secs_f64());
+    Json(reviewed.body).into_response()
+}
+
+fn record(state: &AppState, endpoint: Endpoint, r: &Reviewed) {
+    let ep = endpoint.as_str();
+    let (kind, operation, verdict) = match &r.outcome {
+        Outcome::Invalid(message) => {
+            tracing::warn!(endpoint = ep, error = %message, "invalid AdmissionReview");
+            ("unknown", "unknown", "invalid")
+        }
+        Outcome::Passed { operation } => ("unknown", *operation, "allowed"),
+        Outcome::BadObject { operation, message } => {
+            tracing::info!(endpoint = ep, uid = %r.uid, error = %message, "object denied: unreadable");
+            ("unknown", *operation, "bad_object")
+        }
+        Outcome::Judged { operation, verdict } => {
+            for f in &verdict.findings {
+                state
+                    .metrics
+                    .findings
+                    .get_or_create(&FindingLabels {
+                        endpoint: ep,
+                        rule: f.rule.as_str(),
+                        mode: f.mode.as_str(),
+                    })
+                    .inc();
+                if f.mode == Mode::Audit {
+                    tracing::info!(endpoint = ep, uid = %r.uid, rule = f.rule.as_str(), kind = %verdict.kind, name = %verdict.name, namespace = %verdict.namespace, finding = %f.message(), "audit finding");
+                }
+            }
+            let label = if endpoint == Endpoint::Validate && !verdict.allowed {
+                "denied"
+            } else if endpoint == Endpoint::Mutate && !verdict.patch.0.is_empty() {
+                "patched"
+            } else if verdict.findings.iter().any(|f| f.mode == Mode::Warn) {
+                "warned"
+            } else {
+                "allowed"
+            };
+            tracing::debug!(endpoint = ep, uid = %r.uid, dry_run = r.dry_run, kind = %verdict.kind, name = %verdict.name, namespace = %verdict.namespace, verdict = label, changes = verdict.changes.len(), "reviewed");
+            (verdict.kind_class.metric_label(), *operation, label)
+        }
+    };
+    state
+        .metrics
+        .reviews
+        .get_or_create(&ReviewLabels {
+            endpoint: ep,
+            kind,
+            operation,
+            verdict,
+        })
+        .inc();
+}
