@@ -173,9 +173,10 @@ impl State {
             } else {
                 conn.dst_local
             };
-            if let Some(local) = local {
-                self.rank_local.insert((host.clone(), me), local);
-            }
+            // NCCL 2.18 prints bus ids in the brackets; the record's `[dev]` is then the
+            // only local index there is.
+            self.rank_local
+                .insert((host.clone(), me), local.unwrap_or(line.dev));
             self.connections.push(ConnRecord {
                 line: line.line_no,
                 raw: line.raw.to_string(),
