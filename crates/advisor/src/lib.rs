@@ -19,3 +19,4 @@ pub mod shape;
 pub mod warnings;
 
 pub use recommend::{Facts, Recommendation, recommend};
+pub mod artifacts;

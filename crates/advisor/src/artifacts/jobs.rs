@@ -34,7 +34,10 @@ fn pytorchjob(parts: &PodParts<'_>) -> Value {
     let template = parts.template(parts.device_container("pytorch", image, &cmd, &[]));
     let nodes = parts.rec.shape.nodes;
     let mut replicas = serde_json::Map::new();
-    replicas.insert("Master".into(), json!({"replicas": 1, "restartPolicy": "OnFailure", "template": template}));
+    replicas.insert(
+        "Master".into(),
+        json!({"replicas": 1, "restartPolicy": "OnFailure", "template": template}),
+    );
     if nodes > 1 {
         replicas.insert(
             "Worker".into(),
@@ -61,7 +64,8 @@ fn jobset(parts: &PodParts<'_>) -> Value {
         json!({"name": "PET_MASTER_PORT", "value": MASTER_PORT.to_string()}),
     ];
     let image = &parts.rec.request.names.image;
-    let template = parts.template(parts.device_container("trainer", image, &["torchrun", TRAIN_SCRIPT], &env));
+    let template =
+        parts.template(parts.device_container("trainer", image, &["torchrun", TRAIN_SCRIPT], &env));
     json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
@@ -133,15 +137,28 @@ fn mpijob(parts: &PodParts<'_>) -> Value {
     let np = parts.rec.shape.total_gpus.to_string();
     let per = nproc(parts).to_string();
     let launch = [
-        "mpirun", "--allow-run-as-root", "-np", np.as_str(), "-npernode", per.as_str(), "--bind-to", "none",
-        "-x", "PATH", "-x", "LD_LIBRARY_PATH", "python", TRAIN_SCRIPT,
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        np.as_str(),
+        "-npernode",
+        per.as_str(),
+        "--bind-to",
+        "none",
+        "-x",
+        "PATH",
+        "-x",
+        "LD_LIBRARY_PATH",
+        "python",
+        TRAIN_SCRIPT,
     ];
     mpi_object(parts, parts.job(), &parts.rec.request.names.image, &launch)
 }
 
 /// An MPIJob with one sshd worker per node and a CPU-only launcher running `launch`.
 pub fn mpi_object(parts: &PodParts<'_>, name: &str, image: &str, launch: &[&str]) -> Value {
-    let worker = parts.template(parts.device_container("worker", image, &["/usr/sbin/sshd", "-De"], &[]));
+    let worker =
+        parts.template(parts.device_container("worker", image, &["/usr/sbin/sshd", "-De"], &[]));
     json!({
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",

@@ -15,9 +15,35 @@ pub fn nccl_tests(parts: &PodParts<'_>) -> Value {
     let np = parts.rec.shape.total_gpus.to_string();
     let per = parts.rec.processes_per_pod.to_string();
     let launch = [
-        "mpirun", "--allow-run-as-root", "-np", np.as_str(), "-npernode", per.as_str(), "--bind-to", "none",
-        "-x", "PATH", "-x", "LD_LIBRARY_PATH", "-x", "NCCL_DEBUG=INFO", "-x", "NCCL_DEBUG_SUBSYS=INIT,NET",
-        "/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2", "-g", "1", "-c", "1", "-n", "100",
+        "mpirun",
+        "--allow-run-as-root",
+        "-np",
+        np.as_str(),
+        "-npernode",
+        per.as_str(),
+        "--bind-to",
+        "none",
+        "-x",
+        "PATH",
+        "-x",
+        "LD_LIBRARY_PATH",
+        "-x",
+        "NCCL_DEBUG=INFO",
+        "-x",
+        "NCCL_DEBUG_SUBSYS=INIT,NET",
+        "/opt/nccl-tests/build/all_reduce_perf",
+        "-b",
+        "8",
+        "-e",
+        "1G",
+        "-f",
+        "2",
+        "-g",
+        "1",
+        "-c",
+        "1",
+        "-n",
+        "100",
     ];
     mpi_object(parts, &name, NCCL_TESTS_IMAGE, &launch)
 }

@@ -45,7 +45,13 @@ impl PodParts<'_> {
     }
 
     /// A device container: all accelerators, IPC_LOCK, /dev/shm.
-    pub fn device_container(&self, name: &str, image: &str, command: &[&str], extra_env: &[Value]) -> Value {
+    pub fn device_container(
+        &self,
+        name: &str,
+        image: &str,
+        command: &[&str],
+        extra_env: &[Value],
+    ) -> Value {
         json!({
             "name": name,
             "image": image,

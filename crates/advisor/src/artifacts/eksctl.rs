@@ -1,0 +1,94 @@
+//! eksctl `ClusterConfig` with the GPU managed nodegroup(s): one AZ, EFA, taints, and a
+//! placement group or the Capacity Block / ODCR reservation.
+
+use serde_json::{Value, json};
+
+use super::pod::RES_EFA;
+use crate::recommend::{CapacityPlan, Recommendation, slug};
+use crate::regions::companion_zone;
+
+/// Stands in for a Capacity Block's reservation id until it is bought; `aws-cli.sh`
+/// replaces it with the id `purchase-capacity-block` returns.
+pub fn reservation_placeholder(offering_id: &str) -> String {
+    format!("REPLACE-WITH-cr-ID-OF-{offering_id}")
+}
+
+/// Kubernetes version for a new cluster. [tp-default]: a current EKS standard-support
+/// version; users with a cluster keep theirs.
+pub const EKS_VERSION: &str = "1.33";
+
+pub fn cluster_config(rec: &Recommendation) -> Value {
+    let req = &rec.request;
+    let zone = &rec.availability_zone;
+    json!({
+        "apiVersion": "eksctl.io/v1alpha5",
+        "kind": "ClusterConfig",
+        "metadata": {"name": req.names.cluster, "region": req.region, "version": EKS_VERSION},
+        // eksctl needs two zones for the cluster VPC; the GPU nodes stay in one.
+        "availabilityZones": [zone, companion_zone(zone, &req.region, &req.zones)],
+        "managedNodeGroups": nodegroups(rec),
+    })
+}
+
+fn nodegroups(rec: &Recommendation) -> Vec<Value> {
+    let base = slug(&rec.instance.name);
+    match &rec.capacity {
+        CapacityPlan::CapacityBlock {
+            blocks: Some(plan), ..
+        } => plan
+            .offerings
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let mut ng = nodegroup(rec, &format!("{base}-cb{}", i + 1), o.instance_count);
+                ng["capacityReservation"] = json!({"capacityReservationTarget": {
+                    "capacityReservationID": reservation_placeholder(&o.id)}});
+                ng["instanceMarketOptions"] = json!({"marketType": "capacity-block"});
+                ng
+            })
+            .collect(),
+        CapacityPlan::CapacityBlock { blocks: None, .. } => {
+            let mut ng = nodegroup(rec, &format!("{base}-cb"), rec.shape.nodes);
+            ng["capacityReservation"] = json!({"capacityReservationTarget": {
+                "capacityReservationID": reservation_placeholder("the-offering-you-buy")}});
+            ng["instanceMarketOptions"] = json!({"marketType": "capacity-block"});
+            vec![ng]
+        }
+        CapacityPlan::Odcr { reservation_id } => {
+            let mut ng = nodegroup(rec, &format!("{base}-odcr"), rec.shape.nodes);
+            ng["capacityReservation"] =
+                json!({"capacityReservationTarget": {"capacityReservationID": reservation_id}});
+            vec![ng]
+        }
+        CapacityPlan::OnDemand => {
+            let mut ng = nodegroup(rec, &base, rec.shape.nodes);
+            if let Some(pg) = &rec.placement_group {
+                ng["placement"] = json!({"groupName": pg});
+            }
+            vec![ng]
+        }
+    }
+}
+
+fn nodegroup(rec: &Recommendation, name: &str, count: u32) -> Value {
+    let p = &rec.instance;
+    let mut taints =
+        vec![json!({"key": p.accelerator_resource, "value": "true", "effect": "NoSchedule"})];
+    if p.max_efa > 0 {
+        taints.push(json!({"key": RES_EFA, "value": "true", "effect": "NoSchedule"}));
+    }
+    json!({
+        "name": name,
+        "instanceType": p.name,
+        "amiFamily": "AmazonLinux2023",
+        "desiredCapacity": count,
+        "minSize": 0,
+        "maxSize": count,
+        "availabilityZones": [rec.availability_zone],
+        "privateNetworking": true,
+        "efaEnabled": p.max_efa > 0,
+        "volumeSize": 500,
+        "labels": {"trainplace.io/nodegroup": name},
+        "taints": taints,
+    })
+}

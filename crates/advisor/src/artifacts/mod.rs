@@ -1,0 +1,130 @@
+//! Ready-to-apply files for a recommendation: eksctl, Karpenter, aws CLI, the job in
+//! the recommended layout, and an nccl-tests check. Objects are built as JSON values
+//! (so tests validate them against the real schemas) and rendered as YAML.
+
+pub mod awscli;
+pub mod eksctl;
+pub mod jobs;
+pub mod karpenter;
+pub mod nccl_tests;
+pub mod pod;
+
+use serde::Serialize;
+use serde_json::Value;
+use trainplace_engine::Policy;
+
+use crate::recommend::Recommendation;
+use pod::PodParts;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Artifact {
+    /// File name under `--emit DIR`.
+    pub name: String,
+    pub content: String,
+}
+
+/// The objects behind the YAML artifacts, for validation and the engine check.
+#[derive(Debug, Clone)]
+pub struct Objects {
+    pub cluster_config: Value,
+    pub node_class: Value,
+    pub node_pool: Value,
+    pub job: Value,
+    /// `None` for accelerators nccl-tests does not drive (Trainium).
+    pub nccl_tests: Option<Value>,
+}
+
+/// NCCL / libfabric env the webhook would add for this instance, so the emitted pods
+/// already carry it.
+pub fn nccl_env(rec: &Recommendation, policy: &Policy) -> Vec<(String, String)> {
+    let p = &rec.instance;
+    if p.accelerator_resource != "nvidia.com/gpu" {
+        return Vec::new();
+    }
+    let plugin = policy.effective(&Default::default()).plugin_version;
+    policy
+        .catalog
+        .nccl_env(p, &plugin, p.max_efa > 0)
+        .map(|r| (r.name.clone(), r.value.clone()))
+        .collect()
+}
+
+pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
+    let env = nccl_env(rec, policy);
+    let parts = PodParts {
+        rec,
+        nccl_env: &env,
+    };
+    Objects {
+        cluster_config: eksctl::cluster_config(rec),
+        node_class: karpenter::node_class(rec),
+        node_pool: karpenter::node_pool(rec),
+        job: jobs::job(&parts, rec.request.framework),
+        nccl_tests: (rec.instance.accelerator_resource == "nvidia.com/gpu")
+            .then(|| nccl_tests::nccl_tests(&parts)),
+    }
+}
+
+pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
+    let o = objects(rec, policy);
+    let env = nccl_env(rec, policy);
+    let parts = PodParts {
+        rec,
+        nccl_env: &env,
+    };
+    let mut out = vec![
+        Artifact {
+            name: "eksctl-cluster.yaml".into(),
+            content: yaml(
+                &["eksctl ClusterConfig: eksctl create cluster -f (or create nodegroup -f)"],
+                &[&o.cluster_config],
+            ),
+        },
+        Artifact {
+            name: "karpenter.yaml".into(),
+            content: yaml(
+                &["Karpenter EC2NodeClass + NodePool: kubectl apply -f"],
+                &[&o.node_class, &o.node_pool],
+            ),
+        },
+        Artifact {
+            name: "aws-cli.sh".into(),
+            content: awscli::script(rec),
+        },
+    ];
+    let mut job_notes =
+        vec!["training job in the recommended layout: one pod per node, all GPUs and EFA"];
+    if rec.request.framework == crate::request::Framework::TrainJob {
+        job_notes.push("hostIPC: true must be set in the torch-distributed ClusterTrainingRuntime (TrainJob cannot patch it)");
+    }
+    out.push(Artifact {
+        name: format!("job-{}.yaml", rec.request.framework.slug()),
+        content: yaml(&job_notes, &[&o.job]),
+    });
+    if let Some(tests) = &o.nccl_tests {
+        let expect = nccl_tests::expectation(&parts);
+        out.push(Artifact {
+            name: "nccl-tests-mpijob.yaml".into(),
+            content: yaml(
+                &[
+                    "nccl-tests all_reduce_perf over every GPU of the nodegroup",
+                    &expect,
+                ],
+                &[tests],
+            ),
+        });
+    }
+    out
+}
+
+/// YAML documents with a comment header.
+fn yaml(header: &[&str], docs: &[&Value]) -> String {
+    let mut s: String = header.iter().map(|h| format!("# {h}\n")).collect();
+    for (i, d) in docs.iter().enumerate() {
+        if i > 0 {
+            s.push_str("---\n");
+        }
+        s.push_str(&serde_yaml_ng::to_string(d).unwrap_or_default());
+    }
+    s
+}
