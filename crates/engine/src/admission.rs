@@ -2,6 +2,7 @@
 //! (never round-tripped through typed structs); the response is built from the request
 //! with kube-core so the uid and types are echoed correctly.
 
+use base64::Engine as _;
 use kube_core::DynamicObject;
 use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::Value;
@@ -77,7 +78,19 @@ fn op_label(op: &Operation) -> &'static str {
 }
 
 fn review_json(resp: AdmissionResponse) -> Value {
-    serde_json::to_value(resp.into_review()).unwrap_or_else(|_| Value::Null)
+    let mut v = serde_json::to_value(resp.into_review()).unwrap_or(Value::Null);
+    // kube-core serialises `patch: Vec<u8>` as an array of numbers (kube-rs/kube#1781);
+    // the API server decodes a []byte from a base64 string. Re-encode it here.
+    if let Some(patch) = v.pointer_mut("/response/patch")
+        && let Some(bytes) = patch.as_array()
+    {
+        let raw: Vec<u8> = bytes
+            .iter()
+            .filter_map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+            .collect();
+        *patch = Value::String(base64::engine::general_purpose::STANDARD.encode(raw));
+    }
+    v
 }
 
 fn invalid(message: String) -> Reviewed {

@@ -1,0 +1,153 @@
+//! Test helpers: a throwaway PKI written to disk, a server on free ports, an HTTPS
+//! client that trusts only the test CA, and AdmissionReview builders.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use serde_json::{Value, json};
+use trainplace::server::{Config, Running, start};
+
+pub struct Pki {
+    pub ca_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl Pki {
+    pub fn new(name: &str) -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let key = KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        Pki {
+            ca_pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// Write a serving cert for localhost/127.0.0.1 and its key into `dir`.
+    pub fn write_leaf(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        let params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let (c, k) = (dir.join("tls.crt"), dir.join("tls.key"));
+        write_atomic(&c, cert.pem().as_bytes());
+        write_atomic(&k, key.serialize_pem().as_bytes());
+        (c, k)
+    }
+}
+
+/// Replace a file in one rename, as kubelet does for mounted Secrets.
+pub fn write_atomic(path: &Path, data: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, data).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> Config {
+    Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        probe_addr: "127.0.0.1:0".parse().unwrap(),
+        tls,
+        policy_dir,
+        reload_interval: Duration::from_millis(100),
+        shutdown_grace: Duration::from_secs(5),
+        max_body: 4 * 1024 * 1024,
+        read_timeout: Duration::from_secs(1),
+    }
+}
+
+pub async fn serve(config: Config) -> Running {
+    start(config).await.expect("server starts")
+}
+
+pub fn client_config(ca_pem: &str) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile_certs(ca_pem) {
+        roots.add(cert).unwrap();
+    }
+    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    cfg
+}
+
+fn rustls_pemfile_certs(pem: &str) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    use rustls::pki_types::pem::PemObject;
+    rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// An HTTPS client that trusts only `ca_pem` and keeps connections alive.
+pub fn client(ca_pem: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .use_preconfigured_tls(client_config(ca_pem))
+        .pool_max_idle_per_host(1)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+pub fn fixture_object(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/pods")
+        .join(format!("{name}.yaml"));
+    let case: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    case["object"].clone()
+}
+
+pub fn review_for(object: &Value, uid: &str) -> Value {
+    let ns = object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default");
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": object["metadata"]["name"],
+            "namespace": ns,
+            "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": object,
+            "oldObject": null,
+            "dryRun": false,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+        }
+    })
+}
+
+/// Decode the base64 JSON Patch of a response and apply it to `object`.
+pub fn apply_response_patch(object: &Value, response: &Value) -> Value {
+    use base64::Engine;
+    let b64 = response["response"]["patch"]
+        .as_str()
+        .expect("patch present");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+    let mut out = object.clone();
+    json_patch::patch(&mut out, &patch).unwrap();
+    out
+}

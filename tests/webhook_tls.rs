@@ -1,0 +1,449 @@
+//! The webhook over real TLS sockets: reviews, bad input, slow clients, certificate
+//! rotation with a client connected, policy hot reload, probes and graceful drain.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
+    let resp = client.post(url).json(body).send().await.expect("request");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn mutate_and_validate_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("test-ca");
+    let (crt, key) = pki.write_leaf(dir.path());
+    let srv = serve(config(Some((crt, key)), None)).await;
+    let c = client(&pki.ca_pem);
+    let base = format!("https://localhost:{}", srv.addr.port());
+
+    let pod = fixture_object("full-node-p5-jobset");
+    let (status, body) = post(&c, &format!("{base}/mutate"), &review_for(&pod, "uid-1")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(body["kind"], "AdmissionReview");
+    assert_eq!(body["response"]["uid"], "uid-1");
+    assert_eq!(body["response"]["allowed"], true);
+    assert_eq!(body["response"]["patchType"], "JSONPatch");
+    let mutated = apply_response_patch(&pod, &body);
+    assert_eq!(mutated["spec"]["hostIPC"], true);
+    assert_eq!(
+        mutated["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"],
+        32
+    );
+    assert!(
+        mutated["metadata"]["annotations"]["trainplace.io/mutated"]
+            .as_str()
+            .unwrap()
+            .contains("hostIPC=true")
+    );
+
+    // The validating webhook sees the mutated pod: allowed, no patch.
+    let (_, body) = post(
+        &c,
+        &format!("{base}/validate"),
+        &review_for(&mutated, "uid-2"),
+    )
+    .await;
+    assert_eq!(body["response"]["allowed"], true);
+    assert!(body["response"].get("patch").is_none());
+
+    // A second mutate pass over the mutated pod yields no patch.
+    let (_, body) = post(
+        &c,
+        &format!("{base}/mutate"),
+        &review_for(&mutated, "uid-3"),
+    )
+    .await;
+    assert!(body["response"].get("patch").is_none(), "{body}");
+
+    // 1-GPU-per-pod is denied with a 403 status and an actionable message.
+    let bad = fixture_object("one-gpu-per-pod-kubeflow");
+    let mut review = review_for(&bad, "uid-4");
+    review["request"]["dryRun"] = json!(true);
+    let (_, body) = post(&c, &format!("{base}/validate"), &review).await;
+    let r = &body["response"];
+    assert_eq!(r["uid"], "uid-4");
+    assert_eq!(r["allowed"], false);
+    assert_eq!(r["status"]["code"], 403);
+    let msg = r["status"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("[partial-node]") && msg.contains("trainplace.io/allow-partial-node"),
+        "{msg}"
+    );
+
+    // Metrics saw both endpoints.
+    let metrics = reqwest::get(format!("http://{}/metrics", srv.probe_addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("trainplace_admission_reviews_total{endpoint=\"validate\",kind=\"Pod\",operation=\"CREATE\",verdict=\"denied\"} 1"), "{metrics}");
+    assert!(metrics.contains("trainplace_admission_findings_total{endpoint=\"validate\",rule=\"partial-node\",mode=\"enforce\"} 1"));
+    assert!(metrics.contains("trainplace_admission_review_duration_seconds_bucket"));
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn warn_mode_returns_warnings_and_still_patches() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("test-ca");
+    let (crt, key) = pki.write_leaf(dir.path());
+    let pol = tempfile::tempdir().unwrap();
+    std::fs::write(
+        pol.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nrules:\n  partial-node: warn\noptIns: {}\n",
+    )
+    .unwrap();
+    let srv = serve(config(Some((crt, key)), Some(pol.path().to_path_buf()))).await;
+    let c = client(&pki.ca_pem);
+    let base = format!("https://localhost:{}", srv.addr.port());
+    let bad = fixture_object("one-gpu-per-pod-kubeflow");
+    let mut review = review_for(&bad, "w-1");
+    review["request"]["dryRun"] = json!(true);
+    let (_, m) = post(&c, &format!("{base}/mutate"), &review).await;
+    assert_eq!(m["response"]["allowed"], true);
+    let mutated = apply_response_patch(&bad, &m);
+    let (_, v) = post(
+        &c,
+        &format!("{base}/validate"),
+        &review_for(&mutated, "w-2"),
+    )
+    .await;
+    assert_eq!(v["response"]["allowed"], true);
+    let warnings = v["response"]["warnings"].as_array().expect("warnings");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("[partial-node]")),
+        "{warnings:?}"
+    );
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn bad_input_gets_clear_errors() {
+    let srv = serve(config(None, None)).await;
+    // Self-signed in memory: the test trusts nothing, so accept any cert for this test only.
+    let c = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let url = format!("https://127.0.0.1:{}/validate", srv.addr.port());
+
+    let r = c
+        .post(&url)
+        .header("content-type", "application/json")
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let body: Value = r.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("not an AdmissionReview JSON"),
+        "{body}"
+    );
+
+    let r = c
+        .post(&url)
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 415);
+
+    let big = format!("{{\"x\":\"{}\"}}", "a".repeat(10 * 1024 * 1024));
+    let r = c
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 413);
+
+    let (s, body) = post(&c, &url, &json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}})).await;
+    assert_eq!(s, 200);
+    assert_eq!(body["response"]["allowed"], false);
+    assert!(
+        body["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("admissionReviewVersions")
+    );
+
+    let (_, body) = post(
+        &c,
+        &url,
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}),
+    )
+    .await;
+    assert_eq!(body["response"]["allowed"], false);
+    assert!(
+        body["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no request")
+    );
+
+    // A well-formed review whose object cannot be read: denied, naming the field.
+    let mut pod = fixture_object("full-node-p5-jobset");
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = json!("eight");
+    let (_, body) = post(&c, &url, &review_for(&pod, "u-bad")).await;
+    assert_eq!(body["response"]["uid"], "u-bad");
+    assert_eq!(body["response"]["allowed"], false);
+    assert!(
+        body["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limits[nvidia.com/gpu]")
+    );
+
+    // A kind trainplace does not handle passes with a warning, not a denial.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "a"}});
+    let (_, body) = post(&c, &url, &review_for(&cm, "u-cm")).await;
+    assert_eq!(body["response"]["allowed"], true);
+    assert!(
+        body["response"]["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("does not handle")
+    );
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn slow_client_is_disconnected() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("test-ca");
+    let (crt, key) = pki.write_leaf(dir.path());
+    let srv = serve(config(Some((crt, key)), None)).await;
+    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let connector =
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(client_config(&pki.ca_pem)));
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    // Half a request line, then silence: the header read timeout (1 s here) must end it.
+    tls.write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut buf)).await;
+    assert!(
+        read.is_ok(),
+        "server kept a silent client for more than 5 s"
+    );
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn certificate_rotation_keeps_connections_and_rejects_bad_certs() {
+    let dir = tempfile::tempdir().unwrap();
+    let old_ca = Pki::new("old-ca");
+    let (crt, key) = old_ca.write_leaf(dir.path());
+    let srv = serve(config(Some((crt.clone(), key.clone())), None)).await;
+    let base = format!("https://localhost:{}", srv.addr.port());
+    let pod = fixture_object("full-node-p5-jobset");
+
+    // A keep-alive client on the old certificate.
+    let old_client = client(&old_ca.ca_pem);
+    let (s, _) = post(
+        &old_client,
+        &format!("{base}/validate"),
+        &review_for(&pod, "a"),
+    )
+    .await;
+    assert_eq!(s, 200);
+
+    // Rotate to a certificate from a new CA.
+    let new_ca = Pki::new("new-ca");
+    new_ca.write_leaf(dir.path());
+    let new_client = client(&new_ca.ca_pem);
+    let mut served_new = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if new_client
+            .post(format!("{base}/validate"))
+            .json(&review_for(&pod, "b"))
+            .send()
+            .await
+            .is_ok()
+        {
+            served_new = true;
+            break;
+        }
+    }
+    assert!(served_new, "new certificate was not picked up");
+    // The old connection was not dropped: the pooled keep-alive connection still works.
+    let (s, body) = post(
+        &old_client,
+        &format!("{base}/validate"),
+        &review_for(&pod, "c"),
+    )
+    .await;
+    assert_eq!((s, body["response"]["uid"].as_str()), (200, Some("c")));
+
+    // A broken certificate is refused; the last good one keeps serving.
+    common::write_atomic(
+        &crt,
+        b"-----BEGIN CERTIFICATE-----\nnot a cert\n-----END CERTIFICATE-----\n",
+    );
+    let metrics_url = format!("http://{}/metrics", srv.probe_addr);
+    let mut counted = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let m = reqwest::get(&metrics_url)
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if m.contains("trainplace_certificate_reloads_total{outcome=\"failure\"} 1") {
+            counted = true;
+            break;
+        }
+    }
+    assert!(counted, "failed reload not counted");
+    let fresh = client(&new_ca.ca_pem);
+    let (s, _) = post(&fresh, &format!("{base}/validate"), &review_for(&pod, "d")).await;
+    assert_eq!(s, 200);
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn policy_reload_and_broken_edit() {
+    let pol = tempfile::tempdir().unwrap();
+    let write = |mode: &str| {
+        common::write_atomic(
+            &pol.path().join("policy.yaml"),
+            format!(
+                "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nrules:\n  partial-node: {mode}\n"
+            )
+            .as_bytes(),
+        )
+    };
+    write("enforce");
+    let srv = serve(config(None, Some(pol.path().to_path_buf()))).await;
+    let c = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let url = format!("https://127.0.0.1:{}/validate", srv.addr.port());
+    let bad = fixture_object("one-gpu-per-pod-kubeflow");
+    let (_, b) = post(&c, &url, &review_for(&bad, "1")).await;
+    assert_eq!(b["response"]["allowed"], false);
+
+    write("audit");
+    let mut reloaded = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (_, b) = post(&c, &url, &review_for(&bad, "2")).await;
+        if b["response"]["allowed"] == true {
+            reloaded = true;
+            break;
+        }
+    }
+    assert!(reloaded, "policy change not picked up");
+
+    write("maybe");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_, b) = post(&c, &url, &review_for(&bad, "3")).await;
+    assert_eq!(
+        b["response"]["allowed"], true,
+        "broken edit replaced the last good policy"
+    );
+    let m = reqwest::get(format!("http://{}/metrics", srv.probe_addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        m.contains("trainplace_policy_reloads_total{outcome=\"failure\"} 1"),
+        "{m}"
+    );
+    assert!(
+        m.contains("trainplace_policy_reloads_total{outcome=\"success\"} 1"),
+        "{m}"
+    );
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn probes_and_graceful_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("test-ca");
+    let (crt, key) = pki.write_leaf(dir.path());
+    let srv = serve(config(Some((crt, key)), None)).await;
+    let probe = format!("http://{}", srv.probe_addr);
+    assert_eq!(
+        reqwest::get(format!("{probe}/healthz"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let ready = reqwest::get(format!("{probe}/readyz")).await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let detail: Value = ready.json().await.unwrap();
+    assert!(
+        detail["detail"]["certificate"]
+            .as_str()
+            .unwrap()
+            .contains("tls.crt")
+    );
+
+    // Start a review whose body arrives slowly, then shut down while it is in flight.
+    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let connector =
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(client_config(&pki.ca_pem)));
+    let mut tls = connector
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    let body =
+        serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), "drain")).unwrap();
+    let head = format!(
+        "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(&body[..100]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    srv.state.set_ready(false);
+    srv.handle.graceful_shutdown(Some(Duration::from_secs(5)));
+    assert_eq!(
+        reqwest::get(format!("{probe}/readyz"))
+            .await
+            .unwrap()
+            .status(),
+        503
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tls.write_all(&body[100..]).await.unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut buf))
+        .await
+        .unwrap()
+        .ok();
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"uid\":\"drain\""), "{text}");
+    srv.done.await.unwrap().unwrap();
+}
