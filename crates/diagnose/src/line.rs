@@ -70,15 +70,11 @@ pub fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
 /// records (environment dumps, nccl-tests tables).
 pub fn strip_log_prefix(raw: &str) -> &str {
     let mut rest = raw.trim_start();
-    if rest.starts_with("[pod/") {
-        if let Some(end) = rest.find("] ") {
-            rest = &rest[end + 2..];
-        }
+    if let Some(end) = rest.find("] ").filter(|_| rest.starts_with("[pod/")) {
+        rest = &rest[end + 2..];
     }
-    if looks_like_timestamp(rest) {
-        if let Some(space) = rest.find(' ') {
-            rest = &rest[space + 1..];
-        }
+    if let Some(space) = rest.find(' ').filter(|_| looks_like_timestamp(rest)) {
+        rest = &rest[space + 1..];
     }
     rest
 }

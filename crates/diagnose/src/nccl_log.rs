@@ -289,9 +289,11 @@ impl State {
     }
 }
 
+/// Rank pairs and channel ids seen for one transport label.
+type PairsAndChannels = (BTreeSet<(u32, u32)>, BTreeSet<u32>);
+
 fn transport_use<'a>(records: impl Iterator<Item = &'a ConnRecord>) -> Vec<TransportUse> {
-    let mut by_label: BTreeMap<(TransportClass, String), (BTreeSet<(u32, u32)>, BTreeSet<u32>)> =
-        BTreeMap::new();
+    let mut by_label: BTreeMap<(TransportClass, String), PairsAndChannels> = BTreeMap::new();
     for record in records {
         let transport = &record.conn.transport;
         let entry = by_label

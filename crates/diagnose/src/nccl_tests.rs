@@ -34,6 +34,9 @@ pub struct Row {
     pub in_place_algbw: Option<f64>,
     pub in_place_busbw: Option<f64>,
     pub wrong: u64,
+    /// The table line as printed, for evidence.
+    #[serde(skip)]
+    pub raw: String,
 }
 
 impl Row {
@@ -50,6 +53,18 @@ pub enum Verdict {
     Below,
     FarBelow,
     NotJudged,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Within => "within the expected range",
+            Self::Above => "above the expected range",
+            Self::Below => "below the expected range",
+            Self::FarBelow => "far below the expected range",
+            Self::NotJudged => "not judged",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -112,6 +127,7 @@ fn parse_row(line: usize, text: &str) -> Option<Row> {
         in_place_algbw: inp.and_then(|i| number(i[1])),
         in_place_busbw: inp.and_then(|i| number(i[2])),
         wrong: wrong(out[3]) + inp.map(|i| wrong(i[3])).unwrap_or(0),
+        raw: text.to_string(),
     })
 }
 
@@ -154,12 +170,7 @@ pub fn analyse(text: &str, opts: &Options) -> TestsSummary {
         .max_by(|a, b| a.best_busbw().total_cmp(&b.best_busbw()));
     let peak_busbw = peak.map(Row::best_busbw).unwrap_or(0.0);
     let peak_size = peak.map(|row| row.size).unwrap_or(0);
-    let peak_line = peak.map(|row| {
-        Evidence::new(
-            row.line,
-            &format!("{} B: busbw {} GB/s", row.size, row.best_busbw()),
-        )
-    });
+    let peak_line = peak.map(|row| Evidence::new(row.line, &row.raw));
     let gpus_per_node = per_host.values().copied().max();
     let nodes = opts
         .nodes
@@ -259,7 +270,7 @@ fn judge(summary: &mut TestsSummary, opts: &Options) {
         Verdict::Within
     };
     summary.basis = format!(
-        "{} on {nodes} node(s){}: {:.1}..{:.1} GB/s, {} ({})",
+        "{} on {nodes} node(s){}: {:.1}..{:.1} GB/s from {}; instance type from {}",
         candidates.join(" / "),
         summary
             .gpus_per_node
@@ -267,8 +278,8 @@ fn judge(summary: &mut TestsSummary, opts: &Options) {
             .unwrap_or_default(),
         expectation.low,
         expectation.high,
-        expectation.basis.label(),
-        expectation.source
+        expectation.source,
+        summary.instance_type_from.as_deref().unwrap_or("?")
     );
     summary.expectation = Some((*expectation).clone());
 }
@@ -279,12 +290,7 @@ pub(crate) fn check(summary: &TestsSummary) -> Vec<Finding> {
         .rows
         .iter()
         .filter(|row| row.wrong > 0)
-        .map(|row| {
-            Evidence::new(
-                row.line,
-                &format!("{} B: {} wrong value(s)", row.size, row.wrong),
-            )
-        })
+        .map(|row| Evidence::new(row.line, &row.raw))
         .collect();
     if !wrong.is_empty() {
         findings.push(

@@ -39,23 +39,19 @@ fn render_log(out: &mut String, log: &LogSummary) {
     if !log.networks.is_empty() {
         context.push(format!("network {}", log.networks.join(",")));
     }
-    let _ = writeln!(
-        out,
-        "\nNCCL log: {} NCCL lines; {}",
-        log.nccl_lines,
-        context.join(" | ")
-    );
+    let context = if context.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", context.join(" | "))
+    };
+    let _ = writeln!(out, "\nNCCL log: {} NCCL lines{context}", log.nccl_lines);
     let _ = writeln!(
         out,
         "  {:<28} {:>5}  {:<16} {:<20} {:<28} {:>5} {:>3}",
         "host", "procs", "rank[local]", "nRanks/nNodes/local", "transport", "pairs", "ch"
     );
     for host in &log.hosts {
-        let ranks: Vec<String> = host
-            .ranks
-            .iter()
-            .map(|r| format!("{}[{}]", r.rank, r.local_rank))
-            .collect();
+        let ranks = compact_ranks(&host.ranks);
         let shape = host
             .comm
             .map(|c| format!("{}/{}/{}", c.n_ranks, c.n_nodes, c.local_ranks))
@@ -83,7 +79,7 @@ fn render_log(out: &mut String, log: &LogSummary) {
                     "  {:<28} {:>5}  {:<16} {:<20} {:<28} {:>5} {:>3}",
                     clip(&host.host, 28),
                     host.processes,
-                    clip(&ranks.join(","), 16),
+                    clip(&ranks, 16),
                     shape,
                     label,
                     pairs,
@@ -133,12 +129,29 @@ fn render_topo(out: &mut String, topo: &TopoSummary) {
         },
         topo.p2p_level
     );
+    // GPUs sharing a CPU/NUMA affinity are listed as one range: 8 lines say less than 2.
+    let mut groups: Vec<(String, String, Vec<&str>)> = Vec::new();
     for affinity in &topo.affinity {
-        let _ = writeln!(
-            out,
-            "  {:<6} CPU {:<18} NUMA {}",
-            affinity.gpu, affinity.cpu_affinity, affinity.numa_affinity
-        );
+        match groups.last_mut() {
+            Some((cpu, numa, gpus))
+                if *cpu == affinity.cpu_affinity && *numa == affinity.numa_affinity =>
+            {
+                gpus.push(&affinity.gpu)
+            }
+            _ => groups.push((
+                affinity.cpu_affinity.clone(),
+                affinity.numa_affinity.clone(),
+                vec![&affinity.gpu],
+            )),
+        }
+    }
+    for (cpu, numa, gpus) in groups {
+        let names = match gpus.as_slice() {
+            [only] => only.to_string(),
+            [first, .., last] => format!("{first}..{last}"),
+            [] => continue,
+        };
+        let _ = writeln!(out, "  {names:<12} CPU affinity {cpu:<18} NUMA {numa}");
     }
     for advice in &topo.advice {
         let _ = writeln!(out, "  - {advice}");
@@ -190,7 +203,7 @@ fn render_tests(out: &mut String, tests: &TestsSummary) {
             .map(|avg| format!("; avg bus bandwidth {avg:.2} GB/s"))
             .unwrap_or_default()
     );
-    let _ = writeln!(out, "  verdict: {:?}; {}", tests.verdict, tests.basis);
+    let _ = writeln!(out, "  verdict: {}; {}", tests.verdict.label(), tests.basis);
 }
 
 fn render_findings(out: &mut String, report: &Report) {
@@ -241,5 +254,17 @@ fn clip(text: &str, width: usize) -> String {
     } else {
         let kept: String = text.chars().take(width.saturating_sub(1)).collect();
         format!("{kept}~")
+    }
+}
+
+/// `0[0],1[1]` for a few ranks, `0[0]..7[7] (8)` for a full node.
+fn compact_ranks(ranks: &[crate::nccl_log::RankLocal]) -> String {
+    let one = |r: &crate::nccl_log::RankLocal| format!("{}[{}]", r.rank, r.local_rank);
+    match ranks {
+        [] => "-".into(),
+        [first, .., last] if ranks.len() > 2 => {
+            format!("{}..{} ({})", one(first), one(last), ranks.len())
+        }
+        _ => ranks.iter().map(one).collect::<Vec<_>>().join(","),
     }
 }
