@@ -1,0 +1,275 @@
+//! Recommendations end to end on the fixtures: choice, plan, cost, warnings, errors.
+
+mod common;
+
+use common::*;
+use trainplace_advisor::aws::instance_types::parse_instance_types;
+use trainplace_advisor::aws::offerings::parse_offerings;
+use trainplace_advisor::inventory::{KubectlNodesJson, NodeSource};
+use trainplace_advisor::recommend::CapacityPlan;
+use trainplace_advisor::{AdviceRequest, Facts, InputSource, recommend};
+use trainplace_engine::Catalog;
+
+fn codes(r: &trainplace_advisor::Recommendation) -> Vec<&str> {
+    r.warnings.iter().map(|w| w.code).collect()
+}
+
+#[test]
+fn h100_week_buys_two_blocks_in_one_zone() {
+    let r = recommendation("h100-blocks", "pytorchjob");
+    assert_eq!(r.instance.name, "p5.48xlarge");
+    assert_eq!(
+        (r.shape.nodes, r.shape.gpus_per_node, r.shape.efa_per_node),
+        (8, 8, 32)
+    );
+    assert_eq!((r.pods, r.processes_per_pod), (8, 8));
+    assert_eq!(r.availability_zone, "us-east-1a");
+    let CapacityPlan::CapacityBlock {
+        block_hours: 192,
+        blocks: Some(plan),
+    } = &r.capacity
+    else {
+        panic!("{:?}", r.capacity)
+    };
+    let ids: Vec<_> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
+    assert_eq!(ids, ["cb-0f1a2b3c4d5e60002", "cb-0f1a2b3c4d5e60003"]);
+    assert_eq!(r.placement_group, None, "capacity blocks are co-located");
+    assert_eq!(r.cost.estimate_usd, Some(48328.70));
+    assert_eq!(
+        r.cost.on_demand_usd,
+        Some(55.04 * 8.0 * 168.0).map(|x| (x * 100.0_f64).round() / 100.0)
+    );
+    assert_eq!(r.bandwidth.class, "nvlink+efa-rdma");
+    assert_eq!(codes(&r), ["capacity-block-end", "efa-single-az"]);
+    assert!(
+        r.warnings[0].message.contains("2026-12-09T10:50:00Z"),
+        "{}",
+        r.warnings[0].message
+    );
+}
+
+#[test]
+fn g_family_has_no_blocks_and_gets_a_placement_group() {
+    let (mut req, facts) = scenario("l40s-on-demand");
+    req.capacity = Some("capacity-block".into());
+    let c = Catalog::embedded();
+    let r = recommend(&req.validate(&c).unwrap(), &c, &facts).unwrap();
+    assert_eq!(r.instance.name, "g6e.48xlarge");
+    assert_eq!(r.capacity, CapacityPlan::OnDemand);
+    assert_eq!(r.availability_zone, "us-east-1b");
+    assert_eq!(r.placement_group.as_deref(), Some("training-g6e-48xlarge"));
+    assert!(codes(&r).contains(&"no-capacity-blocks"));
+    assert!(r.warnings.iter().any(|w| w.message.contains("G families")));
+}
+
+#[test]
+fn p4d_warns_about_efa_to_other_types() {
+    let r = recommendation("a100-odcr", "pytorchjob");
+    assert_eq!(r.instance.name, "p4d.24xlarge");
+    assert!(
+        matches!(&r.capacity, CapacityPlan::Odcr { reservation_id } if reservation_id == "cr-0123456789abcdef0")
+    );
+    assert!(codes(&r).contains(&"p4d-efa-isolated"));
+    assert!(codes(&r).contains(&"zone-assumed"));
+}
+
+#[test]
+fn week_long_job_does_not_fit_week_long_blocks() {
+    let c = Catalog::embedded();
+    let only_7d = parse_offerings(&offerings_fixture())
+        .unwrap()
+        .into_iter()
+        .filter(|o| o.duration_hours == 168)
+        .collect();
+    let req = AdviceRequest {
+        gpus: Some(32),
+        family: Some("h100".into()),
+        duration_days: Some(7.0),
+        ..Default::default()
+    };
+    let facts = Facts {
+        offerings: Some(only_7d),
+        ..Default::default()
+    };
+    let r = recommend(&req.validate(&c).unwrap(), &c, &facts).unwrap();
+    assert_eq!(r.capacity, CapacityPlan::OnDemand);
+    assert!(
+        codes(&r).contains(&"job-longer-than-block"),
+        "{:?}",
+        r.warnings
+    );
+    assert!(codes(&r).contains(&"no-capacity-block-fits"));
+}
+
+#[test]
+fn rounding_budget_and_inventory() {
+    let c = Catalog::embedded();
+    let req = AdviceRequest {
+        gpus: Some(12),
+        family: Some("h100".into()),
+        duration_hours: Some(5.0),
+        capacity: Some("on-demand".into()),
+        budget_usd: Some(100.0),
+        ..Default::default()
+    };
+    let nodes = KubectlNodesJson(fixture("nodes.json")).nodes().unwrap();
+    let facts = Facts {
+        nodes: Some(nodes),
+        ..Default::default()
+    };
+    let r = recommend(&req.validate(&c).unwrap(), &c, &facts).unwrap();
+    assert_eq!(
+        (r.shape.nodes, r.shape.total_gpus, r.shape.rounded_up),
+        (2, 16, true)
+    );
+    assert_eq!(
+        r.availability_zone, "us-east-1a",
+        "zone of the existing p5 nodes"
+    );
+    assert!(r.reasons.iter().any(|x| x.contains("gpu-p5")));
+    let c2 = codes(&r);
+    assert!(
+        c2.contains(&"rounded-up") && c2.contains(&"over-budget"),
+        "{c2:?}"
+    );
+}
+
+#[test]
+fn instance_types_limit_and_cross_check() {
+    let c = Catalog::embedded();
+    let types = parse_instance_types(&fixture("instance-types.json")).unwrap();
+    let req = AdviceRequest {
+        gpus: Some(16),
+        duration_days: Some(1.0),
+        ..Default::default()
+    };
+    let facts = Facts {
+        instance_types: Some(types),
+        ..Default::default()
+    };
+    let r = recommend(&req.validate(&c).unwrap(), &c, &facts).unwrap();
+    assert_eq!(r.instance.name, "p5.48xlarge");
+    assert!(r.alternatives.iter().all(|a| {
+        ["p5en.48xlarge", "p4d.24xlarge", "g6e.48xlarge"].contains(&a.instance_type.as_str())
+    }));
+}
+
+#[test]
+fn bad_input_names_the_field() {
+    let c = Catalog::embedded();
+    let base = AdviceRequest {
+        gpus: Some(8),
+        duration_days: Some(1.0),
+        ..Default::default()
+    };
+    let cases: Vec<(AdviceRequest, &str)> = vec![
+        (
+            AdviceRequest {
+                gpus: Some(0),
+                ..base.clone()
+            },
+            "gpus",
+        ),
+        (
+            AdviceRequest {
+                gpus: Some(-8),
+                ..base.clone()
+            },
+            "gpus",
+        ),
+        (
+            AdviceRequest {
+                gpus: None,
+                ..base.clone()
+            },
+            "gpus",
+        ),
+        (
+            AdviceRequest {
+                family: Some("v100".into()),
+                ..base.clone()
+            },
+            "family",
+        ),
+        (
+            AdviceRequest {
+                region: Some("us-middle-1".into()),
+                ..base.clone()
+            },
+            "region",
+        ),
+        (
+            AdviceRequest {
+                availability_zones: vec!["us-east-1a".into(), "eu-west-1a".into()],
+                ..base.clone()
+            },
+            "availabilityZones[1]",
+        ),
+        (
+            AdviceRequest {
+                earliest_start: Some("2026-12-10".into()),
+                latest_end: Some("2026-12-01".into()),
+                ..base.clone()
+            },
+            "latestEnd",
+        ),
+        (
+            AdviceRequest {
+                earliest_start: Some("soon".into()),
+                ..base.clone()
+            },
+            "earliestStart",
+        ),
+        (
+            AdviceRequest {
+                duration_days: Some(0.0),
+                ..base.clone()
+            },
+            "durationDays",
+        ),
+        (
+            AdviceRequest {
+                framework: Some("ray".into()),
+                ..base.clone()
+            },
+            "framework",
+        ),
+        (
+            AdviceRequest {
+                capacity: Some("odcr".into()),
+                ..base.clone()
+            },
+            "reservationId",
+        ),
+        (
+            AdviceRequest {
+                instance_type: Some("p5.48xlarge".into()),
+                family: Some("a100".into()),
+                ..base.clone()
+            },
+            "instanceType",
+        ),
+        (
+            AdviceRequest {
+                job_name: Some("My_Job".into()),
+                ..base.clone()
+            },
+            "jobName",
+        ),
+    ];
+    for (req, field) in cases {
+        let err = req.validate(&c).unwrap_err();
+        assert_eq!(
+            (err.input, err.field.as_str()),
+            (InputSource::Request, field),
+            "{err}"
+        );
+    }
+    let err = AdviceRequest {
+        family: Some("v100".into()),
+        ..base
+    }
+    .validate(&c)
+    .unwrap_err();
+    assert!(err.allowed.contains(&"h100".to_string()) && err.allowed.contains(&"any".to_string()));
+}
