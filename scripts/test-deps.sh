@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs besides Rust: PyPI kubernetes-validate (official
+# Kubernetes schemas, strict mode) in .venv, and Debian chromium for the advisor's
+# browser test. Idempotent; safe to run on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/kubernetes-validate ]; then
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium is missing: install the Debian package chromium (the advisor browser test needs it)" >&2
+  fi
+fi
+command -v kubectl >/dev/null || { echo "kubectl is missing (the plugin test runs the real kubectl)" >&2; exit 1; }
