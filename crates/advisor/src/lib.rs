@@ -19,4 +19,11 @@ pub mod shape;
 pub mod warnings;
 
 pub use recommend::{Facts, Recommendation, recommend};
+pub mod advice;
 pub mod artifacts;
+pub mod cli;
+pub mod http;
+pub mod render;
+pub mod svg;
+
+pub use advice::{Advice, RawFacts, advise};

@@ -51,11 +51,18 @@ pub fn nccl_tests(parts: &PodParts<'_>) -> Value {
 /// The header line saying what busbw to expect.
 pub fn expectation(parts: &PodParts<'_>) -> String {
     let b = &parts.rec.bandwidth;
-    match b.busbw_floor_gbs {
-        Some(floor) => format!(
-            "expect all_reduce_perf busbw at 1G of at least {floor} GB/s (EFA line rate {} GB/s per node); the log should show NET/OFI (aws-ofi-nccl over EFA), not NET/Socket",
-            b.efa_line_rate_gbs.unwrap_or_default()
+    let transport = if parts.rec.shape.nodes > 1 {
+        "the log should show NET/OFI (aws-ofi-nccl over EFA), not NET/Socket"
+    } else {
+        "the log should show P2P transports inside the node"
+    };
+    match (b.busbw_low_gbs, b.busbw_high_gbs) {
+        (Some(low), Some(high)) => format!(
+            "expect all_reduce_perf peak busbw {low}..{high} GB/s ({}); {transport}; check with `trainplace diagnose`",
+            b.busbw_source.as_deref().unwrap_or("")
         ),
-        None => "one node: busbw is the NVLink/PCIe figure inside the node; the log should show P2P transports".into(),
+        _ => format!(
+            "no busbw expectation for this type; {transport}; check with `trainplace diagnose`"
+        ),
     }
 }

@@ -52,29 +52,34 @@ fn one(e: &Entry<'_>) -> Result<Offering, InputError> {
     let time = |field: &str| -> Result<Timestamp, InputError> {
         parse_instant(e.str(field)?).map_err(|m| e.err(field, m))
     };
+    // Fields in the CLI's own order, so the first problem reported is the first one seen.
+    let id = e.str("CapacityBlockOfferingId")?.to_string();
+    let instance_type = e.str("InstanceType")?.to_string();
+    let availability_zone = e.str("AvailabilityZone")?.to_string();
+    let instance_count = e.u32("InstanceCount")?;
+    if instance_count == 0 {
+        return Err(e.err("InstanceCount", "must be at least 1"));
+    }
+    let start = time("StartDate")?;
+    let end = time("EndDate")?;
+    if end <= start {
+        return Err(e.err("EndDate", "is not after StartDate"));
+    }
+    let duration_hours = e.u32("CapacityBlockDurationHours")?;
     let fee_text = e.str("UpfrontFee")?;
     let upfront_fee: f64 = fee_text
         .parse()
         .ok()
         .filter(|f: &f64| f.is_finite() && *f >= 0.0)
         .ok_or_else(|| e.err("UpfrontFee", format!("{fee_text:?} is not an amount")))?;
-    let start = time("StartDate")?;
-    let end = time("EndDate")?;
-    if end <= start {
-        return Err(e.err("EndDate", "is not after StartDate"));
-    }
-    let instance_count = e.u32("InstanceCount")?;
-    if instance_count == 0 {
-        return Err(e.err("InstanceCount", "must be at least 1"));
-    }
     Ok(Offering {
-        id: e.str("CapacityBlockOfferingId")?.to_string(),
-        instance_type: e.str("InstanceType")?.to_string(),
-        availability_zone: e.str("AvailabilityZone")?.to_string(),
+        id,
+        instance_type,
+        availability_zone,
         instance_count,
         start,
         end,
-        duration_hours: e.u32("CapacityBlockDurationHours")?,
+        duration_hours,
         upfront_fee,
         currency: e.str("CurrencyCode")?.to_string(),
     })

@@ -1,0 +1,119 @@
+//! The human summary the CLI prints.
+
+use std::fmt::Write;
+
+use crate::advice::Advice;
+use crate::recommend::CapacityPlan;
+
+pub fn text(advice: &Advice) -> String {
+    let r = &advice.recommendation;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} x {} in {} ({} GPUs: {} pods x {} processes, {} EFA per node)",
+        r.shape.nodes,
+        r.instance.name,
+        r.availability_zone,
+        r.shape.total_gpus,
+        r.pods,
+        r.processes_per_pod,
+        r.shape.efa_per_node
+    );
+    let capacity = match &r.capacity {
+        CapacityPlan::CapacityBlock {
+            block_hours,
+            blocks: Some(p),
+        } => format!(
+            "Capacity Block(s) of {block_hours} h: {} ({} instances, {} .. {}, usable {:.1} h)",
+            p.offerings
+                .iter()
+                .map(|o| o.id.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            p.instances,
+            p.start,
+            p.end,
+            p.usable_hours
+        ),
+        CapacityPlan::CapacityBlock {
+            block_hours,
+            blocks: None,
+        } => {
+            format!(
+                "Capacity Block of {block_hours} h: list offerings with aws-cli.sh, rerun with --offerings"
+            )
+        }
+        CapacityPlan::Odcr { reservation_id } => {
+            format!("On-Demand Capacity Reservation {reservation_id}")
+        }
+        CapacityPlan::OnDemand => "on-demand".to_string(),
+    };
+    let _ = writeln!(s, "capacity:   {capacity}");
+    let _ = writeln!(
+        s,
+        "placement:  {}",
+        r.placement_group
+            .as_deref()
+            .map_or("no placement group".into(), |pg| format!(
+                "cluster placement group {pg}"
+            ))
+    );
+    let money = |x: Option<f64>| x.map_or("unknown".to_string(), |v| format!("${v:.2}"));
+    let _ = writeln!(
+        s,
+        "cost:       {} (on-demand reference {})",
+        money(r.cost.estimate_usd),
+        money(r.cost.on_demand_usd)
+    );
+    let b = &r.bandwidth;
+    let _ = writeln!(
+        s,
+        "bandwidth:  {} ({}{})",
+        b.class,
+        b.intra_node,
+        b.inter_node
+            .as_deref()
+            .map(|i| format!("; {i}"))
+            .unwrap_or_default()
+    );
+    if let (Some(low), Some(high)) = (b.busbw_low_gbs, b.busbw_high_gbs) {
+        let _ = writeln!(
+            s,
+            "nccl-tests: expect all_reduce busbw {low}..{high} GB/s (check with `trainplace diagnose`)"
+        );
+    }
+    let _ = writeln!(s, "\nwhy:");
+    for reason in &r.reasons {
+        let _ = writeln!(s, "  - {reason}");
+    }
+    if !r.warnings.is_empty() {
+        let _ = writeln!(s, "\nwarnings:");
+        for w in &r.warnings {
+            let _ = writeln!(s, "  ! [{}] {}", w.code, w.message);
+        }
+    }
+    if !r.alternatives.is_empty() {
+        let _ = writeln!(s, "\nalternatives:");
+        for a in &r.alternatives {
+            let _ = writeln!(
+                s,
+                "  - {} x {} ({} GPUs, on-demand {})",
+                a.nodes,
+                a.instance_type,
+                a.total_gpus,
+                money(a.on_demand_usd)
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nartifacts (--emit DIR writes them): {}",
+        advice
+            .artifacts
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    s
+}
