@@ -1,0 +1,46 @@
+//! The engine on a realistic ~10 KB training pod (JobSet-created, p5.48xlarge):
+//! the full evaluate (classify, mutate, rules, patch), a second pass over the
+//! mutated pod (the validating webhook's case), and a full AdmissionReview.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use std::hint::black_box;
+use trainplace_engine::admission::{Endpoint, NoNamespaceLabels, review};
+use trainplace_engine::{Policy, Requester, evaluate};
+
+const POD: &str = include_str!("../../../tests/fixtures/bench/training-pod-10k.json");
+
+fn bench(c: &mut Criterion) {
+    let pod: Value = serde_json::from_str(POD).unwrap();
+    let policy = Policy::embedded();
+    let groups = vec!["system:authenticated".to_string()];
+    let who = Requester { namespace: "team-a", namespace_labels: None, groups: &groups };
+    let mutated = evaluate(&pod, &policy, &who).unwrap().object;
+
+    c.bench_function("evaluate 10KB training pod (mutate)", |b| {
+        b.iter(|| evaluate(black_box(&pod), &policy, &who).unwrap())
+    });
+    c.bench_function("parts: clone 10KB pod", |b| b.iter(|| black_box(&pod).clone()));
+    c.bench_function("parts: json_patch::diff", |b| b.iter(|| json_patch::diff(black_box(&pod), &mutated)));
+    c.bench_function("evaluate mutated pod (validate, no patch)", |b| {
+        b.iter(|| evaluate(black_box(&mutated), &policy, &who).unwrap())
+    });
+    let body = serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "team-a", "operation": "CREATE",
+            "userInfo": {"username": "a", "groups": ["system:authenticated"]}, "object": pod}
+    }))
+    .unwrap();
+    c.bench_function("AdmissionReview bytes -> response bytes (mutate)", |b| {
+        b.iter(|| {
+            let v: Value = serde_json::from_slice(black_box(&body)).unwrap();
+            let r = review(v, Endpoint::Mutate, &policy, &NoNamespaceLabels);
+            serde_json::to_vec(&r.body).unwrap()
+        })
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
