@@ -6,7 +6,7 @@
 pub mod catalog;
 pub mod cli;
 pub mod detect;
-mod env;
+pub mod env;
 mod env_rules;
 pub mod error;
 pub mod expectations;

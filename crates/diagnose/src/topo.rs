@@ -108,15 +108,22 @@ fn clean(raw: &str) -> String {
 }
 
 fn find_matrix(text: &str) -> Option<Matrix> {
-    let lines: Vec<(usize, String)> = text
-        .lines()
+    // Logs can be large: only lines that could be the header are cleaned and inspected.
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|raw| {
+        raw.contains("GPU0") && {
+            let line = clean(raw);
+            line.split_whitespace().next() == Some("GPU0") && !line.contains(" X ")
+        }
+    })?;
+    let lines: Vec<(usize, String)> = lines
+        .iter()
         .enumerate()
+        .skip(start)
+        .take(2048)
         .map(|(index, raw)| (index + 1, clean(raw)))
         .collect();
-    let start = lines.iter().position(|(_, line)| {
-        let mut tokens = line.split_whitespace();
-        tokens.next() == Some("GPU0") && !line.contains(" X ")
-    })?;
+    let start = 0;
     let (header_no, header) = &lines[start];
     let columns: Vec<String> = header
         .split_whitespace()
@@ -161,6 +168,7 @@ pub fn parse(text: &str) -> TopoSummary {
     let matrix = find_matrix(text);
     let nics = text
         .lines()
+        .filter(|raw| raw.contains("NIC"))
         .map(clean)
         .filter_map(|line| {
             let (name, device) = line.trim().split_once(": ")?;
