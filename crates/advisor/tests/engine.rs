@@ -1,0 +1,170 @@
+//! The emitted jobs already follow the recommended layout: every pod template, turned
+//! into the Pod its operator would create (with the operator's labels), passes the
+//! webhook engine with no denial and no patch.
+
+mod common;
+
+use common::recommendation;
+use serde_json::{Map, Value, json};
+use trainplace_advisor::artifacts::objects;
+use trainplace_engine::engine::evaluate;
+use trainplace_engine::{Policy, Requester};
+
+/// A Pod from a template plus the labels/annotations its operator adds.
+fn pod(
+    template: &Value,
+    name: &str,
+    labels: &[(&str, &str)],
+    annotations: &[(&str, &str)],
+) -> Value {
+    let mut meta = template
+        .get("metadata")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let l = meta
+        .as_object_mut()
+        .unwrap()
+        .entry("labels")
+        .or_insert_with(|| json!({}));
+    for (k, v) in labels {
+        l[*k] = json!(v);
+    }
+    let a: Map<String, Value> = annotations
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    meta["annotations"] = Value::Object(a);
+    meta["name"] = json!(name);
+    meta["namespace"] = json!("default");
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]})
+}
+
+fn kubeflow(job: &str, replica: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("training.kubeflow.org/job-name", job.to_string()),
+        ("training.kubeflow.org/replica-type", replica.to_lowercase()),
+        ("training.kubeflow.org/replica-index", "0".into()),
+    ]
+}
+
+/// Pods (name, object) an operator would create from `job`.
+fn pods_of(job: &Value) -> Vec<(String, Value)> {
+    let name = job["metadata"]["name"].as_str().unwrap();
+    let mk = |t: &Value, labels: Vec<(&'static str, String)>, ann: &[(&str, &str)]| {
+        let refs: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        pod(t, &format!("{name}-0"), &refs, ann)
+    };
+    match job["kind"].as_str().unwrap() {
+        "PyTorchJob" => job["spec"]["pytorchReplicaSpecs"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(r, spec)| {
+                (
+                    format!("PyTorchJob/{r}"),
+                    mk(&spec["template"], kubeflow(name, r), &[]),
+                )
+            })
+            .collect(),
+        "MPIJob" => job["spec"]["mpiReplicaSpecs"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(r, spec)| {
+                (
+                    format!("MPIJob/{r}"),
+                    mk(&spec["template"], kubeflow(name, r), &[]),
+                )
+            })
+            .collect(),
+        "JobSet" => {
+            let rj = &job["spec"]["replicatedJobs"][0];
+            let labels = vec![
+                ("jobset.sigs.k8s.io/jobset-name", name.to_string()),
+                (
+                    "jobset.sigs.k8s.io/replicatedjob-name",
+                    rj["name"].as_str().unwrap().to_string(),
+                ),
+                ("batch.kubernetes.io/job-completion-index", "0".into()),
+            ];
+            let ann = [("batch.kubernetes.io/job-completion-index", "0")];
+            vec![(
+                "JobSet/node".into(),
+                mk(&rj["template"]["spec"]["template"], labels, &ann),
+            )]
+        }
+        "TrainJob" => {
+            // The torch-distributed runtime's pod with the TrainJob's trainer fields and
+            // runtime patch applied; hostIPC comes from the runtime (see job header).
+            let patch = &job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+                ["replicatedJobs"][0]["template"]["spec"]["template"];
+            let trainer = &job["spec"]["trainer"];
+            let mut t = patch.clone();
+            t["spec"]["hostIPC"] = json!(true);
+            let c = &mut t["spec"]["containers"][0];
+            c["image"] = trainer["image"].clone();
+            c["command"] = trainer["command"].clone();
+            c["resources"] = trainer["resourcesPerNode"].clone();
+            let labels = vec![
+                ("trainer.kubeflow.org/trainjob-name", name.to_string()),
+                ("jobset.sigs.k8s.io/jobset-name", name.to_string()),
+                ("batch.kubernetes.io/job-completion-index", "0".into()),
+            ];
+            let ann = [("batch.kubernetes.io/job-completion-index", "0")];
+            vec![("TrainJob/node".into(), mk(&t, labels, &ann))]
+        }
+        other => panic!("unexpected kind {other}"),
+    }
+}
+
+#[test]
+fn emitted_jobs_need_no_patch() {
+    let policy = Policy::embedded();
+    let who = Requester {
+        namespace: "default",
+        ..Default::default()
+    };
+    let mut checked = 0;
+    for scenario in ["h100-blocks", "l40s-on-demand", "a100-odcr", "single-node"] {
+        for framework in ["pytorchjob", "jobset", "mpijob", "trainjob"] {
+            let o = objects(&recommendation(scenario, framework), &policy);
+            let jobs = std::iter::once(&o.job).chain(o.nccl_tests.as_ref());
+            for (what, p) in jobs.flat_map(pods_of) {
+                let v = evaluate(&p, &policy, &who)
+                    .unwrap_or_else(|e| panic!("{scenario} {what}: {e}"));
+                assert!(
+                    v.allowed,
+                    "{scenario}/{framework} {what} denied: {:?}",
+                    v.reasons()
+                );
+                assert!(
+                    v.patch.0.is_empty(),
+                    "{scenario}/{framework} {what} would be patched: {:#?}\n{}",
+                    v.changes,
+                    serde_json::to_string_pretty(&p).unwrap()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 40, "checked {checked} pods");
+}
+
+/// The check is not vacuous: the same pods, stripped of parts of the layout, are patched.
+#[test]
+fn engine_would_patch_a_pod_missing_the_layout() {
+    let policy = Policy::embedded();
+    let who = Requester {
+        namespace: "default",
+        ..Default::default()
+    };
+    let o = objects(&recommendation("h100-blocks", "pytorchjob"), &policy);
+    let (_, mut p) = pods_of(&o.job).remove(0);
+    let spec = p["spec"].as_object_mut().unwrap();
+    spec.remove("hostIPC");
+    spec.remove("tolerations");
+    let v = evaluate(&p, &policy, &who).unwrap();
+    let what: Vec<&str> = v.changes.iter().map(|c| c.what.as_str()).collect();
+    assert!(what.iter().any(|w| w.contains("hostIPC")), "{what:?}");
+    assert!(!v.patch.0.is_empty());
+}
