@@ -83,13 +83,14 @@ fn distinct_pairs<'a>(records: impl Iterator<Item = &'a ConnRecord>) -> usize {
 /// A NET connection whose peer rank was seen printing from the same host.
 fn same_host_over_net(summary: &LogSummary) -> Option<Finding> {
     let same_host = |record: &&ConnRecord| {
-        let me = record.conn.printing_rank();
-        let peer = if me == record.conn.src {
-            record.conn.dst
+        let conn = &record.conn;
+        let me = conn.printing_rank();
+        let (peer, peer_local) = if me == conn.src {
+            (conn.dst, conn.dst_local)
         } else {
-            record.conn.src
+            (conn.src, conn.src_local)
         };
-        peer != me && summary.rank_host.get(&peer) == Some(&record.host)
+        peer != me && summary.rank_is_on(peer, peer_local, &record.host)
     };
     let hits: Vec<&ConnRecord> = summary
         .connections

@@ -38,6 +38,16 @@ pub struct TransportUse {
     pub sample_pairs: Vec<String>,
 }
 
+/// One peer pair and the transport NCCL picked for it, with the channels that use it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairTransport {
+    pub src: u32,
+    pub dst: u32,
+    pub transport: String,
+    pub class: TransportClass,
+    pub channels: Vec<u32>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RankLocal {
     pub rank: u32,
@@ -53,6 +63,8 @@ pub struct HostSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comm: Option<CommShape>,
     pub transports: Vec<TransportUse>,
+    /// Per peer pair, as printed by this host's ranks.
+    pub pairs: Vec<PairTransport>,
 }
 
 /// A connection line with where it came from; rules need the line and the host.
@@ -84,6 +96,8 @@ pub struct LogSummary {
     #[serde(skip)]
     pub rank_host: BTreeMap<u32, String>,
     #[serde(skip)]
+    pub rank_local: BTreeMap<(String, u32), u32>,
+    #[serde(skip)]
     pub gdr_flags: Vec<(Evidence, bool)>,
     #[serde(skip)]
     pub warnings: Vec<Evidence>,
@@ -100,6 +114,19 @@ impl LogSummary {
         self.aws_ofi_nccl_version
             .as_deref()
             .and_then(Version::parse_lenient)
+    }
+
+    /// Whether `rank` (with device index `local`, when printed) was seen on `host` and
+    /// nowhere else. Sub-communicators renumber ranks, so the device index must agree too.
+    pub fn rank_is_on(&self, rank: u32, local: Option<u32>, host: &str) -> bool {
+        if self.rank_host.get(&rank).map(String::as_str) != Some(host) {
+            return false;
+        }
+        let known = self.rank_local.get(&(host.to_string(), rank));
+        match (local, known) {
+            (Some(local), Some(known)) => local == *known,
+            _ => true,
+        }
     }
 
     pub fn world(&self) -> Option<CommShape> {
@@ -267,6 +294,7 @@ impl State {
                     .collect(),
                 comm: self.host_shape.get(host).copied(),
                 transports: transport_use(self.connections.iter().filter(|c| &c.host == host)),
+                pairs: pair_transports(self.connections.iter().filter(|c| &c.host == host)),
             })
             .collect();
         LogSummary {
@@ -280,6 +308,7 @@ impl State {
             nccl_lines: self.summary_lines,
             connections: self.connections,
             rank_host,
+            rank_local: self.rank_local,
             gdr_flags: self.gdr_flags,
             warnings: self.warnings,
             shapes: self.shapes,
@@ -314,6 +343,29 @@ fn transport_use<'a>(records: impl Iterator<Item = &'a ConnRecord>) -> Vec<Trans
                 .take(4)
                 .map(|(src, dst)| format!("{src}->{dst}"))
                 .collect(),
+        })
+        .collect()
+}
+
+fn pair_transports<'a>(records: impl Iterator<Item = &'a ConnRecord>) -> Vec<PairTransport> {
+    let mut by_pair: BTreeMap<(u32, u32, String), (TransportClass, BTreeSet<u32>)> =
+        BTreeMap::new();
+    for record in records {
+        let transport = &record.conn.transport;
+        by_pair
+            .entry((record.conn.src, record.conn.dst, transport.label.clone()))
+            .or_insert_with(|| (transport.class, BTreeSet::new()))
+            .1
+            .insert(record.conn.channel);
+    }
+    by_pair
+        .into_iter()
+        .map(|((src, dst, transport), (class, channels))| PairTransport {
+            src,
+            dst,
+            transport,
+            class,
+            channels: channels.into_iter().collect(),
         })
         .collect()
 }

@@ -246,3 +246,44 @@ fn log_without_connection_lines_says_so() {
     let report = diagnose(text, None, &opts(None)).unwrap();
     assert_eq!(rules(&report), [(I, "no-transport-lines")]);
 }
+
+#[test]
+fn renumbered_sub_communicator_is_not_mistaken_for_same_host() {
+    // One pod's log: world ranks 0 and 1 live on host-a; a data-parallel sub-communicator
+    // numbers world rank 8 (host-b, device 0) as rank 1. Its NET link is between nodes.
+    let text = "\
+host-a:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0
+host-a:11:11 [1] NCCL INFO comm 0x2 rank 1 nRanks 16 nNodes 2 localRanks 8 localRank 1 MNNVL 0
+host-a:11:12 [1] NCCL INFO Channel 00/0 : 1[1] -> 2[2] via P2P/CUMEM
+host-a:10:13 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Libfabric/0/GDRDMA
+";
+    let report = diagnose(text, None, &opts(None)).unwrap();
+    assert!(
+        !report.has_rule("same-host-over-net"),
+        "{:?}",
+        rules(&report)
+    );
+    // The same line with the device index of world rank 1 is the real thing.
+    let same = text.replace("1[0] [send]", "1[1] [send]");
+    let report = diagnose(&same, None, &opts(None)).unwrap();
+    assert!(report.has_rule("same-host-over-net"));
+}
+
+#[test]
+fn per_pair_transports_list_channels() {
+    let report = diagnose(&fixture("seed001_shm_socket.log"), None, &opts(None)).unwrap();
+    let host = &report.nccl_log.unwrap().hosts[0];
+    let pair = host
+        .pairs
+        .iter()
+        .find(|p| (p.src, p.dst) == (3, 2))
+        .expect("3 -> 2");
+    assert_eq!(pair.transport, "SHM/direct/direct");
+    assert_eq!(pair.channels, [0, 1]);
+    let socket: Vec<_> = host
+        .pairs
+        .iter()
+        .filter(|p| p.class == TransportClass::NetSocket)
+        .collect();
+    assert_eq!(socket.len(), 4);
+}
