@@ -66,7 +66,11 @@ fn user_setting(
 ) -> Option<Finding> {
     let name = setting.name.as_str();
     let remove = format!("Remove {name} from the pod spec.");
-    let tuned_type = ctx.instance.is_some_and(|i| i.name.starts_with('p'));
+    // Plugin >= 1.16 tunes buffer sizes on p4d, p4de, p5* and p6*: the P types we know.
+    let tuned_type = ctx.instance.is_some_and(|i| {
+        ["p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"]
+            .contains(&i.name.split('.').next().unwrap_or(""))
+    });
     match name {
         "RDMAV_FORK_SAFE" => stale(
             name,
