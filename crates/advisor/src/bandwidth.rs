@@ -39,7 +39,13 @@ pub fn bandwidth(p: &InstanceProfile, nodes: u32) -> Bandwidth {
         efa_line_rate_gbs: None,
         busbw_low_gbs: expect.map(|e| e.low),
         busbw_high_gbs: expect.map(|e| e.high),
-        busbw_source: expect.map(|e| format!("{}: {}", e.basis.label(), e.source)),
+        busbw_source: expect.map(|e| {
+            if e.source.starts_with(e.basis.label()) {
+                e.source.clone()
+            } else {
+                format!("{}: {}", e.basis.label(), e.source)
+            }
+        }),
     };
     if nodes > 1 {
         let rdma = match p.rdma {

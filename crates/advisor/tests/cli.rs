@@ -56,6 +56,25 @@ fn emits_every_artifact() {
     assert!(eksctl.contains("marketType: capacity-block") && eksctl.contains("efaEnabled: true"));
     // The sed line in the script replaces exactly the placeholder the eksctl file holds.
     assert!(eksctl.contains("REPLACE-WITH-cr-ID-OF-cb-0f1a2b3c4d5e60002"));
+    // Run the script's own substitution lines with made-up purchase results.
+    let seds: Vec<&str> = script.lines().filter(|l| l.starts_with("sed ")).collect();
+    assert_eq!(seds.len(), 2);
+    let sh = format!(
+        "CR_0=cr-0aaaaaaaaaaaaaaa1; CR_1=cr-0aaaaaaaaaaaaaaa2; {}",
+        seds.join("; ")
+    );
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(sh)
+        .current_dir(dir.path().join("out"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let eksctl = std::fs::read_to_string(dir.path().join("out/eksctl-cluster.yaml")).unwrap();
+    assert!(
+        !eksctl.contains("REPLACE-WITH") && eksctl.contains("cr-0aaaaaaaaaaaaaaa2"),
+        "{eksctl}"
+    );
 }
 
 #[test]

@@ -27,7 +27,7 @@ pub fn script(rec: &Recommendation) -> String {
                 Some(plan) => plan.offerings.iter().map(|o| o.instance_count).collect(),
                 None => vec![rec.shape.nodes.min(MAX_INSTANCES_PER_BLOCK)],
             };
-            out.push("# 1. Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());
+            out.push("# {STEP} Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());
             let range = date_range(rec);
             let mut seen = Vec::new();
             for n in counts.into_iter().filter(|n| {
@@ -42,44 +42,66 @@ pub fn script(rec: &Recommendation) -> String {
             out.push(String::new());
             match blocks {
                 Some(plan) => {
-                    out.push(format!("# 2. Buy the chosen block(s) in {} (upfront ${:.2}), tagged for Karpenter.", plan.availability_zone, plan.total_fee_usd));
+                    out.push(format!("# {{STEP}} Buy the chosen block(s) in {} (upfront ${:.2}), tagged for Karpenter.", plan.availability_zone, plan.total_fee_usd));
                     let tag = format!("ResourceType=capacity-reservation,Tags=[{{Key={RESERVATION_TAG},Value={}}}]", reservation_tag_value(rec));
                     for (i, o) in plan.offerings.iter().enumerate() {
                         out.push(format!(
                             "CR_{i}=$(aws ec2 purchase-capacity-block --region \"$REGION\" --capacity-block-offering-id {} --instance-platform Linux/UNIX --tag-specifications '{tag}' --query CapacityReservation.CapacityReservationId --output text)",
                             o.id
                         ));
-                        out.push(format!("sed -i \"s/{}/$CR_{i}/\" eksctl-cluster.yaml", reservation_placeholder(&o.id)));
+                        // Portable (no `sed -i`): BSD and GNU sed differ there.
+                        out.push(format!(
+                            "sed \"s/{}/$CR_{i}/\" eksctl-cluster.yaml > eksctl-cluster.yaml.new && mv eksctl-cluster.yaml.new eksctl-cluster.yaml",
+                            reservation_placeholder(&o.id)
+                        ));
                     }
                 }
-                None => out.push("# 2. Rerun `trainplace advise ... --offerings offerings.json` with that output to choose and buy.".into()),
+                None => out.push("# {STEP} Rerun `trainplace advise ... --offerings offerings.json` with that output to choose and buy.".into()),
             }
         }
         CapacityPlan::Odcr { reservation_id } => {
-            out.push("# 1. Check the reservation: instance type, zone, available count.".into());
+            out.push(
+                "# {STEP} Check the reservation: instance type, zone, available count.".into(),
+            );
             out.push(format!("aws ec2 describe-capacity-reservations --region \"$REGION\" --capacity-reservation-ids {reservation_id} --output json"));
         }
         CapacityPlan::OnDemand => match &rec.placement_group {
             Some(pg) => {
-                out.push("# 1. Cluster placement group: nodes close together for EFA.".into());
+                out.push("# {STEP} Cluster placement group: nodes close together for EFA.".into());
                 out.push(format!("aws ec2 create-placement-group --region \"$REGION\" --group-name {pg} --strategy cluster"));
             }
-            None => out.push("# 1. One node: no placement group or reservation needed.".into()),
+            None => out.push("# {STEP} One node: no placement group or reservation needed.".into()),
         },
     }
     out.push(String::new());
-    out.push("# 3. Nodes: a new cluster with the GPU nodegroup (use `eksctl create nodegroup -f` for an existing cluster).".into());
+    out.push("# {STEP} Nodes: a new cluster with the GPU nodegroup (use `eksctl create nodegroup -f` for an existing cluster).".into());
     out.push("eksctl create cluster -f eksctl-cluster.yaml".into());
     out.push("# Or with Karpenter: kubectl apply -f karpenter.yaml".into());
     out.push(String::new());
-    out.push("# 4. Check NCCL over EFA before training, then start the job.".into());
+    out.push("# {STEP} Check NCCL over EFA before training, then start the job.".into());
     out.push("kubectl apply -f nccl-tests-mpijob.yaml".into());
     out.push(format!(
         "kubectl apply -f job-{}.yaml",
         req.framework.slug()
     ));
     out.push(String::new());
-    out.join("\n")
+    number_steps(out)
+}
+
+/// Number the `# {STEP}` headings in order, so skipped steps leave no gaps.
+fn number_steps(lines: Vec<String>) -> String {
+    let mut n = 0;
+    lines
+        .into_iter()
+        .map(|l| match l.strip_prefix("# {STEP} ") {
+            Some(rest) => {
+                n += 1;
+                format!("# {n}. {rest}")
+            }
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `--start-date-range/--end-date-range` from the request window.

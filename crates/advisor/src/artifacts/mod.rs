@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 use trainplace_engine::Policy;
 
-use crate::recommend::Recommendation;
+use crate::recommend::{CapacityPlan, Recommendation};
 use pod::PodParts;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,13 +72,17 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
         rec,
         nccl_env: &env,
     };
+    let mut eksctl_notes =
+        vec!["eksctl ClusterConfig: eksctl create cluster -f (or create nodegroup -f)"];
+    if matches!(rec.capacity, CapacityPlan::CapacityBlock { .. }) {
+        eksctl_notes.push(
+            "Capacity Block nodegroups: run aws-cli.sh first (it fills in the reservation ids); nodes launch only once a block is active",
+        );
+    }
     let mut out = vec![
         Artifact {
             name: "eksctl-cluster.yaml".into(),
-            content: yaml(
-                &["eksctl ClusterConfig: eksctl create cluster -f (or create nodegroup -f)"],
-                &[&o.cluster_config],
-            ),
+            content: yaml(&eksctl_notes, &[&o.cluster_config]),
         },
         Artifact {
             name: "karpenter.yaml".into(),
