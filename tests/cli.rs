@@ -15,8 +15,15 @@ fn root() -> &'static Path {
 
 fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut cmd = Command::new(BIN);
-    cmd.args(args).current_dir(root()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    cmd.args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
     let mut child = cmd.spawn().expect("binary runs");
     if let Some(input) = stdin {
         use std::io::Write;
@@ -31,14 +38,22 @@ fn text(o: &[u8]) -> String {
 
 #[test]
 fn check_exit_codes() {
-    let ok = run(&["check", "-f", "examples/pods/llama3-jobset-pods.yaml"], None);
+    let ok = run(
+        &["check", "-f", "examples/pods/llama3-jobset-pods.yaml"],
+        None,
+    );
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
     assert!(text(&ok.stdout).contains("Pod team-a/llama3-8b-node-0-0-x0k2p: allowed (11 changes)"));
 
     let denied = run(&["check", "-f", "examples/pods/one-gpu-per-pod.yaml"], None);
     assert_eq!(denied.status.code(), Some(1));
     let out = text(&denied.stdout);
-    assert!(out.contains("DENIED") && out.contains("[partial-node]") && out.contains("opt in: trainplace.io/allow-partial-node"), "{out}");
+    assert!(
+        out.contains("DENIED")
+            && out.contains("[partial-node]")
+            && out.contains("opt in: trainplace.io/allow-partial-node"),
+        "{out}"
+    );
 
     let untouched = run(&["check", "-f", "examples/pods/inference.yaml"], None);
     assert_eq!(untouched.status.code(), Some(0));
@@ -48,7 +63,11 @@ fn check_exit_codes() {
 #[test]
 fn stdin_mixed_documents() {
     let mut all = Vec::new();
-    for f in ["examples/pods/llama3-jobset-pods.yaml", "examples/pods/inference.yaml", "examples/pods/one-gpu-per-pod.yaml"] {
+    for f in [
+        "examples/pods/llama3-jobset-pods.yaml",
+        "examples/pods/inference.yaml",
+        "examples/pods/one-gpu-per-pod.yaml",
+    ] {
         all.extend(std::fs::read(root().join(f)).unwrap());
         all.extend(b"\n---\n");
     }
@@ -56,20 +75,43 @@ fn stdin_mixed_documents() {
     assert_eq!(o.status.code(), Some(1));
     let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(entries.len(), 7);
-    let allowed: Vec<bool> = entries.iter().map(|e| e["allowed"].as_bool().unwrap()).collect();
+    let allowed: Vec<bool> = entries
+        .iter()
+        .map(|e| e["allowed"].as_bool().unwrap())
+        .collect();
     assert_eq!(allowed, [true, true, true, false, false, false, false]);
 }
 
 #[test]
 fn json_output_shape_and_patch() {
-    let o = run(&["mutate", "-f", "examples/pods/llama3-jobset-pods.yaml", "-o", "json"], None);
+    let o = run(
+        &[
+            "mutate",
+            "-f",
+            "examples/pods/llama3-jobset-pods.yaml",
+            "-o",
+            "json",
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0));
     let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
-    let input: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&std::fs::read_to_string(root().join("examples/pods/llama3-jobset-pods.yaml")).unwrap())
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .collect();
+    let input: Vec<Value> = serde_yaml_ng::Deserializer::from_str(
+        &std::fs::read_to_string(root().join("examples/pods/llama3-jobset-pods.yaml")).unwrap(),
+    )
+    .map(|d| serde::Deserialize::deserialize(d).unwrap())
+    .collect();
     for (e, original) in entries.iter().zip(&input) {
-        for key in ["kind", "name", "namespace", "allowed", "warnings", "reasons", "patch", "object"] {
+        for key in [
+            "kind",
+            "name",
+            "namespace",
+            "allowed",
+            "warnings",
+            "reasons",
+            "patch",
+            "object",
+        ] {
             assert!(e.get(key).is_some(), "missing {key}");
         }
         let patch: json_patch::Patch = serde_json::from_value(e["patch"].clone()).unwrap();
@@ -81,18 +123,35 @@ fn json_output_shape_and_patch() {
 
 #[test]
 fn mutate_yaml_and_diff() {
-    let o = run(&["mutate", "-f", "examples/pods/llama3-jobset-pods.yaml"], None);
+    let o = run(
+        &["mutate", "-f", "examples/pods/llama3-jobset-pods.yaml"],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0));
     let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text(&o.stdout))
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect();
     assert_eq!(docs.len(), 2);
     assert_eq!(docs[0]["spec"]["hostIPC"], true);
-    assert!(text(&o.stderr).contains("allowed (11 changes)"), "summary goes to stderr");
+    assert!(
+        text(&o.stderr).contains("allowed (11 changes)"),
+        "summary goes to stderr"
+    );
 
-    let d = run(&["mutate", "-f", "examples/pods/llama3-jobset-pods.yaml", "--diff"], None);
+    let d = run(
+        &[
+            "mutate",
+            "-f",
+            "examples/pods/llama3-jobset-pods.yaml",
+            "--diff",
+        ],
+        None,
+    );
     let diff = text(&d.stdout);
-    assert!(diff.contains("--- a/Pod team-a/llama3-8b-node-0-0-x0k2p"), "{diff}");
+    assert!(
+        diff.contains("--- a/Pod team-a/llama3-8b-node-0-0-x0k2p"),
+        "{diff}"
+    );
     assert!(diff.contains("+  hostIPC: true"), "{diff}");
 }
 
@@ -110,7 +169,16 @@ fn unreadable_input_exits_2_naming_document_and_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("/nonexistent/x.yaml: cannot read"));
 
-    let o = run(&["check", "-f", "examples/pods/inference.yaml", "--policy-dir", "/nonexistent"], None);
+    let o = run(
+        &[
+            "check",
+            "-f",
+            "examples/pods/inference.yaml",
+            "--policy-dir",
+            "/nonexistent",
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(2));
 }
 
@@ -119,11 +187,18 @@ fn policy_check_reports_file_and_line() {
     let o = run(&["policy", "check", "policies"], None);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("p.yaml"), "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nmutations:\n  hostIpc: true\n").unwrap();
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nmutations:\n  hostIpc: true\n",
+    )
+    .unwrap();
     let o = run(&["policy", "check", dir.path().to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
-    assert!(err.contains("p.yaml:4:") && err.contains("hostIpc"), "{err}");
+    assert!(
+        err.contains("p.yaml:4:") && err.contains("hostIpc"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -131,7 +206,11 @@ fn kubectl_plugin_through_real_kubectl() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("kubectl-trainplace");
     std::os::unix::fs::symlink(BIN, &link).unwrap();
-    let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let kubectl = |args: &[&str]| {
         Command::new("kubectl")
             .args(args)
@@ -142,11 +221,26 @@ fn kubectl_plugin_through_real_kubectl() {
             .expect("kubectl is installed on every machine")
     };
     let list = kubectl(&["plugin", "list"]);
-    assert!(text(&list.stdout).contains("kubectl-trainplace"), "{}{}", text(&list.stdout), text(&list.stderr));
-    let ok = kubectl(&["trainplace", "check", "-f", "examples/pods/llama3-jobset-pods.yaml"]);
+    assert!(
+        text(&list.stdout).contains("kubectl-trainplace"),
+        "{}{}",
+        text(&list.stdout),
+        text(&list.stderr)
+    );
+    let ok = kubectl(&[
+        "trainplace",
+        "check",
+        "-f",
+        "examples/pods/llama3-jobset-pods.yaml",
+    ]);
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
     assert!(text(&ok.stdout).contains("allowed (11 changes)"));
-    let denied = kubectl(&["trainplace", "check", "-f", "examples/pods/one-gpu-per-pod.yaml"]);
+    let denied = kubectl(&[
+        "trainplace",
+        "check",
+        "-f",
+        "examples/pods/one-gpu-per-pod.yaml",
+    ]);
     assert_eq!(denied.status.code(), Some(1));
 }
 
@@ -170,7 +264,8 @@ fn every_mutated_pod_passes_the_official_schema_strictly() {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(root().join("tests/fixtures/pods")).unwrap() {
         let path = entry.unwrap().path();
-        let case: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let case: Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         if case["expect"].get("error").is_some() {
             continue;
         }
@@ -181,10 +276,16 @@ fn every_mutated_pod_passes_the_official_schema_strictly() {
             continue;
         }
         object["metadata"]["namespace"] = object["metadata"]["namespace"].clone();
-        let input = dir.path().join(format!("in-{}", path.file_name().unwrap().to_string_lossy()));
+        let input = dir.path().join(format!(
+            "in-{}",
+            path.file_name().unwrap().to_string_lossy()
+        ));
         std::fs::write(&input, serde_yaml_ng::to_string(&object).unwrap()).unwrap();
         let o = run(&["mutate", "-f", input.to_str().unwrap()], None);
-        let out = dir.path().join(format!("out-{}", path.file_name().unwrap().to_string_lossy()));
+        let out = dir.path().join(format!(
+            "out-{}",
+            path.file_name().unwrap().to_string_lossy()
+        ));
         std::fs::write(&out, &o.stdout).unwrap();
         files.push(out);
     }
@@ -194,5 +295,10 @@ fn every_mutated_pod_passes_the_official_schema_strictly() {
         .args(&files)
         .output()
         .unwrap();
-    assert!(v.status.success(), "kubernetes-validate --strict failed:\n{}\n{}", text(&v.stdout), text(&v.stderr));
+    assert!(
+        v.status.success(),
+        "kubernetes-validate --strict failed:\n{}\n{}",
+        text(&v.stdout),
+        text(&v.stderr)
+    );
 }

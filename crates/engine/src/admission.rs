@@ -7,7 +7,7 @@ use kube_core::DynamicObject;
 use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::Value;
 
-use crate::engine::{Verdict, evaluate};
+use crate::engine::{Verdict, evaluate_owned};
 use crate::policy::{Policy, Requester};
 
 /// Which webhook is answering.
@@ -155,7 +155,7 @@ pub fn review(
         namespace_labels: labels.as_ref(),
         groups: &req.user_info.groups.clone().unwrap_or_default(),
     };
-    let verdict = match evaluate(&object, policy, &who) {
+    let verdict = match evaluate_owned(object, policy, &who) {
         Ok(v) => v,
         Err(e) => {
             let message = format!(

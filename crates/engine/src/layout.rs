@@ -9,8 +9,9 @@ use crate::annotations::{
 };
 use crate::catalog::InstanceProfile;
 use crate::classify::{InstanceSource, Shape};
-use crate::json::{array_at, items, object_at, object_path};
-use crate::podspec::{PodView, env_entry};
+use crate::edit::{Cursor, Ops};
+use crate::json::items;
+use crate::podspec::{PodView, command_line, env_entry};
 use crate::policy::{Effective, Mutations};
 
 /// One change, as written into the `trainplace.io/mutated` annotation.
@@ -64,153 +65,146 @@ impl<'a> Plan<'a> {
         self.shape.per_pod == self.instance.accelerators
     }
 
-    /// Apply the layout to `pod` (`{metadata, spec}`), returning what changed.
-    pub fn apply(&self, pod: &mut Value) -> Vec<Change> {
+    /// Apply the layout to the pod template at `site`, recording each edit in `ops`.
+    pub fn apply(&self, site: Cursor<'_>, ops: &mut Ops) -> Vec<Change> {
         let mut out = Vec::new();
-        if self.on(|m| m.efa) {
-            self.efa(pod, &mut out);
-        }
-        if self.on(|m| m.host_ipc) {
-            self.host_ipc(pod, &mut out);
-        }
-        if self.on(|m| m.ipc_lock) {
-            self.ipc_lock(pod, &mut out);
-        }
-        if self.on(|m| m.shm) {
-            self.shm(pod, &mut out);
-        }
-        if self.on(|m| m.nccl_env) {
-            self.nccl_env(pod, &mut out);
-        }
-        if self.on(|m| m.torchrun_env) {
-            self.torchrun_env(pod, &mut out);
-        }
-        if self.on(|m| m.tolerations) {
-            self.tolerations(pod, &mut out);
-        }
-        if self.on(|m| m.pin_instance_type) {
-            self.pin_instance(pod, &mut out);
-        }
-        if self.on(|m| m.zone_affinity) {
-            self.zone_affinity(pod, &mut out);
-        }
-        if self.on(|m| m.node_anti_affinity) {
-            self.anti_affinity(pod, &mut out);
+        let Some(mut spec) = site.get("spec") else {
+            return out;
+        };
+        let mut ed = Edit { ops, out: &mut out };
+        let steps: [(Switch, Step<'a>); 10] = [
+            (|m| m.efa, Plan::efa),
+            (|m| m.host_ipc, Plan::host_ipc),
+            (|m| m.ipc_lock, Plan::ipc_lock),
+            (|m| m.shm, Plan::shm),
+            (|m| m.nccl_env, Plan::nccl_env),
+            (|m| m.torchrun_env, Plan::torchrun_env),
+            (|m| m.tolerations, Plan::tolerations),
+            (|m| m.pin_instance_type, Plan::pin_instance),
+            (|m| m.zone_affinity, Plan::zone_affinity),
+            (|m| m.node_anti_affinity, Plan::anti_affinity),
+        ];
+        for (switch, step) in steps {
+            if self.on(switch) {
+                step(self, &mut spec, &mut ed);
+            }
         }
         out
     }
 
-    fn efa(&self, pod: &mut Value, out: &mut Vec<Change>) {
-        if !self.whole_node() || self.shape.efa > 0 || !self.instance.has_efa() {
+    /// Whether the plan gives the pod EFA interfaces it did not ask for.
+    pub fn adds_efa(&self) -> bool {
+        self.on(|m| m.efa)
+            && self.whole_node()
+            && self.shape.efa == 0
+            && self.instance.has_efa()
+            && !self.containers.is_empty()
+    }
+
+    fn efa(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+        if !self.adds_efa() {
             return;
         }
-        let Some(&first) = self.containers.first() else {
-            return;
-        };
-        let Some(c) = container_mut(pod, first) else {
-            return;
-        };
+        let first = self.containers[0];
+        let name = container_name(spec.value, first);
         let n = self.instance.max_efa;
-        let has_requests = c
-            .get("resources")
-            .and_then(|r| r.get("requests"))
+        let has_requests = items(spec.value, &["containers"])
+            .get(first)
+            .and_then(|c| c.get("resources")?.get("requests"))
             .is_some_and(Value::is_object);
-        for which in ["limits", "requests"] {
-            if which == "requests" && !has_requests {
-                continue;
-            }
-            if let Some(map) = object_path(c, &["resources", which]).and_then(Value::as_object_mut)
+        let which: &[&str] = if has_requests {
+            &["limits", "requests"]
+        } else {
+            &["limits"]
+        };
+        for w in which {
+            if let Some(mut map) =
+                container(spec, first).and_then(|c| c.objects(&["resources", w], ed.ops))
             {
-                map.insert(RES_EFA.to_string(), json!(n));
+                map.insert_missing(RES_EFA, json!(n), ed.ops);
             }
         }
-        out.push(Change {
-            what: format!("container {}: {RES_EFA}={n}", self.name(pod, first)),
-            why: format!(
+        ed.change(
+            format!("container {name}: {RES_EFA}={n}"),
+            format!(
                 "the pod takes the whole {}, so it gets all {n} EFA interfaces for inter-node traffic",
                 self.instance.name
             ),
-        });
+        );
     }
 
-    fn host_ipc(&self, pod: &mut Value, out: &mut Vec<Change>) {
-        let Some(spec) = object_at(pod, "spec") else {
-            return;
-        };
-        if spec.contains_key("hostIPC") {
-            return;
+    fn host_ipc(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+        if spec.insert_missing("hostIPC", Value::Bool(true), ed.ops) {
+            ed.change(
+                "hostIPC=true".into(),
+                "NCCL and the EFA plugin share memory between local ranks over host IPC".into(),
+            );
         }
-        spec.insert("hostIPC".into(), Value::Bool(true));
-        out.push(Change {
-            what: "hostIPC=true".into(),
-            why: "NCCL and the EFA plugin share memory between local ranks over host IPC".into(),
-        });
     }
 
-    fn ipc_lock(&self, pod: &mut Value, out: &mut Vec<Change>) {
+    fn ipc_lock(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         for &i in &self.containers {
-            let name = self.name(pod, i);
-            let Some(c) = container_mut(pod, i) else {
-                continue;
-            };
-            let Some(caps) = object_path(c, &["securityContext", "capabilities"]) else {
-                continue;
-            };
-            let Some(add) = array_at(caps, "add") else {
-                continue;
-            };
-            if add.iter().any(|v| v.as_str() == Some("IPC_LOCK")) {
+            let name = container_name(spec.value, i);
+            let has = items(spec.value, &["containers"])
+                .get(i)
+                .map(|c| items(c, &["securityContext", "capabilities", "add"]))
+                .is_some_and(|caps| caps.iter().any(|v| v.as_str() == Some("IPC_LOCK")));
+            if has {
                 continue;
             }
-            add.push(json!("IPC_LOCK"));
-            out.push(Change {
-                what: format!("container {name}: capability IPC_LOCK"),
-                why: "EFA/RDMA pins memory; without IPC_LOCK registration fails".into(),
-            });
+            let Some(mut add) = container(spec, i)
+                .and_then(|c| c.objects(&["securityContext", "capabilities"], ed.ops))
+                .and_then(|c| c.array("add", ed.ops))
+            else {
+                continue;
+            };
+            add.push(json!("IPC_LOCK"), ed.ops);
+            ed.change(
+                format!("container {name}: capability IPC_LOCK"),
+                "EFA/RDMA pins memory; without IPC_LOCK registration fails".into(),
+            );
         }
     }
 
-    fn shm(&self, pod: &mut Value, out: &mut Vec<Change>) {
+    fn shm(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let needs: Vec<usize> = self
             .containers
             .iter()
             .copied()
             .filter(|&i| {
-                !items(pod, &["spec", "containers"])
+                items(spec.value, &["containers"])
                     .get(i)
-                    .is_some_and(|c| mount_at(c, "/dev/shm").is_some())
+                    .is_none_or(|c| mount_at(c, "/dev/shm").is_none())
             })
             .collect();
         if needs.is_empty() {
             return;
         }
-        let volume = self.shm_volume(pod, out);
+        let volume = self.shm_volume(spec, ed);
         for i in needs {
-            let name = self.name(pod, i);
-            let Some(c) = container_mut(pod, i) else {
-                continue;
-            };
-            if let Some(mounts) = array_at(c, "volumeMounts") {
-                mounts.push(json!({"name": volume, "mountPath": "/dev/shm"}));
-                out.push(Change {
-                    what: format!("container {name}: /dev/shm from volume {volume}"),
-                    why: "NCCL's shared-memory transport and data loaders need a large /dev/shm (the default is 64Mi)".into(),
-                });
+            let name = container_name(spec.value, i);
+            if let Some(mut mounts) =
+                container(spec, i).and_then(|c| c.array("volumeMounts", ed.ops))
+            {
+                mounts.push(json!({"name": volume, "mountPath": "/dev/shm"}), ed.ops);
+                ed.change(
+                    format!("container {name}: /dev/shm from volume {volume}"),
+                    "NCCL's shared-memory transport and data loaders need a large /dev/shm (the default is 64Mi)".into(),
+                );
             }
         }
     }
 
     /// The memory-backed volume other containers already mount at /dev/shm, or a new one.
-    fn shm_volume(&self, pod: &mut Value, out: &mut Vec<Change>) -> String {
-        let existing = items(pod, &["spec", "containers"])
+    fn shm_volume(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) -> String {
+        if let Some(name) = items(spec.value, &["containers"])
             .iter()
             .find_map(|c| mount_at(c, "/dev/shm"))
-            .map(String::from);
-        if let Some(name) = existing {
-            return name;
+        {
+            return name.to_string();
         }
         let taken = |n: &str| {
-            items(pod, &["spec", "volumes"])
+            items(spec.value, &["volumes"])
                 .iter()
                 .any(|v| v.get("name").and_then(Value::as_str) == Some(n))
         };
@@ -220,28 +214,26 @@ impl<'a> Plan<'a> {
             name = format!("{SHM_VOLUME}-{k}");
             k += 1;
         }
-        if let Some(spec) = pod.get_mut("spec")
-            && let Some(vols) = array_at(spec, "volumes")
-        {
-            vols.push(json!({
-                "name": name,
-                "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size},
-            }));
-            out.push(Change {
-                what: format!(
+        if let Some(mut vols) = reborrow(spec).array("volumes", ed.ops) {
+            vols.push(
+                json!({"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size}}),
+                ed.ops,
+            );
+            ed.change(
+                format!(
                     "volume {name}: emptyDir medium=Memory sizeLimit={}",
                     self.shm_size
                 ),
-                why: format!("memory-backed /dev/shm sized for {}", self.instance.name),
-            });
+                format!("memory-backed /dev/shm sized for {}", self.instance.name),
+            );
         }
         name
     }
 
-    fn nccl_env(&self, pod: &mut Value, out: &mut Vec<Change>) {
+    fn nccl_env(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let mut wanted: Vec<(String, String, String)> = Vec::new();
         if self.shape.accel_resource == RES_NVIDIA_GPU || self.shape.accel_resource.is_empty() {
-            let efa = self.shape.efa > 0 || (self.whole_node() && self.instance.has_efa());
+            let efa = self.shape.efa > 0 || self.adds_efa();
             let catalog = &self.eff.policy.catalog;
             for rule in catalog.nccl_env(self.instance, &self.eff.plugin_version, efa) {
                 wanted.push((rule.name.clone(), rule.value.clone(), rule.source.clone()));
@@ -261,80 +253,73 @@ impl<'a> Plan<'a> {
         }
         for &i in &self.containers {
             for (name, value, why) in &wanted {
-                self.add_env(pod, i, name, value, why, out);
+                self.add_env(spec, i, name, value, why, ed);
             }
         }
     }
 
-    fn torchrun_env(&self, pod: &mut Value, out: &mut Vec<Change>) {
+    fn torchrun_env(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         for &i in &self.containers {
-            let c = &items(pod, &["spec", "containers"])[i];
+            let Some(c) = items(spec.value, &["containers"]).get(i) else {
+                continue;
+            };
             let uses_pet = items(c, &["env"]).iter().any(|e| {
                 e.get("name")
                     .and_then(Value::as_str)
                     .is_some_and(|n| n.starts_with("PET_"))
             });
-            let view_cmd = command_line(c);
-            let cmd_sets =
-                view_cmd.contains("--nproc_per_node") || view_cmd.contains("--nproc-per-node");
+            let cmd = command_line(c);
+            let cmd_sets = cmd.contains("--nproc_per_node") || cmd.contains("--nproc-per-node");
             if !uses_pet || cmd_sets || env_entry(c, "PET_NPROC_PER_NODE").is_some() {
                 continue;
             }
             let n = container_accels(c, &self.shape.accel_resource).unwrap_or(self.shape.per_pod);
             self.add_env(
-                pod,
+                spec,
                 i,
                 "PET_NPROC_PER_NODE",
                 &n.to_string(),
                 "torchrun starts one process per GPU in the pod",
-                out,
+                ed,
             );
         }
     }
 
     fn add_env(
         &self,
-        pod: &mut Value,
+        spec: &mut Cursor<'_>,
         i: usize,
         name: &str,
         value: &str,
         why: &str,
-        out: &mut Vec<Change>,
+        ed: &mut Edit<'_>,
     ) {
-        let cname = self.name(pod, i);
-        let Some(c) = container_mut(pod, i) else {
-            return;
-        };
-        if env_entry(c, name).is_some() {
+        let cname = container_name(spec.value, i);
+        if items(spec.value, &["containers"])
+            .get(i)
+            .is_some_and(|c| env_entry(c, name).is_some())
+        {
             return;
         }
-        if let Some(env) = array_at(c, "env") {
-            env.push(json!({"name": name, "value": value}));
-            out.push(Change {
-                what: format!("container {cname}: env {name}={value}"),
-                why: why.to_string(),
-            });
+        if let Some(mut env) = container(spec, i).and_then(|c| c.array("env", ed.ops)) {
+            env.push(json!({"name": name, "value": value}), ed.ops);
+            ed.change(
+                format!("container {cname}: env {name}={value}"),
+                why.to_string(),
+            );
         }
     }
 
-    fn tolerations(&self, pod: &mut Value, out: &mut Vec<Change>) {
+    fn tolerations(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let mut keys = Vec::new();
         if !self.shape.accel_resource.is_empty() {
             keys.push(self.shape.accel_resource.clone());
         }
-        if self.shape.efa > 0
-            || (self.whole_node() && self.instance.has_efa() && self.on(|m| m.efa))
-        {
+        if self.shape.efa > 0 || self.adds_efa() {
             keys.push(RES_EFA.to_string());
         }
-        let Some(spec) = pod.get_mut("spec") else {
-            return;
-        };
-        let Some(tols) = array_at(spec, "tolerations") else {
-            return;
-        };
         for key in keys {
-            let covered = tols.iter().any(|t| {
+            let covered = items(spec.value, &["tolerations"]).iter().any(|t| {
                 let tkey = t.get("key").and_then(Value::as_str);
                 tkey == Some(key.as_str())
                     || (tkey.is_none_or(str::is_empty)
@@ -343,36 +328,38 @@ impl<'a> Plan<'a> {
             if covered {
                 continue;
             }
-            tols.push(json!({"key": key, "operator": "Exists", "effect": "NoSchedule"}));
-            out.push(Change {
-                what: format!("toleration {key}:NoSchedule"),
-                why: "GPU and EFA node groups are tainted so only device pods land there".into(),
-            });
+            if let Some(mut tols) = reborrow(spec).array("tolerations", ed.ops) {
+                tols.push(
+                    json!({"key": key, "operator": "Exists", "effect": "NoSchedule"}),
+                    ed.ops,
+                );
+                ed.change(
+                    format!("toleration {key}:NoSchedule"),
+                    "GPU and EFA node groups are tainted so only device pods land there".into(),
+                );
+            }
         }
     }
 
-    fn pin_instance(&self, pod: &mut Value, out: &mut Vec<Change>) {
+    fn pin_instance(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         if matches!(
             self.source,
             InstanceSource::NodeSelector | InstanceSource::NodeAffinity
         ) {
             return;
         }
-        let Some(sel) = object_path(pod, &["spec", "nodeSelector"]).and_then(Value::as_object_mut)
-        else {
+        let Some(mut sel) = reborrow(spec).object("nodeSelector", ed.ops) else {
             return;
         };
-        if sel.contains_key(LABEL_INSTANCE_TYPE) {
-            return;
+        if sel.insert_missing(LABEL_INSTANCE_TYPE, json!(self.instance.name), ed.ops) {
+            ed.change(
+                format!("nodeSelector {LABEL_INSTANCE_TYPE}={}", self.instance.name),
+                format!("instance type from {}", self.source.describe()),
+            );
         }
-        sel.insert(LABEL_INSTANCE_TYPE.into(), json!(self.instance.name));
-        out.push(Change {
-            what: format!("nodeSelector {LABEL_INSTANCE_TYPE}={}", self.instance.name),
-            why: format!("instance type from {}", self.source.describe()),
-        });
     }
 
-    fn zone_affinity(&self, pod: &mut Value, out: &mut Vec<Change>) {
+    fn zone_affinity(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let z = &self.shape.zones;
         if !self.shape.multi_pod
             || z.pinned.is_some()
@@ -385,19 +372,17 @@ impl<'a> Plan<'a> {
         let Some((key, value)) = &self.shape.identity else {
             return;
         };
-        let term = json!({
-            "labelSelector": {"matchLabels": {key: value}},
-            "topologyKey": LABEL_ZONE,
-        });
-        if push_required(pod, "podAffinity", term) {
-            out.push(Change {
-                what: format!("podAffinity: pods with {key}={value} in one {LABEL_ZONE}"),
-                why: "EFA traffic cannot cross availability zones".into(),
-            });
+        let term =
+            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": LABEL_ZONE});
+        if push_required(spec, "podAffinity", term, ed.ops) {
+            ed.change(
+                format!("podAffinity: pods with {key}={value} in one {LABEL_ZONE}"),
+                "EFA traffic cannot cross availability zones".into(),
+            );
         }
     }
 
-    fn anti_affinity(&self, pod: &mut Value, out: &mut Vec<Change>) {
+    fn anti_affinity(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         if !self.shape.multi_pod || !self.whole_node() {
             return;
         }
@@ -405,9 +390,8 @@ impl<'a> Plan<'a> {
             return;
         };
         let exists = items(
-            pod,
+            spec.value,
             &[
-                "spec",
                 "affinity",
                 "podAntiAffinity",
                 "requiredDuringSchedulingIgnoredDuringExecution",
@@ -418,43 +402,65 @@ impl<'a> Plan<'a> {
         if exists {
             return;
         }
-        let term = json!({
-            "labelSelector": {"matchLabels": {key: value}},
-            "topologyKey": LABEL_HOSTNAME,
-        });
-        if push_required(pod, "podAntiAffinity", term) {
-            out.push(Change {
-                what: format!("podAntiAffinity: one pod with {key}={value} per node"),
-                why: "one pod per node keeps every GPU of a node on NVLink inside one pod".into(),
-            });
+        let term =
+            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": LABEL_HOSTNAME});
+        if push_required(spec, "podAntiAffinity", term, ed.ops) {
+            ed.change(
+                format!("podAntiAffinity: one pod with {key}={value} per node"),
+                "one pod per node keeps every GPU of a node on NVLink inside one pod".into(),
+            );
         }
-    }
-
-    fn name(&self, pod: &Value, i: usize) -> String {
-        items(pod, &["spec", "containers"])
-            .get(i)
-            .and_then(|c| c.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string()
     }
 }
 
-fn push_required(pod: &mut Value, kind: &str, term: Value) -> bool {
-    let Some(aff) = object_path(pod, &["spec", "affinity", kind]) else {
-        return false;
-    };
-    match array_at(aff, "requiredDuringSchedulingIgnoredDuringExecution") {
-        Some(terms) => {
-            terms.push(term);
+type Step<'a> = fn(&Plan<'a>, &mut Cursor<'_>, &mut Edit<'_>);
+/// Reads whether a mutation is switched on in policy.
+type Switch = fn(&Mutations) -> Option<bool>;
+
+/// The ops being recorded and the change lines being written, together.
+struct Edit<'a> {
+    ops: &'a mut Ops,
+    out: &'a mut Vec<Change>,
+}
+
+impl Edit<'_> {
+    fn change(&mut self, what: String, why: String) {
+        self.out.push(Change { what, why });
+    }
+}
+
+/// A short-lived cursor on the same place, so `spec` can be walked again later.
+fn reborrow<'a>(c: &'a mut Cursor<'_>) -> Cursor<'a> {
+    Cursor {
+        value: &mut *c.value,
+        ptr: c.ptr.clone(),
+    }
+}
+
+fn container<'a>(spec: &'a mut Cursor<'_>, i: usize) -> Option<Cursor<'a>> {
+    reborrow(spec).get("containers")?.get(&i.to_string())
+}
+
+fn container_name(spec: &Value, i: usize) -> String {
+    items(spec, &["containers"])
+        .get(i)
+        .and_then(|c| c.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string()
+}
+
+fn push_required(spec: &mut Cursor<'_>, kind: &str, term: Value, ops: &mut Ops) -> bool {
+    match reborrow(spec)
+        .objects(&["affinity", kind], ops)
+        .and_then(|c| c.array("requiredDuringSchedulingIgnoredDuringExecution", ops))
+    {
+        Some(mut terms) => {
+            terms.push(term, ops);
             true
         }
         None => false,
     }
-}
-
-fn container_mut(pod: &mut Value, i: usize) -> Option<&mut Value> {
-    pod.get_mut("spec")?.get_mut("containers")?.get_mut(i)
 }
 
 fn mount_at<'v>(c: &'v Value, path: &str) -> Option<&'v str> {
@@ -463,15 +469,6 @@ fn mount_at<'v>(c: &'v Value, path: &str) -> Option<&'v str> {
         .find(|m| m.get("mountPath").and_then(Value::as_str) == Some(path))
         .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
-}
-
-fn command_line(c: &Value) -> String {
-    ["command", "args"]
-        .iter()
-        .flat_map(|k| items(c, &[k]))
-        .filter_map(Value::as_str)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn container_accels(c: &Value, res: &str) -> Option<u32> {

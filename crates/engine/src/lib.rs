@@ -17,6 +17,7 @@ pub use error::{ObjectError, PolicyError};
 pub use policy::{Mode, Policy, Requester};
 
 pub mod classify;
+pub mod edit;
 pub mod engine;
 pub mod finding;
 pub mod layout;
@@ -24,5 +25,5 @@ pub mod podspec;
 pub mod rules;
 pub mod workload;
 
-pub use engine::{Verdict, evaluate};
+pub use engine::{Verdict, evaluate, evaluate_owned};
 pub use finding::{Finding, Rule};

@@ -129,19 +129,6 @@ impl<'a> PodView<'a> {
     pub fn container(&self, index: usize) -> Option<&'a Value> {
         items(self.pod, &["spec", "containers"]).get(index)
     }
-
-    /// Command and args of a container joined by spaces.
-    pub fn command_line(&self, index: usize) -> String {
-        let Some(c) = self.container(index) else {
-            return String::new();
-        };
-        ["command", "args"]
-            .iter()
-            .flat_map(|k| items(c, &[k]))
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
 }
 
 pub fn env_entry<'v>(container: &'v Value, name: &str) -> Option<&'v Value> {
@@ -194,4 +181,14 @@ fn resource_count(c: &Value, res: &str, at: &str) -> Result<Option<u32>, ObjectE
         (Some(n), _) | (None, Some(n)) => Ok(Some(n)),
         (None, None) => Ok(None),
     }
+}
+
+/// Command and args of a container joined by spaces.
+pub fn command_line(c: &Value) -> String {
+    ["command", "args"]
+        .iter()
+        .flat_map(|k| items(c, &[k]))
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -211,7 +211,7 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
     let recommended = match s.pods {
         Some(n) => {
             let total = n * s.per_pod;
-            if total % g == 0 {
+            if total.is_multiple_of(g) {
                 format!(
                     "{} x {} (annotation {RESHAPE}: \"true\" rewrites it)",
                     count(total / g, "pod"),

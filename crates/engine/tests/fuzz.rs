@@ -15,8 +15,15 @@ fn arb_json() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(|n| json!(n)),
         (-1e12f64..1e12).prop_map(|f| json!(f)),
         "[a-zA-Z0-9/._-]{0,12}".prop_map(Value::String),
-        prop_oneof![Just("nvidia.com/gpu"), Just("8"), Just("-1"), Just("p5.48xlarge"), Just("true"), Just("In")]
-            .prop_map(|s| Value::String(s.into())),
+        prop_oneof![
+            Just("nvidia.com/gpu"),
+            Just("8"),
+            Just("-1"),
+            Just("p5.48xlarge"),
+            Just("true"),
+            Just("In")
+        ]
+        .prop_map(|s| Value::String(s.into())),
     ];
     leaf.prop_recursive(5, 64, 6, |inner| {
         prop_oneof![
@@ -70,8 +77,17 @@ fn base_review() -> Value {
 fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     out.push(at.clone());
     match v {
-        Value::Object(m) => m.iter().for_each(|(k, c)| pointers(c, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out)),
-        Value::Array(a) => a.iter().enumerate().for_each(|(i, c)| pointers(c, format!("{at}/{i}"), out)),
+        Value::Object(m) => m.iter().for_each(|(k, c)| {
+            pointers(
+                c,
+                format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                out,
+            )
+        }),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, c)| pointers(c, format!("{at}/{i}"), out)),
         _ => {}
     }
 }
@@ -80,7 +96,10 @@ fn answered(body: Value) {
     let policy = Policy::embedded();
     for ep in [Endpoint::Mutate, Endpoint::Validate] {
         let r = review(body.clone(), ep, &policy, &NoNamespaceLabels);
-        assert!(r.body["response"]["allowed"].is_boolean(), "no answer for {body}");
+        assert!(
+            r.body["response"]["allowed"].is_boolean(),
+            "no answer for {body}"
+        );
     }
 }
 
@@ -132,12 +151,14 @@ fn regression_cases() {
         // GPU count beyond u32, negative EFA, env as a string, containers as an object.
         {
             let mut r = base_review();
-            r["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = json!(1u64 << 40);
+            r["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
+                json!(1u64 << 40);
             r
         },
         {
             let mut r = base_review();
-            r["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] = json!(-3);
+            r["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"] =
+                json!(-3);
             r
         },
         {

@@ -1,0 +1,196 @@
+//! In-place edits of a raw JSON object that record themselves as RFC 6902 `add`
+//! operations. The webhook owns the object it was sent, so the layout is written
+//! straight into it: no clone of the object and no tree diff in the hot path. Edits
+//! only add (missing keys, appended list entries), so user values are never replaced.
+
+use serde_json::{Map, Value};
+
+use crate::json::escape;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Add,
+    /// Only for trainplace's own annotation.
+    Replace,
+}
+
+/// The recorded operations, in application order.
+#[derive(Debug, Default)]
+pub struct Ops(Vec<(Op, String, Value)>);
+
+/// A place in the object being edited, with its JSON Pointer.
+pub struct Cursor<'v> {
+    pub value: &'v mut Value,
+    pub ptr: String,
+}
+
+impl<'v> Cursor<'v> {
+    pub fn root(value: &'v mut Value, ptr: &str) -> Self {
+        Cursor {
+            value,
+            ptr: ptr.to_string(),
+        }
+    }
+
+    /// An existing child by key or index; never creates.
+    pub fn get(self, key: &str) -> Option<Cursor<'v>> {
+        let ptr = format!("{}/{}", self.ptr, escape(key));
+        let value = match self.value {
+            Value::Object(m) => m.get_mut(key)?,
+            Value::Array(a) => a.get_mut(key.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+        Some(Cursor { value, ptr })
+    }
+
+    fn ensure(self, key: &str, empty: fn() -> Value, ops: &mut Ops) -> Option<Cursor<'v>> {
+        let ptr = format!("{}/{}", self.ptr, escape(key));
+        let map = self.value.as_object_mut()?;
+        let slot = match map.get(key) {
+            Some(v) if !v.is_null() => map.get_mut(key)?,
+            Some(_) => {
+                // An explicit null is the user's value; leave it rather than replace it.
+                return None;
+            }
+            None => {
+                ops.0.push((Op::Add, ptr.clone(), empty()));
+                map.entry(key.to_string()).or_insert_with(empty)
+            }
+        };
+        Some(Cursor { value: slot, ptr })
+    }
+
+    /// The object at `key`, added empty when missing. `None` if it holds something else.
+    pub fn object(self, key: &str, ops: &mut Ops) -> Option<Cursor<'v>> {
+        self.ensure(key, || Value::Object(Map::new()), ops)
+            .filter(|c| c.value.is_object())
+    }
+
+    /// The array at `key`, added empty when missing. `None` if it holds something else.
+    pub fn array(self, key: &str, ops: &mut Ops) -> Option<Cursor<'v>> {
+        self.ensure(key, || Value::Array(Vec::new()), ops)
+            .filter(|c| c.value.is_array())
+    }
+
+    /// Walk nested objects, adding the missing ones.
+    pub fn objects(self, keys: &[&str], ops: &mut Ops) -> Option<Cursor<'v>> {
+        keys.iter().try_fold(self, |c, k| c.object(k, ops))
+    }
+
+    /// Append to this array.
+    pub fn push(&mut self, v: Value, ops: &mut Ops) {
+        if let Value::Array(a) = self.value {
+            ops.0
+                .push((Op::Add, format!("{}/{}", self.ptr, a.len()), v.clone()));
+            a.push(v);
+        }
+    }
+
+    /// Set `key` in this object when it is missing; returns whether it was added.
+    pub fn insert_missing(&mut self, key: &str, v: Value, ops: &mut Ops) -> bool {
+        match self.value {
+            Value::Object(m) if !m.contains_key(key) => {
+                ops.0
+                    .push((Op::Add, format!("{}/{}", self.ptr, escape(key)), v.clone()));
+                m.insert(key.to_string(), v);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Set `key` in this object, replacing any value (used only for trainplace's own
+    /// annotation).
+    pub fn set(&mut self, key: &str, v: Value, ops: &mut Ops) {
+        if let Value::Object(m) = self.value {
+            let ptr = format!("{}/{}", self.ptr, escape(key));
+            let op = if m.contains_key(key) {
+                Op::Replace
+            } else {
+                Op::Add
+            };
+            ops.0.push((op, ptr, v.clone()));
+            m.insert(key.to_string(), v);
+        }
+    }
+}
+
+impl Ops {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Fold additions into containers added earlier in the same patch, so a new
+    /// `affinity` arrives as one operation, then build the JSON Patch.
+    pub fn into_patch(self) -> json_patch::Patch {
+        let mut out: Vec<(Op, String, Value)> = Vec::new();
+        'next: for (op, path, value) in self.0 {
+            if op == Op::Add {
+                for (_, earlier, container) in out.iter_mut().rev() {
+                    if let Some(rest) = path.strip_prefix(earlier.as_str())
+                        && rest.starts_with('/')
+                        && insert_under(container, rest, value.clone())
+                    {
+                        continue 'next;
+                    }
+                }
+            }
+            out.push((op, path, value));
+        }
+        let ops = out
+            .into_iter()
+            .filter_map(|(op, path, value)| {
+                // Every pointer here was built from escaped tokens, so parsing succeeds.
+                let path = json_patch::jsonptr::PointerBuf::parse(&path).ok()?;
+                Some(match op {
+                    Op::Add => {
+                        json_patch::PatchOperation::Add(json_patch::AddOperation { path, value })
+                    }
+                    Op::Replace => {
+                        json_patch::PatchOperation::Replace(json_patch::ReplaceOperation {
+                            path,
+                            value,
+                        })
+                    }
+                })
+            })
+            .collect();
+        json_patch::Patch(ops)
+    }
+}
+
+/// Put `value` at relative pointer `rest` inside `container` (which we created).
+fn insert_under(container: &mut Value, rest: &str, value: Value) -> bool {
+    let tokens: Vec<String> = rest[1..]
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let Some((last, parents)) = tokens.split_last() else {
+        return false;
+    };
+    let mut cur = container;
+    for t in parents {
+        cur = match cur {
+            Value::Object(m) => match m.get_mut(t) {
+                Some(v) => v,
+                None => return false,
+            },
+            Value::Array(a) => match t.parse::<usize>().ok().and_then(|i| a.get_mut(i)) {
+                Some(v) => v,
+                None => return false,
+            },
+            _ => return false,
+        };
+    }
+    match cur {
+        Value::Object(m) if !m.contains_key(last) => {
+            m.insert(last.clone(), value);
+            true
+        }
+        Value::Array(a) if last.parse::<usize>().ok() == Some(a.len()) => {
+            a.push(value);
+            true
+        }
+        _ => false,
+    }
+}
