@@ -227,6 +227,7 @@ fn capacity_plan(
     };
     let need = BlockNeed {
         instance_type: &p.name,
+        region: &req.region,
         nodes: shape.nodes,
         job_hours: req.job_hours,
         earliest_start: req.earliest_start,

@@ -39,6 +39,8 @@ pub fn block_hours_for(job_hours: u32) -> Option<u32> {
 #[derive(Debug, Clone)]
 pub struct BlockNeed<'a> {
     pub instance_type: &'a str,
+    /// Offerings from another region's zones are ignored.
+    pub region: &'a str,
     pub nodes: u32,
     pub job_hours: u32,
     pub earliest_start: Option<Timestamp>,
@@ -144,7 +146,9 @@ fn filter<'o>(
         .filter(|o| o.instance_type == need.instance_type)
     {
         let minutes = (o.end.as_second() - o.start.as_second()) / 60;
-        let slot = if !need.zones.is_empty() && !need.zones.contains(&o.availability_zone) {
+        let slot = if !crate::regions::is_zone_of(&o.availability_zone, need.region)
+            || (!need.zones.is_empty() && !need.zones.contains(&o.availability_zone))
+        {
             0
         } else if need.earliest_start.is_some_and(|s| o.start < s)
             || need.latest_end.is_some_and(|e| o.end > e)
@@ -164,7 +168,7 @@ fn filter<'o>(
         counts[slot] += 1;
     }
     let words = [
-        "in zones the request does not allow",
+        "in zones (or regions) the request does not allow",
         "outside the requested window",
         "not a valid Capacity Block (1-64 instances, sold durations, USD)",
         "shorter than the job plus the 40 min EKS scale-down",

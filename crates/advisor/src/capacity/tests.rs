@@ -24,6 +24,7 @@ fn o(id: &str, az: &str, count: u32, day: i64, hours: u32, fee: f64) -> Offering
 fn need(nodes: u32, job_hours: u32) -> BlockNeed<'static> {
     BlockNeed {
         instance_type: T,
+        region: "us-east-1",
         nodes,
         job_hours,
         earliest_start: None,
@@ -86,6 +87,7 @@ fn chooser_fits(#[case] offers: Vec<Offering>, #[case] nodes: u32, #[case] want:
 
 #[rstest]
 #[case::nothing_given(vec![], 8, "no offering for p5.48xlarge")]
+#[case::other_region(vec![o("cb-a", "us-west-2a", 8, 0, 192, 1.0)], 8, "zones (or regions) the request does not allow")]
 #[case::too_few_in_zone(vec![o("cb-a", "us-east-1a", 4, 0, 192, 1.0), o("cb-b", "us-east-1b", 4, 0, 192, 1.0)], 8, "us-east-1a: at most 4")]
 #[case::all_too_short(vec![o("cb-a", "us-east-1a", 8, 0, 168, 1.0)], 8, "shorter than the job plus the 40 min")]
 #[case::invalid_count(vec![o("cb-a", "us-east-1a", 65, 0, 192, 1.0)], 8, "not a valid Capacity Block")]
@@ -121,7 +123,7 @@ fn window_and_zone_filters() {
             );
             assert!(
                 r.iter()
-                    .any(|x| x.contains("zones the request does not allow")),
+                    .any(|x| x.contains("zones (or regions) the request does not allow")),
                 "{r:?}"
             );
         }
