@@ -147,7 +147,10 @@ pub fn recommend(
     let cost = cost(profile, &shape, req.job_hours, &capacity);
     match (cost.estimate_usd, req.budget_usd) {
         (Some(e), Some(b)) if e > b => warnings.push(warn::over_budget(e, b)),
-        (None, _) => warnings.push(warn::unknown_cost(&profile.name)),
+        // A Capacity Block not yet chosen has its price once offerings are given.
+        (None, _) if cost.on_demand_usd.is_none() => {
+            warnings.push(warn::unknown_cost(&profile.name))
+        }
         _ => {}
     }
     let alternatives = ranked

@@ -273,3 +273,31 @@ fn bad_input_names_the_field() {
     .unwrap_err();
     assert!(err.allowed.contains(&"h100".to_string()) && err.allowed.contains(&"any".to_string()));
 }
+
+#[test]
+fn trainium_uses_neuron_devices_and_skips_nccl_tests() {
+    let c = trainplace_engine::Policy::embedded();
+    let req = AdviceRequest {
+        gpus: Some(32),
+        family: Some("trainium".into()),
+        duration_days: Some(2.0),
+        ..Default::default()
+    };
+    let advice = trainplace_advisor::advise(&req, &Default::default(), &c).unwrap();
+    assert_eq!(
+        advice.recommendation.instance.accelerator_resource,
+        "aws.amazon.com/neuron"
+    );
+    let names: Vec<&str> = advice.artifacts.iter().map(|a| a.name.as_str()).collect();
+    assert!(!names.contains(&"nccl-tests-mpijob.yaml"), "{names:?}");
+    let job = &advice
+        .artifacts
+        .iter()
+        .find(|a| a.name == "job-pytorchjob.yaml")
+        .unwrap()
+        .content;
+    assert!(
+        job.contains("aws.amazon.com/neuron: 16") && !job.contains("NCCL_SOCKET_IFNAME"),
+        "{job}"
+    );
+}
