@@ -96,7 +96,7 @@ fn invalid_verdict(d: &Document, ns: &str, message: &str) -> Verdict {
             .to_string()
     };
     Verdict {
-        kind_class: trainplace_engine::workload::Kind::Other(text("kind")),
+        kind_class: trainplace_engine::workload::Kind::Other,
         kind: text("kind"),
         name: d.object["metadata"]["name"]
             .as_str()

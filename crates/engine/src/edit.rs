@@ -116,6 +116,11 @@ impl<'v> Cursor<'v> {
 }
 
 impl Ops {
+    /// Record a replacement the caller already made (reshape only).
+    pub fn replace(&mut self, ptr: &str, v: Value) {
+        self.0.push((Op::Replace, ptr.to_string(), v));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::annotations::LABEL_ZONE;
 use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, MUTATED, SKIP};
 use crate::classify::{Class, Target, classify};
 use crate::edit::{Cursor, Ops};
@@ -11,9 +12,10 @@ use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
 use crate::layout::{Change, Plan, shm_size};
 use crate::podspec::PodView;
+use crate::policy::Effective;
 use crate::policy::{Mode, OptIn, Policy, Requester};
 use crate::rules::{OptInState, RuleInput, check, opt_in_state};
-use crate::workload::{Kind, locate};
+use crate::workload::{Kind, Site, locate};
 
 /// The engine's answer for one object.
 #[derive(Debug, Clone, Serialize)]
@@ -71,6 +73,15 @@ pub fn evaluate(
     evaluate_owned(object.clone(), policy, who)
 }
 
+/// What every site of one object is judged with.
+pub(crate) struct Ctx<'a, 'p> {
+    pub eff: &'a Effective<'p>,
+    pub who: &'a Requester<'a>,
+    /// A pod its controller made from a template trainplace already judged.
+    pub judged_upstream: bool,
+    pub kind: Kind,
+}
+
 /// Evaluate an object the caller owns: the layout is written into it in place and
 /// each edit is recorded as a JSON Patch operation (no clone, no tree diff).
 pub fn evaluate_owned(
@@ -81,7 +92,7 @@ pub fn evaluate_owned(
     if !object.is_object() {
         return Err(ObjectError::NotAnObject);
     }
-    let (kind_class, sites) = locate(&object)?;
+    let (kind, mut sites) = locate(&object)?;
     let eff = policy.effective(who);
     let mut verdict = Verdict {
         kind: object
@@ -89,7 +100,7 @@ pub fn evaluate_owned(
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
-        kind_class,
+        kind_class: kind,
         name: meta_str(&object, "name")
             .or_else(|| meta_str(&object, "generateName"))
             .unwrap_or("")
@@ -104,16 +115,29 @@ pub fn evaluate_owned(
         patch: json_patch::Patch(Vec::new()),
         object: Value::Null,
     };
-    if let Kind::Other(k) = &verdict.kind_class {
+    if kind == Kind::Other {
+        let api = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         verdict.notes.push(format!(
-            "trainplace does not handle {k}; passed through unchanged."
+            "trainplace does not handle {api}/{}; passed through unchanged.",
+            verdict.kind
         ));
         verdict.object = object;
         return Ok(verdict);
     }
+    let ctx = Ctx {
+        eff: &eff,
+        who,
+        judged_upstream: judged_upstream(&object, kind),
+        kind,
+    };
     let skip = annotation(&object, SKIP) == Some("true");
-    let skip_state = opt_in_state(skip, OptIn::Skip, &eff, who);
-    if skip_state == OptInState::Granted {
+    if skip
+        && (ctx.judged_upstream
+            || opt_in_state(true, OptIn::Skip, &eff, who) == OptInState::Granted)
+    {
         verdict.notes.push(format!(
             "{SKIP}: \"true\": trainplace left this object alone."
         ));
@@ -121,60 +145,18 @@ pub fn evaluate_owned(
         return Ok(verdict);
     }
     let mut ops = Ops::default();
+    if kind.is_workload()
+        && crate::reshape::apply(&mut object, kind, &sites, &ctx, &mut verdict, &mut ops)?
+    {
+        sites = locate(&object)?.1;
+    }
+    let total = job_pods(&object, &sites)?;
     let mut any_training = false;
+    if kind == Kind::TrainJob {
+        any_training |= crate::trainjob::evaluate(&mut object, &ctx, &mut verdict, &mut ops)?;
+    }
     for site in &sites {
-        let missing = || ObjectError::bad(&site.field, "missing");
-        let original = object.pointer(&site.pointer).ok_or_else(missing)?;
-        let view = PodView::read(original, &site.field)?;
-        let shape = match classify(&view, &site.hints, &eff) {
-            Class::NotTraining(_) => continue,
-            Class::Training(shape) => shape,
-        };
-        any_training = true;
-        let opt =
-            |key: &str| view.annotation(key).or_else(|| annotation(&object, key)) == Some("true");
-        let partial_opt_in =
-            opt_in_state(opt(ALLOW_PARTIAL_NODE), OptIn::AllowPartialNode, &eff, who);
-        let multi_az_opt_in = opt_in_state(opt(ALLOW_MULTI_AZ), OptIn::AllowMultiAz, &eff, who);
-        let plan = match &shape.target {
-            Target::Known(instance, source) => {
-                let shm = shm_size(&view, &eff, instance).map_err(|e| {
-                    ObjectError::bad(
-                        format!("metadata.annotations[{}]", crate::annotations::SHM_SIZE),
-                        e,
-                    )
-                })?;
-                Some(Plan::new(&view, &shape, instance, *source, &eff, shm))
-            }
-            _ => None,
-        };
-        // Rules judge the template as the validating webhook will see it after this
-        // mutation; of what they read, only the EFA count changes.
-        let mut after = (*shape).clone();
-        if let (Some(plan), Target::Known(instance, _)) = (&plan, &shape.target)
-            && plan.adds_efa()
-        {
-            after.efa = instance.max_efa;
-        }
-        verdict.findings.extend(check(&RuleInput {
-            view: &view,
-            shape: &after,
-            eff: &eff,
-            partial_opt_in,
-            multi_az_opt_in,
-        }));
-        let Some(plan) = plan else { continue };
-        let site_value = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
-        let changes = plan.apply(Cursor::root(site_value, &site.pointer), &mut ops);
-        if !changes.is_empty() {
-            record(
-                object.pointer_mut(&site.pointer).ok_or_else(missing)?,
-                &site.pointer,
-                &changes,
-                &mut ops,
-            );
-            verdict.changes.extend(changes);
-        }
+        any_training |= evaluate_site(&mut object, site, total, &ctx, &mut verdict, &mut ops)?;
     }
     if skip && any_training {
         verdict.findings.push(Finding {
@@ -190,6 +172,162 @@ pub fn evaluate_owned(
     verdict.patch = ops.into_patch();
     verdict.object = object;
     Ok(verdict)
+}
+
+/// Pods in the whole job: the sum over templates that ask for accelerators or EFA.
+/// `None` when a template's count is unknown (a bare Pod).
+fn job_pods(object: &Value, sites: &[Site]) -> Result<Option<u32>, ObjectError> {
+    let mut total = 0u32;
+    for site in sites {
+        let Some(t) = object.pointer(&site.pointer) else {
+            continue;
+        };
+        let view = PodView::read(t, &site.field)?;
+        if view.accelerators().is_none() && view.efa() == 0 {
+            continue;
+        }
+        total = total.saturating_add(match site.pods {
+            Some(n) => n,
+            None => return Ok(None),
+        });
+    }
+    Ok(Some(total))
+}
+
+/// A pod created by a controller from a template that carries trainplace's mark:
+/// the workload was judged at submit time with the submitter's identity, so the
+/// pod (created by a controller's service account) is not judged again for layout.
+fn judged_upstream(object: &Value, kind: Kind) -> bool {
+    const OWNERS: [&str; 5] = [
+        "Job",
+        "PyTorchJob",
+        "MPIJob",
+        "StatefulSet",
+        "LeaderWorkerSet",
+    ];
+    kind == Kind::Pod
+        && annotation(object, MUTATED).is_some()
+        && crate::json::items(object, &["metadata", "ownerReferences"])
+            .iter()
+            .any(|o| {
+                o.get("controller").and_then(Value::as_bool) == Some(true)
+                    && o.get("kind")
+                        .and_then(Value::as_str)
+                        .is_some_and(|k| OWNERS.contains(&k))
+            })
+}
+
+/// Classify, plan, judge and rewrite one pod template. Returns whether it is training.
+fn evaluate_site(
+    object: &mut Value,
+    site: &Site,
+    total: Option<u32>,
+    ctx: &Ctx<'_, '_>,
+    verdict: &mut Verdict,
+    ops: &mut Ops,
+) -> Result<bool, ObjectError> {
+    let eff = ctx.eff;
+    let missing = || ObjectError::bad(&site.field, "missing");
+    let original = object.pointer(&site.pointer).ok_or_else(missing)?;
+    let view = PodView::read(original, &site.field)?;
+    let mut hints = site.hints.clone();
+    if ctx.kind.is_workload() {
+        hints.pods = total;
+    }
+    let shape = match classify(&view, &hints, eff) {
+        Class::NotTraining(_) => return Ok(false),
+        Class::Training(shape) => shape,
+    };
+    let opt = |key: &str| view.annotation(key).or_else(|| annotation(object, key)) == Some("true");
+    let state = |set: bool, o: OptIn| {
+        if ctx.judged_upstream {
+            OptInState::Granted
+        } else {
+            opt_in_state(set, o, eff, ctx.who)
+        }
+    };
+    let partial_opt_in = state(opt(ALLOW_PARTIAL_NODE), OptIn::AllowPartialNode);
+    let multi_az_opt_in = state(opt(ALLOW_MULTI_AZ), OptIn::AllowMultiAz);
+    let plan = match &shape.target {
+        Target::Known(instance, source) => {
+            let shm = shm_size(&view, eff, instance).map_err(|e| {
+                ObjectError::bad(
+                    format!("metadata.annotations[{}]", crate::annotations::SHM_SIZE),
+                    e,
+                )
+            })?;
+            Some(Plan::new(&view, &shape, instance, *source, eff, shm))
+        }
+        _ => None,
+    };
+    // Rules judge the template as the validating webhook will see it after this
+    // mutation; of what they read, only the EFA count changes.
+    let mut after = (*shape).clone();
+    if let (Some(plan), Target::Known(instance, _)) = (&plan, &shape.target)
+        && plan.adds_efa()
+    {
+        after.efa = instance.max_efa;
+    }
+    verdict.findings.extend(check(&RuleInput {
+        view: &view,
+        shape: &after,
+        eff,
+        partial_opt_in,
+        multi_az_opt_in,
+    }));
+    let Some(plan) = plan else { return Ok(true) };
+    let site_value = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    let mut changes = plan.apply(Cursor::root(&mut *site_value, &site.pointer), ops);
+    if ctx.kind.is_workload() {
+        kueue_topology(object, site, &mut changes, ops);
+    }
+    if !changes.is_empty() {
+        record(
+            object.pointer_mut(&site.pointer).ok_or_else(missing)?,
+            &site.pointer,
+            &changes,
+            ops,
+        );
+        verdict.changes.extend(changes);
+    }
+    Ok(true)
+}
+
+const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";
+const KUEUE_REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
+const KUEUE_TOPOLOGY: [&str; 3] = [
+    KUEUE_REQUIRED,
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+];
+
+/// A Kueue-managed workload: ask Topology Aware Scheduling for one zone per podset.
+fn kueue_topology(object: &mut Value, site: &Site, changes: &mut Vec<Change>, ops: &mut Ops) {
+    if crate::json::str_at(object, &["metadata", "labels", KUEUE_QUEUE]).is_none() {
+        return;
+    }
+    let Some(template) = object.pointer_mut(&site.pointer) else {
+        return;
+    };
+    let already = KUEUE_TOPOLOGY.iter().any(|k| {
+        template
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(*k))
+            .is_some()
+    });
+    if already {
+        return;
+    }
+    if let Some(mut ann) =
+        Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)
+        && ann.insert_missing(KUEUE_REQUIRED, Value::String(LABEL_ZONE.into()), ops)
+    {
+        changes.push(Change {
+            what: format!("annotation {KUEUE_REQUIRED}={LABEL_ZONE}"),
+            why: "Kueue admits the podset into one zone (Topology Aware Scheduling)".into(),
+        });
+    }
 }
 
 /// Write the `trainplace.io/mutated` annotation on the template: one line per change.

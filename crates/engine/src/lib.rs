@@ -22,7 +22,9 @@ pub mod engine;
 pub mod finding;
 pub mod layout;
 pub mod podspec;
+pub mod reshape;
 pub mod rules;
+pub mod trainjob;
 pub mod workload;
 
 pub use engine::{Verdict, evaluate, evaluate_owned};

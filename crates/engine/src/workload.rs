@@ -1,26 +1,53 @@
-//! Where pod templates live in the objects trainplace understands. A bare Pod is one
-//! site at the object root; workloads (issue: training workloads) add more sites.
+//! Where pod templates live in the objects trainplace understands, how many pods each
+//! template makes, and which label the operator will put on those pods. A bare Pod is
+//! one site at the object root; workloads have one site per replica spec.
 
 use serde_json::Value;
 
+use crate::annotations::JOB_IDENTITY_LABELS;
 use crate::classify::SiteHints;
 use crate::error::ObjectError;
+use crate::json::{escape, items, str_at};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Pod,
+    Job,
+    JobSet,
+    PyTorchJob,
+    MpiJob,
+    TrainJob,
+    LeaderWorkerSet,
     /// Something trainplace does not handle; passed through untouched.
-    Other(String),
+    Other,
 }
 
 impl Kind {
     /// Bounded label for metrics.
-    pub fn metric_label(&self) -> &'static str {
+    pub fn metric_label(self) -> &'static str {
         match self {
             Kind::Pod => "Pod",
-            Kind::Other(_) => "other",
+            Kind::Job => "Job",
+            Kind::JobSet => "JobSet",
+            Kind::PyTorchJob => "PyTorchJob",
+            Kind::MpiJob => "MPIJob",
+            Kind::TrainJob => "TrainJob",
+            Kind::LeaderWorkerSet => "LeaderWorkerSet",
+            Kind::Other => "other",
         }
     }
+
+    pub fn is_workload(self) -> bool {
+        !matches!(self, Kind::Pod | Kind::Other)
+    }
+}
+
+/// A number in the object that sets how many pods a template makes (for reshape).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Knob {
+    /// JSON Pointer of the field; may be absent in the object (then `value` is the default).
+    pub pointer: String,
+    pub value: u32,
 }
 
 /// One pod template inside an object.
@@ -28,12 +55,16 @@ impl Kind {
 pub struct Site {
     /// JSON Pointer to the `{metadata, spec}` object ("" for a Pod).
     pub pointer: String,
-    /// Dotted path of the pod spec, for messages (`spec`, `spec.template.spec`).
+    /// Dotted path of the pod spec, for messages (`spec`, `spec.pytorchReplicaSpecs.Worker.template.spec`).
     pub field: String,
     pub hints: SiteHints,
+    /// Pods this template makes, when the workload says.
+    pub pods: Option<u32>,
+    /// The fields whose product is `pods`.
+    pub knobs: Vec<Knob>,
 }
 
-pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
+pub fn kind_of(obj: &Value) -> Result<Kind, ObjectError> {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     let api = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     if kind.is_empty() {
@@ -42,15 +73,159 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
             "missing; every object needs apiVersion and kind",
         ));
     }
-    match (api, kind) {
-        ("v1", "Pod") => Ok((
-            Kind::Pod,
-            vec![Site {
-                pointer: String::new(),
-                field: "spec".into(),
-                hints: SiteHints::default(),
-            }],
-        )),
-        _ => Ok((Kind::Other(format!("{api}/{kind}")), Vec::new())),
+    let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+    Ok(match (group, kind) {
+        ("", "Pod") => Kind::Pod,
+        ("batch", "Job") => Kind::Job,
+        ("jobset.x-k8s.io", "JobSet") => Kind::JobSet,
+        ("kubeflow.org", "PyTorchJob") => Kind::PyTorchJob,
+        ("kubeflow.org", "MPIJob") => Kind::MpiJob,
+        ("trainer.kubeflow.org", "TrainJob") => Kind::TrainJob,
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") => Kind::LeaderWorkerSet,
+        _ => Kind::Other,
+    })
+}
+
+fn count_at(obj: &Value, pointer: &str, default: u32) -> Result<Knob, ObjectError> {
+    let value = match obj.pointer(pointer) {
+        None | Some(Value::Null) => default,
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| {
+                ObjectError::bad(
+                    pointer.trim_start_matches('/').replace('/', "."),
+                    format!("{v} is not a whole, non-negative count"),
+                )
+            })?,
+    };
+    Ok(Knob {
+        pointer: pointer.to_string(),
+        value,
+    })
+}
+
+fn site(
+    obj: &Value,
+    pointer: String,
+    identity: Option<(String, String)>,
+    knobs: Vec<Knob>,
+) -> Site {
+    let field = format!("{}.spec", pointer.trim_start_matches('/').replace('/', "."));
+    // A label already on the template names the job best (a Job created by a JobSet).
+    let template_identity = obj.pointer(&pointer).and_then(|t| {
+        JOB_IDENTITY_LABELS.iter().find_map(|(k, _)| {
+            str_at(t, &["metadata", "labels", k]).map(|v| (k.to_string(), v.to_string()))
+        })
+    });
+    let pods = knobs.iter().map(|k| k.value).product::<u32>().into();
+    Site {
+        pointer,
+        field,
+        hints: SiteHints {
+            pods: None,
+            identity: template_identity.or(identity),
+        },
+        pods,
+        knobs,
     }
+}
+
+/// The kind and pod-template sites of an object.
+pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
+    let kind = kind_of(obj)?;
+    let name = str_at(obj, &["metadata", "name"]).map(String::from);
+    let id = |label: &str| name.clone().map(|n| (label.to_string(), n));
+    let sites = match kind {
+        Kind::Pod => vec![Site {
+            pointer: String::new(),
+            field: "spec".into(),
+            hints: SiteHints::default(),
+            pods: None,
+            knobs: Vec::new(),
+        }],
+        Kind::Job => vec![site(
+            obj,
+            "/spec/template".into(),
+            id("batch.kubernetes.io/job-name"),
+            vec![count_at(obj, "/spec/parallelism", 1)?],
+        )],
+        Kind::JobSet => {
+            let mut out = Vec::new();
+            for i in 0..items(obj, &["spec", "replicatedJobs"]).len() {
+                let base = format!("/spec/replicatedJobs/{i}");
+                out.push(site(
+                    obj,
+                    format!("{base}/template/spec/template"),
+                    id("jobset.sigs.k8s.io/jobset-name"),
+                    vec![
+                        count_at(obj, &format!("{base}/replicas"), 1)?,
+                        count_at(obj, &format!("{base}/template/spec/parallelism"), 1)?,
+                    ],
+                ));
+            }
+            out
+        }
+        Kind::PyTorchJob | Kind::MpiJob => {
+            let specs = if kind == Kind::PyTorchJob {
+                "pytorchReplicaSpecs"
+            } else {
+                "mpiReplicaSpecs"
+            };
+            let mut out = Vec::new();
+            if let Some(map) = obj
+                .pointer(&format!("/spec/{specs}"))
+                .and_then(Value::as_object)
+            {
+                for role in map.keys() {
+                    let base = format!("/spec/{specs}/{}", escape(role));
+                    out.push(site(
+                        obj,
+                        format!("{base}/template"),
+                        id("training.kubeflow.org/job-name"),
+                        vec![count_at(obj, &format!("{base}/replicas"), 1)?],
+                    ));
+                }
+            }
+            out
+        }
+        Kind::LeaderWorkerSet => {
+            let replicas = count_at(obj, "/spec/replicas", 1)?;
+            let size = count_at(obj, "/spec/leaderWorkerTemplate/size", 1)?;
+            let has_leader = obj
+                .pointer("/spec/leaderWorkerTemplate/leaderTemplate")
+                .is_some();
+            let mut out = Vec::new();
+            let ident = id("leaderworkerset.sigs.k8s.io/name");
+            if has_leader {
+                out.push(site(
+                    obj,
+                    "/spec/leaderWorkerTemplate/leaderTemplate".into(),
+                    ident.clone(),
+                    vec![replicas.clone()],
+                ));
+                let workers = Knob {
+                    pointer: size.pointer.clone(),
+                    value: size.value.saturating_sub(1),
+                };
+                out.push(site(
+                    obj,
+                    "/spec/leaderWorkerTemplate/workerTemplate".into(),
+                    ident,
+                    vec![replicas, workers],
+                ));
+            } else {
+                out.push(site(
+                    obj,
+                    "/spec/leaderWorkerTemplate/workerTemplate".into(),
+                    ident,
+                    vec![replicas, size],
+                ));
+            }
+            out
+        }
+        // TrainJob has no pod template; it goes through its own adapter.
+        Kind::TrainJob | Kind::Other => Vec::new(),
+    };
+    Ok((kind, sites))
 }

@@ -1,0 +1,468 @@
+//! Reshape (opt-in, `trainplace.io/reshape: "true"`): a job of N pods x g GPUs on an
+//! instance with G GPUs becomes N*g/G pods x G GPUs when that divides evenly. Sizes,
+//! device requests, process counts and literal torchrun settings are rewritten; a
+//! command line that hides them in a longer string is refused with the line to edit.
+
+use serde_json::{Value, json};
+
+use crate::annotations::{MUTATED, RES_EFA, RESHAPE};
+use crate::classify::{Class, SiteHints, Target, classify};
+use crate::edit::{Cursor, Ops};
+use crate::engine::{Ctx, Verdict};
+use crate::error::ObjectError;
+use crate::finding::{Finding, Rule};
+use crate::json::{escape, items};
+use crate::layout::Change;
+use crate::podspec::PodView;
+use crate::policy::{Mode, OptIn};
+use crate::rules::{OptInState, count, opt_in_state};
+use crate::workload::{Kind, Site};
+
+/// The torchrun flags reshape rewrites when they stand as literal tokens.
+const NPROC_FLAGS: [&str; 2] = ["--nproc_per_node", "--nproc-per-node"];
+const NNODES_FLAG: &str = "--nnodes";
+
+struct GpuSite<'s> {
+    site: &'s Site,
+    per_pod: u32,
+    pods: u32,
+}
+
+fn refuse(verdict: &mut Verdict, site: &str, found: String, fix: String) {
+    verdict.findings.push(Finding {
+        rule: Rule::Reshape,
+        mode: Mode::Enforce,
+        site: site.to_string(),
+        found,
+        fix,
+        opt_in: None,
+    });
+}
+
+/// Reshape the workload in place when asked. Returns whether anything changed.
+pub(crate) fn apply(
+    object: &mut Value,
+    kind: Kind,
+    sites: &[Site],
+    ctx: &Ctx<'_, '_>,
+    verdict: &mut Verdict,
+    ops: &mut Ops,
+) -> Result<bool, ObjectError> {
+    let asked = object
+        .pointer(&format!("/metadata/annotations/{}", escape(RESHAPE)))
+        .and_then(Value::as_str)
+        == Some("true");
+    if !asked {
+        return Ok(false);
+    }
+    if opt_in_state(true, OptIn::Reshape, ctx.eff, ctx.who) == OptInState::Refused {
+        refuse(
+            verdict,
+            "metadata.annotations",
+            format!("{RESHAPE}: \"true\" is not permitted for namespace {} or your groups.", verdict.namespace),
+            "remove the annotation and set the shape yourself, or ask the platform team to grant optIns.reshape.".into(),
+        );
+        return Ok(false);
+    }
+    if kind == Kind::TrainJob {
+        return crate::trainjob::reshape(object, ctx, verdict, ops);
+    }
+    let mut gpu_sites = Vec::new();
+    let mut instance = None;
+    for site in sites {
+        let Some(t) = object.pointer(&site.pointer) else {
+            continue;
+        };
+        let view = PodView::read(t, &site.field)?;
+        let Class::Training(shape) = classify(
+            &view,
+            &SiteHints {
+                pods: Some(2),
+                ..site.hints.clone()
+            },
+            ctx.eff,
+        ) else {
+            continue;
+        };
+        let Target::Known(inst, _) = shape.target else {
+            refuse(
+                verdict,
+                &site.field,
+                "reshape needs a known instance type for every GPU template.".into(),
+                "pin one instance type from the catalog.".into(),
+            );
+            return Ok(false);
+        };
+        if instance.is_some_and(|i: &crate::InstanceProfile| i.name != inst.name) {
+            refuse(
+                verdict,
+                &site.field,
+                "GPU templates target different instance types.".into(),
+                "use one instance type for the whole job.".into(),
+            );
+            return Ok(false);
+        }
+        instance = Some(inst);
+        let devices = view
+            .device_containers()
+            .filter(|c| c.accelerators.is_some())
+            .count();
+        if devices > 1 {
+            refuse(
+                verdict,
+                &site.field,
+                "more than one container asks for GPUs; trainplace will not split them.".into(),
+                "reshape by hand.".into(),
+            );
+            return Ok(false);
+        }
+        gpu_sites.push(GpuSite {
+            site,
+            per_pod: shape.per_pod,
+            pods: site.pods.unwrap_or(1),
+        });
+    }
+    let Some(inst) = instance else {
+        return Ok(false);
+    };
+    let g = gpu_sites[0].per_pod;
+    if gpu_sites.iter().any(|s| s.per_pod != g) {
+        refuse(
+            verdict,
+            &gpu_sites[0].site.field,
+            "GPU templates ask for different GPU counts per pod.".into(),
+            "give every GPU template the same count, or reshape by hand.".into(),
+        );
+        return Ok(false);
+    }
+    let big = inst.accelerators;
+    if g == 0 || g >= big {
+        return Ok(false);
+    }
+    let pods: u32 = gpu_sites.iter().map(|s| s.pods).sum();
+    let gpus = pods * g;
+    if !gpus.is_multiple_of(big) {
+        let down = gpus / big;
+        let up = gpus.div_ceil(big);
+        refuse(
+            verdict,
+            &gpu_sites[0].site.field,
+            format!(
+                "{} x {} = {gpus} GPUs do not fill whole {} nodes ({big} GPUs each).",
+                count(pods, "pod"),
+                count(g, "GPU"),
+                inst.name
+            ),
+            format!(
+                "the nearest full-node shapes are {} x {big} GPUs ({} GPUs) and {} x {big} GPUs ({} GPUs); pick one and resubmit.",
+                count(down, "pod"),
+                down * big,
+                count(up, "pod"),
+                up * big
+            ),
+        );
+        return Ok(false);
+    }
+    let new_pods = gpus / big;
+    let Some(plan) = distribute(object, kind, &gpu_sites, new_pods, big, verdict) else {
+        return Ok(false);
+    };
+    for s in &gpu_sites {
+        if !commands_are_literal(object, s.site, verdict) {
+            return Ok(false);
+        }
+    }
+    let mut lines = Vec::new();
+    for (pointer, value) in plan {
+        set_at(object, &pointer, value.clone(), ops);
+        lines.push(format!(
+            "{} = {value}",
+            pointer.trim_start_matches('/').replace('/', ".")
+        ));
+    }
+    for s in &gpu_sites {
+        rewrite_template(object, s.site, new_pods, big, inst.max_efa, ops, &mut lines)?;
+    }
+    let why = format!(
+        "reshaped {} x {} into {} x {big} GPUs on {}: the same {gpus} GPUs, now one pod per node on NVLink",
+        count(pods, "pod"),
+        count(g, "GPU"),
+        count(new_pods, "pod"),
+        inst.name
+    );
+    verdict.notes.push(format!(
+        "{RESHAPE}: {why}. World size is unchanged, so per-device batch x world size is unchanged; ranks per node went from {g} to {big}: check settings that depend on local rank count."
+    ));
+    let text = lines
+        .iter()
+        .map(|l| format!("{l}: {why}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(mut ann) = Cursor::root(object, "").objects(&["metadata", "annotations"], ops) {
+        ann.set(MUTATED, Value::String(text), ops);
+    }
+    verdict.changes.extend(lines.into_iter().map(|what| Change {
+        what,
+        why: why.clone(),
+    }));
+    Ok(true)
+}
+
+/// The size fields to set for `new_pods`, per kind.
+fn distribute(
+    object: &Value,
+    kind: Kind,
+    sites: &[GpuSite<'_>],
+    new_pods: u32,
+    big: u32,
+    verdict: &mut Verdict,
+) -> Option<Vec<(String, Value)>> {
+    let field = sites[0].site.field.clone();
+    let one_site = |verdict: &mut Verdict| {
+        if sites.len() == 1 {
+            return true;
+        }
+        refuse(
+            verdict,
+            &field,
+            "reshape of several GPU templates is not supported for this kind.".into(),
+            "reshape by hand.".into(),
+        );
+        false
+    };
+    match kind {
+        Kind::Job => {
+            let mut out = vec![("/spec/parallelism".to_string(), json!(new_pods))];
+            if object.pointer("/spec/completions").is_some() {
+                out.push(("/spec/completions".to_string(), json!(new_pods)));
+            }
+            Some(out)
+        }
+        Kind::JobSet => {
+            if !one_site(verdict) {
+                return None;
+            }
+            let knobs = &sites[0].site.knobs;
+            let (replicas, parallelism) = (&knobs[0], &knobs[1]);
+            if parallelism.value == 1 {
+                Some(vec![(replicas.pointer.clone(), json!(new_pods))])
+            } else if replicas.value == 1 {
+                let completions = parallelism.pointer.replace("/parallelism", "/completions");
+                Some(vec![
+                    (parallelism.pointer.clone(), json!(new_pods)),
+                    (completions, json!(new_pods)),
+                ])
+            } else {
+                refuse(
+                    verdict,
+                    &field,
+                    "both replicas and parallelism are above 1.".into(),
+                    "set one of them to 1, then reshape.".into(),
+                );
+                None
+            }
+        }
+        Kind::PyTorchJob => {
+            let master = sites.iter().find(|s| s.site.pointer.contains("/Master/"));
+            let worker = sites.iter().find(|s| s.site.pointer.contains("/Worker/"));
+            // nprocPerNode is a string in the v1 CRD.
+            let mut out = vec![("/spec/nprocPerNode".to_string(), json!(big.to_string()))];
+            match (master, worker) {
+                (Some(_), Some(w)) if new_pods >= 2 => {
+                    out.push((w.site.knobs[0].pointer.clone(), json!(new_pods - 1)))
+                }
+                (None, Some(w)) => out.push((w.site.knobs[0].pointer.clone(), json!(new_pods))),
+                (Some(m), None) => out.push((m.site.knobs[0].pointer.clone(), json!(new_pods))),
+                _ => {
+                    refuse(
+                        verdict,
+                        &field,
+                        format!(
+                            "the reshaped job has {} but Master and Worker both ask for GPUs.",
+                            count(new_pods, "pod")
+                        ),
+                        "keep only the Master replica spec, then resubmit.".into(),
+                    );
+                    return None;
+                }
+            }
+            Some(out)
+        }
+        Kind::MpiJob => {
+            if !one_site(verdict) || !sites[0].site.pointer.contains("/Worker/") {
+                refuse(
+                    verdict,
+                    &field,
+                    "only the Worker replica spec of an MPIJob can be reshaped.".into(),
+                    "move GPUs off the Launcher.".into(),
+                );
+                return None;
+            }
+            Some(vec![
+                (sites[0].site.knobs[0].pointer.clone(), json!(new_pods)),
+                ("/spec/slotsPerWorker".to_string(), json!(big)),
+            ])
+        }
+        _ => {
+            refuse(
+                verdict,
+                &field,
+                "reshape is not supported for this kind: its groups are model replicas.".into(),
+                "set size and GPUs per pod by hand.".into(),
+            );
+            None
+        }
+    }
+}
+
+/// Write `value` at `pointer`; the parent object must exist.
+fn set_at(object: &mut Value, pointer: &str, value: Value, ops: &mut Ops) {
+    let Some((parent, key)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    if let Some(p) = object.pointer_mut(parent) {
+        Cursor::root(p, parent).set(&key.replace("~1", "/").replace("~0", "~"), value, ops);
+    }
+}
+
+/// Check that command lines hold the torchrun sizes only as literal tokens.
+fn commands_are_literal(object: &Value, site: &Site, verdict: &mut Verdict) -> bool {
+    let Some(t) = object.pointer(&site.pointer) else {
+        return true;
+    };
+    for (ci, c) in items(t, &["spec", "containers"]).iter().enumerate() {
+        for key in ["command", "args"] {
+            for tok in items(c, &[key]).iter().filter_map(Value::as_str) {
+                let exact = literal_flag(tok).is_some() || tok.parse::<u32>().is_ok();
+                let mentions = NPROC_FLAGS
+                    .iter()
+                    .chain([&NNODES_FLAG])
+                    .any(|f| tok.contains(f));
+                if mentions && !exact {
+                    refuse(
+                        verdict,
+                        &format!("{}.containers[{ci}].{key}", site.field),
+                        format!("the command line sets the torchrun shape inside a longer string: {tok:?}"),
+                        "write --nproc_per_node and --nnodes as separate list entries (or use PET_NPROC_PER_NODE / PET_NNODES env), or change this line to the new shape yourself.".into(),
+                    );
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// `--flag=N` or a bare `--flag` token that takes the next token.
+fn literal_flag(tok: &str) -> Option<(&str, Option<&str>)> {
+    let (flag, value) = match tok.split_once('=') {
+        Some((f, v)) => (f, Some(v)),
+        None => (tok, None),
+    };
+    let known = NPROC_FLAGS.contains(&flag) || flag == NNODES_FLAG;
+    let literal = value.is_none_or(|v| v.parse::<u32>().is_ok());
+    (known && literal).then_some((flag, value))
+}
+
+fn rewrite_template(
+    object: &mut Value,
+    site: &Site,
+    new_pods: u32,
+    big: u32,
+    max_efa: u32,
+    ops: &mut Ops,
+    lines: &mut Vec<String>,
+) -> Result<(), ObjectError> {
+    let Some(t) = object.pointer_mut(&site.pointer) else {
+        return Ok(());
+    };
+    let n = items(t, &["spec", "containers"]).len();
+    for ci in 0..n {
+        let base = format!("{}/spec/containers/{ci}", site.pointer);
+        let Some(c) = t.pointer_mut(&format!("/spec/containers/{ci}")) else {
+            continue;
+        };
+        let has_gpu = ["limits", "requests"].iter().any(|w| {
+            c.pointer(&format!("/resources/{w}/nvidia.com~1gpu"))
+                .is_some()
+        });
+        if !has_gpu {
+            continue;
+        }
+        for w in ["limits", "requests"] {
+            if let Some(m) = c
+                .pointer_mut(&format!("/resources/{w}"))
+                .filter(|m| m.is_object())
+            {
+                let ptr = format!("{base}/resources/{w}");
+                let mut cur = Cursor::root(m, &ptr);
+                if cur.value.get("nvidia.com/gpu").is_some() {
+                    cur.set("nvidia.com/gpu", json!(big), ops);
+                }
+                if cur.value.get(RES_EFA).is_some() {
+                    cur.set(RES_EFA, json!(max_efa), ops);
+                }
+            }
+        }
+        lines.push(format!(
+            "{}.containers[{ci}] nvidia.com/gpu = {big}",
+            site.field
+        ));
+        let envs = items(c, &["env"]).len();
+        for ei in 0..envs {
+            let name = c
+                .pointer(&format!("/env/{ei}/name"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let new = match name.as_str() {
+                "PET_NNODES" => new_pods,
+                "PET_NPROC_PER_NODE" => big,
+                _ => continue,
+            };
+            if c.pointer(&format!("/env/{ei}/value"))
+                .and_then(Value::as_str)
+                .is_some_and(|v| v.parse::<u32>().is_ok())
+                && let Some(e) = c.pointer_mut(&format!("/env/{ei}"))
+            {
+                Cursor::root(e, &format!("{base}/env/{ei}")).set(
+                    "value",
+                    json!(new.to_string()),
+                    ops,
+                );
+                lines.push(format!(
+                    "{}.containers[{ci}] env {name} = {new}",
+                    site.field
+                ));
+            }
+        }
+        for key in ["command", "args"] {
+            let toks: Vec<String> = items(c, &[key])
+                .iter()
+                .map(|t| t.as_str().unwrap_or("").to_string())
+                .collect();
+            let mut prev_flag: Option<String> = None;
+            for (ti, tok) in toks.iter().enumerate() {
+                let target = |flag: &str| if flag == NNODES_FLAG { new_pods } else { big };
+                let replacement = match (literal_flag(tok), &prev_flag) {
+                    (Some((flag, Some(_))), _) => Some(format!("{flag}={}", target(flag))),
+                    (None, Some(flag)) if tok.parse::<u32>().is_ok() => {
+                        Some(target(flag).to_string())
+                    }
+                    _ => None,
+                };
+                prev_flag = literal_flag(tok)
+                    .filter(|(_, v)| v.is_none())
+                    .map(|(f, _)| f.to_string());
+                if let Some(r) = replacement
+                    && let Some(slot) = c.get_mut(key).and_then(|a| a.get_mut(ti))
+                {
+                    *slot = json!(r);
+                    ops.replace(&format!("{base}/{key}/{ti}"), json!(r));
+                    lines.push(format!("{}.containers[{ci}].{key}[{ti}] = {r}", site.field));
+                }
+            }
+        }
+    }
+    Ok(())
+}
