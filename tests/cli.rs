@@ -302,3 +302,52 @@ fn every_mutated_pod_passes_the_official_schema_strictly() {
         text(&v.stderr)
     );
 }
+
+#[test]
+fn mixed_kinds_in_one_file() {
+    let mut all = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(root().join("examples/workloads"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    names.push(root().join("examples/pods/inference.yaml"));
+    for f in &names {
+        all.extend(std::fs::read(f).unwrap());
+        all.extend(b"\n---\n");
+    }
+    let o = run(&["mutate", "-f", "-", "-o", "json"], Some(&all));
+    assert_eq!(o.status.code(), Some(1), "one PyTorchJob is denied");
+    let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(entries.len(), names.len());
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    for k in [
+        "Job",
+        "JobSet",
+        "PyTorchJob",
+        "MPIJob",
+        "TrainJob",
+        "LeaderWorkerSet",
+        "Pod",
+    ] {
+        assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
+    }
+    let denied: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["allowed"] == false)
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(denied, ["bert"]);
+    let d = run(
+        &["mutate", "-f", "examples/workloads/jobset.yaml", "--diff"],
+        None,
+    );
+    assert!(
+        text(&d.stdout).contains("+            hostIPC: true"),
+        "{}",
+        text(&d.stdout)
+    );
+}

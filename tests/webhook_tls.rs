@@ -447,3 +447,58 @@ async fn probes_and_graceful_drain() {
     assert!(text.contains("\"uid\":\"drain\""), "{text}");
     srv.done.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn one_review_per_workload_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("test-ca");
+    let (crt, key) = pki.write_leaf(dir.path());
+    let srv = serve(config(Some((crt, key)), None)).await;
+    let c = client(&pki.ca_pem);
+    let base = format!("https://localhost:{}", srv.addr.port());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workloads");
+    let mut kinds = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        let object: Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let kind = object["kind"].as_str().unwrap().to_string();
+        let (_, m) = post(&c, &format!("{base}/mutate"), &review_for(&object, &kind)).await;
+        assert_eq!(m["response"]["uid"], kind.as_str());
+        assert_eq!(m["response"]["allowed"], true, "{kind}: {m}");
+        let mutated = apply_response_patch(&object, &m);
+        assert_ne!(mutated, object, "{kind}: no layout written");
+        let (_, v) = post(&c, &format!("{base}/validate"), &review_for(&mutated, "v")).await;
+        let denied = path
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .contains("one-gpu");
+        assert_eq!(v["response"]["allowed"], !denied, "{kind}: {v}");
+        if denied {
+            let msg = v["response"]["status"]["message"].as_str().unwrap();
+            assert!(msg.contains("pytorchReplicaSpecs.Worker"), "{msg}");
+        }
+        kinds.insert(kind);
+    }
+    let want: std::collections::BTreeSet<String> = [
+        "Job",
+        "JobSet",
+        "PyTorchJob",
+        "MPIJob",
+        "TrainJob",
+        "LeaderWorkerSet",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(kinds, want);
+    let metrics = reqwest::get(format!("http://{}/metrics", srv.probe_addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("kind=\"TrainJob\""), "{metrics}");
+    srv.handle.shutdown();
+}

@@ -116,15 +116,20 @@ pub fn review_for(object: &Value, uid: &str) -> Value {
     let ns = object["metadata"]["namespace"]
         .as_str()
         .unwrap_or("default");
+    let kind = object["kind"].as_str().unwrap_or("Pod");
+    let api = object["apiVersion"].as_str().unwrap_or("v1");
+    let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": format!("{}s", kind.to_lowercase())});
     json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
             "uid": uid,
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
             "name": object["metadata"]["name"],
             "namespace": ns,
             "operation": "CREATE",

@@ -193,6 +193,18 @@ pub(crate) fn apply(
     verdict.notes.push(format!(
         "{RESHAPE}: {why}. World size is unchanged, so per-device batch x world size is unchanged; ranks per node went from {g} to {big}: check settings that depend on local rank count."
     ));
+    record(object, lines, &why, verdict, ops);
+    Ok(true)
+}
+
+/// Explain a reshape on the workload itself: one annotation line per rewritten field.
+pub(crate) fn record(
+    object: &mut Value,
+    lines: Vec<String>,
+    why: &str,
+    verdict: &mut Verdict,
+    ops: &mut Ops,
+) {
     let text = lines
         .iter()
         .map(|l| format!("{l}: {why}"))
@@ -203,9 +215,8 @@ pub(crate) fn apply(
     }
     verdict.changes.extend(lines.into_iter().map(|what| Change {
         what,
-        why: why.clone(),
+        why: why.to_string(),
     }));
-    Ok(true)
 }
 
 /// The size fields to set for `new_pods`, per kind.

@@ -336,15 +336,11 @@ pub(crate) fn reshape(
         "{}: {why}. World size is unchanged; ranks per node went from {g} to {big}.",
         crate::annotations::RESHAPE
     ));
-    for what in [
+    let lines = vec![
         format!("spec.trainer.numNodes = {new_nodes}"),
         format!("spec.trainer.numProcPerNode = {big}"),
         format!("spec.trainer.resourcesPerNode nvidia.com/gpu = {big}"),
-    ] {
-        verdict.changes.push(crate::layout::Change {
-            what,
-            why: why.clone(),
-        });
-    }
+    ];
+    crate::reshape::record(object, lines, &why, verdict, ops);
     Ok(true)
 }

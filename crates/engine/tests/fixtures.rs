@@ -32,6 +32,12 @@ struct Expect {
     no_warnings: bool,
     #[serde(default)]
     preserved: Vec<String>,
+    /// Values the returned object must hold, by JSON Pointer.
+    #[serde(default)]
+    values: BTreeMap<String, Value>,
+    /// Reshape rewrites the user's sizes, so `replace` operations are expected.
+    #[serde(default)]
+    reshaped: bool,
     error: Option<String>,
 }
 
@@ -70,9 +76,18 @@ fn changes_text(v: &Verdict) -> Vec<String> {
 }
 
 #[rstest]
-fn fixture(#[files("../../tests/fixtures/pods/*.yaml")] path: PathBuf) {
+fn pod_fixture(#[files("../../tests/fixtures/pods/*.yaml")] path: PathBuf) {
+    run_case(&path);
+}
+
+#[rstest]
+fn workload_fixture(#[files("../../tests/fixtures/workloads/*.yaml")] path: PathBuf) {
+    run_case(&path);
+}
+
+fn run_case(path: &Path) {
     let name = path.file_stem().unwrap().to_string_lossy().to_string();
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
     let case: Case = serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     let policy = policy_for(&case);
     let ns = case.object["metadata"]["namespace"]
@@ -164,6 +179,13 @@ fn fixture(#[files("../../tests/fixtures/pods/*.yaml")] path: PathBuf) {
             "{name}: unexpected warnings {warnings:#?}"
         );
     }
+    for (pointer, want) in &e.values {
+        assert_eq!(
+            v.object.pointer(pointer),
+            Some(want),
+            "{name}: value at {pointer}"
+        );
+    }
     for pointer in &e.preserved {
         assert_eq!(
             case.object.pointer(pointer),
@@ -175,38 +197,48 @@ fn fixture(#[files("../../tests/fixtures/pods/*.yaml")] path: PathBuf) {
             "{name}: fixture lacks {pointer}"
         );
     }
-    invariants(&name, &case.object, &v, &policy, &who);
+    invariants(&name, &case.object, &v, &policy, &who, e.reshaped);
 }
 
-fn invariants(name: &str, original: &Value, v: &Verdict, policy: &Policy, who: &Requester<'_>) {
-    // The patch only adds: no user value is replaced or removed.
+fn invariants(
+    name: &str,
+    original: &Value,
+    v: &Verdict,
+    policy: &Policy,
+    who: &Requester<'_>,
+    reshaped: bool,
+) {
+    // The patch only adds: no user value is replaced or removed. Reshape (opt-in)
+    // rewrites sizes, and trainplace may refresh its own annotation.
     for op in &v.patch.0 {
-        assert!(
-            matches!(op, json_patch::PatchOperation::Add(_)),
-            "{name}: non-add op {op:?}"
-        );
+        let ok = match op {
+            json_patch::PatchOperation::Add(_) => true,
+            json_patch::PatchOperation::Replace(r) => {
+                reshaped || r.path.as_str().ends_with("/trainplace.io~1mutated")
+            }
+            _ => false,
+        };
+        assert!(ok, "{name}: unexpected op {op:?}");
     }
     // Applying the patch to the original gives exactly the returned object.
     let mut patched = original.clone();
     json_patch::patch(&mut patched, &v.patch)
         .unwrap_or_else(|e| panic!("{name}: patch does not apply: {e}"));
     assert_eq!(&patched, &v.object, "{name}: patch and object disagree");
-    // A change is explained in the annotation, one line each.
-    if !v.changes.is_empty() {
-        let note = v
-            .object
-            .pointer("/metadata/annotations/trainplace.io~1mutated")
-            .and_then(Value::as_str);
-        let note = note.unwrap_or_else(|| panic!("{name}: no trainplace.io/mutated annotation"));
-        assert_eq!(
-            note.lines().count(),
-            v.changes.len(),
-            "{name}: one line per change"
-        );
-    } else {
+    // Every change is explained in a trainplace.io/mutated annotation, one line each.
+    if v.changes.is_empty() {
         assert!(
             v.patch.0.is_empty(),
             "{name}: patch without recorded changes"
+        );
+    } else {
+        let mut notes = Vec::new();
+        mutated_notes(&v.object, &mut notes);
+        let lines: usize = notes.iter().map(|n| n.lines().count()).sum();
+        assert_eq!(
+            lines,
+            v.changes.len(),
+            "{name}: one annotation line per change: {notes:#?}"
         );
     }
     // Idempotent: a second pass over the mutated object changes nothing.
@@ -220,4 +252,19 @@ fn invariants(name: &str, original: &Value, v: &Verdict, policy: &Policy, who: &
         again.allowed, v.allowed,
         "{name}: second pass changed the verdict"
     );
+}
+
+fn mutated_notes(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, c) in m {
+                match (k.as_str(), c.as_str()) {
+                    ("trainplace.io/mutated", Some(text)) => out.push(text.to_string()),
+                    _ => mutated_notes(c, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|c| mutated_notes(c, out)),
+        _ => {}
+    }
 }
