@@ -1,7 +1,7 @@
 #![forbid(unsafe_code)]
 
 use clap::Parser;
-use trainplace::cli::{Cli, Command, ExitCode, dryrun, policy_cmd};
+use trainplace::cli::{AdvisorSub, Cli, Command, ExitCode, dryrun, policy_cmd};
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -15,6 +15,15 @@ fn main() -> anyhow::Result<()> {
             runtime()?.block_on(trainplace::server::serve(config))?;
             ExitCode::Ok
         }
+        Command::Advise(args) => return exit(trainplace_advisor::cli::run_advise(&args)?),
+        Command::Advisor(cmd) => match cmd.command {
+            AdvisorSub::Serve(args) => {
+                trainplace::server::init_tracing();
+                runtime()?.block_on(trainplace_advisor::cli::run_serve(&args))?;
+                ExitCode::Ok
+            }
+        },
+        Command::Diagnose(args) => return exit(trainplace_diagnose::cli::run(&args)?),
     };
     exit(code as i32)
 }

@@ -44,6 +44,24 @@ pub enum Command {
     Serve(crate::server::config::ServeArgs),
     /// Validate a policy directory, or list the instance catalog.
     Policy(policy_cmd::PolicyCommand),
+    /// Recommend instance type, node count, AZ and capacity, and write the config for it.
+    Advise(Box<trainplace_advisor::cli::AdviseArgs>),
+    /// The placement advisor's HTTP API and web page.
+    Advisor(AdvisorCommand),
+    /// Read NCCL logs, `nvidia-smi topo -m` or nccl-tests output and judge the layout.
+    Diagnose(trainplace_diagnose::cli::DiagnoseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AdvisorCommand {
+    #[command(subcommand)]
+    pub command: AdvisorSub,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdvisorSub {
+    /// Serve POST /v1/recommendations, GET /v1/instance-types and the web page.
+    Serve(trainplace_advisor::cli::AdvisorServeArgs),
 }
 
 /// Where the policy comes from: a directory, or the embedded default.
