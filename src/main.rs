@@ -1,6 +1,11 @@
 #![forbid(unsafe_code)]
 
 use clap::Parser;
+
+// The webhook allocates per review (JSON trees); mimalloc halves the allocator time
+// glibc malloc showed in profiles.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use trainplace::cli::{AdvisorSub, Cli, Command, ExitCode, dryrun, policy_cmd};
 
 fn main() -> anyhow::Result<()> {

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use axum_server::Handle;
-use axum_server::tls_rustls::RustlsConfig;
+use axum_server::accept::NoDelayAcceptor;
+use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use trainplace_engine::Policy;
 
 pub use config::Config;
@@ -110,7 +111,14 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     let rustls = RustlsConfig::from_config(Arc::new(tls::server_config(store.clone())?));
     let app = routes::router(state.clone(), config.max_body, config.read_timeout);
     let handle = Handle::new();
-    let mut server = axum_server::from_tcp_rustls(listener, rustls)?.handle(handle.clone());
+    // TCP_NODELAY: a review answer is small and latency-bound; Nagle plus the client's
+    // delayed ACK adds tens of milliseconds to some responses.
+    let acceptor = RustlsAcceptor::new(rustls)
+        .handshake_timeout(config.read_timeout)
+        .acceptor(NoDelayAcceptor::new());
+    let mut server = axum_server::from_tcp(listener)?
+        .acceptor(acceptor)
+        .handle(handle.clone());
     server
         .http_builder()
         .http1()
