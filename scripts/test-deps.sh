@@ -16,4 +16,9 @@ if ! command -v chromium >/dev/null 2>&1; then
     echo "chromium is missing: install the Debian package chromium (the advisor browser test needs it)" >&2
   fi
 fi
-command -v kubectl >/dev/null || { echo "kubectl is missing (the plugin test runs the real kubectl)" >&2; exit 1; }
+if ! command -v openssl >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+fi
+command -v openssl >/dev/null || { echo "openssl is missing (certs/make-certs.sh and its test use it)" >&2; exit 1; }
+command -v kubectl >/dev/null || { echo "kubectl is missing (the plugin and kustomize tests run the real kubectl)" >&2; exit 1; }
