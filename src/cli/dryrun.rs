@@ -6,6 +6,7 @@ use std::io::Write;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
+use trainplace_engine::inventory::Snapshot;
 use trainplace_engine::{Finding, Mode, Policy, Requester, Verdict, evaluate};
 
 use super::input::{self, Document};
@@ -39,6 +40,10 @@ pub struct DryRunArgs {
     /// Labels of the namespace (key=value,...), for label-selected policy overrides.
     #[arg(long, value_parser = parse_labels)]
     pub namespace_labels: Option<BTreeMap<String, String>>,
+    /// Cluster inventory from `kubectl get -o json` files: DIR/nodes.json (and optional
+    /// pods.json, namespaces.json) for instance types, sibling zones and namespace labels.
+    #[arg(long, value_name = "DIR")]
+    pub cluster: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub policy: PolicyArgs,
 }
@@ -70,7 +75,12 @@ pub struct JsonEntry<'a> {
 }
 
 /// Evaluate every document; an unreadable object becomes a denial naming the field.
-pub fn judge(docs: &[Document], policy: &Policy, args: &DryRunArgs) -> Vec<Verdict> {
+pub fn judge(
+    docs: &[Document],
+    policy: &Policy,
+    args: &DryRunArgs,
+    inventory: Option<&Snapshot>,
+) -> Vec<Verdict> {
     docs.iter()
         .map(|d| {
             let ns = d.object["metadata"]["namespace"]
@@ -78,8 +88,12 @@ pub fn judge(docs: &[Document], policy: &Policy, args: &DryRunArgs) -> Vec<Verdi
                 .unwrap_or(&args.namespace);
             let who = Requester {
                 namespace: ns,
-                namespace_labels: args.namespace_labels.as_ref(),
+                namespace_labels: args
+                    .namespace_labels
+                    .as_ref()
+                    .or_else(|| inventory?.namespace_labels(ns)),
                 groups: &args.groups,
+                inventory,
             };
             evaluate(&d.object, policy, &who)
                 .unwrap_or_else(|e| invalid_verdict(d, ns, &e.to_string()))
@@ -134,7 +148,17 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::BadInput);
         }
     };
-    let verdicts = judge(&docs, &policy, args);
+    let inventory = match &args.cluster {
+        Some(dir) => match crate::inventory::files::load_dir(dir) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::BadInput);
+            }
+        },
+        None => None,
+    };
+    let verdicts = judge(&docs, &policy, args, inventory.as_ref());
     let output = args
         .output
         .unwrap_or(if mutate { Output::Yaml } else { Output::Text });

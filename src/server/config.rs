@@ -29,9 +29,21 @@ pub struct ServeArgs {
     /// On SIGTERM, how long in-flight reviews may take to finish.
     #[arg(long, env = "TRAINPLACE_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+    /// Cluster inventory: `auto` (in-cluster or kubeconfig when present), `off`, or a
+    /// directory of `kubectl get -o json` files (nodes.json, pods.json, namespaces.json).
+    #[arg(long, env = "TRAINPLACE_INVENTORY", default_value = "auto")]
+    pub inventory: String,
     /// Largest AdmissionReview body accepted (bytes); larger gets HTTP 413.
     #[arg(long, env = "TRAINPLACE_MAX_BODY", default_value_t = 4 * 1024 * 1024)]
     pub max_body: usize,
+}
+
+/// Where the cluster inventory comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InventoryMode {
+    Auto,
+    Off,
+    Files(PathBuf),
 }
 
 /// Validated server configuration.
@@ -44,6 +56,7 @@ pub struct Config {
     pub reload_interval: Duration,
     pub shutdown_grace: Duration,
     pub max_body: usize,
+    pub inventory: InventoryMode,
     /// Time allowed to send request headers / body before the connection is dropped.
     pub read_timeout: Duration,
 }
@@ -59,6 +72,7 @@ impl ServeArgs {
             reload_interval,
             shutdown_grace,
             max_body,
+            inventory,
         } = self;
         if addr == probe_addr {
             anyhow::bail!("--addr and --probe-addr must differ (both {addr})");
@@ -71,6 +85,11 @@ impl ServeArgs {
             reload_interval,
             shutdown_grace,
             max_body,
+            inventory: match inventory.as_str() {
+                "auto" => InventoryMode::Auto,
+                "off" => InventoryMode::Off,
+                dir => InventoryMode::Files(PathBuf::from(dir)),
+            },
             read_timeout: Duration::from_secs(5),
         })
     }

@@ -45,6 +45,10 @@ pub struct Metrics {
     /// 1 when the serving certificate is self-signed (no --tls-cert given).
     pub self_signed: Gauge,
     pub http_errors: Family<ReviewLabels, Counter>,
+    /// 1 when cluster inventory data is live (or loaded from files).
+    pub inventory_up: Gauge,
+    /// Seconds since the inventory snapshot was rebuilt; -1 when there is none.
+    pub inventory_age: Gauge,
 }
 
 impl Metrics {
@@ -61,6 +65,18 @@ impl Metrics {
         let cert_reloads = Family::<OutcomeLabels, Counter>::default();
         let self_signed = Gauge::default();
         let http_errors = Family::<ReviewLabels, Counter>::default();
+        let inventory_up = Gauge::default();
+        let inventory_age = Gauge::default();
+        registry.register(
+            "inventory_up",
+            "1 when cluster inventory is live; 0 = embedded catalog only",
+            inventory_up.clone(),
+        );
+        registry.register(
+            "inventory_snapshot_age_seconds",
+            "Seconds since the inventory snapshot was rebuilt (-1: none)",
+            inventory_age.clone(),
+        );
         registry.register(
             "admission_reviews",
             "AdmissionReviews answered",
@@ -105,6 +121,8 @@ impl Metrics {
             cert_reloads,
             self_signed,
             http_errors,
+            inventory_up,
+            inventory_age,
         }
     }
 

@@ -16,6 +16,9 @@ use axum_server::accept::NoDelayAcceptor;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use trainplace_engine::Policy;
 
+use crate::inventory::files::StaticInventory;
+use crate::inventory::live::LiveInventory;
+use crate::inventory::{InventorySource, NoCluster};
 pub use config::Config;
 pub use state::AppState;
 
@@ -49,6 +52,23 @@ pub struct Running {
     pub done: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
+async fn inventory(mode: &config::InventoryMode) -> anyhow::Result<Arc<dyn InventorySource>> {
+    Ok(match mode {
+        config::InventoryMode::Off => Arc::new(NoCluster),
+        config::InventoryMode::Files(dir) => {
+            let snap = crate::inventory::files::load_dir(dir)?;
+            Arc::new(StaticInventory(Arc::new(snap)))
+        }
+        config::InventoryMode::Auto => match kube::Client::try_default().await {
+            Ok(client) => LiveInventory::start(client),
+            Err(error) => {
+                tracing::info!(%error, "no Kubernetes client config: inventory off, decisions use the embedded catalog");
+                Arc::new(NoCluster)
+            }
+        },
+    })
+}
+
 /// Bind both ports and start serving; returns once listening.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let policy = match &config.policy_dir {
@@ -56,7 +76,8 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             .with_context(|| format!("loading policy from {}", dir.display()))?,
         None => Policy::embedded(),
     };
-    let state = AppState::new(policy);
+    let mut state = AppState::new(policy);
+    state.inventory = inventory(&config.inventory).await?;
     let (initial, cert_detail) = match &config.tls {
         Some((cert, key)) => (
             tls::load_pem(cert, key)?,

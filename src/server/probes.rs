@@ -8,6 +8,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use super::state::AppState;
+use crate::inventory::Status;
 
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -25,10 +26,24 @@ async fn readyz(State(state): State<AppState>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, Json(json!({"ready": ready, "detail": *detail}))).into_response()
+    // The inventory is advisory: when the API is down the webhook still serves (from the
+    // embedded catalog), so readiness does not depend on it.
+    let inventory = state.inventory.status();
+    (
+        status,
+        Json(json!({"ready": ready, "detail": *detail, "inventory": inventory})),
+    )
+        .into_response()
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
+    let (up, age) = match state.inventory.status() {
+        Status::Live { age_seconds, .. } => (1, age_seconds as i64),
+        Status::Static { .. } => (1, 0),
+        _ => (0, -1),
+    };
+    state.metrics.inventory_up.set(up);
+    state.metrics.inventory_age.set(age);
     (
         [(
             header::CONTENT_TYPE,

@@ -117,7 +117,8 @@ fn handle(state: &AppState, endpoint: Endpoint, body: Result<AppJson, ApiError>)
         }
     };
     let policy = state.policy.load();
-    let reviewed = review(body, endpoint, &policy, state.namespaces.as_ref());
+    let snapshot = state.inventory.snapshot();
+    let reviewed = review(body, endpoint, &policy, snapshot.as_deref());
     record(state, endpoint, &reviewed);
     state
         .metrics

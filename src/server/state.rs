@@ -5,15 +5,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwap;
 use trainplace_engine::Policy;
-use trainplace_engine::admission::{NamespaceLabels, NoNamespaceLabels};
 
 use super::metrics::Metrics;
+use crate::inventory::{InventorySource, NoCluster};
 
 #[derive(Clone)]
 pub struct AppState {
     pub policy: Arc<ArcSwap<Policy>>,
     pub metrics: Arc<Metrics>,
-    pub namespaces: Arc<dyn NamespaceLabels + Send + Sync>,
+    pub inventory: Arc<dyn InventorySource>,
     pub ready: Arc<AtomicBool>,
     /// What /readyz reports about where policy and certificate came from.
     pub detail: Arc<ArcSwap<Detail>>,
@@ -23,7 +23,6 @@ pub struct AppState {
 pub struct Detail {
     pub policy: String,
     pub certificate: String,
-    pub namespace_labels: String,
 }
 
 impl AppState {
@@ -31,12 +30,9 @@ impl AppState {
         AppState {
             policy: Arc::new(ArcSwap::from_pointee(policy)),
             metrics: Arc::new(Metrics::new()),
-            namespaces: Arc::new(NoNamespaceLabels),
+            inventory: Arc::new(NoCluster),
             ready: Arc::new(AtomicBool::new(false)),
-            detail: Arc::new(ArcSwap::from_pointee(Detail {
-                namespace_labels: "unavailable: no cluster connection in this build; label-selected policy overrides do not apply".into(),
-                ..Detail::default()
-            })),
+            detail: Arc::new(ArcSwap::from_pointee(Detail::default())),
         }
     }
 

@@ -64,6 +64,7 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
         shutdown_grace: Duration::from_secs(5),
         max_body: 4 * 1024 * 1024,
         read_timeout: Duration::from_secs(1),
+        inventory: trainplace::server::config::InventoryMode::Off,
     }
 }
 

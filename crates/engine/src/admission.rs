@@ -8,6 +8,7 @@ use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview,
 use serde_json::Value;
 
 use crate::engine::{Verdict, evaluate_owned};
+use crate::inventory::Snapshot;
 use crate::policy::{Policy, Requester};
 
 /// Which webhook is answering.
@@ -54,20 +55,6 @@ pub struct Reviewed {
     pub outcome: Outcome,
 }
 
-/// Looks up a namespace's labels (from the cluster when there is one).
-pub trait NamespaceLabels {
-    fn labels(&self, namespace: &str) -> Option<std::collections::BTreeMap<String, String>>;
-}
-
-/// No cluster: labels unknown, so label-selected overrides do not apply.
-pub struct NoNamespaceLabels;
-
-impl NamespaceLabels for NoNamespaceLabels {
-    fn labels(&self, _: &str) -> Option<std::collections::BTreeMap<String, String>> {
-        None
-    }
-}
-
 fn op_label(op: &Operation) -> &'static str {
     match op {
         Operation::Create => "CREATE",
@@ -102,12 +89,13 @@ fn invalid(message: String) -> Reviewed {
     }
 }
 
-/// Answer one AdmissionReview (already parsed as JSON).
+/// Answer one AdmissionReview (already parsed as JSON). `inventory` is the cluster
+/// snapshot when one is available (namespace labels, node types, sibling zones).
 pub fn review(
     mut body: Value,
     endpoint: Endpoint,
     policy: &Policy,
-    ns: &dyn NamespaceLabels,
+    inventory: Option<&Snapshot>,
 ) -> Reviewed {
     let api = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -149,10 +137,10 @@ pub fn review(
         return done(base, Outcome::Passed { operation });
     }
     let namespace = req.namespace.clone().unwrap_or_default();
-    let labels = ns.labels(&namespace);
     let who = Requester {
         namespace: &namespace,
-        namespace_labels: labels.as_ref(),
+        namespace_labels: inventory.and_then(|i| i.namespace_labels(&namespace)),
+        inventory,
         groups: &req.user_info.groups.clone().unwrap_or_default(),
     };
     let verdict = match evaluate_owned(object, policy, &who) {

@@ -8,6 +8,7 @@ use crate::annotations::{
     LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE, LABEL_ZONE_BETA, TRAINING,
 };
 use crate::catalog::InstanceProfile;
+use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
 use crate::podspec::PodView;
 use crate::policy::Effective;
@@ -19,6 +20,8 @@ pub enum InstanceSource {
     NodeAffinity,
     Annotation,
     PolicyDefault,
+    /// The only GPU instance type in the cluster.
+    Inventory,
 }
 
 impl InstanceSource {
@@ -28,6 +31,7 @@ impl InstanceSource {
             InstanceSource::NodeAffinity => "required node affinity",
             InstanceSource::Annotation => "annotation trainplace.io/instance-type",
             InstanceSource::PolicyDefault => "the policy default for this namespace",
+            InstanceSource::Inventory => "the only GPU instance type in the cluster",
         }
     }
 }
@@ -84,7 +88,12 @@ pub enum Class<'c> {
     Training(Box<Shape<'c>>),
 }
 
-pub fn classify<'c>(view: &PodView<'_>, hints: &SiteHints, eff: &Effective<'c>) -> Class<'c> {
+pub fn classify<'c>(
+    view: &PodView<'_>,
+    hints: &SiteHints,
+    eff: &Effective<'c>,
+    inventory: Option<&'c Snapshot>,
+) -> Class<'c> {
     let (accel_resource, per_pod) = match view.accelerators() {
         Some((res, n)) => (res.to_string(), n),
         None if view.efa() > 0 => (String::new(), 0),
@@ -117,6 +126,7 @@ pub fn classify<'c>(view: &PodView<'_>, hints: &SiteHints, eff: &Effective<'c>) 
         return Class::NotTraining("not part of a multi-pod training job");
     };
     let multi_pod = pods.is_none_or(|n| n > 1);
+    let target = target(view, eff, inventory, &accel_resource);
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
@@ -125,7 +135,7 @@ pub fn classify<'c>(view: &PodView<'_>, hints: &SiteHints, eff: &Effective<'c>) 
         multi_pod,
         evidence,
         identity,
-        target: target(view, eff),
+        target,
         zones: zones(view.pod),
     }))
 }
@@ -151,9 +161,16 @@ fn env_pod_count(view: &PodView<'_>, per_pod: u32) -> Option<(u32, String)> {
     ))
 }
 
-fn target<'c>(view: &PodView<'_>, eff: &Effective<'c>) -> Target<'c> {
+fn target<'c>(
+    view: &PodView<'_>,
+    eff: &Effective<'c>,
+    inventory: Option<&'c Snapshot>,
+    resource: &str,
+) -> Target<'c> {
     let catalog = &eff.policy.catalog;
-    let resolve = |name: String, src| match catalog.get(&name) {
+    // The catalog first; a type it lacks may still be known from the nodes themselves.
+    let resolve = |name: String, src| match catalog.get(&name).or_else(|| inventory?.learned(&name))
+    {
         Some(p) => Target::Known(p, src),
         None => Target::Unknown(name, src),
     };
@@ -174,9 +191,15 @@ fn target<'c>(view: &PodView<'_>, eff: &Effective<'c>) -> Target<'c> {
     if let Some(t) = view.annotation(INSTANCE_TYPE) {
         return resolve(t.to_string(), InstanceSource::Annotation);
     }
-    match &eff.defaults.instance_type {
-        Some(t) => resolve(t.clone(), InstanceSource::PolicyDefault),
-        None => Target::None,
+    if let Some(t) = &eff.defaults.instance_type {
+        return resolve(t.clone(), InstanceSource::PolicyDefault);
+    }
+    match inventory.map(|s| s.gpu_types(resource)).as_deref() {
+        Some([only]) => resolve(only.name.clone(), InstanceSource::Inventory),
+        Some(several) if several.len() > 1 => {
+            Target::Several(several.iter().map(|t| t.name.clone()).collect())
+        }
+        _ => Target::None,
     }
 }
 

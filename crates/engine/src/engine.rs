@@ -174,6 +174,46 @@ pub fn evaluate_owned(
     Ok(verdict)
 }
 
+impl<'a> Ctx<'a, '_> {
+    /// Zones where pods of the same job already run, from the inventory.
+    pub(crate) fn siblings(
+        &self,
+        namespace: &str,
+        shape: &crate::classify::Shape<'_>,
+    ) -> Option<&'a std::collections::BTreeSet<String>> {
+        let (key, value) = shape.identity.as_ref()?;
+        self.who.inventory?.sibling_zones(namespace, key, value)
+    }
+}
+
+/// A catalog type the cluster has no nodes of: the pods would stay Pending.
+pub(crate) fn not_in_cluster(
+    shape: &crate::classify::Shape<'_>,
+    ctx: &Ctx<'_, '_>,
+    site: &str,
+    verdict: &mut Verdict,
+) {
+    let (Some(inv), Target::Known(inst, _)) = (ctx.who.inventory, &shape.target) else {
+        return;
+    };
+    if inv.has_type(&inst.name) {
+        return;
+    }
+    let have: Vec<String> = inv.types.keys().cloned().collect();
+    verdict.findings.push(Finding {
+        rule: Rule::UnknownInstanceType,
+        mode: if ctx.eff.mode_unknown_instance_type() == Mode::Enforce { Mode::Enforce } else { Mode::Warn },
+        site: site.to_string(),
+        found: format!(
+            "the cluster has no {} nodes (GPU types present: {}); the pods stay Pending until a node group or Karpenter NodePool provides them.",
+            inst.name,
+            if have.is_empty() { "none".to_string() } else { have.join(", ") }
+        ),
+        fix: "check the instance type, or create capacity for it (`trainplace advise` writes the eksctl/Karpenter config).".into(),
+        opt_in: None,
+    });
+}
+
 /// Pods in the whole job: the sum over templates that ask for accelerators or EFA.
 /// `None` when a template's count is unknown (a bare Pod).
 fn job_pods(object: &Value, sites: &[Site]) -> Result<Option<u32>, ObjectError> {
@@ -234,7 +274,7 @@ fn evaluate_site(
     if ctx.kind.is_workload() {
         hints.pods = total;
     }
-    let shape = match classify(&view, &hints, eff) {
+    let shape = match classify(&view, &hints, eff, ctx.who.inventory) {
         Class::NotTraining(_) => return Ok(false),
         Class::Training(shape) => shape,
     };
@@ -268,12 +308,15 @@ fn evaluate_site(
     {
         after.efa = instance.max_efa;
     }
+    let siblings = ctx.siblings(&verdict.namespace, &shape);
+    not_in_cluster(&shape, ctx, &view.base, verdict);
     verdict.findings.extend(check(&RuleInput {
         view: &view,
         shape: &after,
         eff,
         partial_opt_in,
         multi_az_opt_in,
+        siblings,
     }));
     let Some(plan) = plan else { return Ok(true) };
     let site_value = object.pointer_mut(&site.pointer).ok_or_else(missing)?;

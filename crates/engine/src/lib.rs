@@ -20,6 +20,7 @@ pub mod classify;
 pub mod edit;
 pub mod engine;
 pub mod finding;
+pub mod inventory;
 pub mod layout;
 pub mod podspec;
 pub mod reshape;

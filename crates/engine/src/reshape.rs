@@ -81,6 +81,7 @@ pub(crate) fn apply(
                 ..site.hints.clone()
             },
             ctx.eff,
+            ctx.who.inventory,
         ) else {
             continue;
         };

@@ -25,6 +25,8 @@ pub struct RuleInput<'a> {
     pub eff: &'a Effective<'a>,
     pub partial_opt_in: OptInState,
     pub multi_az_opt_in: OptInState,
+    /// Namespace and zones where pods of the same job are already bound (inventory).
+    pub siblings: Option<&'a std::collections::BTreeSet<String>>,
 }
 
 pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
@@ -258,12 +260,33 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     if !s.multi_pod || input.multi_az_opt_in == OptInState::Granted {
         return;
     }
-    let why = match (&z.allows_many, z.spread) {
-        (Some(text), _) => text.clone(),
-        (None, true) => {
-            "a topologySpreadConstraint spreads pods over topology.kubernetes.io/zone".into()
-        }
-        (None, false) => return,
+    let siblings = input.siblings.filter(|zs| !zs.is_empty());
+    let elsewhere = match (siblings, &z.pinned) {
+        (Some(zs), _) if zs.len() > 1 => Some(format!(
+            "pods of this job already run in several zones ({})",
+            zs.iter().cloned().collect::<Vec<_>>().join(", ")
+        )),
+        (Some(zs), Some(pinned)) if !zs.contains(pinned) => Some(format!(
+            "this pod is pinned to {pinned} but its siblings already run in {}",
+            zs.iter().cloned().collect::<Vec<_>>().join(", ")
+        )),
+        _ => None,
+    };
+    let why = if let Some(text) = elsewhere {
+        text
+    } else if let Some(text) = &z.allows_many {
+        text.clone()
+    } else if z.spread {
+        "a topologySpreadConstraint spreads pods over topology.kubernetes.io/zone".to_string()
+    } else {
+        return;
+    };
+    let why = match siblings {
+        Some(zs) if !why.contains("siblings") && !why.contains("already run") => format!(
+            "{why} (its siblings run in {})",
+            zs.iter().cloned().collect::<Vec<_>>().join(", ")
+        ),
+        _ => why,
     };
     let mut found =
         format!("the job may span availability zones: {why}; EFA traffic cannot cross zones.");

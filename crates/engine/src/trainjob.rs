@@ -116,7 +116,7 @@ pub(crate) fn evaluate(
         pods: nodes,
         identity: None,
     };
-    let Class::Training(shape) = classify(&view, &hints, eff) else {
+    let Class::Training(shape) = classify(&view, &hints, eff, ctx.who.inventory) else {
         return Ok(false);
     };
     let set = |k: &str| view.annotation(k) == Some("true");
@@ -134,6 +134,7 @@ pub(crate) fn evaluate(
             eff,
             partial_opt_in: partial,
             multi_az_opt_in: multi,
+            siblings: ctx.siblings(&verdict.namespace, &shape),
         }));
         return Ok(true);
     };
@@ -150,6 +151,7 @@ pub(crate) fn evaluate(
         eff,
         partial_opt_in: partial,
         multi_az_opt_in: multi,
+        siblings: ctx.siblings(&verdict.namespace, &shape),
     }));
     let mut after = before.clone();
     let mut scratch = Ops::default();
@@ -273,6 +275,7 @@ pub(crate) fn reshape(
             identity: None,
         },
         ctx.eff,
+        ctx.who.inventory,
     ) else {
         return Ok(false);
     };

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use rstest::rstest;
 use serde::Deserialize;
 use serde_json::Value;
+use trainplace_engine::inventory::Snapshot;
 use trainplace_engine::{Catalog, Mode, Policy, Requester, Verdict, evaluate};
 
 #[derive(Debug, Deserialize, Default)]
@@ -51,6 +52,8 @@ struct Case {
     namespace_labels: Option<BTreeMap<String, String>>,
     #[serde(default)]
     groups: Vec<String>,
+    /// A directory under tests/fixtures/cluster/ with kubectl -o json lists.
+    cluster: Option<String>,
     expect: Expect,
     object: Value,
 }
@@ -69,6 +72,20 @@ fn policy_for(case: &Case) -> Policy {
         return Policy::from_parts(&text, "inline", Catalog::embedded()).expect("policy loads");
     }
     Policy::embedded()
+}
+
+fn cluster(name: &str) -> Snapshot {
+    let dir = repo_root().join("tests/fixtures/cluster").join(name);
+    let list = |f: &str| -> Value {
+        std::fs::read_to_string(dir.join(f))
+            .map(|t| serde_json::from_str(&t).expect("valid JSON list"))
+            .unwrap_or_else(|_| serde_json::json!({"items": []}))
+    };
+    Snapshot::from_lists(
+        &list("nodes.json"),
+        &list("pods.json"),
+        &list("namespaces.json"),
+    )
 }
 
 fn changes_text(v: &Verdict) -> Vec<String> {
@@ -94,10 +111,16 @@ fn run_case(path: &Path) {
         .as_str()
         .unwrap_or("default")
         .to_string();
+    let snapshot = case.cluster.as_deref().map(cluster);
     let who = Requester {
         namespace: &ns,
-        namespace_labels: case.namespace_labels.as_ref(),
+        // As the webhook does: the namespace's labels come from the inventory.
+        namespace_labels: case
+            .namespace_labels
+            .as_ref()
+            .or_else(|| snapshot.as_ref()?.namespace_labels(&ns)),
         groups: &case.groups,
+        inventory: snapshot.as_ref(),
     };
     let e = &case.expect;
     let result = evaluate(&case.object, &policy, &who);

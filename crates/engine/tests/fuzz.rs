@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use trainplace_engine::admission::{Endpoint, NoNamespaceLabels, review};
+use trainplace_engine::admission::{Endpoint, review};
 use trainplace_engine::{Catalog, Policy};
 
 fn arb_json() -> impl Strategy<Value = Value> {
@@ -95,7 +95,7 @@ fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
 fn answered(body: Value) {
     let policy = Policy::embedded();
     for ep in [Endpoint::Mutate, Endpoint::Validate] {
-        let r = review(body.clone(), ep, &policy, &NoNamespaceLabels);
+        let r = review(body.clone(), ep, &policy, None);
         assert!(
             r.body["response"]["allowed"].is_boolean(),
             "no answer for {body}"

@@ -65,6 +65,8 @@ pub struct Requester<'a> {
     /// Labels of the namespace, when known (the webhook learns them from the cluster).
     pub namespace_labels: Option<&'a BTreeMap<String, String>>,
     pub groups: &'a [String],
+    /// What the cluster holds, when a live cache or a fixture provides it.
+    pub inventory: Option<&'a crate::inventory::Snapshot>,
 }
 
 /// Everything the engine consults besides the object itself.

@@ -58,6 +58,7 @@ fn namespace_overrides_by_name_and_label() {
         namespace: "play",
         namespace_labels: Some(&labels),
         groups: &[],
+        inventory: None,
     };
     let eff = p.effective(&sandbox);
     assert_eq!(eff.mode_partial_node(), Mode::Audit);
@@ -80,11 +81,13 @@ fn opt_in_grants_by_namespace_and_group() {
         namespace: "prod",
         namespace_labels: None,
         groups: &admins,
+        inventory: None,
     };
     let user = Requester {
         namespace: "prod",
         namespace_labels: None,
         groups: &users,
+        inventory: None,
     };
     assert!(p.may_opt_in(OptIn::Skip, &admin));
     assert!(!p.may_opt_in(OptIn::Skip, &user));
@@ -94,6 +97,7 @@ fn opt_in_grants_by_namespace_and_group() {
         namespace: "research",
         namespace_labels: None,
         groups: &users,
+        inventory: None,
     };
     assert!(p.may_opt_in(OptIn::AllowPartialNode, &research));
 }

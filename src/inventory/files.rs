@@ -1,0 +1,68 @@
+//! An inventory read from `kubectl get nodes/pods/namespaces -o json` output files,
+//! for the offline CLI, `trainplace audit --from`, and tests.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use thiserror::Error;
+use trainplace_engine::inventory::Snapshot;
+
+use super::{InventorySource, Status};
+
+#[derive(Debug, Error)]
+pub enum FilesError {
+    #[error("{path}: cannot read: {message}")]
+    Read { path: PathBuf, message: String },
+    #[error("{path}: not a kubectl -o json List: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{dir}: no nodes.json; write it with `kubectl get nodes -o json > {dir}/nodes.json`")]
+    NoNodes { dir: PathBuf },
+}
+
+fn read_list(path: &Path, required: bool) -> Result<Value, FilesError> {
+    if !required && !path.exists() {
+        return Ok(serde_json::json!({"items": []}));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| FilesError::Read {
+        path: path.into(),
+        message: e.to_string(),
+    })?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| FilesError::Parse {
+        path: path.into(),
+        message: e.to_string(),
+    })?;
+    if !v.get("items").is_some_and(Value::is_array) {
+        return Err(FilesError::Parse {
+            path: path.into(),
+            message: "no items array".into(),
+        });
+    }
+    Ok(v)
+}
+
+/// Load `nodes.json` (required), `pods.json` and `namespaces.json` (optional) from `dir`.
+pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
+    let nodes_path = dir.join("nodes.json");
+    if !nodes_path.exists() {
+        return Err(FilesError::NoNodes { dir: dir.into() });
+    }
+    let nodes = read_list(&nodes_path, true)?;
+    let pods = read_list(&dir.join("pods.json"), false)?;
+    let namespaces = read_list(&dir.join("namespaces.json"), false)?;
+    Ok(Snapshot::from_lists(&nodes, &pods, &namespaces))
+}
+
+/// A fixed snapshot.
+pub struct StaticInventory(pub Arc<Snapshot>);
+
+impl InventorySource for StaticInventory {
+    fn snapshot(&self) -> Option<Arc<Snapshot>> {
+        Some(self.0.clone())
+    }
+    fn status(&self) -> Status {
+        Status::Static {
+            gpu_types: self.0.types.len(),
+        }
+    }
+}

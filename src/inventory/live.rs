@@ -1,0 +1,149 @@
+//! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces and the
+//! Pods of training jobs. A ticker rebuilds the snapshot at most once a second when
+//! something changed; the request path only loads the newest snapshot (never waits on
+//! the API). When the API is unreachable the status says so and the last snapshot (or
+//! none: the embedded catalog) keeps serving.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use trainplace_engine::annotations::JOB_IDENTITY_LABELS;
+use trainplace_engine::inventory::Snapshot;
+
+use super::{InventorySource, Status};
+
+pub struct LiveInventory {
+    current: ArcSwapOption<Snapshot>,
+    status: ArcSwap<Status>,
+    dirty: AtomicBool,
+    built: ArcSwapOption<Instant>,
+}
+
+impl InventorySource for LiveInventory {
+    fn snapshot(&self) -> Option<Arc<Snapshot>> {
+        self.current.load_full()
+    }
+    fn status(&self) -> Status {
+        let s = (**self.status.load()).clone();
+        match (s, self.built.load_full()) {
+            (
+                Status::Live {
+                    nodes, gpu_types, ..
+                },
+                Some(at),
+            ) => Status::Live {
+                nodes,
+                gpu_types,
+                age_seconds: at.elapsed().as_secs(),
+            },
+            (s, _) => s,
+        }
+    }
+}
+
+/// Watch `api` into a store, marking the inventory dirty on every event and recording
+/// watch errors (the watcher retries with backoff by itself).
+fn watch<K>(api: Api<K>, config: watcher::Config, inv: Arc<LiveInventory>) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(api, config).default_backoff().reflect(writer);
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => inv.dirty.store(true, Ordering::Release),
+                Err(error) => {
+                    tracing::warn!(%error, "inventory watch failed; serving from the last snapshot or the embedded catalog");
+                    inv.status.store(Arc::new(Status::Down {
+                        error: error.to_string(),
+                    }));
+                }
+            }
+        }
+    });
+    reader
+}
+
+fn values<K>(store: &Store<K>) -> Vec<serde_json::Value>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + Serialize,
+{
+    store
+        .state()
+        .iter()
+        .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
+        .collect()
+}
+
+impl LiveInventory {
+    /// Start watching. Returns at once; the snapshot appears after the first lists.
+    pub fn start(client: Client) -> Arc<Self> {
+        let inv = Arc::new(LiveInventory {
+            current: ArcSwapOption::empty(),
+            status: ArcSwap::from_pointee(Status::Syncing),
+            dirty: AtomicBool::new(false),
+            built: ArcSwapOption::empty(),
+        });
+        let nodes = watch(
+            Api::<Node>::all(client.clone()),
+            watcher::Config::default(),
+            inv.clone(),
+        );
+        let namespaces = watch(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default(),
+            inv.clone(),
+        );
+        // Only pods of training jobs matter: one watch per job identity label.
+        let pods: Vec<Store<Pod>> = JOB_IDENTITY_LABELS
+            .iter()
+            .filter(|(k, _)| k.contains('/'))
+            .map(|(k, _)| {
+                watch(
+                    Api::<Pod>::all(client.clone()),
+                    watcher::Config::default().labels(k),
+                    inv.clone(),
+                )
+            })
+            .collect();
+        let me = inv.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                if !me.dirty.swap(false, Ordering::AcqRel) {
+                    continue;
+                }
+                let node_values = values(&nodes);
+                let pod_values: Vec<_> = pods.iter().flat_map(values).collect();
+                let ns_values = values(&namespaces);
+                let snap = Snapshot::build(&node_values, &pod_values, &ns_values);
+                me.status.store(Arc::new(Status::Live {
+                    nodes: node_values.len(),
+                    gpu_types: snap.types.len(),
+                    age_seconds: 0,
+                }));
+                me.current.store(Some(Arc::new(snap)));
+                me.built.store(Some(Arc::new(Instant::now())));
+            }
+        });
+        inv
+    }
+}

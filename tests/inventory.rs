@@ -1,0 +1,165 @@
+//! Inventory-driven decisions through the server, and the fallback when the
+//! Kubernetes API cannot be reached (the webhook keeps serving from the catalog).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use trainplace::server::config::InventoryMode;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[tokio::test]
+async fn server_uses_file_inventory_for_sibling_zones() {
+    let mut cfg = config(None, None);
+    cfg.inventory = InventoryMode::Files(root().join("tests/fixtures/cluster/eks-p5"));
+    let srv = serve(cfg).await;
+    let c = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let url = format!("https://127.0.0.1:{}/validate", srv.addr.port());
+    let mut pod = fixture_object("full-node-p5-jobset");
+    pod["metadata"]["namespace"] = "ml".into();
+    pod["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] = "us-east-1b".into();
+    let body: Value = c
+        .post(&url)
+        .json(&review_for(&pod, "z"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["response"]["allowed"], false);
+    let msg = body["response"]["status"]["message"].as_str().unwrap();
+    assert!(msg.contains("siblings already run in us-east-1a"), "{msg}");
+    let ready: Value = reqwest::get(format!("http://{}/readyz", srv.probe_addr))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ready["inventory"]["state"], "static");
+    srv.handle.shutdown();
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test]
+async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    // A kubeconfig whose API server refuses connections.
+    let dead = free_port();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: https://127.0.0.1:{dead}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: c\n  context: {{cluster: dead, user: u}}\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    let (addr, probe) = (free_port(), free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{addr}"),
+            "--probe-addr",
+            &format!("127.0.0.1:{probe}"),
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("TRAINPLACE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let readyz = format!("http://127.0.0.1:{probe}/readyz");
+    let mut ready: Option<Value> = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Ok(r) = reqwest::get(&readyz).await {
+            let status = r.status();
+            let v: Value = r.json().await.unwrap();
+            if v["inventory"]["state"] == "down" {
+                assert_eq!(status, 200, "API down must not make the webhook unready");
+                ready = Some(v);
+                break;
+            }
+        }
+    }
+    let ready = ready.expect("inventory never reported the API as down");
+    assert!(
+        ready["inventory"]["error"]
+            .as_str()
+            .is_some_and(|e| !e.is_empty())
+    );
+    let metrics = reqwest::get(format!("http://127.0.0.1:{probe}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("trainplace_inventory_up 0"), "{metrics}");
+    // Reviews still work, from the embedded catalog.
+    let c = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let pod = fixture_object("full-node-p5-jobset");
+    let body: Value = c
+        .post(format!("https://127.0.0.1:{addr}/mutate"))
+        .json(&review_for(&pod, "down"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["response"]["allowed"], true);
+    assert!(body["response"]["patch"].is_string());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn cli_takes_a_cluster_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut pod = fixture_object("full-node-p5-jobset");
+    pod["metadata"]["namespace"] = "ml".into();
+    pod["spec"]["nodeSelector"] = serde_json::json!({});
+    let f = dir.path().join("pod.yaml");
+    std::fs::write(&f, serde_yaml_ng::to_string(&pod).unwrap()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["check", "-f", f.to_str().unwrap(), "--cluster"])
+        .arg(root().join("tests/fixtures/cluster/eks-p5-only"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("nodeSelector node.kubernetes.io/instance-type=p5.48xlarge (instance type from the only GPU instance type in the cluster)"), "{out}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args([
+            "check",
+            "-f",
+            f.to_str().unwrap(),
+            "--cluster",
+            "/nonexistent",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("nodes.json"));
+}
