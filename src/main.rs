@@ -6,7 +6,7 @@ use clap::Parser;
 // glibc malloc showed in profiles.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use trainplace::cli::{AdvisorSub, Cli, Command, ExitCode, dryrun, policy_cmd};
+use trainplace::cli::{AdvisorSub, Cli, Command, ExitCode, audit, dryrun, policy_cmd};
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -14,6 +14,7 @@ fn main() -> anyhow::Result<()> {
         Command::Check(args) => dryrun::run(&args, false)?,
         Command::Mutate(args) => dryrun::run(&args, true)?,
         Command::Policy(cmd) => policy_cmd::run(&cmd),
+        Command::Audit(args) => audit::run(&args)?,
         Command::Serve(args) => {
             trainplace::server::init_tracing();
             let config = args.into_config()?;

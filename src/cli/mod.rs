@@ -1,6 +1,7 @@
 //! Command-line faces: offline dry-run, policy tools, the webhook server, and the
 //! advisor and diagnose commands from their own crates.
 
+pub mod audit;
 pub mod dryrun;
 pub mod input;
 pub mod policy_cmd;
@@ -44,6 +45,8 @@ pub enum Command {
     Serve(crate::server::config::ServeArgs),
     /// Validate a policy directory, or list the instance catalog.
     Policy(policy_cmd::PolicyCommand),
+    /// List existing workloads and pods that violate policy (changes nothing).
+    Audit(audit::AuditArgs),
     /// Recommend instance type, node count, AZ and capacity, and write the config for it.
     Advise(Box<trainplace_advisor::cli::AdviseArgs>),
     /// The placement advisor's HTTP API and web page.

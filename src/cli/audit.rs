@@ -1,0 +1,261 @@
+//! `trainplace audit`: which existing workloads and pods violate policy, as a table or
+//! a PolicyReport (wgpolicyk8s.io/v1alpha2), without changing anything. Reads the
+//! cluster through the kubeconfig, or `kubectl get ... -o json` output with `--from`.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use serde_json::{Value, json};
+use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::{Mode, Requester, Verdict, evaluate};
+
+use super::input::{self, Document};
+use super::{ExitCode, PolicyArgs};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditOutput {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Audit `kubectl get ... -o json|yaml` output instead of the live cluster.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<String>,
+    /// Only this namespace (live mode); default: all namespaces.
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Inventory files for `--from` (DIR/nodes.json, pods.json, namespaces.json).
+    #[arg(long, value_name = "DIR")]
+    pub cluster: Option<PathBuf>,
+    /// Groups assumed for the objects' submitters (decides which opt-ins count).
+    #[arg(long = "group", default_value = "system:authenticated")]
+    pub groups: Vec<String>,
+    #[arg(short = 'o', long, value_enum, default_value = "table")]
+    pub output: AuditOutput,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+}
+
+/// The kinds a live audit lists: (group, version, kind, plural).
+const KINDS: [(&str, &str, &str, &str); 8] = [
+    ("", "v1", "Pod", "pods"),
+    ("batch", "v1", "Job", "jobs"),
+    ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
+    ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+    ("kubeflow.org", "v2beta1", "MPIJob", "mpijobs"),
+    ("trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"),
+    (
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "LeaderWorkerSet",
+        "leaderworkersets",
+    ),
+    ("", "v1", "Namespace", "namespaces"),
+];
+
+/// List the live objects (and the inventory) through the kubeconfig.
+async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<String>)> {
+    let client = kube::Client::try_default().await?;
+    let mut docs = Vec::new();
+    let mut notes = Vec::new();
+    let mut namespaces = Vec::new();
+    for (group, version, kind, plural) in KINDS {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let api: Api<DynamicObject> = match (&args.namespace, kind) {
+            (Some(ns), k) if k != "Namespace" => Api::namespaced_with(client.clone(), ns, &ar),
+            _ => Api::all_with(client.clone(), &ar),
+        };
+        match api.list(&ListParams::default()).await {
+            Ok(list) => {
+                for o in list.items {
+                    let mut v = serde_json::to_value(&o)?;
+                    v["apiVersion"] = json!(ar.api_version);
+                    v["kind"] = json!(kind);
+                    if kind == "Namespace" {
+                        namespaces.push(v);
+                    } else {
+                        docs.push(Document {
+                            doc: docs.len() + 1,
+                            object: v,
+                        });
+                    }
+                }
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => notes.push(format!(
+                "{kind} ({group}) is not installed in this cluster: skipped"
+            )),
+            Err(e) => return Err(anyhow::anyhow!("cannot list {plural}: {e}")),
+        }
+    }
+    let nodes: Api<DynamicObject> = Api::all_with(
+        client,
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Node"), "nodes"),
+    );
+    let node_values: Vec<Value> = nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter_map(|n| serde_json::to_value(n).ok())
+        .collect();
+    let pods: Vec<Value> = docs
+        .iter()
+        .filter(|d| d.object["kind"] == "Pod")
+        .map(|d| d.object.clone())
+        .collect();
+    Ok((
+        docs,
+        Snapshot::build(&node_values, &pods, &namespaces),
+        notes,
+    ))
+}
+
+pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
+    let policy = match args.policy.load() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::BadInput);
+        }
+    };
+    let (docs, snapshot, notes) = match &args.from {
+        Some(file) => {
+            let docs = match input::read(file) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::BadInput);
+                }
+            };
+            let snap = match &args.cluster {
+                Some(dir) => match crate::inventory::files::load_dir(dir) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return Ok(ExitCode::BadInput);
+                    }
+                },
+                None => None,
+            };
+            (docs, snap, Vec::new())
+        }
+        None => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            match rt.block_on(live(args)) {
+                Ok((d, s, n)) => (d, Some(s), n),
+                Err(e) => {
+                    eprintln!(
+                        "error: cannot read the cluster through the kubeconfig: {e}\n(use --from FILE with `kubectl get pods,jobs,... -A -o json` output to audit offline)"
+                    );
+                    return Ok(ExitCode::BadInput);
+                }
+            }
+        }
+    };
+    let verdicts: Vec<Verdict> = docs
+        .iter()
+        .filter_map(|d| {
+            let ns = d.object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("default");
+            let who = Requester {
+                namespace: ns,
+                namespace_labels: snapshot.as_ref().and_then(|s| s.namespace_labels(ns)),
+                groups: &args.groups,
+                inventory: snapshot.as_ref(),
+            };
+            evaluate(&d.object, &policy, &who).ok()
+        })
+        .filter(|v| v.kind_class != trainplace_engine::workload::Kind::Other)
+        .collect();
+    match args.output {
+        AuditOutput::Table => print!("{}", table(&verdicts)),
+        AuditOutput::Json => println!("{}", serde_json::to_string_pretty(&report(&verdicts))?),
+    }
+    for n in notes {
+        eprintln!("note: {n}");
+    }
+    Ok(if verdicts.iter().any(|v| !v.allowed) {
+        ExitCode::Denied
+    } else {
+        ExitCode::Ok
+    })
+}
+
+fn result_of(v: &Verdict) -> &'static str {
+    if !v.allowed {
+        "fail"
+    } else if v
+        .findings
+        .iter()
+        .any(|f| f.mode == Mode::Warn || f.mode == Mode::Audit)
+        || !v.changes.is_empty()
+    {
+        "warn"
+    } else {
+        "pass"
+    }
+}
+
+pub fn table(verdicts: &[Verdict]) -> String {
+    let mut out = format!(
+        "{:<16} {:<16} {:<36} {:<6} {:<8} {}\n",
+        "NAMESPACE", "KIND", "NAME", "RESULT", "MISSING", "FINDINGS"
+    );
+    for v in verdicts {
+        let findings: Vec<String> = v
+            .findings
+            .iter()
+            .map(|f| format!("{}:{}", f.mode.as_str(), f.rule.as_str()))
+            .collect();
+        out.push_str(&format!(
+            "{:<16} {:<16} {:<36} {:<6} {:<8} {}\n",
+            v.namespace,
+            v.kind,
+            v.name,
+            result_of(v),
+            v.changes.len(),
+            if findings.is_empty() {
+                "-".to_string()
+            } else {
+                findings.join(",")
+            }
+        ));
+    }
+    out
+}
+
+/// A wgpolicyk8s.io PolicyReport: one result per finding, plus a `layout` result for
+/// objects missing parts of the recommended layout.
+pub fn report(verdicts: &[Verdict]) -> Value {
+    let mut results = Vec::new();
+    let mut summary = json!({"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 0});
+    for v in verdicts {
+        let resource = json!({"apiVersion": v.object["apiVersion"], "kind": v.kind, "name": v.name, "namespace": v.namespace, "uid": v.object["metadata"]["uid"]});
+        let r = result_of(v);
+        summary[r] = json!(summary[r].as_u64().unwrap_or(0) + 1);
+        for f in &v.findings {
+            let result = match f.mode {
+                Mode::Enforce => "fail",
+                _ => "warn",
+            };
+            results.push(json!({"policy": "trainplace", "rule": f.rule.as_str(), "result": result, "severity": if result == "fail" { "high" } else { "medium" },
+                "message": f.message(), "properties": {"mode": f.mode.as_str(), "site": f.site}, "resources": [resource.clone()]}));
+        }
+        if !v.changes.is_empty() {
+            let missing: Vec<String> = v.changes.iter().map(|c| c.what.clone()).collect();
+            results.push(json!({"policy": "trainplace", "rule": "layout", "result": "warn", "severity": "low",
+                "message": format!("{} part(s) of the recommended layout missing: {}", missing.len(), missing.join("; ")), "resources": [resource]}));
+        }
+        if v.findings.is_empty() && v.changes.is_empty() {
+            results.push(json!({"policy": "trainplace", "rule": "layout", "result": "pass", "resources": [resource]}));
+        }
+    }
+    json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "ClusterPolicyReport", "metadata": {"name": "trainplace-audit"}, "summary": summary, "results": results})
+}

@@ -1,0 +1,93 @@
+//! `trainplace audit` over `kubectl get -o json` output (offline), and its error when
+//! the cluster cannot be reached.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn trainplace(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn audit_table_from_file() {
+    let o = trainplace(&[
+        "audit",
+        "--from",
+        "tests/fixtures/audit/cluster-objects.json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a denied object makes the audit fail"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{out}"))
+            .to_string()
+    };
+    assert!(
+        row("bert").contains("fail") && row("bert").contains("enforce:partial-node"),
+        "{out}"
+    );
+    assert!(
+        row("llama3-8b ").contains("warn"),
+        "a JobSet missing layout parts warns:\n{out}"
+    );
+    assert!(
+        row("llama3-8b-node-0-0-x0k2p").contains("pass"),
+        "an already laid-out pod passes:\n{out}"
+    );
+    assert!(
+        row("vllm").contains("pass"),
+        "an inference pod is not training:\n{out}"
+    );
+}
+
+#[test]
+fn audit_policy_report_json() {
+    let o = trainplace(&[
+        "audit",
+        "--from",
+        "tests/fixtures/audit/cluster-objects.json",
+        "-o",
+        "json",
+    ]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["apiVersion"], "wgpolicyk8s.io/v1alpha2");
+    assert_eq!(report["summary"]["fail"], 1);
+    assert_eq!(report["summary"]["warn"], 1);
+    assert_eq!(report["summary"]["pass"], 2);
+    let results = report["results"].as_array().unwrap();
+    let fail = results.iter().find(|r| r["result"] == "fail").unwrap();
+    assert_eq!(fail["rule"], "partial-node");
+    assert_eq!(fail["resources"][0]["kind"], "PyTorchJob");
+    assert!(fail["resources"][0]["uid"].is_string());
+    assert!(
+        results
+            .iter()
+            .any(|r| r["rule"] == "layout"
+                && r["message"].as_str().unwrap().contains("hostIPC=true"))
+    );
+}
+
+#[test]
+fn audit_errors_are_clear() {
+    let o = trainplace(&["audit"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot read the cluster through the kubeconfig") && err.contains("--from"),
+        "{err}"
+    );
+    let o = trainplace(&["audit", "--from", "/nonexistent.json"]);
+    assert_eq!(o.status.code(), Some(2));
+}
