@@ -168,3 +168,37 @@ fn engine_would_patch_a_pod_missing_the_layout() {
     assert!(what.iter().any(|w| w.contains("hostIPC")), "{what:?}");
     assert!(!v.patch.0.is_empty());
 }
+
+/// The emitted workloads themselves (not only their pods) pass the engine's workload
+/// path with no denial and no patch: what the webhook sees at submit time.
+#[test]
+fn emitted_workloads_need_no_patch() {
+    let policy = Policy::embedded();
+    let who = Requester {
+        namespace: "default",
+        ..Default::default()
+    };
+    let mut checked = 0;
+    for scenario in ["h100-blocks", "l40s-on-demand", "a100-odcr", "single-node"] {
+        for framework in ["pytorchjob", "jobset", "mpijob", "trainjob"] {
+            let o = objects(&recommendation(scenario, framework), &policy);
+            for job in std::iter::once(&o.job).chain(o.nccl_tests.as_ref()) {
+                let kind = job["kind"].as_str().unwrap();
+                let v = evaluate(job, &policy, &who)
+                    .unwrap_or_else(|e| panic!("{scenario} {kind}: {e}"));
+                assert!(
+                    v.allowed,
+                    "{scenario}/{framework} {kind} denied: {:?}",
+                    v.reasons()
+                );
+                assert!(
+                    v.patch.0.is_empty(),
+                    "{scenario}/{framework} {kind} would be patched: {:#?}",
+                    v.changes
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 16, "checked {checked} workloads");
+}

@@ -196,13 +196,14 @@ pub(crate) fn not_in_cluster(
     let (Some(inv), Target::Known(inst, _)) = (ctx.who.inventory, &shape.target) else {
         return;
     };
-    if inv.has_type(&inst.name) {
+    let mode = ctx.eff.mode_unknown_instance_type();
+    if inv.has_type(&inst.name) || mode == Mode::Off {
         return;
     }
     let have: Vec<String> = inv.types.keys().cloned().collect();
     verdict.findings.push(Finding {
         rule: Rule::UnknownInstanceType,
-        mode: if ctx.eff.mode_unknown_instance_type() == Mode::Enforce { Mode::Enforce } else { Mode::Warn },
+        mode: if mode == Mode::Enforce { Mode::Enforce } else { Mode::Warn },
         site: site.to_string(),
         found: format!(
             "the cluster has no {} nodes (GPU types present: {}); the pods stay Pending until a node group or Karpenter NodePool provides them.",

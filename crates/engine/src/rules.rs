@@ -74,6 +74,8 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
     }
     multi_az(input, &mut out);
     host_network(input, &mut out);
+    // `off` means the rule is not evaluated at all: no finding, no metric, no audit row.
+    out.retain(|f| f.mode != Mode::Off);
     out
 }
 

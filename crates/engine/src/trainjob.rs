@@ -32,25 +32,102 @@ fn our_patch_index(object: &Value) -> Option<usize> {
         .position(|p| p.get("manager").and_then(Value::as_str) == Some(MANAGER))
 }
 
-fn patch_template(object: &Value) -> Option<&Value> {
-    let i = our_patch_index(object)?;
-    let jobs = object.pointer(&format!(
-        "/spec/runtimePatches/{i}/trainingRuntimeSpec/template/spec/replicatedJobs"
-    ))?;
-    jobs.as_array()?
+/// The `node` pod template a runtime patch carries, if any.
+fn node_template(patch: &Value) -> Option<&Value> {
+    patch
+        .pointer("/trainingRuntimeSpec/template/spec/replicatedJobs")?
+        .as_array()?
         .iter()
         .find(|j| j.get("name").and_then(Value::as_str) == Some(NODE))?
         .pointer("/template/spec/template")
 }
 
-/// The pod the trainer nodes will be, as far as the TrainJob says.
+/// Merge `patch` into `acc` the way list-of-named-objects patches read: objects key by
+/// key, named list entries by name, other list entries appended when new.
+fn merge(acc: &mut Value, patch: &Value) {
+    match (acc, patch) {
+        (Value::Object(a), Value::Object(p)) => {
+            for (k, v) in p {
+                match a.get_mut(k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        a.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(p)) => {
+            for v in p {
+                let name = v.get("name").and_then(Value::as_str);
+                let at = name.and_then(|n| {
+                    a.iter()
+                        .position(|e| e.get("name").and_then(Value::as_str) == Some(n))
+                });
+                match at {
+                    Some(i) => merge(&mut a[i], v),
+                    None if !a.contains(v) => a.push(v.clone()),
+                    None => {}
+                }
+            }
+        }
+        (slot, v) => *slot = v.clone(),
+    }
+}
+
+/// What `after` adds to `base`: changed keys, recursively; new list entries.
+fn delta(after: &Value, base: &Value) -> Option<Value> {
+    match (after, base) {
+        (a, b) if a == b => None,
+        (Value::Object(a), Value::Object(b)) => {
+            let m: Map<String, Value> = a
+                .iter()
+                .filter_map(|(k, v)| match b.get(k) {
+                    Some(bv) => delta(v, bv).map(|d| (k.clone(), d)),
+                    None => Some((k.clone(), v.clone())),
+                })
+                .collect();
+            (!m.is_empty()).then_some(Value::Object(m))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            let new: Vec<Value> = a.iter().filter(|v| !b.contains(v)).cloned().collect();
+            (!new.is_empty()).then_some(Value::Array(new))
+        }
+        (a, _) => Some(a.clone()),
+    }
+}
+
+/// The pod layout all runtime patches give the `node` job: others' in order, then
+/// trainplace's own when `with_ours`.
+fn patched_layout(object: &Value, with_ours: bool) -> Value {
+    let patches = items(object, &["spec", "runtimePatches"]);
+    let ours = |p: &&Value| p.get("manager").and_then(Value::as_str) == Some(MANAGER);
+    let mut acc = json!({});
+    for p in patches
+        .iter()
+        .filter(|p| !ours(p))
+        .chain(patches.iter().filter(|p| with_ours && ours(p)))
+    {
+        if let Some(t) = node_template(p) {
+            merge(&mut acc, t);
+        }
+    }
+    acc
+}
+
+/// The pod the trainer nodes will be, as far as the TrainJob and its patches say.
 fn synthetic_pod(object: &Value) -> Value {
     let trainer = object
         .pointer("/spec/trainer")
         .cloned()
         .unwrap_or(Value::Null);
-    let mut container = Map::new();
-    container.insert("name".into(), json!(NODE));
+    let layout = patched_layout(object, true);
+    let mut container = json!({"name": NODE});
+    if let Some(c) = items(&layout, &["spec", "containers"])
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
+    {
+        merge(&mut container, c);
+    }
     for (from, to) in [
         ("resourcesPerNode", "resources"),
         ("env", "env"),
@@ -58,30 +135,21 @@ fn synthetic_pod(object: &Value) -> Value {
         ("args", "args"),
     ] {
         if let Some(v) = trainer.get(from) {
-            container.insert(to.into(), v.clone());
+            merge(&mut container, &json!({ to: v }));
         }
     }
     let mut spec = Map::new();
-    let ours = patch_template(object);
-    if let Some(ps) = ours.and_then(|t| t.get("spec")) {
-        for k in PATCH_SPEC {
-            if let Some(v) = ps.get(k) {
-                spec.insert(k.into(), v.clone());
-            }
-        }
-        if let Some(c) = items(ps, &["containers"])
-            .iter()
-            .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
-        {
-            for k in PATCH_CONTAINER {
-                if let Some(v) = c.get(k) {
-                    container.insert(k.into(), v.clone());
-                }
-            }
+    for k in PATCH_SPEC {
+        if let Some(v) = layout.pointer(&format!("/spec/{k}")) {
+            spec.insert(k.into(), v.clone());
         }
     }
     spec.insert("containers".into(), json!([container]));
-    let mut labels = Map::new();
+    let mut labels: Map<String, Value> = layout
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     if let Some(name) = str_at(object, &["metadata", "name"]) {
         labels.insert("jobset.sigs.k8s.io/jobset-name".into(), json!(name));
     }
@@ -90,6 +158,23 @@ fn synthetic_pod(object: &Value) -> Value {
         .cloned()
         .unwrap_or_else(|| json!({}));
     json!({"metadata": {"labels": labels, "annotations": annotations}, "spec": spec})
+}
+
+/// The part of a synthetic pod that lives in runtime patches.
+fn patch_view(pod: &Value) -> Value {
+    let mut spec = Map::new();
+    for k in PATCH_SPEC {
+        if let Some(v) = pod["spec"].get(k) {
+            spec.insert(k.into(), v.clone());
+        }
+    }
+    let mut container = Map::new();
+    for k in PATCH_CONTAINER {
+        if let Some(v) = pod["spec"]["containers"][0].get(k) {
+            container.insert(k.into(), v.clone());
+        }
+    }
+    json!({"spec": spec, "container": container})
 }
 
 /// Judge and lay out a TrainJob. Returns whether it is a training object.
@@ -212,19 +297,32 @@ fn write_back(
             env.push(e.clone(), ops);
         }
     }
-    // Pod layout: trainplace's runtime patch, replaced whole so it stays one entry.
-    let mut spec = Map::new();
+    // Pod layout: trainplace's runtime patch holds what the layout adds on top of the
+    // other patches (the user's, the advisor's), replaced whole so it stays one entry.
+    let mut base_pod = after.clone();
+    base_pod["spec"] = json!({"containers": [{"name": NODE}]});
+    let base_layout = patched_layout(object, false);
     for k in PATCH_SPEC {
-        if let Some(v) = after["spec"].get(k) {
-            spec.insert(k.into(), v.clone());
+        if let Some(v) = base_layout.pointer(&format!("/spec/{k}")) {
+            base_pod["spec"][k] = v.clone();
         }
     }
+    if let Some(c) = items(&base_layout, &["spec", "containers"])
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
+    {
+        merge(&mut base_pod["spec"]["containers"][0], c);
+    }
+    let added = delta(&patch_view(after), &patch_view(&base_pod)).unwrap_or_else(|| json!({}));
+    let mut spec: Map<String, Value> = added
+        .get("spec")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     let mut container = Map::new();
     container.insert("name".into(), json!(NODE));
-    for k in PATCH_CONTAINER {
-        if let Some(v) = c_after.get(k) {
-            container.insert(k.into(), v.clone());
-        }
+    if let Some(c) = added.get("container").and_then(Value::as_object) {
+        container.extend(c.clone());
     }
     spec.insert("containers".into(), json!([container]));
     let text = changes
