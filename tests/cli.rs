@@ -2,7 +2,9 @@
 //! parse errors, the kubectl plugin through real kubectl, and strict validation of
 //! every mutated pod against the official Kubernetes schema.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
@@ -244,20 +246,6 @@ fn kubectl_plugin_through_real_kubectl() {
     assert_eq!(denied.status.code(), Some(1));
 }
 
-/// `kubernetes-validate` from PyPI: `.ci/run` installs it into `.venv`; a developer can
-/// point TRAINPLACE_KUBERNETES_VALIDATE at another copy.
-fn kubernetes_validate() -> PathBuf {
-    if let Ok(p) = std::env::var("TRAINPLACE_KUBERNETES_VALIDATE") {
-        return PathBuf::from(p);
-    }
-    let venv = root().join(".venv/bin/kubernetes-validate");
-    assert!(
-        venv.exists(),
-        "kubernetes-validate not found: run `python3 -m venv .venv && .venv/bin/pip install kubernetes-validate` (the CI does)"
-    );
-    venv
-}
-
 #[test]
 fn every_mutated_pod_passes_the_official_schema_strictly() {
     let dir = tempfile::tempdir().unwrap();
@@ -290,7 +278,7 @@ fn every_mutated_pod_passes_the_official_schema_strictly() {
         files.push(out);
     }
     assert!(files.len() > 30, "only {} fixtures", files.len());
-    let v = Command::new(kubernetes_validate())
+    let v = Command::new(common::kubernetes_validate())
         .args(["--strict", "-k", "1.33.0", "--quiet"])
         .args(&files)
         .output()

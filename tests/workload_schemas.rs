@@ -4,6 +4,8 @@
 //! against the official Kubernetes schema with `kubernetes-validate --strict`.
 //! Not enforced by a JSON-schema validator: `x-kubernetes-*` extensions and CEL rules.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -108,13 +110,7 @@ fn mutated_workloads_validate_against_their_crds() {
         }
     }
     assert!(checked >= 15, "only {checked} CRD workloads checked");
-    let validate = std::env::var("TRAINPLACE_KUBERNETES_VALIDATE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root().join(".venv/bin/kubernetes-validate"));
-    assert!(
-        validate.exists(),
-        "kubernetes-validate missing: run scripts/test-deps.sh"
-    );
+    let validate = common::kubernetes_validate();
     let o = std::process::Command::new(validate)
         .args(["--strict", "-k", "1.33.0", "--quiet"])
         .args(&jobs)

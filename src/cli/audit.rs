@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use trainplace_engine::inventory::Snapshot;
 use trainplace_engine::{Mode, Requester, Verdict, evaluate};
 
-use super::input::{self, Document};
-use super::{ExitCode, PolicyArgs};
+use super::input::Document;
+use super::{ExitCode, Inputs, PolicyArgs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AuditOutput {
@@ -115,40 +115,24 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
 }
 
 pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
-    let policy = match args.policy.load() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::BadInput);
-        }
-    };
-    let (docs, snapshot, notes) = match &args.from {
-        Some(file) => {
-            let docs = match input::read(file) {
-                Ok(d) => d,
+    let (policy, docs, snapshot, notes) = match &args.from {
+        Some(file) => match Inputs::load(&args.policy, file, args.cluster.as_deref()) {
+            Ok(i) => (i.policy, i.docs, i.inventory, Vec::new()),
+            Err(code) => return Ok(code),
+        },
+        None => {
+            let policy = match args.policy.load() {
+                Ok(p) => p,
                 Err(e) => {
                     eprintln!("error: {e}");
                     return Ok(ExitCode::BadInput);
                 }
             };
-            let snap = match &args.cluster {
-                Some(dir) => match crate::inventory::files::load_dir(dir) {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return Ok(ExitCode::BadInput);
-                    }
-                },
-                None => None,
-            };
-            (docs, snap, Vec::new())
-        }
-        None => {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
             match rt.block_on(live(args)) {
-                Ok((d, s, n)) => (d, Some(s), n),
+                Ok((d, s, n)) => (policy, d, Some(s), n),
                 Err(e) => {
                     eprintln!(
                         "error: cannot read the cluster through the kubeconfig: {e}\n(use --from FILE with `kubectl get pods,jobs,... -A -o json` output to audit offline)"

@@ -9,9 +9,9 @@ use serde_json::Value;
 use trainplace_engine::inventory::Snapshot;
 use trainplace_engine::{Finding, Mode, Policy, Requester, Verdict, evaluate};
 
-use super::input::{self, Document};
+use super::input::Document;
 use super::render::{self, ObjectReport};
-use super::{ExitCode, PolicyArgs};
+use super::{ExitCode, Inputs, PolicyArgs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
@@ -134,29 +134,13 @@ fn invalid_verdict(d: &Document, ns: &str, message: &str) -> Verdict {
 }
 
 pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
-    let policy = match args.policy.load() {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::BadInput);
-        }
-    };
-    let docs = match input::read(&args.file) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::BadInput);
-        }
-    };
-    let inventory = match &args.cluster {
-        Some(dir) => match crate::inventory::files::load_dir(dir) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Ok(ExitCode::BadInput);
-            }
-        },
-        None => None,
+    let Inputs {
+        policy,
+        docs,
+        inventory,
+    } = match Inputs::load(&args.policy, &args.file, args.cluster.as_deref()) {
+        Ok(i) => i,
+        Err(code) => return Ok(code),
     };
     let verdicts = judge(&docs, &policy, args, inventory.as_ref());
     let output = args

@@ -67,6 +67,36 @@ pub enum AdvisorSub {
     Serve(trainplace_advisor::cli::AdvisorServeArgs),
 }
 
+/// What a dry-run or an offline audit reads: policy, documents, optional inventory.
+pub struct Inputs {
+    pub policy: Policy,
+    pub docs: Vec<input::Document>,
+    pub inventory: Option<trainplace_engine::inventory::Snapshot>,
+}
+
+impl Inputs {
+    /// Load everything, printing the first problem; `Err` carries the exit code.
+    pub fn load(
+        policy: &PolicyArgs,
+        file: &str,
+        cluster: Option<&std::path::Path>,
+    ) -> Result<Self, ExitCode> {
+        fn usable<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, ExitCode> {
+            r.map_err(|e| {
+                eprintln!("error: {e}");
+                ExitCode::BadInput
+            })
+        }
+        Ok(Inputs {
+            policy: usable(policy.load())?,
+            docs: usable(input::read(file))?,
+            inventory: cluster
+                .map(|d| usable(crate::inventory::files::load_dir(d)))
+                .transpose()?,
+        })
+    }
+}
+
 /// Where the policy comes from: a directory, or the embedded default.
 #[derive(Debug, Clone, Args)]
 pub struct PolicyArgs {

@@ -49,6 +49,26 @@ fn outcome(ok: bool) -> OutcomeLabels {
     }
 }
 
+/// Poll `fingerprint` every `every`; when it changes (and can be read), run `reload`.
+fn on_change(
+    every: Duration,
+    fingerprint: impl Fn() -> Option<[u8; 32]> + Send + 'static,
+    reload: impl Fn() + Send + 'static,
+) {
+    let mut last = fingerprint();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let now = fingerprint();
+            if now.is_some() && now != last {
+                last = now;
+                reload();
+            }
+        }
+    });
+}
+
 pub fn watch_certs(
     state: AppState,
     store: Arc<CertStore>,
@@ -56,69 +76,49 @@ pub fn watch_certs(
     key: PathBuf,
     every: Duration,
 ) {
-    let mut last = files_hash(&[&cert, &key]);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tick.tick().await;
-            let now = files_hash(&[&cert, &key]);
-            if now.is_none() || now == last {
-                continue;
-            }
-            last = now;
-            match load_pem(&cert, &key) {
+    let (c, k) = (cert.clone(), key.clone());
+    on_change(
+        every,
+        move || files_hash(&[&c, &k]),
+        move || {
+            let ok = match load_pem(&cert, &key) {
                 Ok(ck) => {
                     store.replace(ck);
-                    state
-                        .metrics
-                        .cert_reloads
-                        .get_or_create(&outcome(true))
-                        .inc();
                     tracing::info!(cert = %cert.display(), "serving certificate reloaded");
+                    true
                 }
                 Err(error) => {
-                    state
-                        .metrics
-                        .cert_reloads
-                        .get_or_create(&outcome(false))
-                        .inc();
                     tracing::error!(%error, "new certificate rejected; keeping the last good one");
+                    false
                 }
-            }
-        }
-    });
+            };
+            state.metrics.cert_reloads.get_or_create(&outcome(ok)).inc();
+        },
+    );
 }
 
 pub fn watch_policy(state: AppState, dir: PathBuf, every: Duration) {
-    let mut last = dir_hash(&dir);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tick.tick().await;
-            let now = dir_hash(&dir);
-            if now.is_none() || now == last {
-                continue;
-            }
-            last = now;
-            match Policy::load_dir(&dir) {
+    let d = dir.clone();
+    on_change(
+        every,
+        move || dir_hash(&d),
+        move || {
+            let ok = match Policy::load_dir(&dir) {
                 Ok(p) => {
                     state.policy.store(Arc::new(p));
-                    state
-                        .metrics
-                        .policy_reloads
-                        .get_or_create(&outcome(true))
-                        .inc();
                     tracing::info!(dir = %dir.display(), "policy reloaded");
+                    true
                 }
                 Err(error) => {
-                    state
-                        .metrics
-                        .policy_reloads
-                        .get_or_create(&outcome(false))
-                        .inc();
                     tracing::error!(%error, "policy edit rejected; keeping the last good policy");
+                    false
                 }
-            }
-        }
-    });
+            };
+            state
+                .metrics
+                .policy_reloads
+                .get_or_create(&outcome(ok))
+                .inc();
+        },
+    );
 }

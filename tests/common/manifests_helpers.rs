@@ -115,18 +115,6 @@ pub fn openssl(args: &[&str]) -> String {
     text(&out.stdout)
 }
 
-pub fn kubernetes_validate() -> PathBuf {
-    if let Ok(p) = std::env::var("TRAINPLACE_KUBERNETES_VALIDATE") {
-        return PathBuf::from(p);
-    }
-    let venv = root().join(".venv/bin/kubernetes-validate");
-    assert!(
-        venv.exists(),
-        "kubernetes-validate not found: run scripts/test-deps.sh (the CI does)"
-    );
-    venv
-}
-
 /// Identifiers a webhook matchCondition may start from (CEL variables of admission).
 pub const CEL_VARIABLES: [&str; 5] = ["object", "oldObject", "request", "params", "authorizer"];
 const CEL_MACROS: [&str; 5] = ["all", "exists", "exists_one", "map", "filter"];

@@ -157,3 +157,18 @@ pub fn apply_response_patch(object: &Value, response: &Value) -> Value {
     json_patch::patch(&mut out, &patch).unwrap();
     out
 }
+
+/// `kubernetes-validate` from PyPI (official Kubernetes schemas): `scripts/test-deps.sh`
+/// installs it into `.venv`; TRAINPLACE_KUBERNETES_VALIDATE points at another copy.
+/// Missing is a failure, not a skip.
+pub fn kubernetes_validate() -> PathBuf {
+    if let Ok(p) = std::env::var("TRAINPLACE_KUBERNETES_VALIDATE") {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/kubernetes-validate");
+    assert!(
+        venv.exists(),
+        "kubernetes-validate not found: run scripts/test-deps.sh (the CI does)"
+    );
+    venv
+}
