@@ -47,7 +47,8 @@ pub struct Metrics {
     pub http_errors: Family<ReviewLabels, Counter>,
     /// 1 when cluster inventory data is live (or loaded from files).
     pub inventory_up: Gauge,
-    /// Seconds since the inventory snapshot was rebuilt; -1 when there is none.
+    /// Seconds since the watched objects last changed (the snapshot is rebuilt on
+    /// change only); -1 when there is none.
     pub inventory_age: Gauge,
 }
 

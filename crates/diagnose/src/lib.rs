@@ -66,12 +66,12 @@ pub fn diagnose(
         .as_deref()
         .filter(|_| opts.instance().is_none())
     {
+        let (message, fix) = catalog::unknown_type(name);
         report.findings.push(Finding::new(
             Severity::Info,
             "instance-type-unknown",
-            format!("{name} is not in trainplace's instance table; judged without its facts"),
-            "Pass one of the types in crates/diagnose/data/instances.yaml, or add the type there."
-                .to_string(),
+            message,
+            fix,
         ));
     }
     for kind in kinds {
