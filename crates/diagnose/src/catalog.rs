@@ -205,7 +205,9 @@ pub fn unknown_type(name: &str) -> (String, String) {
     let name = name.trim();
     if let Some((_, reason)) = FACTS.not_supported.iter().find(|(n, _)| n == name) {
         return (
-            format!("{name} is not supported by the diagnosis ({reason}); judged without its facts"),
+            format!(
+                "{name} is not supported by the diagnosis ({reason}); judged without its facts"
+            ),
             format!(
                 "trainplace diagnose judges NCCL on NVIDIA types; to judge {name} anyway, move \
                  it from not_supported to instances in {FACTS_PATH} with its facts."
@@ -295,7 +297,10 @@ mod tests {
                 "{name} is both described and not supported in {FACTS_PATH}"
             );
             if let Some(reason) = reason(name) {
-                assert!(!reason.trim().is_empty(), "{name}: empty not_supported reason");
+                assert!(
+                    !reason.trim().is_empty(),
+                    "{name}: empty not_supported reason"
+                );
             }
             if profile.accelerator_resource == NVIDIA {
                 assert!(
@@ -328,9 +333,15 @@ mod tests {
         assert_eq!((p4d.gpus, p4d.rdma, p4d.max_efa), (8, Rdma::Read, 4));
         assert!(p4d.has_nvlink() && p4d.gpu.starts_with("A100") && p4d.plugin_topo_file);
         let p5 = find("p5.48xlarge").unwrap();
-        assert_eq!((p5.rdma, p5.max_efa, p5.network_gbps), (Rdma::ReadWrite, 32, Some(3200)));
+        assert_eq!(
+            (p5.rdma, p5.max_efa, p5.network_gbps),
+            (Rdma::ReadWrite, 32, Some(3200))
+        );
         let g5 = find("g5.12xlarge").unwrap();
-        assert_eq!((g5.gpus, g5.intra_node, g5.rdma), (4, IntraNode::Pcie, Rdma::None));
+        assert_eq!(
+            (g5.gpus, g5.intra_node, g5.rdma),
+            (4, IntraNode::Pcie, Rdma::None)
+        );
         assert!(!g5.rdma_capable());
     }
 
