@@ -21,7 +21,20 @@ fn main() -> anyhow::Result<()> {
             runtime()?.block_on(trainplace::server::serve(config))?;
             ExitCode::Ok
         }
-        Command::Advise(args) => return exit(trainplace_advisor::cli::run_advise(&args)?),
+        Command::Advise(mut args) => {
+            if args.from_cluster {
+                match trainplace::inventory::live::nodes_json() {
+                    Ok(listed) => args.cluster_nodes = Some(listed),
+                    Err(error) => {
+                        eprintln!(
+                            "error: --from-cluster: cannot list nodes through the kubeconfig: {error}"
+                        );
+                        return exit(ExitCode::BadInput as i32);
+                    }
+                }
+            }
+            return exit(trainplace_advisor::cli::run_advise(&args)?);
+        }
         Command::Advisor(cmd) => match cmd.command {
             AdvisorSub::Serve(args) => {
                 trainplace::server::init_tracing();

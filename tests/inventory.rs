@@ -163,3 +163,27 @@ fn cli_takes_a_cluster_directory() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nodes.json"));
 }
+
+#[test]
+fn advise_from_cluster_without_a_cluster_is_a_clear_error() {
+    let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args([
+            "advise",
+            "--gpus",
+            "16",
+            "--family",
+            "h100",
+            "--days",
+            "1",
+            "--from-cluster",
+        ])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--from-cluster: cannot list nodes through the kubeconfig"),
+        "{err}"
+    );
+}

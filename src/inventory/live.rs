@@ -147,3 +147,18 @@ impl LiveInventory {
         inv
     }
 }
+
+/// The cluster's Nodes through the kubeconfig, as `kubectl get nodes -o json` prints
+/// them (for `trainplace advise --from-cluster`).
+pub fn nodes_json() -> anyhow::Result<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = Client::try_default().await?;
+        let nodes = Api::<Node>::all(client).list(&Default::default()).await?;
+        Ok(serde_json::to_string(
+            &serde_json::json!({"apiVersion": "v1", "kind": "List", "items": nodes.items}),
+        )?)
+    })
+}

@@ -84,6 +84,13 @@ pub struct AdviseArgs {
     /// JSON of `kubectl get nodes -o json` (the cluster inventory).
     #[arg(long)]
     pub nodes_json: Option<PathBuf>,
+    /// Read the cluster's nodes through the kubeconfig instead of --nodes-json (the
+    /// trainplace binary lists them; this crate stays free of a Kubernetes client).
+    #[arg(long, conflicts_with = "nodes_json")]
+    pub from_cluster: bool,
+    /// Nodes the caller listed for `--from-cluster`, shaped like `kubectl get nodes -o json`.
+    #[arg(skip)]
+    pub cluster_nodes: Option<String>,
     /// Output format of the recommendation.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -170,7 +177,10 @@ pub fn inputs(args: &AdviseArgs) -> Result<(AdviceRequest, RawFacts), InputError
             InputSource::InstanceTypes,
             "--instance-types",
         )?,
-        nodes: doc(&args.nodes_json, InputSource::Nodes, "--nodes-json")?,
+        nodes: match &args.cluster_nodes {
+            Some(listed) => Some(listed.clone()),
+            None => doc(&args.nodes_json, InputSource::Nodes, "--nodes-json")?,
+        },
     };
     Ok((req, facts))
 }
