@@ -17,12 +17,9 @@ async fn post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, Value)
 
 #[tokio::test]
 async fn mutate_and_validate_over_tls() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new("test-ca");
-    let (crt, key) = pki.write_leaf(dir.path());
-    let srv = serve(config(Some((crt, key)), None)).await;
+    let (srv, pki, _dir) = tls_server(None).await;
     let c = client(&pki.ca_pem);
-    let base = format!("https://localhost:{}", srv.addr.port());
+    let base = https_base(&srv);
 
     let pod = fixture_object("full-node-p5-jobset");
     let (status, body) = post(&c, &format!("{base}/mutate"), &review_for(&pod, "uid-1")).await;
@@ -94,18 +91,15 @@ async fn mutate_and_validate_over_tls() {
 
 #[tokio::test]
 async fn warn_mode_returns_warnings_and_still_patches() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new("test-ca");
-    let (crt, key) = pki.write_leaf(dir.path());
     let pol = tempfile::tempdir().unwrap();
     std::fs::write(
         pol.path().join("policy.yaml"),
         "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nrules:\n  partial-node: warn\noptIns: {}\n",
     )
     .unwrap();
-    let srv = serve(config(Some((crt, key)), Some(pol.path().to_path_buf()))).await;
+    let (srv, pki, _dir) = tls_server(Some(pol.path().to_path_buf())).await;
     let c = client(&pki.ca_pem);
-    let base = format!("https://localhost:{}", srv.addr.port());
+    let base = https_base(&srv);
     let bad = fixture_object("one-gpu-per-pod-kubeflow");
     let mut review = review_for(&bad, "w-1");
     review["request"]["dryRun"] = json!(true);
@@ -227,10 +221,7 @@ async fn bad_input_gets_clear_errors() {
 
 #[tokio::test]
 async fn slow_client_is_disconnected() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new("test-ca");
-    let (crt, key) = pki.write_leaf(dir.path());
-    let srv = serve(config(Some((crt, key)), None)).await;
+    let (srv, pki, _dir) = tls_server(None).await;
     let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
     let connector =
         tokio_rustls::TlsConnector::from(std::sync::Arc::new(client_config(&pki.ca_pem)));
@@ -384,10 +375,7 @@ async fn policy_reload_and_broken_edit() {
 
 #[tokio::test]
 async fn probes_and_graceful_drain() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new("test-ca");
-    let (crt, key) = pki.write_leaf(dir.path());
-    let srv = serve(config(Some((crt, key)), None)).await;
+    let (srv, pki, _dir) = tls_server(None).await;
     let probe = format!("http://{}", srv.probe_addr);
     assert_eq!(
         reqwest::get(format!("{probe}/healthz"))
@@ -450,12 +438,9 @@ async fn probes_and_graceful_drain() {
 
 #[tokio::test]
 async fn one_review_per_workload_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let pki = Pki::new("test-ca");
-    let (crt, key) = pki.write_leaf(dir.path());
-    let srv = serve(config(Some((crt, key)), None)).await;
+    let (srv, pki, _dir) = tls_server(None).await;
     let c = client(&pki.ca_pem);
-    let base = format!("https://localhost:{}", srv.addr.port());
+    let base = https_base(&srv);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workloads");
     let mut kinds = std::collections::BTreeSet::new();
     for entry in std::fs::read_dir(root).unwrap() {

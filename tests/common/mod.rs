@@ -172,3 +172,18 @@ pub fn kubernetes_validate() -> PathBuf {
     );
     venv
 }
+
+/// A server on free ports serving a fresh CA-signed certificate from files on disk.
+/// Keep the TempDir alive as long as the server runs.
+pub async fn tls_server(policy_dir: Option<PathBuf>) -> (Running, Pki, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("test-ca");
+    let (crt, key) = pki.write_leaf(dir.path());
+    let srv = serve(config(Some((crt, key)), policy_dir)).await;
+    (srv, pki, dir)
+}
+
+/// `https://localhost:PORT` of a running server (the certificate names localhost).
+pub fn https_base(srv: &Running) -> String {
+    format!("https://localhost:{}", srv.addr.port())
+}

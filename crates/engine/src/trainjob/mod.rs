@@ -5,7 +5,11 @@
 //! through the same classify / plan / rules code as every other template; the edits
 //! are mapped back. `hostIPC` cannot be patched through a TrainJob: it is reported.
 
+mod patches;
+
 use serde_json::{Map, Value, json};
+
+use patches::{delta, merge, our_patch_index, patch_view, patched_layout, synthetic_pod};
 
 use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, MUTATED};
 use crate::classify::{Class, SiteHints, Target, classify};
@@ -25,157 +29,6 @@ const NODE: &str = "node";
 const PATCH_SPEC: [&str; 4] = ["nodeSelector", "tolerations", "affinity", "volumes"];
 const PATCH_CONTAINER: [&str; 2] = ["securityContext", "volumeMounts"];
 const FIELD: &str = "spec.trainer";
-
-fn our_patch_index(object: &Value) -> Option<usize> {
-    items(object, &["spec", "runtimePatches"])
-        .iter()
-        .position(|p| p.get("manager").and_then(Value::as_str) == Some(MANAGER))
-}
-
-/// The `node` pod template a runtime patch carries, if any.
-fn node_template(patch: &Value) -> Option<&Value> {
-    patch
-        .pointer("/trainingRuntimeSpec/template/spec/replicatedJobs")?
-        .as_array()?
-        .iter()
-        .find(|j| j.get("name").and_then(Value::as_str) == Some(NODE))?
-        .pointer("/template/spec/template")
-}
-
-/// Merge `patch` into `acc` the way list-of-named-objects patches read: objects key by
-/// key, named list entries by name, other list entries appended when new.
-fn merge(acc: &mut Value, patch: &Value) {
-    match (acc, patch) {
-        (Value::Object(a), Value::Object(p)) => {
-            for (k, v) in p {
-                match a.get_mut(k) {
-                    Some(slot) => merge(slot, v),
-                    None => {
-                        a.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (Value::Array(a), Value::Array(p)) => {
-            for v in p {
-                let name = v.get("name").and_then(Value::as_str);
-                let at = name.and_then(|n| {
-                    a.iter()
-                        .position(|e| e.get("name").and_then(Value::as_str) == Some(n))
-                });
-                match at {
-                    Some(i) => merge(&mut a[i], v),
-                    None if !a.contains(v) => a.push(v.clone()),
-                    None => {}
-                }
-            }
-        }
-        (slot, v) => *slot = v.clone(),
-    }
-}
-
-/// What `after` adds to `base`: changed keys, recursively; new list entries.
-fn delta(after: &Value, base: &Value) -> Option<Value> {
-    match (after, base) {
-        (a, b) if a == b => None,
-        (Value::Object(a), Value::Object(b)) => {
-            let m: Map<String, Value> = a
-                .iter()
-                .filter_map(|(k, v)| match b.get(k) {
-                    Some(bv) => delta(v, bv).map(|d| (k.clone(), d)),
-                    None => Some((k.clone(), v.clone())),
-                })
-                .collect();
-            (!m.is_empty()).then_some(Value::Object(m))
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            let new: Vec<Value> = a.iter().filter(|v| !b.contains(v)).cloned().collect();
-            (!new.is_empty()).then_some(Value::Array(new))
-        }
-        (a, _) => Some(a.clone()),
-    }
-}
-
-/// The pod layout all runtime patches give the `node` job: others' in order, then
-/// trainplace's own when `with_ours`.
-fn patched_layout(object: &Value, with_ours: bool) -> Value {
-    let patches = items(object, &["spec", "runtimePatches"]);
-    let ours = |p: &&Value| p.get("manager").and_then(Value::as_str) == Some(MANAGER);
-    let mut acc = json!({});
-    for p in patches
-        .iter()
-        .filter(|p| !ours(p))
-        .chain(patches.iter().filter(|p| with_ours && ours(p)))
-    {
-        if let Some(t) = node_template(p) {
-            merge(&mut acc, t);
-        }
-    }
-    acc
-}
-
-/// The pod the trainer nodes will be, as far as the TrainJob and its patches say.
-fn synthetic_pod(object: &Value) -> Value {
-    let trainer = object
-        .pointer("/spec/trainer")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let layout = patched_layout(object, true);
-    let mut container = json!({"name": NODE});
-    if let Some(c) = items(&layout, &["spec", "containers"])
-        .iter()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
-    {
-        merge(&mut container, c);
-    }
-    for (from, to) in [
-        ("resourcesPerNode", "resources"),
-        ("env", "env"),
-        ("command", "command"),
-        ("args", "args"),
-    ] {
-        if let Some(v) = trainer.get(from) {
-            merge(&mut container, &json!({ to: v }));
-        }
-    }
-    let mut spec = Map::new();
-    for k in PATCH_SPEC {
-        if let Some(v) = layout.pointer(&format!("/spec/{k}")) {
-            spec.insert(k.into(), v.clone());
-        }
-    }
-    spec.insert("containers".into(), json!([container]));
-    let mut labels: Map<String, Value> = layout
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    if let Some(name) = str_at(object, &["metadata", "name"]) {
-        labels.insert("jobset.sigs.k8s.io/jobset-name".into(), json!(name));
-    }
-    let annotations = object
-        .pointer("/metadata/annotations")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    json!({"metadata": {"labels": labels, "annotations": annotations}, "spec": spec})
-}
-
-/// The part of a synthetic pod that lives in runtime patches.
-fn patch_view(pod: &Value) -> Value {
-    let mut spec = Map::new();
-    for k in PATCH_SPEC {
-        if let Some(v) = pod["spec"].get(k) {
-            spec.insert(k.into(), v.clone());
-        }
-    }
-    let mut container = Map::new();
-    for k in PATCH_CONTAINER {
-        if let Some(v) = pod["spec"]["containers"][0].get(k) {
-            container.insert(k.into(), v.clone());
-        }
-    }
-    json!({"spec": spec, "container": container})
-}
 
 /// Judge and lay out a TrainJob. Returns whether it is a training object.
 pub(crate) fn evaluate(

@@ -1,107 +1,19 @@
-//! The recommended layout, written into a pod template: only what is missing, never
-//! overwriting a value the user set, appending after the user's list entries so every
-//! existing entry keeps its position. Each change is recorded with its reason.
+//! The layout steps: each writes one part of the recommended layout into a pod
+//! template when it is missing, and records the change with its reason.
 
 use serde_json::{Value, json};
 
+use super::{Edit, Plan, SHM_VOLUME};
 use crate::annotations::{
-    LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE, NCCL_DEBUG, RES_EFA, RES_NVIDIA_GPU, SHM_SIZE,
+    LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE, NCCL_DEBUG, RES_EFA, RES_NVIDIA_GPU,
 };
-use crate::catalog::InstanceProfile;
-use crate::classify::{InstanceSource, Shape};
+use crate::classify::InstanceSource;
 use crate::edit::{Cursor, Ops};
 use crate::json::items;
-use crate::podspec::{PodView, command_line, env_entry};
-use crate::policy::{Effective, Mutations};
+use crate::podspec::{command_line, env_entry};
 
-/// One change, as written into the `trainplace.io/mutated` annotation.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Change {
-    pub what: String,
-    pub why: String,
-}
-
-const SHM_VOLUME: &str = "trainplace-shm";
-
-/// Everything the layout needs, read before any edit.
-pub struct Plan<'a> {
-    pub shape: &'a Shape<'a>,
-    pub instance: &'a InstanceProfile,
-    pub source: InstanceSource,
-    pub eff: &'a Effective<'a>,
-    /// Indices of the containers that get the GPU layout.
-    pub containers: Vec<usize>,
-    /// /dev/shm size (annotation, policy, instance default), already validated.
-    pub shm_size: String,
-    /// NCCL_DEBUG level from the annotation.
-    pub nccl_debug: Option<String>,
-}
-
-impl<'a> Plan<'a> {
-    pub fn new(
-        view: &PodView<'_>,
-        shape: &'a Shape<'a>,
-        instance: &'a InstanceProfile,
-        source: InstanceSource,
-        eff: &'a Effective<'a>,
-        shm_size: String,
-    ) -> Self {
-        Plan {
-            shape,
-            instance,
-            source,
-            eff,
-            containers: view.device_containers().map(|c| c.index).collect(),
-            shm_size,
-            nccl_debug: view.annotation(NCCL_DEBUG).map(String::from),
-        }
-    }
-
-    fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
-        self.eff.on(pick)
-    }
-
-    fn whole_node(&self) -> bool {
-        self.shape.per_pod == self.instance.accelerators
-    }
-
-    /// Apply the layout to the pod template at `site`, recording each edit in `ops`.
-    pub fn apply(&self, site: Cursor<'_>, ops: &mut Ops) -> Vec<Change> {
-        let mut out = Vec::new();
-        let Some(mut spec) = site.get("spec") else {
-            return out;
-        };
-        let mut ed = Edit { ops, out: &mut out };
-        let steps: [(Switch, Step<'a>); 10] = [
-            (|m| m.efa, Plan::efa),
-            (|m| m.host_ipc, Plan::host_ipc),
-            (|m| m.ipc_lock, Plan::ipc_lock),
-            (|m| m.shm, Plan::shm),
-            (|m| m.nccl_env, Plan::nccl_env),
-            (|m| m.torchrun_env, Plan::torchrun_env),
-            (|m| m.tolerations, Plan::tolerations),
-            (|m| m.pin_instance_type, Plan::pin_instance),
-            (|m| m.zone_affinity, Plan::zone_affinity),
-            (|m| m.node_anti_affinity, Plan::anti_affinity),
-        ];
-        for (switch, step) in steps {
-            if self.on(switch) {
-                step(self, &mut spec, &mut ed);
-            }
-        }
-        out
-    }
-
-    /// Whether the plan gives the pod EFA interfaces it did not ask for.
-    pub fn adds_efa(&self) -> bool {
-        self.on(|m| m.efa)
-            && self.whole_node()
-            && self.shape.efa == 0
-            && self.instance.has_efa()
-            && !self.containers.is_empty()
-    }
-
-    fn efa(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+impl Plan<'_> {
+    pub(super) fn efa(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         if !self.adds_efa() {
             return;
         }
@@ -133,7 +45,7 @@ impl<'a> Plan<'a> {
         );
     }
 
-    fn host_ipc(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn host_ipc(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         if spec.insert_missing("hostIPC", Value::Bool(true), ed.ops) {
             ed.change(
                 "hostIPC=true".into(),
@@ -142,7 +54,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn ipc_lock(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn ipc_lock(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         for &i in &self.containers {
             let name = container_name(spec.value, i);
             let has = items(spec.value, &["containers"])
@@ -166,7 +78,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn shm(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn shm(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let needs: Vec<usize> = self
             .containers
             .iter()
@@ -196,7 +108,7 @@ impl<'a> Plan<'a> {
     }
 
     /// The memory-backed volume other containers already mount at /dev/shm, or a new one.
-    fn shm_volume(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) -> String {
+    pub(super) fn shm_volume(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) -> String {
         if let Some(name) = items(spec.value, &["containers"])
             .iter()
             .find_map(|c| mount_at(c, "/dev/shm"))
@@ -230,7 +142,7 @@ impl<'a> Plan<'a> {
         name
     }
 
-    fn nccl_env(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn nccl_env(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let mut wanted: Vec<(String, String, String)> = Vec::new();
         if self.shape.accel_resource == RES_NVIDIA_GPU || self.shape.accel_resource.is_empty() {
             let efa = self.shape.efa > 0 || self.adds_efa();
@@ -258,7 +170,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn torchrun_env(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn torchrun_env(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         for &i in &self.containers {
             let Some(c) = items(spec.value, &["containers"]).get(i) else {
                 continue;
@@ -285,7 +197,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn add_env(
+    pub(super) fn add_env(
         &self,
         spec: &mut Cursor<'_>,
         i: usize,
@@ -310,7 +222,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn tolerations(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn tolerations(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let mut keys = Vec::new();
         if !self.shape.accel_resource.is_empty() {
             keys.push(self.shape.accel_resource.clone());
@@ -341,7 +253,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn pin_instance(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn pin_instance(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         if matches!(
             self.source,
             InstanceSource::NodeSelector | InstanceSource::NodeAffinity
@@ -359,7 +271,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn zone_affinity(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn zone_affinity(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let z = &self.shape.zones;
         if !self.shape.multi_pod
             || z.pinned.is_some()
@@ -382,7 +294,7 @@ impl<'a> Plan<'a> {
         }
     }
 
-    fn anti_affinity(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+    pub(super) fn anti_affinity(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         if !self.shape.multi_pod || !self.whole_node() {
             return;
         }
@@ -410,22 +322,6 @@ impl<'a> Plan<'a> {
                 "one pod per node keeps every GPU of a node on NVLink inside one pod".into(),
             );
         }
-    }
-}
-
-type Step<'a> = fn(&Plan<'a>, &mut Cursor<'_>, &mut Edit<'_>);
-/// Reads whether a mutation is switched on in policy.
-type Switch = fn(&Mutations) -> Option<bool>;
-
-/// The ops being recorded and the change lines being written, together.
-struct Edit<'a> {
-    ops: &'a mut Ops,
-    out: &'a mut Vec<Change>,
-}
-
-impl Edit<'_> {
-    fn change(&mut self, what: String, why: String) {
-        self.out.push(Change { what, why });
     }
 }
 
@@ -478,21 +374,4 @@ fn container_accels(c: &Value, res: &str) -> Option<u32> {
         .and_then(|m| m.get(res))
         .or_else(|| r.get("requests")?.get(res))?;
     crate::quantity::parse_count(v).ok()
-}
-
-/// The /dev/shm size for a pod: annotation, else policy, else the instance default.
-pub fn shm_size(
-    view: &PodView<'_>,
-    eff: &Effective<'_>,
-    instance: &InstanceProfile,
-) -> Result<String, String> {
-    if let Some(v) = view.annotation(SHM_SIZE) {
-        crate::quantity::parse_bytes(v)?;
-        return Ok(v.to_string());
-    }
-    Ok(eff
-        .defaults
-        .shm_size
-        .clone()
-        .unwrap_or_else(|| instance.shm_default.clone()))
 }

@@ -1,0 +1,133 @@
+//! The recommended layout, written into a pod template: only what is missing, never
+//! overwriting a value the user set, appending after the user's list entries so every
+//! existing entry keeps its position. Each change is recorded with its reason.
+
+mod steps;
+
+use crate::annotations::{NCCL_DEBUG, SHM_SIZE};
+use crate::catalog::InstanceProfile;
+use crate::classify::{InstanceSource, Shape};
+use crate::edit::{Cursor, Ops};
+use crate::podspec::PodView;
+use crate::policy::{Effective, Mutations};
+
+/// One change, as written into the `trainplace.io/mutated` annotation.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    pub what: String,
+    pub why: String,
+}
+
+const SHM_VOLUME: &str = "trainplace-shm";
+
+/// Everything the layout needs, read before any edit.
+pub struct Plan<'a> {
+    pub shape: &'a Shape<'a>,
+    pub instance: &'a InstanceProfile,
+    pub source: InstanceSource,
+    pub eff: &'a Effective<'a>,
+    /// Indices of the containers that get the GPU layout.
+    pub containers: Vec<usize>,
+    /// /dev/shm size (annotation, policy, instance default), already validated.
+    pub shm_size: String,
+    /// NCCL_DEBUG level from the annotation.
+    pub nccl_debug: Option<String>,
+}
+
+impl<'a> Plan<'a> {
+    pub fn new(
+        view: &PodView<'_>,
+        shape: &'a Shape<'a>,
+        instance: &'a InstanceProfile,
+        source: InstanceSource,
+        eff: &'a Effective<'a>,
+        shm_size: String,
+    ) -> Self {
+        Plan {
+            shape,
+            instance,
+            source,
+            eff,
+            containers: view.device_containers().map(|c| c.index).collect(),
+            shm_size,
+            nccl_debug: view.annotation(NCCL_DEBUG).map(String::from),
+        }
+    }
+
+    fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
+        self.eff.on(pick)
+    }
+
+    fn whole_node(&self) -> bool {
+        self.shape.per_pod == self.instance.accelerators
+    }
+
+    /// Apply the layout to the pod template at `site`, recording each edit in `ops`.
+    pub fn apply(&self, site: Cursor<'_>, ops: &mut Ops) -> Vec<Change> {
+        let mut out = Vec::new();
+        let Some(mut spec) = site.get("spec") else {
+            return out;
+        };
+        let mut ed = Edit { ops, out: &mut out };
+        let steps: [(Switch, Step<'a>); 10] = [
+            (|m| m.efa, Plan::efa),
+            (|m| m.host_ipc, Plan::host_ipc),
+            (|m| m.ipc_lock, Plan::ipc_lock),
+            (|m| m.shm, Plan::shm),
+            (|m| m.nccl_env, Plan::nccl_env),
+            (|m| m.torchrun_env, Plan::torchrun_env),
+            (|m| m.tolerations, Plan::tolerations),
+            (|m| m.pin_instance_type, Plan::pin_instance),
+            (|m| m.zone_affinity, Plan::zone_affinity),
+            (|m| m.node_anti_affinity, Plan::anti_affinity),
+        ];
+        for (switch, step) in steps {
+            if self.on(switch) {
+                step(self, &mut spec, &mut ed);
+            }
+        }
+        out
+    }
+
+    /// Whether the plan gives the pod EFA interfaces it did not ask for.
+    pub fn adds_efa(&self) -> bool {
+        self.on(|m| m.efa)
+            && self.whole_node()
+            && self.shape.efa == 0
+            && self.instance.has_efa()
+            && !self.containers.is_empty()
+    }
+}
+
+type Step<'a> = fn(&Plan<'a>, &mut Cursor<'_>, &mut Edit<'_>);
+/// Reads whether a mutation is switched on in policy.
+type Switch = fn(&Mutations) -> Option<bool>;
+
+/// The ops being recorded and the change lines being written, together.
+struct Edit<'a> {
+    ops: &'a mut Ops,
+    out: &'a mut Vec<Change>,
+}
+
+impl Edit<'_> {
+    fn change(&mut self, what: String, why: String) {
+        self.out.push(Change { what, why });
+    }
+}
+
+/// The /dev/shm size for a pod: annotation, else policy, else the instance default.
+pub fn shm_size(
+    view: &PodView<'_>,
+    eff: &Effective<'_>,
+    instance: &InstanceProfile,
+) -> Result<String, String> {
+    if let Some(v) = view.annotation(SHM_SIZE) {
+        crate::quantity::parse_bytes(v)?;
+        return Ok(v.to_string());
+    }
+    Ok(eff
+        .defaults
+        .shm_size
+        .clone()
+        .unwrap_or_else(|| instance.shm_default.clone()))
+}
