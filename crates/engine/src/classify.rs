@@ -194,7 +194,8 @@ fn target<'c>(
     if let Some(t) = &eff.defaults.instance_type {
         return resolve(t.clone(), InstanceSource::PolicyDefault);
     }
-    match inventory.map(|s| s.gpu_types(resource)).as_deref() {
+    let pools = eff.defaults.node_pools.as_deref();
+    match inventory.map(|s| s.gpu_types(resource, pools)).as_deref() {
         Some([only]) => resolve(only.name.clone(), InstanceSource::Inventory),
         Some(several) if several.len() > 1 => {
             Target::Several(several.iter().map(|t| t.name.clone()).collect())

@@ -174,16 +174,25 @@ impl Snapshot {
         self.learned.get(name)
     }
 
-    /// The one GPU instance type in the cluster for `resource`, or all of them.
-    pub fn gpu_types(&self, resource: &str) -> Vec<&NodeType> {
+    /// The GPU instance types in the cluster for `resource`, limited to nodes in the
+    /// allowed pools when the policy names any (`name` or `label=value`).
+    pub fn gpu_types(&self, resource: &str, pools: Option<&[String]>) -> Vec<&NodeType> {
         let res = if resource.is_empty() {
             RES_NVIDIA_GPU
         } else {
             resource
         };
+        let allowed = |t: &NodeType| {
+            pools.is_none_or(|want| {
+                t.pools.iter().any(|have| {
+                    want.iter()
+                        .any(|w| have == w || have.rsplit_once('=').is_some_and(|(_, v)| v == w))
+                })
+            })
+        };
         self.types
             .values()
-            .filter(|t| t.accelerator_resource == res)
+            .filter(|t| t.accelerator_resource == res && allowed(t))
             .collect()
     }
 

@@ -39,6 +39,11 @@ pub struct Defaults {
     pub aws_ofi_nccl_version: Option<String>,
     /// /dev/shm size when no annotation sets one (else the instance's default).
     pub shm_size: Option<String>,
+    /// Node groups / pools this namespace may use (`name` or `label=value`, matched
+    /// against eks.amazonaws.com/nodegroup, karpenter.sh/nodepool and the capacity
+    /// reservation label). Limits the GPU types the inventory offers a pod that names
+    /// no instance type.
+    pub node_pools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
