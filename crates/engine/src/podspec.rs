@@ -121,11 +121,6 @@ impl<'a> PodView<'a> {
             .and_then(Value::as_str)
     }
 
-    pub fn has_env(&self, container: usize, name: &str) -> bool {
-        self.container(container)
-            .is_some_and(|c| env_entry(c, name).is_some())
-    }
-
     pub fn container(&self, index: usize) -> Option<&'a Value> {
         items(self.pod, &["spec", "containers"]).get(index)
     }
