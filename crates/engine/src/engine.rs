@@ -130,7 +130,7 @@ pub fn evaluate_owned(
     let ctx = Ctx {
         eff: &eff,
         who,
-        judged_upstream: judged_upstream(&object, kind),
+        judged_upstream: judged_upstream(&object, kind) && policy.trusted_controller(who),
         kind,
     };
     let skip = annotation(&object, SKIP) == Some("true");
@@ -237,7 +237,8 @@ fn job_pods(object: &Value, sites: &[Site]) -> Result<Option<u32>, ObjectError> 
 
 /// A pod created by a controller from a template that carries trainplace's mark:
 /// the workload was judged at submit time with the submitter's identity, so the
-/// pod (created by a controller's service account) is not judged again for layout.
+/// pod is not judged again for layout. The caller also checks that a trusted
+/// controller is asking: anyone can write the mark and an ownerReference on a pod.
 fn judged_upstream(object: &Value, kind: Kind) -> bool {
     const OWNERS: [&str; 5] = [
         "Job",

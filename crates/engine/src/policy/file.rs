@@ -149,6 +149,10 @@ pub struct PolicyFile {
     /// Extra label selectors that mark a GPU pod as a training pod.
     #[serde(default)]
     pub training_selectors: Vec<LabelSelectorSpec>,
+    /// Groups of the controllers that create pods from workload templates (the job
+    /// controller, the Kubeflow, JobSet and LWS operators). Only their pods that carry
+    /// trainplace's mark skip a second layout judgement; anyone else's are judged.
+    pub trusted_controller_groups: Option<Vec<String>>,
     /// Applied in order; a later match overrides an earlier one field by field.
     #[serde(default)]
     pub namespaces: Vec<NamespaceOverride>,

@@ -24,6 +24,16 @@ pub const EMBEDDED_POLICY: &str = include_str!("../../../../policies/default.yam
 
 const API_VERSION: &str = "trainplace.io/v1alpha1";
 
+/// Service-account groups of the controllers that create training pods, in the
+/// namespaces their install manifests use.
+const DEFAULT_CONTROLLER_GROUPS: [&str; 5] = [
+    "system:serviceaccounts:kube-system",
+    "system:serviceaccounts:kubeflow",
+    "system:serviceaccounts:kubeflow-system",
+    "system:serviceaccounts:jobset-system",
+    "system:serviceaccounts:lws-system",
+];
+
 /// Parse one YAML document into `T`, reporting `origin:line:column` on error.
 pub fn parse_yaml<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T, PolicyError> {
     serde_yaml_ng::from_str(text).map_err(|e| {
@@ -361,6 +371,17 @@ impl Policy {
             .iter()
             .any(|g| g == "*" || who.groups.iter().any(|have| have == g));
         ns_ok && group_ok
+    }
+
+    /// Whether the requester is a controller whose pods come from judged templates.
+    pub fn trusted_controller(&self, who: &Requester<'_>) -> bool {
+        let default = DEFAULT_CONTROLLER_GROUPS.map(String::from);
+        let groups = self
+            .file
+            .trusted_controller_groups
+            .as_deref()
+            .unwrap_or(&default);
+        who.groups.iter().any(|g| groups.contains(g))
     }
 
     /// Whether labels match one of the policy's extra training-pod selectors.
