@@ -487,3 +487,53 @@ async fn one_review_per_workload_kind() {
     assert!(metrics.contains("kind=\"TrainJob\""), "{metrics}");
     srv.handle.shutdown();
 }
+
+#[tokio::test]
+async fn stalled_body_is_cut_off() {
+    let (srv, pki, _dir) = tls_server(None).await;
+    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let connector =
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(client_config(&pki.ca_pem)));
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    // Complete headers promising 5000 bytes, then 10 bytes and silence.
+    tls.write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"apiVersi")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(6), tls.read_to_end(&mut buf)).await;
+    assert!(
+        read.is_ok(),
+        "server waited more than 6 s for a stalled body"
+    );
+    let text = String::from_utf8_lossy(&buf);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 4"),
+        "unexpected answer: {text}"
+    );
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn http2_over_tls() {
+    let (srv, pki, _dir) = tls_server(None).await;
+    let mut cfg = client_config(&pki.ca_pem);
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    let c = reqwest::Client::builder()
+        .use_preconfigured_tls(cfg)
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let pod = fixture_object("full-node-p5-jobset");
+    let resp = c
+        .post(format!("{}/mutate", https_base(&srv)))
+        .json(&review_for(&pod, "h2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["response"]["uid"], "h2");
+    assert_eq!(body["response"]["allowed"], true);
+    srv.handle.shutdown();
+}
