@@ -26,8 +26,9 @@ const API_VERSION: &str = "trainplace.io/v1alpha1";
 
 /// Service-account groups of the controllers that create training pods, in the
 /// namespaces their install manifests use.
-const DEFAULT_CONTROLLER_GROUPS: [&str; 5] = [
+const DEFAULT_CONTROLLER_GROUPS: [&str; 6] = [
     "system:serviceaccounts:kube-system",
+    "system:serviceaccounts:mpi-operator",
     "system:serviceaccounts:kubeflow",
     "system:serviceaccounts:kubeflow-system",
     "system:serviceaccounts:jobset-system",
