@@ -36,6 +36,23 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// An allowing verdict with nothing found yet, named after the object.
+    fn empty(object: &Value, kind: Kind, who: &Requester<'_>) -> Self {
+        let text = |v: Option<&str>| v.unwrap_or("").to_string();
+        Verdict {
+            kind: text(object.get("kind").and_then(Value::as_str)),
+            kind_class: kind,
+            name: text(meta_str(object, "name").or_else(|| meta_str(object, "generateName"))),
+            namespace: text(meta_str(object, "namespace").or(Some(who.namespace))),
+            allowed: true,
+            findings: Vec::new(),
+            notes: Vec::new(),
+            changes: Vec::new(),
+            patch: json_patch::Patch(Vec::new()),
+            object: Value::Null,
+        }
+    }
+
     /// What the client sees as warnings: `warn` findings and notes.
     pub fn warnings(&self) -> Vec<String> {
         self.findings
@@ -94,27 +111,7 @@ pub fn evaluate_owned(
     }
     let (kind, mut sites) = locate(&object)?;
     let eff = policy.effective(who);
-    let mut verdict = Verdict {
-        kind: object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        kind_class: kind,
-        name: meta_str(&object, "name")
-            .or_else(|| meta_str(&object, "generateName"))
-            .unwrap_or("")
-            .to_string(),
-        namespace: meta_str(&object, "namespace")
-            .unwrap_or(who.namespace)
-            .to_string(),
-        allowed: true,
-        findings: Vec::new(),
-        notes: Vec::new(),
-        changes: Vec::new(),
-        patch: json_patch::Patch(Vec::new()),
-        object: Value::Null,
-    };
+    let mut verdict = Verdict::empty(&object, kind, who);
     if kind == Kind::Other {
         let api = object
             .get("apiVersion")
