@@ -222,11 +222,7 @@ async fn bad_input_gets_clear_errors() {
 #[tokio::test]
 async fn slow_client_is_disconnected() {
     let (srv, pki, _dir) = tls_server(None).await;
-    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    let connector =
-        tokio_rustls::TlsConnector::from(std::sync::Arc::new(client_config(&pki.ca_pem)));
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let mut tls = raw_tls(&srv, &pki).await;
     // Half a request line, then silence: the header read timeout (1 s here) must end it.
     tls.write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n")
         .await
@@ -395,16 +391,7 @@ async fn probes_and_graceful_drain() {
     );
 
     // Start a review whose body arrives slowly, then shut down while it is in flight.
-    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    let connector =
-        tokio_rustls::TlsConnector::from(std::sync::Arc::new(client_config(&pki.ca_pem)));
-    let mut tls = connector
-        .connect(
-            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
-            tcp,
-        )
-        .await
-        .unwrap();
+    let mut tls = raw_tls(&srv, &pki).await;
     let body =
         serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), "drain")).unwrap();
     let head = format!(
@@ -491,11 +478,7 @@ async fn one_review_per_workload_kind() {
 #[tokio::test]
 async fn stalled_body_is_cut_off() {
     let (srv, pki, _dir) = tls_server(None).await;
-    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    let connector =
-        tokio_rustls::TlsConnector::from(std::sync::Arc::new(client_config(&pki.ca_pem)));
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let mut tls = raw_tls(&srv, &pki).await;
     // Complete headers promising 5000 bytes, then 10 bytes and silence.
     tls.write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"apiVersi")
         .await

@@ -187,3 +187,14 @@ pub async fn tls_server(policy_dir: Option<PathBuf>) -> (Running, Pki, tempfile:
 pub fn https_base(srv: &Running) -> String {
     format!("https://localhost:{}", srv.addr.port())
 }
+
+/// A bare TLS connection to the server, for speaking HTTP by hand (slow clients, drain).
+pub async fn raw_tls(
+    srv: &Running,
+    pki: &Pki,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client_config(&pki.ca_pem)));
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    connector.connect(name, tcp).await.unwrap()
+}
