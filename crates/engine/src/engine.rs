@@ -147,7 +147,12 @@ pub fn evaluate_owned(
     {
         sites = locate(&object)?.1;
     }
-    let total = job_pods(&object, &sites)?;
+    // Only workloads know how many pods a template makes; a bare Pod's count is unknown.
+    let total = if kind.is_workload() {
+        job_pods(&object, &sites)?
+    } else {
+        None
+    };
     let mut any_training = false;
     if kind == Kind::TrainJob {
         any_training |= crate::trainjob::evaluate(&mut object, &ctx, &mut verdict, &mut ops)?;

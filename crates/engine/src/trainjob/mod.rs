@@ -9,7 +9,7 @@ mod patches;
 
 use serde_json::{Map, Value, json};
 
-use patches::{delta, merge, our_patch_index, patch_view, patched_layout, synthetic_pod};
+use patches::{delta, layout_spec, our_patch_index, patch_view, patched_layout, synthetic_pod};
 
 use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, MUTATED};
 use crate::classify::{Class, SiteHints, Target, classify};
@@ -152,20 +152,7 @@ fn write_back(
     }
     // Pod layout: trainplace's runtime patch holds what the layout adds on top of the
     // other patches (the user's, the advisor's), replaced whole so it stays one entry.
-    let mut base_pod = after.clone();
-    base_pod["spec"] = json!({"containers": [{"name": NODE}]});
-    let base_layout = patched_layout(object, false);
-    for k in PATCH_SPEC {
-        if let Some(v) = base_layout.pointer(&format!("/spec/{k}")) {
-            base_pod["spec"][k] = v.clone();
-        }
-    }
-    if let Some(c) = items(&base_layout, &["spec", "containers"])
-        .iter()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
-    {
-        merge(&mut base_pod["spec"]["containers"][0], c);
-    }
+    let base_pod = json!({"spec": layout_spec(&patched_layout(object, false), &[])});
     let added = delta(&patch_view(after), &patch_view(&base_pod)).unwrap_or_else(|| json!({}));
     let mut spec: Map<String, Value> = added
         .get("spec")

@@ -94,29 +94,18 @@ pub(super) fn patched_layout(object: &Value, with_ours: bool) -> Value {
     acc
 }
 
-/// The pod the trainer nodes will be, as far as the TrainJob and its patches say.
-pub(super) fn synthetic_pod(object: &Value) -> Value {
-    let trainer = object
-        .pointer("/spec/trainer")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let layout = patched_layout(object, true);
+/// The pod spec the runtime patches give the `node` job: their pod fields, and the
+/// `node` container with `extra` fields merged over it.
+pub(super) fn layout_spec(layout: &Value, extra: &[(&str, &Value)]) -> Map<String, Value> {
     let mut container = json!({"name": NODE});
-    if let Some(c) = items(&layout, &["spec", "containers"])
+    if let Some(c) = items(layout, &["spec", "containers"])
         .iter()
         .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
     {
         merge(&mut container, c);
     }
-    for (from, to) in [
-        ("resourcesPerNode", "resources"),
-        ("env", "env"),
-        ("command", "command"),
-        ("args", "args"),
-    ] {
-        if let Some(v) = trainer.get(from) {
-            merge(&mut container, &json!({ to: v }));
-        }
+    for (key, v) in extra {
+        merge(&mut container, &json!({ *key: v }));
     }
     let mut spec = Map::new();
     for k in PATCH_SPEC {
@@ -125,6 +114,27 @@ pub(super) fn synthetic_pod(object: &Value) -> Value {
         }
     }
     spec.insert("containers".into(), json!([container]));
+    spec
+}
+
+/// The pod the trainer nodes will be, as far as the TrainJob and its patches say.
+pub(super) fn synthetic_pod(object: &Value) -> Value {
+    let trainer = object
+        .pointer("/spec/trainer")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let layout = patched_layout(object, true);
+    let mapped = [
+        ("resourcesPerNode", "resources"),
+        ("env", "env"),
+        ("command", "command"),
+        ("args", "args"),
+    ];
+    let extra: Vec<(&str, &Value)> = mapped
+        .iter()
+        .filter_map(|(from, to)| Some((*to, trainer.get(*from)?)))
+        .collect();
+    let spec = layout_spec(&layout, &extra);
     let mut labels: Map<String, Value> = layout
         .pointer("/metadata/labels")
         .and_then(Value::as_object)
