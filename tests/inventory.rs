@@ -106,12 +106,7 @@ async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
             .as_str()
             .is_some_and(|e| !e.is_empty())
     );
-    let metrics = reqwest::get(format!("http://127.0.0.1:{probe}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(format!("127.0.0.1:{probe}")).await;
     assert!(metrics.contains("trainplace_inventory_up 0"), "{metrics}");
     // Reviews still work, from the embedded catalog.
     let c = reqwest::Client::builder()

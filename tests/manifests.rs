@@ -711,12 +711,7 @@ async fn rotation_end_to_end_with_files_on_disk() {
     );
     // The connection opened before the rotation still answers.
     assert_eq!(review_on(&mut old, "after").await, "after");
-    let metrics = reqwest::get(format!("http://{}/metrics", server.probe_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::metrics_text(server.probe_addr).await;
     assert!(
         metrics
             .lines()

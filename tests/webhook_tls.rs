@@ -77,12 +77,7 @@ async fn mutate_and_validate_over_tls() {
     );
 
     // Metrics saw both endpoints.
-    let metrics = reqwest::get(format!("http://{}/metrics", srv.probe_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(srv.probe_addr).await;
     assert!(metrics.contains("trainplace_admission_reviews_total{endpoint=\"validate\",kind=\"Pod\",operation=\"CREATE\",verdict=\"denied\"} 1"), "{metrics}");
     assert!(metrics.contains("trainplace_admission_findings_total{endpoint=\"validate\",rule=\"partial-node\",mode=\"enforce\"} 1"));
     assert!(metrics.contains("trainplace_admission_review_duration_seconds_bucket"));
@@ -288,16 +283,10 @@ async fn certificate_rotation_keeps_connections_and_rejects_bad_certs() {
         &crt,
         b"-----BEGIN CERTIFICATE-----\nnot a cert\n-----END CERTIFICATE-----\n",
     );
-    let metrics_url = format!("http://{}/metrics", srv.probe_addr);
     let mut counted = false;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let m = reqwest::get(&metrics_url)
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let m = metrics_text(srv.probe_addr).await;
         if m.contains("trainplace_certificate_reloads_total{outcome=\"failure\"} 1") {
             counted = true;
             break;
@@ -352,12 +341,7 @@ async fn policy_reload_and_broken_edit() {
         b["response"]["allowed"], true,
         "broken edit replaced the last good policy"
     );
-    let m = reqwest::get(format!("http://{}/metrics", srv.probe_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = metrics_text(srv.probe_addr).await;
     assert!(
         m.contains("trainplace_policy_reloads_total{outcome=\"failure\"} 1"),
         "{m}"
@@ -465,12 +449,7 @@ async fn one_review_per_workload_kind() {
     .map(|s| s.to_string())
     .collect();
     assert_eq!(kinds, want);
-    let metrics = reqwest::get(format!("http://{}/metrics", srv.probe_addr))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(srv.probe_addr).await;
     assert!(metrics.contains("kind=\"TrainJob\""), "{metrics}");
     srv.handle.shutdown();
 }

@@ -198,3 +198,13 @@ pub async fn raw_tls(
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     connector.connect(name, tcp).await.unwrap()
 }
+
+/// The probe port's `/metrics` page as text.
+pub async fn metrics_text(probe: impl std::fmt::Display) -> String {
+    reqwest::get(format!("http://{probe}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
