@@ -96,41 +96,24 @@ pub fn judge(
                 inventory,
             };
             evaluate(&d.object, policy, &who)
-                .unwrap_or_else(|e| invalid_verdict(d, ns, &e.to_string()))
+                .unwrap_or_else(|e| invalid_verdict(d, &who, &e.to_string()))
         })
         .collect()
 }
 
-fn invalid_verdict(d: &Document, ns: &str, message: &str) -> Verdict {
-    let text = |k: &str| {
-        d.object
-            .get(k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    Verdict {
-        kind_class: trainplace_engine::workload::Kind::Other,
-        kind: text("kind"),
-        name: d.object["metadata"]["name"]
-            .as_str()
-            .unwrap_or("")
-            .to_string(),
-        namespace: ns.to_string(),
-        allowed: false,
-        findings: vec![Finding {
-            rule: trainplace_engine::Rule::InvalidObject,
-            mode: Mode::Enforce,
-            site: format!("document {}", d.doc),
-            found: message.to_string(),
-            fix: "correct the field named above.".into(),
-            opt_in: None,
-        }],
-        notes: Vec::new(),
-        changes: Vec::new(),
-        patch: json_patch::Patch(Vec::new()),
-        object: d.object.clone(),
-    }
+fn invalid_verdict(d: &Document, who: &Requester<'_>, message: &str) -> Verdict {
+    let mut v = Verdict::empty(&d.object, trainplace_engine::workload::Kind::Other, who);
+    v.allowed = false;
+    v.findings.push(Finding {
+        rule: trainplace_engine::Rule::InvalidObject,
+        mode: Mode::Enforce,
+        site: format!("document {}", d.doc),
+        found: message.to_string(),
+        fix: "correct the field named above.".into(),
+        opt_in: None,
+    });
+    v.object = d.object.clone();
+    v
 }
 
 pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {

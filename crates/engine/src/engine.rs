@@ -37,7 +37,7 @@ pub struct Verdict {
 
 impl Verdict {
     /// An allowing verdict with nothing found yet, named after the object.
-    fn empty(object: &Value, kind: Kind, who: &Requester<'_>) -> Self {
+    pub fn empty(object: &Value, kind: Kind, who: &Requester<'_>) -> Self {
         let text = |v: Option<&str>| v.unwrap_or("").to_string();
         Verdict {
             kind: text(object.get("kind").and_then(Value::as_str)),
