@@ -50,19 +50,11 @@ async fn server_uses_file_inventory_for_sibling_zones() {
     srv.handle.shutdown();
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[tokio::test]
 async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
     let dir = tempfile::tempdir().unwrap();
     // A kubeconfig whose API server refuses connections.
-    let dead = free_port();
+    let [dead, addr, probe] = free_addrs().map(|a| a.port());
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(
         &kubeconfig,
@@ -71,7 +63,6 @@ async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
         ),
     )
     .unwrap();
-    let (addr, probe) = (free_port(), free_port());
     let mut child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
         .args([
             "serve",

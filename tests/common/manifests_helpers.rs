@@ -213,12 +213,6 @@ fn cel_tokens(code: &str) -> Vec<String> {
     tokens
 }
 
-/// A free local port (bound, read, released).
-pub fn free_port() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
-}
-
 /// The real `trainplace` binary; killed when dropped.
 pub struct Server {
     pub child: Child,
@@ -229,7 +223,7 @@ pub struct Server {
 
 impl Server {
     pub fn spawn(args: &[&str], log: PathBuf) -> Server {
-        let (addr, probe_addr) = (free_port(), free_port());
+        let [addr, probe_addr] = super::common::free_addrs();
         let child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
             .arg("serve")
             .args(["--addr", &addr.to_string()])

@@ -208,3 +208,12 @@ pub async fn metrics_text(probe: impl std::fmt::Display) -> String {
         .await
         .unwrap()
 }
+
+/// `N` distinct free local addresses. All listeners stay bound until every port is
+/// chosen, so no two answers can be the same port (binding one at a time can be).
+pub fn free_addrs<const N: usize>() -> [std::net::SocketAddr; N] {
+    let held: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().unwrap())
+}
