@@ -3,5 +3,6 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod exit;
 pub mod inventory;
 pub mod server;

@@ -12,16 +12,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use trainplace_engine::{Policy, PolicyError};
 
-/// Process exit codes shared by every command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitCode {
-    /// Everything allowed (warnings are fine).
-    Ok = 0,
-    /// At least one object denied / an error-level finding.
-    Denied = 1,
-    /// Input could not be read or parsed.
-    BadInput = 2,
-}
+pub use crate::exit::ExitCode;
 
 #[derive(Debug, Parser)]
 #[command(

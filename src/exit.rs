@@ -1,0 +1,13 @@
+//! Process exit codes: one table for every subcommand (check, mutate, audit, policy,
+//! advise, diagnose), so scripts can rely on the same numbers everywhere.
+
+/// Process exit codes shared by every command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Everything allowed (warnings are fine).
+    Ok = 0,
+    /// At least one object denied / an error-level finding.
+    Denied = 1,
+    /// Input could not be read or parsed.
+    BadInput = 2,
+}
