@@ -1,5 +1,5 @@
 //! Every mutated workload fixture validates against its real CRD schema from
-//! `shared/schemas/` (tightened: an object schema that lists properties rejects
+//! `schemas/` (tightened: an object schema that lists properties rejects
 //! others, as the API server's pruning would silently drop them), and batch Jobs
 //! against the official Kubernetes schema with `kubernetes-validate --strict`.
 //! Not enforced by a JSON-schema validator: `x-kubernetes-*` extensions and CEL rules.
@@ -16,10 +16,10 @@ fn root() -> &'static Path {
 }
 
 fn schemas() -> PathBuf {
-    let dir = root().join("../shared/schemas");
+    let dir = root().join("schemas");
     assert!(
         dir.is_dir(),
-        "schemas missing at {} (shared/ sits beside the checkout)",
+        "schemas missing at {} (vendored in the repo: schemas/README.md)",
         dir.display()
     );
     dir

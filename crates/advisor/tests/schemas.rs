@@ -1,4 +1,4 @@
-//! Every generated object validates against the real tool's schema in shared/schemas.
+//! Every generated object validates against the real tool's schema in schemas/.
 //! (x-kubernetes-* extensions and CEL rules are not enforced by a JSON Schema validator.)
 
 mod common;

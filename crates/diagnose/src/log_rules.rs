@@ -228,7 +228,7 @@ fn shm_between_local_gpus(summary: &LogSummary, ctx: &LogContext) -> Option<Find
             Severity::Error,
             format!(
                 "{} has NVLink, so P2P is blocked (SHM measured 13x slower than NVLink, \
-                 DESIGN.md)",
+                 docs/measurements.md)",
                 ctx.name()
             ),
         ),
@@ -242,7 +242,7 @@ fn shm_between_local_gpus(summary: &LogSummary, ctx: &LogContext) -> Option<Find
         ),
         None => (
             Severity::Warning,
-            "P2P is not used; on NVLink types this is 13x slower (DESIGN.md). Instance type \
+            "P2P is not used; on NVLink types this is 13x slower (docs/measurements.md). Instance type \
              unknown: pass --instance-type to judge"
                 .to_string(),
         ),

@@ -326,7 +326,7 @@ pub(crate) fn check(summary: &TestsSummary) -> Vec<Finding> {
             Severity::Error,
             "busbw-far-below-expected",
             format!(
-                "peak busbw {peak:.1} GB/s is under a quarter of the expected low end: a transport fallback (DESIGN.md, one host: SHM 13x and TCP 88x slower than NVLink)"
+                "peak busbw {peak:.1} GB/s is under a quarter of the expected low end: a transport fallback (docs/measurements.md, one host: SHM 13x and TCP 88x slower than NVLink)"
             ),
         ),
         Verdict::NotJudged => (

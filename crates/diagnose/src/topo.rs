@@ -290,7 +290,7 @@ fn advise(best: Option<Link>, worst: Option<Link>, numa_nodes: usize) -> (String
                 "no NVLink; the worst GPU pair goes through the CPU ({}): NCCL uses SHM there by default",
                 worst.label()
             ));
-            advice.push("one pod per node buys no NVLink on this type, but keeps GPU traffic off the network: SHM measured 25.4 GB/s vs 3.9 GB/s over TCP (DESIGN.md)".into());
+            advice.push("one pod per node buys no NVLink on this type, but keeps GPU traffic off the network: SHM measured 25.4 GB/s vs 3.9 GB/s over TCP (docs/measurements.md)".into());
             advice.push("NCCL_P2P_LEVEL=SYS would force P2P through the CPU; measure with nccl-tests before keeping it".into());
             "unset (NCCL default)"
         }

@@ -201,7 +201,7 @@ fn measured_row_is_named_as_measured() {
     .unwrap();
     let tests = report.nccl_tests.unwrap();
     assert_eq!(tests.expectation.as_ref().unwrap().basis, Basis::Measured);
-    assert!(tests.basis.contains("DESIGN.md"));
+    assert!(tests.basis.contains("docs/measurements.md"));
     // H200 is in p5e and p5en: the tool says so rather than picking one.
     assert!(tests.basis.contains("p5e.48xlarge / p5en.48xlarge"));
 }

@@ -8,7 +8,7 @@ use crate::finding::{Finding, Rule};
 use crate::podspec::PodView;
 use crate::policy::{Effective, Mode, OptIn};
 
-/// The measured cost of the wrong layout (DESIGN.md, 4 x H200, NCCL all-reduce busbw).
+/// The measured cost of the wrong layout (docs/measurements.md: 4 x H200, NCCL all-reduce busbw).
 pub const MEASURED: &str = "measured on 4 x H200: 338.6 GB/s all-reduce inside one pod over NVLink vs 3.9 GB/s between 1-GPU pods over TCP, 88x slower";
 
 /// Whether an opt-in annotation is set, and whether the requester may use it.

@@ -1,6 +1,6 @@
 //! The Capacity Block chooser: pure, no I/O, table-tested (`tests.rs`).
 //!
-//! Rules (AWS "Capacity Blocks for ML" docs, digested in DOMAIN.md): 1..=64 instances
+//! Rules (AWS "Capacity Blocks for ML", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html): 1..=64 instances
 //! per block, at most 256 across blocks; durations in 1-day steps up to 14 days, then
 //! 7-day steps up to 182 days; a block lives in one AZ; EKS scales managed nodegroups
 //! to 0 forty minutes before the block ends, so that time is not usable by the job.
@@ -16,7 +16,7 @@ use crate::aws::offerings::Offering;
 
 pub const MAX_INSTANCES_PER_BLOCK: u32 = 64;
 pub const MAX_INSTANCES_ACROSS_BLOCKS: u32 = 256;
-/// EKS scales the nodegroup to 0 this long before the block ends (DOMAIN.md).
+/// EKS scales the nodegroup to 0 this long before the block ends (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
 pub const EKS_SCALE_DOWN_MINUTES: i64 = 40;
 
 /// Every duration AWS sells, in hours, shortest first.

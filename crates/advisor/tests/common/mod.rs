@@ -1,4 +1,4 @@
-//! Shared test helpers: scenarios, the real schemas from `shared/schemas`.
+//! Shared test helpers: scenarios, the real schemas vendored in `schemas/`.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -9,10 +9,10 @@ use trainplace_advisor::{AdviceRequest, Facts, Recommendation, recommend};
 use trainplace_engine::Policy;
 
 pub fn schemas_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/schemas");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schemas");
     assert!(
         dir.is_dir(),
-        "schemas missing at {} (the repo's shared/ sits beside main/)",
+        "schemas missing at {} (vendored in the repo: schemas/README.md)",
         dir.display()
     );
     dir
