@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use trainplace_engine::response::{DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, Limits};
+
+pub use super::listener::Deadlines;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -36,6 +39,43 @@ pub struct ServeArgs {
     /// Largest AdmissionReview body accepted (bytes); larger gets HTTP 413.
     #[arg(long, env = "TRAINPLACE_MAX_BODY", default_value_t = 4 * 1024 * 1024)]
     pub max_body: usize,
+    /// Containers one object may declare (all pod templates, init and ephemeral
+    /// included); more is denied with the count. Bounds one review's memory.
+    #[arg(long, env = "TRAINPLACE_MAX_CONTAINERS", default_value_t = DEFAULT_MAX_CONTAINERS)]
+    pub max_containers: usize,
+    /// Largest JSON Patch (bytes, before base64) /mutate returns; larger is denied.
+    #[arg(long, env = "TRAINPLACE_MAX_PATCH_BYTES", default_value_t = DEFAULT_MAX_PATCH_BYTES)]
+    pub max_patch_bytes: usize,
+    /// Reviews running at once (on blocking threads); 0 = one per core.
+    #[arg(long, env = "TRAINPLACE_REVIEW_CONCURRENCY", default_value_t = 0)]
+    pub review_concurrency: usize,
+    /// Reviews that may wait for a slot; beyond that the answer is HTTP 503 at once.
+    #[arg(long, env = "TRAINPLACE_REVIEW_QUEUE", default_value_t = 64)]
+    pub review_queue: usize,
+    /// Open HTTPS connections at most; further ones wait in the listen backlog.
+    #[arg(long, env = "TRAINPLACE_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Time from TCP accept to the client's first byte.
+    #[arg(long, env = "TRAINPLACE_FIRST_BYTE_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
+    pub first_byte_timeout: Duration,
+    /// Time for the whole TLS handshake.
+    #[arg(long, env = "TRAINPLACE_TLS_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: Duration,
+    /// Time to receive a request's headers (HTTP/1 and HTTP/2) and, separately, its body.
+    #[arg(long, env = "TRAINPLACE_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight is closed after this long.
+    #[arg(long, env = "TRAINPLACE_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// While draining, a connection with no request in flight is closed after this long.
+    #[arg(long, env = "TRAINPLACE_DRAIN_IDLE_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
+    pub drain_idle_timeout: Duration,
+    /// HTTP/2 keep-alive: ping an idle connection this often...
+    #[arg(long, env = "TRAINPLACE_HTTP2_KEEPALIVE_INTERVAL", default_value = "20s", value_parser = parse_duration)]
+    pub http2_keepalive_interval: Duration,
+    /// ...and close it when the ping is not answered within this.
+    #[arg(long, env = "TRAINPLACE_HTTP2_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub http2_keepalive_timeout: Duration,
 }
 
 /// Where the cluster inventory comes from.
@@ -59,6 +99,10 @@ pub struct Config {
     pub inventory: InventoryMode,
     /// Time allowed to send request headers / body before the connection is dropped.
     pub read_timeout: Duration,
+    pub limits: Limits,
+    pub review_concurrency: usize,
+    pub review_queue: usize,
+    pub deadlines: Deadlines,
 }
 
 impl ServeArgs {
@@ -73,7 +117,22 @@ impl ServeArgs {
             shutdown_grace,
             max_body,
             inventory,
+            max_containers,
+            max_patch_bytes,
+            review_concurrency,
+            review_queue,
+            max_connections,
+            first_byte_timeout,
+            tls_handshake_timeout,
+            header_read_timeout,
+            idle_timeout,
+            drain_idle_timeout,
+            http2_keepalive_interval,
+            http2_keepalive_timeout,
         } = self;
+        if max_connections == 0 {
+            anyhow::bail!("--max-connections must be at least 1");
+        }
         if addr == probe_addr {
             anyhow::bail!("--addr and --probe-addr must differ (both {addr})");
         }
@@ -90,7 +149,23 @@ impl ServeArgs {
                 "off" => InventoryMode::Off,
                 dir => InventoryMode::Files(PathBuf::from(dir)),
             },
-            read_timeout: Duration::from_secs(5),
+            read_timeout: header_read_timeout,
+            limits: Limits {
+                max_containers,
+                max_patch_bytes,
+            },
+            review_concurrency,
+            review_queue,
+            deadlines: Deadlines {
+                max_connections,
+                first_byte: first_byte_timeout,
+                tls_handshake: tls_handshake_timeout,
+                header_read: header_read_timeout,
+                idle: idle_timeout,
+                drain_idle: drain_idle_timeout,
+                h2_keepalive_interval: http2_keepalive_interval,
+                h2_keepalive_timeout: http2_keepalive_timeout,
+            },
         })
     }
 }

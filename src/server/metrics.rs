@@ -35,6 +35,12 @@ pub struct OutcomeLabels {
     pub outcome: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StageLabels {
+    /// first_byte | tls_handshake | header_read | idle | drain
+    pub stage: &'static str,
+}
+
 pub struct Metrics {
     pub registry: Registry,
     pub reviews: Family<ReviewLabels, Counter>,
@@ -50,6 +56,14 @@ pub struct Metrics {
     /// Seconds since the watched objects last changed (the snapshot is rebuilt on
     /// change only); -1 when there is none.
     pub inventory_age: Gauge,
+    /// Reviews refused because the review pool and its queue were full.
+    pub saturated: Counter,
+    /// Open HTTPS connections.
+    pub connections: Gauge,
+    /// Connections ended by a deadline, by the stage they were in.
+    pub deadlines: Family<StageLabels, Counter>,
+    /// Days until the serving certificate expires (negative: expired).
+    pub cert_days_left: Gauge,
 }
 
 impl Metrics {
@@ -68,6 +82,30 @@ impl Metrics {
         let http_errors = Family::<ReviewLabels, Counter>::default();
         let inventory_up = Gauge::default();
         let inventory_age = Gauge::default();
+        let saturated = Counter::default();
+        let connections = Gauge::default();
+        let deadlines = Family::<StageLabels, Counter>::default();
+        let cert_days_left = Gauge::default();
+        registry.register(
+            "reviews_saturated",
+            "Reviews answered 503 because every review slot and queue place was taken",
+            saturated.clone(),
+        );
+        registry.register(
+            "connections_open",
+            "Open HTTPS connections",
+            connections.clone(),
+        );
+        registry.register(
+            "connection_deadlines",
+            "HTTPS connections closed by a deadline, by stage",
+            deadlines.clone(),
+        );
+        registry.register(
+            "certificate_expiry_days",
+            "Whole days until the serving certificate expires",
+            cert_days_left.clone(),
+        );
         registry.register(
             "inventory_up",
             "1 when cluster inventory is live; 0 = embedded catalog only",
@@ -124,6 +162,10 @@ impl Metrics {
             http_errors,
             inventory_up,
             inventory_age,
+            saturated,
+            connections,
+            deadlines,
+            cert_days_left,
         }
     }
 

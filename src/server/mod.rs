@@ -1,7 +1,10 @@
 //! `trainplace serve`: the HTTPS admission webhook and its probe port.
 
 pub mod config;
+mod guard;
+pub mod listener;
 pub mod metrics;
+pub mod pool;
 pub mod probes;
 pub mod reload;
 pub mod routes;
@@ -11,15 +14,13 @@ pub mod tls;
 use std::sync::Arc;
 
 use anyhow::Context;
-use axum_server::Handle;
-use axum_server::accept::NoDelayAcceptor;
-use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
 use trainplace_engine::Policy;
 
 use crate::inventory::files::StaticInventory;
 use crate::inventory::live::LiveInventory;
 use crate::inventory::{InventorySource, NoCluster};
 pub use config::Config;
+pub use listener::Handle;
 pub use state::AppState;
 
 /// Names in the in-memory self-signed certificate.
@@ -47,7 +48,7 @@ pub struct Running {
     pub addr: std::net::SocketAddr,
     pub probe_addr: std::net::SocketAddr,
     pub state: AppState,
-    pub handle: Handle<std::net::SocketAddr>,
+    pub handle: Handle,
     pub store: Arc<tls::CertStore>,
     pub done: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -77,6 +78,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         None => Policy::embedded(),
     };
     let mut state = AppState::new(policy);
+    state.limits = config.limits;
+    state.pool = Arc::new(pool::ReviewPool::new(
+        config.review_concurrency,
+        config.review_queue,
+    ));
     state.inventory = inventory(&config.inventory).await?;
     let (initial, cert_detail) = match &config.tls {
         Some((cert, key)) => (
@@ -118,34 +124,23 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     if let Some(dir) = &config.policy_dir {
         reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);
     }
-    let probe_listener = tokio::net::TcpListener::bind(config.probe_addr)
-        .await
+    let handle = Handle::default();
+    let probe_addr = probes::serve_on_own_thread(config.probe_addr, state.clone())
         .with_context(|| format!("binding probe address {}", config.probe_addr))?;
-    let probe_addr = probe_listener.local_addr()?;
-    let probe_app = probes::router(state.clone());
-    tokio::spawn(async move { axum::serve(probe_listener, probe_app).await });
-
-    let listener = std::net::TcpListener::bind(config.addr)
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
         .with_context(|| format!("binding {}", config.addr))?;
-    listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
-    let rustls = RustlsConfig::from_config(Arc::new(tls::server_config(store.clone())?));
+    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(tls::server_config(store.clone())?));
     let app = routes::router(state.clone(), config.max_body, config.read_timeout);
-    let handle = Handle::new();
-    // TCP_NODELAY: a review answer is small and latency-bound; Nagle plus the client's
-    // delayed ACK adds tens of milliseconds to some responses.
-    let acceptor = RustlsAcceptor::new(rustls)
-        .handshake_timeout(config.read_timeout)
-        .acceptor(NoDelayAcceptor::new());
-    let mut server = axum_server::from_tcp(listener)?
-        .acceptor(acceptor)
-        .handle(handle.clone());
-    server
-        .http_builder()
-        .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(config.read_timeout);
-    let done = tokio::spawn(async move { server.serve(app.into_make_service()).await });
+    let done = tokio::spawn(listener::serve(
+        listener,
+        tls,
+        app,
+        state.clone(),
+        config.deadlines,
+        handle.clone(),
+    ));
     state.set_ready(true);
     tracing::info!(%addr, %probe_addr, "trainplace webhook listening");
     Ok(Running {

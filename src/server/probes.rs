@@ -1,4 +1,5 @@
-//! Plain-HTTP probes and metrics, on their own port.
+//! Plain-HTTP probes and metrics, on their own port and their own thread: a kubelet
+//! probe or a Prometheus scrape never waits behind reviews or TLS work.
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -9,6 +10,35 @@ use serde_json::json;
 
 use super::state::AppState;
 use crate::inventory::Status;
+
+/// Bind `addr` now and serve the probe routes on a dedicated thread with its own
+/// single-threaded runtime. Returns the bound address.
+pub fn serve_on_own_thread(
+    addr: std::net::SocketAddr,
+    state: AppState,
+) -> std::io::Result<std::net::SocketAddr> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let bound = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("trainplace-probes".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => {
+                        if let Err(error) = axum::serve(l, router(state)).await {
+                            tracing::error!(%error, "probe server stopped");
+                        }
+                    }
+                    Err(error) => tracing::error!(%error, "probe listener unusable"),
+                }
+            })
+        })?;
+    Ok(bound)
+}
 
 pub fn router(state: AppState) -> Router {
     Router::new()

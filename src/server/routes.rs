@@ -1,4 +1,5 @@
-//! HTTPS routes: thin handlers around `trainplace_engine::admission::review`.
+//! HTTPS routes: thin handlers around `trainplace_engine::admission::review_with`,
+//! run in the review pool.
 
 use std::time::{Duration, Instant};
 
@@ -11,17 +12,18 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use trainplace_engine::Mode;
-use trainplace_engine::admission::{Endpoint, Outcome, Reviewed, review};
+use trainplace_engine::admission::{Endpoint, Outcome, Reviewed, review_with};
 
 use super::metrics::{EndpointLabels, FindingLabels, ReviewLabels};
+use super::pool::PoolError;
 use super::state::AppState;
 
-/// The one JSON extractor: every rejection answers with the same error shape. It
-/// parses with `serde_json` directly (axum's `Json` tracks error paths, which costs a
-/// fifth of a review's CPU on a 10 KB pod).
-pub struct AppJson(pub Value);
+/// The one body extractor: a JSON content type and a body within the size limit,
+/// kept as bytes (parsing is review work and runs in the review pool). Every rejection
+/// answers with the same error shape.
+pub struct JsonBytes(pub Bytes);
 
-impl<S: Send + Sync> FromRequest<S> for AppJson {
+impl<S: Send + Sync> FromRequest<S> for JsonBytes {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
@@ -40,8 +42,9 @@ impl<S: Send + Sync> FromRequest<S> for AppJson {
                 message: "expected Content-Type: application/json".into(),
             });
         }
-        let bytes = Bytes::from_request(req, state)
+        Bytes::from_request(req, state)
             .await
+            .map(JsonBytes)
             .map_err(|r| ApiError {
                 status: r.status(),
                 message: if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -49,12 +52,6 @@ impl<S: Send + Sync> FromRequest<S> for AppJson {
                 } else {
                     format!("cannot read the request body: {}", r.body_text())
                 },
-            })?;
-        serde_json::from_slice(&bytes)
-            .map(AppJson)
-            .map_err(|e| ApiError {
-                status: StatusCode::BAD_REQUEST,
-                message: format!("request body is not an AdmissionReview JSON document: {e}"),
             })
     }
 }
@@ -89,37 +86,77 @@ pub fn router(state: AppState, max_body: usize, read_timeout: Duration) -> Route
         .with_state(state)
 }
 
-async fn mutate(State(state): State<AppState>, body: Result<AppJson, ApiError>) -> Response {
-    handle(&state, Endpoint::Mutate, body)
+async fn mutate(State(state): State<AppState>, body: Result<JsonBytes, ApiError>) -> Response {
+    handle(state, Endpoint::Mutate, body).await
 }
 
-async fn validate(State(state): State<AppState>, body: Result<AppJson, ApiError>) -> Response {
-    handle(&state, Endpoint::Validate, body)
+async fn validate(State(state): State<AppState>, body: Result<JsonBytes, ApiError>) -> Response {
+    handle(state, Endpoint::Validate, body).await
 }
 
-fn handle(state: &AppState, endpoint: Endpoint, body: Result<AppJson, ApiError>) -> Response {
-    let start = Instant::now();
-    let AppJson(body) = match body {
+fn rejected(state: &AppState, endpoint: Endpoint, e: ApiError) -> Response {
+    tracing::warn!(endpoint = endpoint.as_str(), status = e.status.as_u16(), error = %e.message, "rejected request");
+    state
+        .metrics
+        .http_errors
+        .get_or_create(&ReviewLabels {
+            endpoint: endpoint.as_str(),
+            kind: "unknown",
+            operation: "unknown",
+            verdict: "rejected",
+        })
+        .inc();
+    e.into_response()
+}
+
+async fn handle(state: AppState, endpoint: Endpoint, body: Result<JsonBytes, ApiError>) -> Response {
+    let JsonBytes(bytes) = match body {
         Ok(b) => b,
-        Err(e) => {
-            tracing::warn!(endpoint = endpoint.as_str(), status = e.status.as_u16(), error = %e.message, "rejected request");
-            state
-                .metrics
-                .http_errors
-                .get_or_create(&ReviewLabels {
-                    endpoint: endpoint.as_str(),
-                    kind: "unknown",
-                    operation: "unknown",
-                    verdict: "rejected",
-                })
-                .inc();
-            return e.into_response();
-        }
+        Err(e) => return rejected(&state, endpoint, e),
     };
+    let worker = state.clone();
+    match state.pool.run(move || answer(&worker, endpoint, &bytes)).await {
+        Ok(Ok(json)) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Ok(Err(e)) => rejected(&state, endpoint, e),
+        Err(e @ PoolError::Saturated { .. }) => {
+            state.metrics.saturated.inc();
+            let mut resp = rejected(
+                &state,
+                endpoint,
+                ApiError {
+                    status: StatusCode::SERVICE_UNAVAILABLE,
+                    message: e.to_string(),
+                },
+            );
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            resp
+        }
+        Err(e) => rejected(
+            &state,
+            endpoint,
+            ApiError {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                message: e.to_string(),
+            },
+        ),
+    }
+}
+
+/// Parse, review and serialise one AdmissionReview (runs on a blocking thread).
+fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let start = Instant::now();
+    let body: Value = serde_json::from_slice(bytes).map_err(|e| ApiError {
+        status: StatusCode::BAD_REQUEST,
+        message: format!("request body is not an AdmissionReview JSON document: {e}"),
+    })?;
     let policy = state.policy.load();
     let snapshot = state.inventory.snapshot();
-    let reviewed = review(body, endpoint, &policy, snapshot.as_deref());
+    let reviewed = review_with(body, endpoint, &policy, snapshot.as_deref(), &state.limits);
     record(state, endpoint, &reviewed);
+    let json = encoded(reviewed.body.map_err(|e| e.to_string()).and_then(|v| {
+        serde_json::to_vec(&v).map_err(|e| e.to_string())
+    }))?;
     state
         .metrics
         .latency
@@ -127,7 +164,18 @@ fn handle(state: &AppState, endpoint: Endpoint, body: Result<AppJson, ApiError>)
             endpoint: endpoint.as_str(),
         })
         .observe(start.elapsed().as_secs_f64());
-    Json(reviewed.body).into_response()
+    Ok(json)
+}
+
+/// The answer's bytes, or HTTP 500 naming why there is none (never a JSON `null`).
+fn encoded(json: Result<Vec<u8>, String>) -> Result<Vec<u8>, ApiError> {
+    json.map_err(|e| {
+        tracing::error!(error = %e, "cannot encode the AdmissionReview answer");
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: format!("trainplace could not encode its answer: {e}"),
+        }
+    })
 }
 
 fn record(state: &AppState, endpoint: Endpoint, r: &Reviewed) {
@@ -180,4 +228,16 @@ fn record(state: &AppState, endpoint: Endpoint, r: &Reviewed) {
             verdict,
         })
         .inc();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unencodable_answer_is_a_500_with_a_message() {
+        let e = encoded(Err("broken on purpose".into())).unwrap_err();
+        assert_eq!(e.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(e.message.contains("could not encode its answer: broken on purpose"));
+    }
 }

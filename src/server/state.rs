@@ -5,8 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwap;
 use trainplace_engine::Policy;
+use trainplace_engine::response::Limits;
 
 use super::metrics::Metrics;
+use super::pool::ReviewPool;
 use crate::inventory::{InventorySource, NoCluster};
 
 #[derive(Clone)]
@@ -17,6 +19,10 @@ pub struct AppState {
     pub ready: Arc<AtomicBool>,
     /// What /readyz reports about where policy and certificate came from.
     pub detail: Arc<ArcSwap<Detail>>,
+    /// Where reviews run (blocking threads, bounded).
+    pub pool: Arc<ReviewPool>,
+    /// Per-review size limits.
+    pub limits: Limits,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -33,6 +39,8 @@ impl AppState {
             inventory: Arc::new(NoCluster),
             ready: Arc::new(AtomicBool::new(false)),
             detail: Arc::new(ArcSwap::from_pointee(Detail::default())),
+            pool: Arc::new(ReviewPool::new(0, 64)),
+            limits: Limits::default(),
         }
     }
 

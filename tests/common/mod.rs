@@ -65,6 +65,13 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
         max_body: 4 * 1024 * 1024,
         read_timeout: Duration::from_secs(1),
         inventory: trainplace::server::config::InventoryMode::Off,
+        limits: Default::default(),
+        review_concurrency: 0,
+        review_queue: 64,
+        deadlines: trainplace::server::config::Deadlines {
+            header_read: Duration::from_secs(1),
+            ..Default::default()
+        },
     }
 }
 

@@ -2,7 +2,6 @@
 //! (never round-tripped through typed structs); the response is built from the request
 //! with kube-core so the uid and types are echoed correctly.
 
-use base64::Engine as _;
 use kube_core::DynamicObject;
 use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::Value;
@@ -10,6 +9,7 @@ use serde_json::Value;
 use crate::engine::{Verdict, evaluate_owned};
 use crate::inventory::Snapshot;
 use crate::policy::{Policy, Requester};
+use crate::response::{EncodeError, Limits, count_containers, encode_patch, review_json};
 
 /// Which webhook is answering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,8 +48,9 @@ pub enum Outcome {
 }
 
 pub struct Reviewed {
-    /// The AdmissionReview to send back (always HTTP 200).
-    pub body: Value,
+    /// The AdmissionReview to send back (HTTP 200), or why it could not be encoded
+    /// (the server answers HTTP 500 with the message, never a JSON `null`).
+    pub body: Result<Value, EncodeError>,
     pub uid: String,
     pub dry_run: bool,
     pub outcome: Outcome,
@@ -64,38 +65,35 @@ fn op_label(op: &Operation) -> &'static str {
     }
 }
 
-fn review_json(resp: AdmissionResponse) -> Value {
-    let mut v = serde_json::to_value(resp.into_review()).unwrap_or(Value::Null);
-    // kube-core serialises `patch: Vec<u8>` as an array of numbers (kube-rs/kube#1781);
-    // the API server decodes a []byte from a base64 string. Re-encode it here.
-    if let Some(patch) = v.pointer_mut("/response/patch")
-        && let Some(bytes) = patch.as_array()
-    {
-        let raw: Vec<u8> = bytes
-            .iter()
-            .filter_map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
-            .collect();
-        *patch = Value::String(base64::engine::general_purpose::STANDARD.encode(raw));
-    }
-    v
-}
-
 fn invalid(message: String) -> Reviewed {
     Reviewed {
-        body: review_json(AdmissionResponse::invalid(&message)),
+        body: review_json(AdmissionResponse::invalid(&message), None),
         uid: String::new(),
         dry_run: false,
         outcome: Outcome::Invalid(message),
     }
 }
 
-/// Answer one AdmissionReview (already parsed as JSON). `inventory` is the cluster
-/// snapshot when one is available (namespace labels, node types, sibling zones).
+/// Answer one AdmissionReview (already parsed as JSON) with the default [`Limits`].
+/// `inventory` is the cluster snapshot when one is available (namespace labels, node
+/// types, sibling zones).
 pub fn review(
+    body: Value,
+    endpoint: Endpoint,
+    policy: &Policy,
+    inventory: Option<&Snapshot>,
+) -> Reviewed {
+    review_with(body, endpoint, policy, inventory, &Limits::default())
+}
+
+/// [`review`] with explicit size limits (the server's `--max-containers` and
+/// `--max-patch-bytes`).
+pub fn review_with(
     mut body: Value,
     endpoint: Endpoint,
     policy: &Policy,
     inventory: Option<&Snapshot>,
+    limits: &Limits,
 ) -> Reviewed {
     let api = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -128,13 +126,33 @@ pub fn review(
     let uid = req.uid.clone();
     let dry_run = req.dry_run;
     let done = |resp: AdmissionResponse, outcome| Reviewed {
-        body: review_json(resp),
+        body: review_json(resp, None),
         uid: uid.clone(),
         dry_run,
         outcome,
     };
     if !matches!(req.operation, Operation::Create | Operation::Update) || object.is_null() {
         return done(base, Outcome::Passed { operation });
+    }
+    let object_name = || {
+        format!(
+            "{} {}",
+            req.kind.kind,
+            if req.name.is_empty() {
+                "(unnamed)"
+            } else {
+                &req.name
+            }
+        )
+    };
+    let containers = count_containers(&object);
+    if containers > limits.max_containers {
+        let message = format!(
+            "trainplace refuses {}: it declares {containers} containers, more than the {} one review may carry (--max-containers); a training pod has a handful. Split the object or raise the limit",
+            object_name(),
+            limits.max_containers
+        );
+        return done(deny(base, &message), Outcome::BadObject { operation, message });
     }
     let namespace = req.namespace.clone().unwrap_or_default();
     let who = Requester {
@@ -146,36 +164,30 @@ pub fn review(
     let verdict = match evaluate_owned(object, policy, &who) {
         Ok(v) => v,
         Err(e) => {
-            let message = format!(
-                "trainplace cannot read {} {}: {e}",
-                req.kind.kind,
-                if req.name.is_empty() {
-                    "(unnamed)"
-                } else {
-                    &req.name
-                }
-            );
+            let message = format!("trainplace cannot read {}: {e}", object_name());
             let resp = deny(base, &message);
             return done(resp, Outcome::BadObject { operation, message });
         }
     };
     let resp = match endpoint {
-        Endpoint::Mutate => {
-            let mut resp = base;
-            if !verdict.patch.0.is_empty() {
-                match resp.clone().with_patch(verdict.patch.clone()) {
-                    Ok(r) => resp = r,
-                    Err(e) => {
-                        let message = format!("trainplace could not encode its patch: {e}");
-                        return done(
-                            deny(AdmissionResponse::from(&req), &message),
-                            Outcome::BadObject { operation, message },
-                        );
-                    }
-                }
+        Endpoint::Mutate if verdict.patch.0.is_empty() => base,
+        Endpoint::Mutate => match encode_patch(&verdict.patch, limits.max_patch_bytes) {
+            Ok(encoded) => {
+                return Reviewed {
+                    body: review_json(base, Some(encoded)),
+                    uid: uid.clone(),
+                    dry_run,
+                    outcome: Outcome::Judged {
+                        operation,
+                        verdict: Box::new(verdict),
+                    },
+                };
             }
-            resp
-        }
+            Err(e) => {
+                let message = format!("trainplace cannot patch {}: {e}", object_name());
+                return done(deny(base, &message), Outcome::BadObject { operation, message });
+            }
+        },
         Endpoint::Validate => {
             let warnings = verdict.warnings();
             let mut resp = if verdict.allowed {

@@ -11,6 +11,7 @@ pub mod error;
 pub mod json;
 pub mod policy;
 pub mod quantity;
+pub mod response;
 
 pub use catalog::{Catalog, InstanceProfile};
 pub use error::{ObjectError, PolicyError};

@@ -1,0 +1,296 @@
+//! The HTTPS accept loop: a cap on open connections, a deadline for every stage of a
+//! connection, and a drain that drops no request.
+//!
+//! Stages and their deadlines: first byte after TCP accept, TLS handshake, request
+//! headers (HTTP/1 and HTTP/2, see `guard`), HTTP/2 keep-alive pings, and idle with no
+//! request in flight. On drain the listener closes; HTTP/1 connections answer their
+//! next request with `Connection: close` and are closed once quiet for `drain_idle`;
+//! HTTP/2 connections get GOAWAY and in-flight streams finish. At the end of the grace
+//! period whatever is left is closed.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderValue, Request, Version, header};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio::time::{Instant, timeout};
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+use super::guard::{self, ConnState, Expired, Guarded};
+use super::metrics::StageLabels;
+use super::state::AppState;
+
+/// Connection limits and deadlines (the `serve` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    pub max_connections: usize,
+    pub first_byte: Duration,
+    pub tls_handshake: Duration,
+    pub header_read: Duration,
+    pub idle: Duration,
+    pub drain_idle: Duration,
+    pub h2_keepalive_interval: Duration,
+    pub h2_keepalive_timeout: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Deadlines {
+            max_connections: 1024,
+            first_byte: Duration::from_secs(3),
+            tls_handshake: Duration::from_secs(5),
+            header_read: Duration::from_secs(5),
+            idle: Duration::from_secs(60),
+            drain_idle: Duration::from_secs(1),
+            h2_keepalive_interval: Duration::from_secs(20),
+            h2_keepalive_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Serving,
+    /// Draining until the instant (or until every connection closes).
+    Draining(Option<Instant>),
+    Stopped,
+}
+
+/// Stops the server: `graceful_shutdown` drains, `shutdown` closes everything now.
+#[derive(Debug, Clone)]
+pub struct Handle {
+    phase: Arc<watch::Sender<Phase>>,
+}
+
+impl Default for Handle {
+    fn default() -> Self {
+        Handle {
+            phase: Arc::new(watch::Sender::new(Phase::Serving)),
+        }
+    }
+}
+
+impl Handle {
+    pub fn graceful_shutdown(&self, grace: Option<Duration>) {
+        self.phase.send_if_modified(|p| {
+            let start = *p == Phase::Serving;
+            if start {
+                *p = Phase::Draining(grace.map(|g| Instant::now() + g));
+            }
+            start
+        });
+    }
+
+    pub fn shutdown(&self) {
+        self.phase.send_replace(Phase::Stopped);
+    }
+}
+
+fn count(state: &AppState, stage: &'static str) {
+    state
+        .metrics
+        .deadlines
+        .get_or_create(&StageLabels { stage })
+        .inc();
+}
+
+struct Shared {
+    state: AppState,
+    app: Router,
+    tls: TlsAcceptor,
+    d: Deadlines,
+    h1: auto::Builder<TokioExecutor>,
+    h2: auto::Builder<TokioExecutor>,
+    handle: Handle,
+}
+
+/// Accept until drained or stopped; returns when every connection has ended.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    tls: TlsAcceptor,
+    app: Router,
+    state: AppState,
+    d: Deadlines,
+    handle: Handle,
+) -> std::io::Result<()> {
+    // HTTP/1: the guard times headers out (hyper's own timer would also close idle
+    // keep-alive connections, as it starts when the connection waits for a request).
+    let mut h1 = auto::Builder::new(TokioExecutor::new()).http1_only();
+    h1.http1().keep_alive(true).header_read_timeout(None);
+    let mut h2 = auto::Builder::new(TokioExecutor::new()).http2_only();
+    h2.http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(d.h2_keepalive_interval)
+        .keep_alive_timeout(d.h2_keepalive_timeout)
+        .max_concurrent_streams(256);
+    let shared = Arc::new(Shared {
+        state,
+        app,
+        tls,
+        d,
+        h1,
+        h2,
+        handle: handle.clone(),
+    });
+    let slots = Arc::new(Semaphore::new(d.max_connections));
+    let mut phase = handle.phase.subscribe();
+    loop {
+        if *phase.borrow_and_update() != Phase::Serving {
+            break;
+        }
+        // At the cap, stop accepting: new connections wait in the kernel's backlog.
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => p.map_err(std::io::Error::other)?,
+            _ = phase.changed() => continue,
+        };
+        let tcp = tokio::select! {
+            r = listener.accept() => r,
+            _ = phase.changed() => continue,
+        };
+        match tcp {
+            Ok((tcp, _peer)) => {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    connection(shared, tcp).await;
+                    drop(permit);
+                });
+            }
+            Err(error) => {
+                // EMFILE and the like: back off instead of spinning.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    drop(listener);
+    let until = match *phase.borrow() {
+        Phase::Draining(until) => until,
+        _ => Some(Instant::now()),
+    };
+    let all_closed = async {
+        while slots.available_permits() < d.max_connections {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    let stopped = async {
+        loop {
+            if *phase.borrow_and_update() == Phase::Stopped || phase.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    let grace_over = async {
+        match until {
+            Some(t) => tokio::time::sleep_until(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = all_closed => return Ok(()),
+        _ = stopped => {},
+        _ = grace_over => {},
+    }
+    handle.shutdown();
+    // Connections drop their streams as soon as they see the stop.
+    let _ = timeout(Duration::from_secs(1), async {
+        while slots.available_permits() < d.max_connections {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    Ok(())
+}
+
+async fn connection(shared: Arc<Shared>, tcp: TcpStream) {
+    let state = &shared.state;
+    state.metrics.connections.inc();
+    struct Open<'a>(&'a AppState);
+    impl Drop for Open<'_> {
+        fn drop(&mut self) {
+            self.0.metrics.connections.dec();
+        }
+    }
+    let _open = Open(state);
+    let d = shared.d;
+    // A review answer is small and latency-bound: Nagle plus the client's delayed ACK
+    // adds tens of milliseconds to some responses.
+    let _ = tcp.set_nodelay(true);
+    let mut phase = shared.handle.phase.subscribe();
+    match timeout(d.first_byte, tcp.peek(&mut [0u8; 1])).await {
+        Ok(Ok(n)) if n > 0 => {}
+        Ok(_) => return,
+        Err(_) => return count(state, "first_byte"),
+    }
+    let tls = match timeout(d.tls_handshake, shared.tls.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(error)) => return tracing::debug!(%error, "TLS handshake failed"),
+        Err(_) => return count(state, "tls_handshake"),
+    };
+    let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let conn_state = ConnState::new();
+    let limits = guard::Limits {
+        idle: d.idle,
+        drain_idle: d.drain_idle,
+        header_read: d.header_read,
+    };
+    let io = Guarded::new(tls, conn_state.clone(), limits, http2);
+    let app = shared.app.clone();
+    let cs = conn_state.clone();
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let in_flight = cs.begin();
+        let cs = cs.clone();
+        let version = req.version();
+        let answer = app.clone().oneshot(req);
+        async move {
+            let mut resp = answer.await?;
+            // Draining: tell an HTTP/1 client not to reuse the connection, so no request
+            // is ever written to a connection the server is about to close.
+            if cs.draining() && version != Version::HTTP_2 {
+                resp.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            drop(in_flight);
+            Ok::<_, Infallible>(resp)
+        }
+    });
+    let builder = if http2 { &shared.h2 } else { &shared.h1 };
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    let mut draining = false;
+    loop {
+        let now = *phase.borrow_and_update();
+        match now {
+            Phase::Stopped => break,
+            Phase::Draining(_) if !draining => {
+                draining = true;
+                conn_state.drain();
+                if http2 {
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            _ => {}
+        }
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(error) = r {
+                    tracing::debug!(%error, "connection ended with an error");
+                }
+                break;
+            }
+            changed = phase.changed() => if changed.is_err() { break },
+        }
+    }
+    match conn_state.expired() {
+        Some(Expired::Idle) => count(state, "idle"),
+        Some(Expired::Drain) => count(state, "drain"),
+        Some(Expired::HeaderRead) => count(state, "header_read"),
+        None => {}
+    }
+}
