@@ -101,6 +101,17 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         }
     };
     let store = tls::CertStore::new(initial);
+    state.cert = Some(store.clone());
+    // The days left shrink without any reload: re-check hourly.
+    let expiring = store.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            expiring.warn_if_expiring();
+        }
+    });
     state.detail.rcu(|d| {
         let mut d = (**d).clone();
         d.certificate = cert_detail.clone();

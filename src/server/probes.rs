@@ -74,6 +74,9 @@ async fn metrics(State(state): State<AppState>) -> Response {
     };
     state.metrics.inventory_up.set(up);
     state.metrics.inventory_age.set(age);
+    if let Some(cert) = &state.cert {
+        state.metrics.cert_days_left.set(cert.days_left());
+    }
     (
         [(
             header::CONTENT_TYPE,

@@ -9,6 +9,7 @@ use trainplace_engine::response::Limits;
 
 use super::metrics::Metrics;
 use super::pool::ReviewPool;
+use super::tls::CertStore;
 use crate::inventory::{InventorySource, NoCluster};
 
 #[derive(Clone)]
@@ -23,6 +24,8 @@ pub struct AppState {
     pub pool: Arc<ReviewPool>,
     /// Per-review size limits.
     pub limits: Limits,
+    /// The serving certificate (for its expiry on /metrics).
+    pub cert: Option<Arc<CertStore>>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -41,6 +44,7 @@ impl AppState {
             detail: Arc::new(ArcSwap::from_pointee(Detail::default())),
             pool: Arc::new(ReviewPool::new(0, 64)),
             limits: Limits::default(),
+            cert: None,
         }
     }
 

@@ -36,8 +36,21 @@ impl Pki {
 
     /// Write a serving cert for localhost/127.0.0.1 and its key into `dir`.
     pub fn write_leaf(&self, dir: &Path) -> (PathBuf, PathBuf) {
-        let params =
+        self.write_leaf_valid(dir, None)
+    }
+
+    /// Like `write_leaf`, valid from `window.0` to `window.1` when given.
+    pub fn write_leaf_valid(
+        &self,
+        dir: &Path,
+        window: Option<(time::OffsetDateTime, time::OffsetDateTime)>,
+    ) -> (PathBuf, PathBuf) {
+        let mut params =
             CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        if let Some((from, to)) = window {
+            params.not_before = from;
+            params.not_after = to;
+        }
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         let (c, k) = (dir.join("tls.crt"), dir.join("tls.key"));
