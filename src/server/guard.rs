@@ -73,8 +73,11 @@ impl ConnState {
         self.draining.load(Ordering::Acquire)
     }
 
-    /// Switch to the short drain deadline and wake the stream so it re-arms its timer.
+    /// Switch to the short drain deadline, counted from now (a connection that was
+    /// already quiet still gets the whole window for a last request), and wake the
+    /// stream so it re-arms its timer.
     pub fn drain(&self) {
+        self.touch();
         self.draining.store(true, Ordering::Release);
         if let Some(w) = self.waker.lock().ok().and_then(|mut w| w.take()) {
             w.wake();

@@ -1,0 +1,173 @@
+//! The webhook under hostile input and load, over real TLS sockets: bounded size per
+//! review, probes that never wait behind reviews, a fast "busy" answer when saturated.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The 8-GPU JobSet pod with `n` containers of one GPU each.
+fn wide_pod(n: usize) -> Value {
+    let mut pod = fixture_object("full-node-p5-jobset");
+    let one = json!({"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": 1}}});
+    pod["spec"]["containers"] = Value::Array(
+        (0..n)
+            .map(|i| {
+                let mut c = one.clone();
+                c["name"] = json!(format!("c{i}"));
+                c
+            })
+            .collect(),
+    );
+    pod
+}
+
+async fn post(c: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
+    let r = c.post(url).json(body).send().await.expect("request");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn oversized_objects_and_patches_are_denied_with_the_reason() {
+    let (srv, pki, _dir) = tls_server(None).await;
+    let c = client(&pki.ca_pem);
+    let url = format!("{}/mutate", https_base(&srv));
+
+    // 5,000 one-GPU containers: refused before the engine runs, with the count.
+    let (status, body) = post(&c, &url, &review_for(&wide_pod(5000), "huge")).await;
+    assert_eq!(status, 200);
+    let r = &body["response"];
+    assert_eq!((r["uid"].as_str(), r["allowed"].as_bool()), (Some("huge"), Some(false)));
+    let msg = r["status"]["message"].as_str().unwrap();
+    assert!(msg.contains("5000 containers") && msg.contains("--max-containers"), "{msg}");
+    assert!(r.get("patch").is_none());
+
+    // Under the limit: the patch is a base64 string (not one number per byte) that
+    // applies to the object.
+    let pod = wide_pod(200);
+    let (_, body) = post(&c, &url, &review_for(&pod, "wide")).await;
+    assert!(body["response"]["patch"].is_string(), "{}", body["response"]);
+    let mutated = apply_response_patch(&pod, &body);
+    assert_eq!(mutated["spec"]["hostIPC"], true);
+    srv.handle.shutdown();
+
+    // A patch over the ceiling is denied, naming the flag.
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("ca");
+    let mut cfg = config(Some(pki.write_leaf(dir.path())), None);
+    cfg.limits.max_patch_bytes = 2000;
+    let srv = serve(cfg).await;
+    let c = client(&pki.ca_pem);
+    let pod = fixture_object("full-node-p5-jobset");
+    let (_, body) = post(&c, &format!("{}/mutate", https_base(&srv)), &review_for(&pod, "p")).await;
+    let msg = body["response"]["status"]["message"].as_str().unwrap();
+    assert_eq!(body["response"]["allowed"], false);
+    assert!(msg.contains("larger than 2000 bytes (--max-patch-bytes)"), "{msg}");
+    srv.handle.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_stay_fast_while_heavy_reviews_run() {
+    let (srv, pki, _dir) = tls_server(None).await;
+    let url = format!("{}/mutate", https_base(&srv));
+    let heavy = serde_json::to_vec(&review_for(&wide_pod(240), "heavy")).unwrap();
+    let stop = Instant::now() + Duration::from_secs(3);
+    let mut load = Vec::new();
+    for _ in 0..8 {
+        let (c, url, heavy) = (client(&pki.ca_pem), url.clone(), heavy.clone());
+        load.push(tokio::spawn(async move {
+            let mut done = 0u32;
+            while Instant::now() < stop {
+                let r = c
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(heavy.clone())
+                    .send()
+                    .await;
+                if r.is_ok_and(|r| r.status().is_success()) {
+                    done += 1;
+                }
+            }
+            done
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A fresh connection per probe, as the kubelet makes.
+    let mut slowest = Duration::ZERO;
+    for i in 0..20 {
+        let path = if i % 2 == 0 { "healthz" } else { "metrics" };
+        let t = Instant::now();
+        let r = reqwest::get(format!("http://{}/{path}", srv.probe_addr)).await.unwrap();
+        assert_eq!(r.status(), 200);
+        r.bytes().await.unwrap();
+        slowest = slowest.max(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut reviews = 0;
+    for l in load {
+        reviews += l.await.unwrap();
+    }
+    assert!(reviews > 20, "the heavy load did not run ({reviews} reviews)");
+    // The kubelet's default probe timeout is 1 s; a probe waiting behind reviews took
+    // 0.8 s here before reviews moved off the async workers.
+    assert!(
+        slowest < Duration::from_millis(250),
+        "a probe took {slowest:?} while {reviews} heavy reviews ran"
+    );
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn a_saturated_server_answers_busy_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new("ca");
+    let mut cfg = config(Some(pki.write_leaf(dir.path())), None);
+    cfg.review_concurrency = 1;
+    cfg.review_queue = 0;
+    let srv = serve(cfg).await;
+    let url = format!("{}/mutate", https_base(&srv));
+    let heavy = serde_json::to_vec(&review_for(&wide_pod(240), "heavy")).unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..12 {
+        let (c, url, heavy) = (client(&pki.ca_pem), url.clone(), heavy.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Vec::new();
+            for _ in 0..10 {
+                let r = c
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(heavy.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status().as_u16();
+                let retry = r.headers().get("retry-after").is_some();
+                let text = r.text().await.unwrap();
+                seen.push((status, retry, text));
+            }
+            seen
+        }));
+    }
+    let mut ok = 0;
+    let mut busy = 0;
+    for t in tasks {
+        for (status, retry, text) in t.await.unwrap() {
+            match status {
+                200 => ok += 1,
+                503 => {
+                    busy += 1;
+                    assert!(retry, "503 without Retry-After");
+                    assert!(text.contains("saturated") && text.contains("--review-concurrency"), "{text}");
+                }
+                other => panic!("unexpected status {other}: {text}"),
+            }
+        }
+    }
+    assert!(ok > 0 && busy > 0, "ok={ok} busy={busy}");
+    let m = metrics_text(srv.probe_addr).await;
+    assert!(m.contains(&format!("trainplace_reviews_saturated_total {busy}")), "{m}");
+    srv.handle.shutdown();
+}
