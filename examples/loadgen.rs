@@ -40,6 +40,33 @@ struct Args {
     /// Generator threads (keep it below the core count so the server gets the rest).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// The server's process id: report its CPU time per review and its RSS
+    /// (from /proc, Linux).
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Label printed at the start of the result line.
+    #[arg(long, default_value = "")]
+    label: String,
+}
+
+/// utime + stime of `pid` in seconds, and VmRSS in KiB.
+fn proc_usage(pid: u32) -> Option<(f64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are the 14th and
+    // 15th fields of the line (proc(5)).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // USER_HZ is 100 on Linux (sysconf(_SC_CLK_TCK)).
+    Some((ticks / 100.0, rss))
 }
 
 fn body() -> Vec<u8> {
@@ -87,6 +114,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let before = args.pid.and_then(proc_usage);
     rt.block_on(async move {
         let body = Arc::new(body());
         let start = Instant::now() + Duration::from_millis(200);
@@ -145,6 +173,7 @@ fn main() {
         all.sort_unstable();
         sent.sort_unstable();
         let secs = args.duration as f64;
+        print!("{}", if args.label.is_empty() { String::new() } else { format!("{} ", args.label) });
         println!(
             "mode={} connections={} duration={}s requests={} errors={} rps={:.0} p50={:.3}ms p99={:.3}ms p99.9={:.3}ms max={:.3}ms",
             args.rate.map_or("closed".to_string(), |r| format!("open@{r}/s")),
@@ -158,6 +187,16 @@ fn main() {
             percentile(&all, 99.9),
             all.last().copied().unwrap_or(0) as f64 / 1000.0,
         );
+        if let (Some(pid), Some((cpu0, _))) = (args.pid, before)
+            && let Some((cpu1, rss)) = proc_usage(pid)
+        {
+            println!(
+                "  server: cpu={:.2}s cpu/review={:.1}us rss_after={:.1}MiB",
+                cpu1 - cpu0,
+                (cpu1 - cpu0) * 1e6 / all.len().max(1) as f64,
+                rss as f64 / 1024.0
+            );
+        }
         if args.rate.is_some() {
             // tokio timers fire with ~1 ms granularity, so the schedule-based numbers
             // above include the generator's own wake-up lateness; these start at the send.

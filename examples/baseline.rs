@@ -1,0 +1,65 @@
+//! A do-nothing admission webhook for comparison benchmarks: the same TLS stack
+//! (rustls/ring, HTTP/1.1 and HTTP/2), the same runtime and allocator as
+//! `trainplace serve`, and it parses each AdmissionReview into JSON, but it judges
+//! nothing and answers `allowed: true`.
+//!
+//!   cargo run --release --example baseline -- 127.0.0.1:9443
+//!
+//! See scripts/bench-compare.sh for the side-by-side run.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::routing::post;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::{Value, json};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+async fn allow(body: Bytes) -> axum::Json<Value> {
+    let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let uid = review["request"]["uid"].clone();
+    axum::Json(json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "response": {"uid": uid, "allowed": true}
+    }))
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let addr = std::env::args().nth(1).unwrap_or("127.0.0.1:9443".into());
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("protocols")
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .expect("key");
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let app = Router::new()
+        .route("/mutate", post(allow))
+        .route("/validate", post(allow));
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    eprintln!("baseline webhook on https://{}", listener.local_addr()?);
+    loop {
+        let (tcp, _) = listener.accept().await?;
+        let _ = tcp.set_nodelay(true);
+        let (acceptor, app) = (acceptor.clone(), app.clone());
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let service = hyper_util::service::TowerToHyperService::new(app);
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tls), service)
+                .await;
+        });
+    }
+}
