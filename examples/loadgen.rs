@@ -44,6 +44,9 @@ struct Args {
     /// (from /proc, Linux).
     #[arg(long)]
     pid: Option<u32>,
+    /// Post this AdmissionReview file instead of the built-in 10 KB training pod.
+    #[arg(long)]
+    body: Option<String>,
     /// Label printed at the start of the result line.
     #[arg(long, default_value = "")]
     label: String,
@@ -116,7 +119,10 @@ fn main() {
         .unwrap();
     let before = args.pid.and_then(proc_usage);
     rt.block_on(async move {
-        let body = Arc::new(body());
+        let body = Arc::new(match &args.body {
+            Some(path) => std::fs::read(path).expect("read --body"),
+            None => body(),
+        });
         let start = Instant::now() + Duration::from_millis(200);
         let end = start + Duration::from_secs(args.duration);
         let mut tasks = Vec::new();

@@ -30,7 +30,9 @@ async fn failed_reloads(srv: &trainplace::server::Running, n: u32) -> bool {
         let m = metrics_text(srv.probe_addr).await;
         let failed = m
             .lines()
-            .find_map(|l| l.strip_prefix("trainplace_certificate_reloads_total{outcome=\"failure\"} "))
+            .find_map(|l| {
+                l.strip_prefix("trainplace_certificate_reloads_total{outcome=\"failure\"} ")
+            })
             .and_then(|v| v.trim().parse::<u32>().ok())
             .unwrap_or(0);
         if failed >= n {
@@ -53,14 +55,23 @@ async fn reload_refuses_expired_not_yet_valid_and_mismatched_certificates() {
     // Expired yesterday.
     let bad = Pki::new("expired-ca");
     bad.write_leaf_valid(dir.path(), Some((now - days(30), now - days(1))));
-    assert!(failed_reloads(&srv, 1).await, "expired certificate not refused");
-    assert!(trusted_by(&srv, &good).await, "last good certificate not kept");
+    assert!(
+        failed_reloads(&srv, 1).await,
+        "expired certificate not refused"
+    );
+    assert!(
+        trusted_by(&srv, &good).await,
+        "last good certificate not kept"
+    );
     assert!(!trusted_by(&srv, &bad).await, "expired certificate served");
 
     // Valid only from tomorrow.
     let early = Pki::new("early-ca");
     early.write_leaf_valid(dir.path(), Some((now + days(1), now + days(90))));
-    assert!(failed_reloads(&srv, 2).await, "not-yet-valid certificate not refused");
+    assert!(
+        failed_reloads(&srv, 2).await,
+        "not-yet-valid certificate not refused"
+    );
     assert!(!trusted_by(&srv, &early).await);
 
     // A valid certificate with another certificate's key (each step is a mismatch).

@@ -104,8 +104,16 @@ async fn rolling_restart_drops_no_review() {
     let (cert, key) = pki.write_leaf(dir.path());
     let [a, pa, b, pb] = free_addrs::<4>();
     let mut instances = [
-        Instance { addr: a, probe: pa, child: None },
-        Instance { addr: b, probe: pb, child: None },
+        Instance {
+            addr: a,
+            probe: pa,
+            child: None,
+        },
+        Instance {
+            addr: b,
+            probe: pb,
+            child: None,
+        },
     ];
     for i in &mut instances {
         i.start(&cert, &key);
@@ -114,8 +122,10 @@ async fn rolling_restart_drops_no_review() {
         i.wait_ready().await;
     }
 
-    let body = serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), "r")).unwrap();
-    let urls: Arc<[String; 2]> = Arc::new([a, b].map(|x| format!("https://localhost:{}/validate", x.port())));
+    let body =
+        serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), "r")).unwrap();
+    let urls: Arc<[String; 2]> =
+        Arc::new([a, b].map(|x| format!("https://localhost:{}/validate", x.port())));
     let tally = Arc::new(Tally::default());
     let stop = Arc::new(AtomicBool::new(false));
     let next = Arc::new(AtomicUsize::new(0));
@@ -134,7 +144,13 @@ async fn rolling_restart_drops_no_review() {
                 .build()
                 .unwrap()
         };
-        let (urls, tally, stop, next, body) = (urls.clone(), tally.clone(), stop.clone(), next.clone(), body.clone());
+        let (urls, tally, stop, next, body) = (
+            urls.clone(),
+            tally.clone(),
+            stop.clone(),
+            next.clone(),
+            body.clone(),
+        );
         load.push(tokio::spawn(async move {
             let mut tick = tokio::time::interval(interval);
             while !stop.load(Ordering::Relaxed) {
@@ -199,6 +215,12 @@ async fn rolling_restart_drops_no_review() {
         "rolling restart: {rounds} round(s) over {secs:.1}s at {rps}/s target: {ok} answered ({:.0}/s), {failed} failed, {rerouted} connects rerouted",
         ok as f64 / secs
     );
-    assert_eq!(failed, 0, "{failed} reviews failed during the rolling restart");
-    assert!(ok as f64 > secs * rps as f64 * 0.5, "load too thin to mean anything: {ok} in {secs:.1}s");
+    assert_eq!(
+        failed, 0,
+        "{failed} reviews failed during the rolling restart"
+    );
+    assert!(
+        ok as f64 > secs * rps as f64 * 0.5,
+        "load too thin to mean anything: {ok} in {secs:.1}s"
+    );
 }

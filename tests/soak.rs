@@ -64,11 +64,14 @@ struct Seen {
 
 fn p99(mut v: Vec<u64>) -> u64 {
     v.sort_unstable();
-    v.get(v.len().saturating_sub(1) * 99 / 100).copied().unwrap_or(0)
+    v.get(v.len().saturating_sub(1) * 99 / 100)
+        .copied()
+        .unwrap_or(0)
 }
 
 async fn run_load(url: &str, ca: &str, rps: u64, secs: f64, mixed: bool) -> Seen {
-    let normal = serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), "n")).unwrap();
+    let normal =
+        serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), "n")).unwrap();
     let mut wide = fixture_object("full-node-p5-jobset");
     wide["spec"]["containers"] = Value::Array(
         (0..240)
@@ -76,7 +79,11 @@ async fn run_load(url: &str, ca: &str, rps: u64, secs: f64, mixed: bool) -> Seen
             .collect(),
     );
     let heavy = serde_json::to_vec(&review_for(&wide, "h")).unwrap();
-    let bodies = Arc::new([normal, heavy, b"{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\"".to_vec()]);
+    let bodies = Arc::new([
+        normal,
+        heavy,
+        b"{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\"".to_vec(),
+    ]);
     let seen = Arc::new(Mutex::new(Seen::default()));
     let workers = 16u64;
     let interval = Duration::from_secs_f64(workers as f64 / rps as f64);
@@ -97,7 +104,12 @@ async fn run_load(url: &str, ca: &str, rps: u64, secs: f64, mixed: bool) -> Seen
                 };
                 let body = bodies[kind as usize].clone();
                 let t = Instant::now();
-                let r = c.post(&url).header("content-type", "application/json").body(body).send().await;
+                let r = c
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await;
                 let status = match r {
                     Ok(resp) => {
                         let s = resp.status().as_u16();
@@ -134,7 +146,15 @@ async fn soak_mixed_load() {
     let (cert, key) = pki.write_leaf(dir.path());
     let [addr, probe] = free_addrs::<2>();
     let child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
-        .args(["serve", "--inventory", "off", "--addr", &addr.to_string(), "--probe-addr", &probe.to_string()])
+        .args([
+            "serve",
+            "--inventory",
+            "off",
+            "--addr",
+            &addr.to_string(),
+            "--probe-addr",
+            &probe.to_string(),
+        ])
         .arg("--tls-cert")
         .arg(&cert)
         .arg("--tls-key")
@@ -146,7 +166,10 @@ async fn soak_mixed_load() {
     let pid = child.id();
     let _server = Server(child);
     for _ in 0..200 {
-        if reqwest::get(format!("http://{probe}/readyz")).await.is_ok_and(|r| r.status() == 200) {
+        if reqwest::get(format!("http://{probe}/readyz"))
+            .await
+            .is_ok_and(|r| r.status() == 200)
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -164,7 +187,10 @@ async fn soak_mixed_load() {
         tokio::spawn(async move {
             let t = Instant::now();
             loop {
-                samples.lock().unwrap().push((t.elapsed().as_secs_f64(), rss_kib(pid)));
+                samples
+                    .lock()
+                    .unwrap()
+                    .push((t.elapsed().as_secs_f64(), rss_kib(pid)));
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         })
@@ -182,18 +208,35 @@ async fn soak_mixed_load() {
         "soak: {secs}s at {rps}/s: normal {} ok / {} errors, heavy {} ok / {} errors, malformed {} refused / {} other; \
          RSS after warm-up {:.1} MiB, end {:.1} MiB, peak {:.1} MiB, drift {:+.2} MiB; \
          normal p99 {:.2} ms (reference without heavy/malformed {:.2} ms)",
-        mixed.normal_us.len(), mixed.normal_errors, mixed.heavy_ok, mixed.heavy_errors,
-        mixed.malformed_400, mixed.malformed_other,
-        after_warmup as f64 / 1024.0, last as f64 / 1024.0, peak as f64 / 1024.0, drift_kib as f64 / 1024.0,
-        mixed_p99 as f64 / 1000.0, ref_p99 as f64 / 1000.0,
+        mixed.normal_us.len(),
+        mixed.normal_errors,
+        mixed.heavy_ok,
+        mixed.heavy_errors,
+        mixed.malformed_400,
+        mixed.malformed_other,
+        after_warmup as f64 / 1024.0,
+        last as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        drift_kib as f64 / 1024.0,
+        mixed_p99 as f64 / 1000.0,
+        ref_p99 as f64 / 1000.0,
     );
     assert_eq!(reference.normal_errors, 0);
-    assert_eq!(mixed.normal_errors, 0, "normal reviews failed under mixed load");
+    assert_eq!(
+        mixed.normal_errors, 0,
+        "normal reviews failed under mixed load"
+    );
     assert_eq!(mixed.heavy_errors, 0, "heavy reviews were not answered");
-    assert_eq!(mixed.malformed_other, 0, "malformed reviews not refused with 400");
+    assert_eq!(
+        mixed.malformed_other, 0,
+        "malformed reviews not refused with 400"
+    );
     assert!(mixed.heavy_ok > 0 && mixed.malformed_400 > 0);
     if full {
-        assert!(drift_kib < 2048, "RSS drifted {drift_kib} KiB after warm-up");
+        assert!(
+            drift_kib < 2048,
+            "RSS drifted {drift_kib} KiB after warm-up"
+        );
         assert!(
             mixed_p99 as f64 <= ref_p99 as f64 * 1.5,
             "normal p99 {mixed_p99} us vs {ref_p99} us without heavy/malformed load"

@@ -13,7 +13,9 @@ use trainplace::server::Running;
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const SETTINGS: [u8; 9] = [0, 0, 0, 0x4, 0, 0, 0, 0, 0];
 
-async fn short_deadlines(tune: impl FnOnce(&mut trainplace::server::Config)) -> (Running, Pki, tempfile::TempDir) {
+async fn short_deadlines(
+    tune: impl FnOnce(&mut trainplace::server::Config),
+) -> (Running, Pki, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new("ca");
     let mut cfg = config(Some(pki.write_leaf(dir.path())), None);
@@ -54,7 +56,10 @@ async fn stage_count(srv: &Running, stage: &str) -> u64 {
         .unwrap_or(0)
 }
 
-async fn h2_tls(srv: &Running, pki: &Pki) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+async fn h2_tls(
+    srv: &Running,
+    pki: &Pki,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     let mut cfg = client_config(&pki.ca_pem);
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
@@ -76,7 +81,10 @@ async fn silent_tcp_and_stalled_tls_handshakes_are_closed() {
     assert_eq!(stage_count(&srv, "first_byte").await, 1);
     // Starts a TLS record (handshake, TLS 1.0 header, 512 bytes promised) and stalls.
     let mut stalled = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    stalled.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00]).await.unwrap();
+    stalled
+        .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00])
+        .await
+        .unwrap();
     closed_within(&mut stalled, Duration::from_secs(3)).await;
     assert_eq!(stage_count(&srv, "tls_handshake").await, 1);
     srv.handle.shutdown();
@@ -87,16 +95,23 @@ async fn http1_headers_and_idle_keep_alive_have_deadlines() {
     let (srv, pki, _dir) = short_deadlines(|c| c.deadlines.idle = Duration::from_millis(800)).await;
     // Half a request head, then silence.
     let mut tls = raw_tls(&srv, &pki).await;
-    tls.write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n").await.unwrap();
+    tls.write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
     closed_within(&mut tls, Duration::from_secs(3)).await;
     assert_eq!(stage_count(&srv, "header_read").await, 1);
 
     // One complete request on a keep-alive connection, then nothing: stays open past
     // the header deadline (idle is not a slow header), closed at the idle deadline.
     let mut tls = raw_tls(&srv, &pki).await;
-    tls.write_all(b"GET /nothing HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    tls.write_all(b"GET /nothing HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
     let took = closed_within(&mut tls, Duration::from_secs(3)).await;
-    assert!(took >= Duration::from_millis(700), "closed after {took:?}, before the idle deadline");
+    assert!(
+        took >= Duration::from_millis(700),
+        "closed after {took:?}, before the idle deadline"
+    );
     assert_eq!(stage_count(&srv, "idle").await, 1);
     srv.handle.shutdown();
 }
@@ -108,9 +123,14 @@ async fn http2_idle_and_unfinished_header_blocks_are_closed() {
     let mut tls = h2_tls(&srv, &pki).await;
     tls.write_all(PREFACE).await.unwrap();
     tls.write_all(&SETTINGS).await.unwrap();
-    tls.write_all(&[0, 0, 1, 0x1, 0x0, 0, 0, 0, 1, 0x83]).await.unwrap();
+    tls.write_all(&[0, 0, 1, 0x1, 0x0, 0, 0, 0, 1, 0x83])
+        .await
+        .unwrap();
     let took = closed_within(&mut tls, Duration::from_secs(3)).await;
-    assert!(took < Duration::from_millis(800), "took {took:?}: the idle deadline, not the header one");
+    assert!(
+        took < Duration::from_millis(800),
+        "took {took:?}: the idle deadline, not the header one"
+    );
     assert_eq!(stage_count(&srv, "header_read").await, 1);
 
     // An HTTP/2 connection that only says hello.
@@ -150,11 +170,16 @@ async fn open_connections_are_capped() {
         async move {
             let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
             let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-            tokio_rustls::TlsConnector::from(cfg).connect(name, tcp).await
+            tokio_rustls::TlsConnector::from(cfg)
+                .connect(name, tcp)
+                .await
         }
     });
     tokio::time::sleep(Duration::from_millis(700)).await;
-    assert!(!third.is_finished(), "a third connection was served over the cap of 2");
+    assert!(
+        !third.is_finished(),
+        "a third connection was served over the cap of 2"
+    );
     let m = metrics_text(srv.probe_addr).await;
     assert!(m.contains("trainplace_connections_open 2"), "{m}");
     drop(first);

@@ -19,13 +19,21 @@ async fn read_response(tls: &mut (impl AsyncReadExt + Unpin)) -> String {
             .await
             .expect("response in time")
             .unwrap();
-        assert!(n > 0, "connection closed before a response: {}", String::from_utf8_lossy(&buf));
+        assert!(
+            n > 0,
+            "connection closed before a response: {}",
+            String::from_utf8_lossy(&buf)
+        );
         buf.extend_from_slice(&chunk[..n]);
         let text = String::from_utf8_lossy(&buf).to_string();
         if let Some(end) = text.find("\r\n\r\n") {
             let len = text[..end]
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap()))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap())
+                })
                 .unwrap_or(0);
             if buf.len() >= end + 4 + len {
                 return text;
@@ -35,7 +43,8 @@ async fn read_response(tls: &mut (impl AsyncReadExt + Unpin)) -> String {
 }
 
 fn request(uid: &str) -> Vec<u8> {
-    let body = serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), uid)).unwrap();
+    let body =
+        serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), uid)).unwrap();
     let mut req = format!(
         "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -57,7 +66,10 @@ async fn http1_keep_alive_connections_close_after_their_next_answer() {
     for (tls, uid) in [(&mut busy, "b1"), (&mut quiet, "q1")] {
         tls.write_all(&request(uid)).await.unwrap();
         let r = read_response(tls).await;
-        assert!(r.starts_with("HTTP/1.1 200") && !r.to_ascii_lowercase().contains("connection: close"), "{r}");
+        assert!(
+            r.starts_with("HTTP/1.1 200") && !r.to_ascii_lowercase().contains("connection: close"),
+            "{r}"
+        );
     }
 
     let t = Instant::now();
@@ -67,17 +79,29 @@ async fn http1_keep_alive_connections_close_after_their_next_answer() {
     // and the answer says the connection closes.
     busy.write_all(&request("b2")).await.unwrap();
     let r = read_response(&mut busy).await;
-    assert!(r.starts_with("HTTP/1.1 200") && r.contains("\"uid\":\"b2\""), "{r}");
+    assert!(
+        r.starts_with("HTTP/1.1 200") && r.contains("\"uid\":\"b2\""),
+        "{r}"
+    );
     assert!(r.to_ascii_lowercase().contains("connection: close"), "{r}");
     let mut rest = Vec::new();
     let _ = busy.read_to_end(&mut rest).await;
     // The quiet connection is closed after the drain's idle time, and the server is done
     // long before the 20 s grace.
     let mut rest = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), quiet.read_to_end(&mut rest)).await.expect("quiet connection closed");
-    tokio::time::timeout(Duration::from_secs(5), srv.done).await.expect("drained in time").unwrap().unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(5), quiet.read_to_end(&mut rest))
+        .await
+        .expect("quiet connection closed");
+    tokio::time::timeout(Duration::from_secs(5), srv.done)
+        .await
+        .expect("drained in time")
+        .unwrap()
+        .unwrap();
     let took = t.elapsed();
-    assert!(took >= Duration::from_millis(1400) && took < Duration::from_secs(5), "drain took {took:?}");
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_secs(5),
+        "drain took {took:?}"
+    );
     // New connections are refused once draining.
     assert!(tokio::net::TcpStream::connect(srv.addr).await.is_err());
 }
@@ -97,7 +121,9 @@ async fn http2_client_ignoring_goaway_does_not_hold_the_shutdown() {
         .connect(name, tcp)
         .await
         .unwrap();
-    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
     tls.write_all(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]).await.unwrap();
     let t = Instant::now();
     srv.handle.graceful_shutdown(Some(Duration::from_secs(20)));
@@ -113,6 +139,10 @@ async fn http2_client_ignoring_goaway_does_not_hold_the_shutdown() {
     })
     .await;
     assert!(closed.is_ok(), "GOAWAY-ignoring client kept its connection");
-    tokio::time::timeout(Duration::from_secs(5), srv.done).await.expect("drained in time").unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), srv.done)
+        .await
+        .expect("drained in time")
+        .unwrap()
+        .unwrap();
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 /// The 8-GPU JobSet pod with `n` containers of one GPU each.
 fn wide_pod(n: usize) -> Value {
     let mut pod = fixture_object("full-node-p5-jobset");
-    let one = json!({"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": 1}}});
+    let one =
+        json!({"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": 1}}});
     pod["spec"]["containers"] = Value::Array(
         (0..n)
             .map(|i| {
@@ -40,16 +41,26 @@ async fn oversized_objects_and_patches_are_denied_with_the_reason() {
     let (status, body) = post(&c, &url, &review_for(&wide_pod(5000), "huge")).await;
     assert_eq!(status, 200);
     let r = &body["response"];
-    assert_eq!((r["uid"].as_str(), r["allowed"].as_bool()), (Some("huge"), Some(false)));
+    assert_eq!(
+        (r["uid"].as_str(), r["allowed"].as_bool()),
+        (Some("huge"), Some(false))
+    );
     let msg = r["status"]["message"].as_str().unwrap();
-    assert!(msg.contains("5000 containers") && msg.contains("--max-containers"), "{msg}");
+    assert!(
+        msg.contains("5000 containers") && msg.contains("--max-containers"),
+        "{msg}"
+    );
     assert!(r.get("patch").is_none());
 
     // Under the limit: the patch is a base64 string (not one number per byte) that
     // applies to the object.
     let pod = wide_pod(200);
     let (_, body) = post(&c, &url, &review_for(&pod, "wide")).await;
-    assert!(body["response"]["patch"].is_string(), "{}", body["response"]);
+    assert!(
+        body["response"]["patch"].is_string(),
+        "{}",
+        body["response"]
+    );
     let mutated = apply_response_patch(&pod, &body);
     assert_eq!(mutated["spec"]["hostIPC"], true);
     srv.handle.shutdown();
@@ -62,10 +73,18 @@ async fn oversized_objects_and_patches_are_denied_with_the_reason() {
     let srv = serve(cfg).await;
     let c = client(&pki.ca_pem);
     let pod = fixture_object("full-node-p5-jobset");
-    let (_, body) = post(&c, &format!("{}/mutate", https_base(&srv)), &review_for(&pod, "p")).await;
+    let (_, body) = post(
+        &c,
+        &format!("{}/mutate", https_base(&srv)),
+        &review_for(&pod, "p"),
+    )
+    .await;
     let msg = body["response"]["status"]["message"].as_str().unwrap();
     assert_eq!(body["response"]["allowed"], false);
-    assert!(msg.contains("larger than 2000 bytes (--max-patch-bytes)"), "{msg}");
+    assert!(
+        msg.contains("larger than 2000 bytes (--max-patch-bytes)"),
+        "{msg}"
+    );
     srv.handle.shutdown();
 }
 
@@ -100,7 +119,9 @@ async fn probes_stay_fast_while_heavy_reviews_run() {
     for i in 0..20 {
         let path = if i % 2 == 0 { "healthz" } else { "metrics" };
         let t = Instant::now();
-        let r = reqwest::get(format!("http://{}/{path}", srv.probe_addr)).await.unwrap();
+        let r = reqwest::get(format!("http://{}/{path}", srv.probe_addr))
+            .await
+            .unwrap();
         assert_eq!(r.status(), 200);
         r.bytes().await.unwrap();
         slowest = slowest.max(t.elapsed());
@@ -110,7 +131,10 @@ async fn probes_stay_fast_while_heavy_reviews_run() {
     for l in load {
         reviews += l.await.unwrap();
     }
-    assert!(reviews > 20, "the heavy load did not run ({reviews} reviews)");
+    assert!(
+        reviews > 20,
+        "the heavy load did not run ({reviews} reviews)"
+    );
     // The kubelet's default probe timeout is 1 s; a probe waiting behind reviews took
     // 0.8 s here before reviews moved off the async workers.
     assert!(
@@ -160,7 +184,10 @@ async fn a_saturated_server_answers_busy_at_once() {
                 503 => {
                     busy += 1;
                     assert!(retry, "503 without Retry-After");
-                    assert!(text.contains("saturated") && text.contains("--review-concurrency"), "{text}");
+                    assert!(
+                        text.contains("saturated") && text.contains("--review-concurrency"),
+                        "{text}"
+                    );
                 }
                 other => panic!("unexpected status {other}: {text}"),
             }
@@ -168,6 +195,9 @@ async fn a_saturated_server_answers_busy_at_once() {
     }
     assert!(ok > 0 && busy > 0, "ok={ok} busy={busy}");
     let m = metrics_text(srv.probe_addr).await;
-    assert!(m.contains(&format!("trainplace_reviews_saturated_total {busy}")), "{m}");
+    assert!(
+        m.contains(&format!("trainplace_reviews_saturated_total {busy}")),
+        "{m}"
+    );
     srv.handle.shutdown();
 }

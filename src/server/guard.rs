@@ -138,7 +138,8 @@ impl H2Frames {
                 if self.head_len == 9 {
                     self.head_len = 0;
                     let h = self.head;
-                    self.payload_left = usize::from(h[0]) << 16 | usize::from(h[1]) << 8 | usize::from(h[2]);
+                    self.payload_left =
+                        usize::from(h[0]) << 16 | usize::from(h[1]) << 8 | usize::from(h[2]);
                     // HEADERS (0x1) and CONTINUATION (0x9); END_HEADERS is flag 0x4.
                     if h[3] == 0x1 || h[3] == 0x9 {
                         self.header_block_open = h[4] & 0x4 == 0;

@@ -105,7 +105,10 @@ mod tests {
             tokio::task::yield_now().await;
         }
         let refused = pool.run(|| ()).await;
-        assert!(matches!(refused, Err(PoolError::Saturated { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(PoolError::Saturated { .. })),
+            "{refused:?}"
+        );
         release.send(()).unwrap();
         assert_eq!(busy.await.unwrap(), Ok(Some(())));
         assert_eq!(pool.run(|| 7).await, Ok(7));

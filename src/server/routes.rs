@@ -109,13 +109,21 @@ fn rejected(state: &AppState, endpoint: Endpoint, e: ApiError) -> Response {
     e.into_response()
 }
 
-async fn handle(state: AppState, endpoint: Endpoint, body: Result<JsonBytes, ApiError>) -> Response {
+async fn handle(
+    state: AppState,
+    endpoint: Endpoint,
+    body: Result<JsonBytes, ApiError>,
+) -> Response {
     let JsonBytes(bytes) = match body {
         Ok(b) => b,
         Err(e) => return rejected(&state, endpoint, e),
     };
     let worker = state.clone();
-    match state.pool.run(move || answer(&worker, endpoint, &bytes)).await {
+    match state
+        .pool
+        .run(move || answer(&worker, endpoint, &bytes))
+        .await
+    {
         Ok(Ok(json)) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
         Ok(Err(e)) => rejected(&state, endpoint, e),
         Err(e @ PoolError::Saturated { .. }) => {
@@ -154,9 +162,12 @@ fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>,
     let snapshot = state.inventory.snapshot();
     let reviewed = review_with(body, endpoint, &policy, snapshot.as_deref(), &state.limits);
     record(state, endpoint, &reviewed);
-    let json = encoded(reviewed.body.map_err(|e| e.to_string()).and_then(|v| {
-        serde_json::to_vec(&v).map_err(|e| e.to_string())
-    }))?;
+    let json = encoded(
+        reviewed
+            .body
+            .map_err(|e| e.to_string())
+            .and_then(|v| serde_json::to_vec(&v).map_err(|e| e.to_string())),
+    )?;
     state
         .metrics
         .latency
@@ -238,6 +249,9 @@ mod tests {
     fn an_unencodable_answer_is_a_500_with_a_message() {
         let e = encoded(Err("broken on purpose".into())).unwrap_err();
         assert_eq!(e.status, StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(e.message.contains("could not encode its answer: broken on purpose"));
+        assert!(
+            e.message
+                .contains("could not encode its answer: broken on purpose")
+        );
     }
 }

@@ -27,13 +27,17 @@ pub enum TlsError {
     SelfSigned(String),
     #[error("{path}: cannot parse the leaf certificate: {message}")]
     Parse { path: String, message: String },
-    #[error("{path}: the certificate expired at {not_after} (unix time {not_after_unix}); renew it")]
+    #[error(
+        "{path}: the certificate expired at {not_after} (unix time {not_after_unix}); renew it"
+    )]
     Expired {
         path: String,
         not_after: String,
         not_after_unix: i64,
     },
-    #[error("{path}: the certificate is not valid before {not_before}; check the issuer's and this host's clocks")]
+    #[error(
+        "{path}: the certificate is not valid before {not_before}; check the issuer's and this host's clocks"
+    )]
     NotYetValid { path: String, not_before: String },
 }
 

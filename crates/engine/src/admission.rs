@@ -152,7 +152,10 @@ pub fn review_with(
             object_name(),
             limits.max_containers
         );
-        return done(deny(base, &message), Outcome::BadObject { operation, message });
+        return done(
+            deny(base, &message),
+            Outcome::BadObject { operation, message },
+        );
     }
     let namespace = req.namespace.clone().unwrap_or_default();
     let who = Requester {
@@ -185,7 +188,10 @@ pub fn review_with(
             }
             Err(e) => {
                 let message = format!("trainplace cannot patch {}: {e}", object_name());
-                return done(deny(base, &message), Outcome::BadObject { operation, message });
+                return done(
+                    deny(base, &message),
+                    Outcome::BadObject { operation, message },
+                );
             }
         },
         Endpoint::Validate => {
