@@ -1,12 +1,15 @@
-//! Reviews run on tokio's blocking threads, at most `concurrency` at once, so the async
-//! workers stay free for TLS, connections and the probes. A bounded number of reviews
-//! may wait for a slot; beyond that the server answers at once that it is busy.
+//! Reviews run on a small fixed set of threads, so the async workers stay free for
+//! TLS, connections and the probes, and memory stays bounded: a fixed set of threads
+//! keeps a fixed set of allocator heaps (tokio's growing blocking pool left one heap
+//! per short-lived thread, and RSS with it). A bounded number of reviews may wait for a
+//! thread; beyond that the server answers at once that it is busy.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 
 use thiserror::Error;
-use tokio::sync::Semaphore;
+use tokio::sync::oneshot;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PoolError {
@@ -14,39 +17,73 @@ pub enum PoolError {
         "trainplace is saturated: {running} reviews running and {waiting} waiting (--review-concurrency, --review-queue); retry"
     )]
     Saturated { running: usize, waiting: usize },
-    #[error("the review task failed: {0}")]
+    #[error("the review thread failed: {0}")]
     Failed(String),
 }
 
+type Job = Box<dyn FnOnce() + Send>;
+
 #[derive(Debug)]
 pub struct ReviewPool {
-    slots: Arc<Semaphore>,
+    jobs: Sender<Job>,
+    /// Reviews running or waiting.
+    pending: Arc<AtomicUsize>,
     concurrency: usize,
-    waiting: AtomicUsize,
     max_waiting: usize,
 }
 
-/// Counts a waiter for as long as it waits.
-struct Waiting<'a>(&'a AtomicUsize);
+/// Counts a review as pending until it has run (or was dropped unrun).
+struct Pending(Arc<AtomicUsize>);
 
-impl Drop for Waiting<'_> {
+impl Drop for Pending {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
+fn worker(jobs: Arc<Mutex<Receiver<Job>>>) {
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        match job {
+            // A panicking review must not cost a thread; its caller sees the dropped
+            // answer as a failure.
+            Ok(job) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            }
+            Err(_) => return,
+        }
+    }
+}
+
 impl ReviewPool {
-    /// `concurrency` 0 means one per available core.
+    /// `concurrency` 0 means one per available core. The threads end when the pool is
+    /// dropped.
     pub fn new(concurrency: usize, max_waiting: usize) -> Self {
         let concurrency = if concurrency == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
         } else {
             concurrency
         };
+        let (tx, rx) = channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        for i in 0..concurrency {
+            let rx = rx.clone();
+            // Failing to start a thread leaves fewer workers; zero would hang reviews,
+            // so the first one must start.
+            let started = std::thread::Builder::new()
+                .name(format!("trainplace-review-{i}"))
+                .spawn(move || worker(rx));
+            if let Err(error) = started {
+                tracing::error!(%error, "cannot start a review thread");
+            }
+        }
         ReviewPool {
-            slots: Arc::new(Semaphore::new(concurrency)),
+            jobs: tx,
+            pending: Arc::new(AtomicUsize::new(0)),
             concurrency,
-            waiting: AtomicUsize::new(0),
             max_waiting,
         }
     }
@@ -55,37 +92,31 @@ impl ReviewPool {
         self.concurrency
     }
 
-    /// Run `work` on a blocking thread once a slot is free. Refuses at once when
-    /// `max_waiting` callers already wait.
+    /// Run `work` on a review thread. Refuses at once when `max_waiting` reviews
+    /// already wait for one.
     pub async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, PoolError> {
-        let permit = match self.slots.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
-                let _counted = Waiting(&self.waiting);
-                if waiting >= self.max_waiting {
-                    return Err(PoolError::Saturated {
-                        running: self.concurrency,
-                        waiting,
-                    });
-                }
-                self.slots
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|e| PoolError::Failed(e.to_string()))?
-            }
-        };
-        tokio::task::spawn_blocking(move || {
-            let out = work();
-            drop(permit);
-            out
-        })
-        .await
-        .map_err(|e| PoolError::Failed(e.to_string()))
+        let before = self.pending.fetch_add(1, Ordering::AcqRel);
+        let pending = Pending(self.pending.clone());
+        if before >= self.concurrency + self.max_waiting {
+            return Err(PoolError::Saturated {
+                running: self.concurrency,
+                waiting: self.max_waiting,
+            });
+        }
+        let (done, answer) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = done.send(work());
+            drop(pending);
+        });
+        if self.jobs.send(job).is_err() {
+            return Err(PoolError::Failed("no review thread is running".into()));
+        }
+        answer
+            .await
+            .map_err(|_| PoolError::Failed("the review panicked".into()))
     }
 }
 
@@ -98,12 +129,19 @@ mod tests {
     async fn refuses_at_once_when_full() {
         let pool = Arc::new(ReviewPool::new(1, 0));
         let (release, gate) = mpsc::channel::<()>();
+        let (taken, started) = mpsc::channel::<()>();
         let p = pool.clone();
-        let busy = tokio::spawn(async move { p.run(move || gate.recv().ok()).await });
-        // Wait until the slot is taken.
-        while pool.slots.available_permits() > 0 {
-            tokio::task::yield_now().await;
-        }
+        let busy = tokio::spawn(async move {
+            p.run(move || {
+                taken.send(()).unwrap();
+                gate.recv().ok()
+            })
+            .await
+        });
+        // Wait until the thread runs the first job.
+        tokio::task::spawn_blocking(move || started.recv().unwrap())
+            .await
+            .unwrap();
         let refused = pool.run(|| ()).await;
         assert!(
             matches!(refused, Err(PoolError::Saturated { .. })),
