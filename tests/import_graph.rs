@@ -35,7 +35,10 @@ fn module_of(root: &Path, file: &Path) -> Module {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
         parts.pop();
     }
     parts
@@ -261,7 +264,10 @@ fn no_module_imports_itself_through_others() {
     let mut report = Vec::new();
     for krate in CRATES {
         let edges = graph(&root.join(krate));
-        assert!(!edges.is_empty(), "{krate}: no imports found (parser broken?)");
+        assert!(
+            !edges.is_empty(),
+            "{krate}: no imports found (parser broken?)"
+        );
         for comp in loops(&edges) {
             let names: Vec<String> = comp.iter().map(|m| m.join("::")).collect();
             let detail: Vec<String> = comp
@@ -293,7 +299,13 @@ fn the_parser_sees_grouped_and_super_paths() {
     let as_text: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
     assert_eq!(as_text, ["x::y", "x::z::Q", "x::z::R", "a::c::d"]);
     let mut edges = BTreeMap::new();
-    edges.insert(vec!["p".to_string()], BTreeSet::from([vec!["q".to_string()]]));
-    edges.insert(vec!["q".to_string()], BTreeSet::from([vec!["p".to_string()]]));
+    edges.insert(
+        vec!["p".to_string()],
+        BTreeSet::from([vec!["q".to_string()]]),
+    );
+    edges.insert(
+        vec!["q".to_string()],
+        BTreeSet::from([vec!["p".to_string()]]),
+    );
     assert_eq!(loops(&edges).len(), 1);
 }

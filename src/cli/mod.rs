@@ -62,7 +62,7 @@ pub enum AdvisorSub {
 pub struct Inputs {
     pub policy: Policy,
     pub docs: Vec<input::Document>,
-    pub inventory: Option<trainplace_engine::inventory::Snapshot>,
+    pub inventory: Option<trainplace_engine::Snapshot>,
 }
 
 impl Inputs {
@@ -98,9 +98,6 @@ pub struct PolicyArgs {
 
 impl PolicyArgs {
     pub fn load(&self) -> Result<Policy, PolicyError> {
-        match &self.policy_dir {
-            Some(dir) => Policy::load_dir(dir),
-            None => Ok(Policy::embedded()),
-        }
+        crate::policy_dir::load_or_embedded(self.policy_dir.as_deref())
     }
 }

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use trainplace_engine::Policy;
 
 use super::ExitCode;
 
@@ -26,7 +25,7 @@ pub enum PolicySub {
 
 pub fn run(cmd: &PolicyCommand) -> ExitCode {
     match &cmd.command {
-        PolicySub::Check { dir } => match Policy::load_dir(dir) {
+        PolicySub::Check { dir } => match crate::policy_dir::load(dir) {
             Ok(p) => {
                 println!(
                     "{}: ok ({} instance types, {} namespace overrides)",
@@ -42,11 +41,7 @@ pub fn run(cmd: &PolicyCommand) -> ExitCode {
             }
         },
         PolicySub::Instances { policy_dir } => {
-            let policy = match policy_dir {
-                Some(d) => Policy::load_dir(d),
-                None => Ok(Policy::embedded()),
-            };
-            let policy = match policy {
+            let policy = match crate::policy_dir::load_or_embedded(policy_dir.as_deref()) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("error: {e}");

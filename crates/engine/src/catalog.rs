@@ -106,7 +106,7 @@ impl Catalog {
     }
 
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, PolicyError> {
-        let file: CatalogFile = crate::policy::parse_yaml(text, origin)?;
+        let file: CatalogFile = crate::yaml::parse_yaml(text, origin)?;
         let mut catalog = Catalog {
             instances: BTreeMap::new(),
             env_rules: Vec::new(),

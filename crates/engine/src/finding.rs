@@ -18,16 +18,6 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 7] = [
-        Rule::PartialNode,
-        Rule::MultiAz,
-        Rule::ImpossibleRequest,
-        Rule::UnknownInstanceType,
-        Rule::OptOutRefused,
-        Rule::Reshape,
-        Rule::InvalidObject,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Rule::PartialNode => "partial-node",

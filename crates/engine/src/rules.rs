@@ -331,7 +331,7 @@ pub fn opt_in_state(
     set: bool,
     opt: OptIn,
     eff: &Effective<'_>,
-    who: &crate::policy::Requester<'_>,
+    who: &crate::requester::Requester<'_>,
 ) -> OptInState {
     match (set, eff.policy.may_opt_in(opt, who)) {
         (false, _) => OptInState::Absent,

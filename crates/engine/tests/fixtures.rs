@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use rstest::rstest;
 use serde::Deserialize;
 use serde_json::Value;
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 use trainplace_engine::{Catalog, Mode, Policy, Requester, Verdict, evaluate};
 
 #[derive(Debug, Deserialize, Default)]

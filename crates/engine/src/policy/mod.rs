@@ -5,19 +5,18 @@
 mod file;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube_core::{Selector, SelectorExt};
-use serde::de::DeserializeOwned;
 
 pub use file::{
-    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceMatch, NamespaceOverride, OptInGrant,
-    OptIns, PolicyFile, RuleModes,
+    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceOverride, PolicyFile, RuleModes,
 };
 
 use crate::catalog::{Catalog, CatalogFile};
 use crate::error::PolicyError;
+use crate::requester::Requester;
+use crate::yaml::parse_yaml;
 
 /// The policy compiled into the binary (`policies/default.yaml`).
 pub const EMBEDDED_POLICY: &str = include_str!("../../../../policies/default.yaml");
@@ -34,20 +33,6 @@ const DEFAULT_CONTROLLER_GROUPS: [&str; 6] = [
     "system:serviceaccounts:jobset-system",
     "system:serviceaccounts:lws-system",
 ];
-
-/// Parse one YAML document into `T`, reporting `origin:line:column` on error.
-pub fn parse_yaml<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T, PolicyError> {
-    serde_yaml_ng::from_str(text).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!(":{}:{}", l.line(), l.column()))
-            .unwrap_or_default();
-        PolicyError::Parse {
-            origin: format!("{origin}{at}"),
-            message: e.to_string(),
-        }
-    })
-}
 
 /// Opt-in annotations the policy governs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,15 +54,12 @@ impl OptIn {
     }
 }
 
-/// Who is asking, and where: what the policy needs to resolve modes and grants.
-#[derive(Debug, Clone, Default)]
-pub struct Requester<'a> {
-    pub namespace: &'a str,
-    /// Labels of the namespace, when known (the webhook learns them from the cluster).
-    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
-    pub groups: &'a [String],
-    /// What the cluster holds, when a live cache or a fixture provides it.
-    pub inventory: Option<&'a crate::inventory::Snapshot>,
+/// One YAML file of a policy directory, as read by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    /// Where it came from (a path), for error messages.
+    pub origin: String,
+    pub text: String,
 }
 
 /// Everything the engine consults besides the object itself.
@@ -233,56 +215,41 @@ impl Policy {
         })
     }
 
-    /// Load a policy directory: every `*.yaml`/`*.yml` file is a `Policy` (at most one)
-    /// or an `InstanceCatalog` (merged over the embedded catalog). Hidden entries (the
-    /// `..data` links of a mounted ConfigMap) are skipped.
-    pub fn load_dir(dir: &Path) -> Result<Self, PolicyError> {
-        let io = |e: std::io::Error| PolicyError::Io {
-            path: dir.display().to_string(),
-            message: e.to_string(),
-        };
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .map_err(io)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                !name.starts_with('.') && (name.ends_with(".yaml") || name.ends_with(".yml"))
-            })
-            .collect();
-        paths.sort();
+    /// Build the policy from the YAML documents of a policy directory, read by the
+    /// caller (the engine does no I/O): each is a `Policy` (at most one) or an
+    /// `InstanceCatalog` (merged over the embedded catalog), in the order given.
+    pub fn from_documents(docs: &[Document]) -> Result<Self, PolicyError> {
         let mut catalog = Catalog::embedded();
-        let mut policy: Option<(String, String)> = None;
-        for path in paths {
-            let origin = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| PolicyError::Io {
-                path: origin.clone(),
-                message: e.to_string(),
-            })?;
-            let head: serde_yaml_ng::Value = parse_yaml(&text, &origin)?;
+        let mut policy: Option<&Document> = None;
+        for doc in docs {
+            let head: serde_yaml_ng::Value = parse_yaml(&doc.text, &doc.origin)?;
             match head.get("kind").and_then(|k| k.as_str()) {
                 Some("Policy") => {
-                    if let Some((first, _)) = &policy {
+                    if let Some(first) = policy {
                         return Err(invalid(
-                            &origin,
-                            format!("a second Policy file; {first} is already the policy"),
+                            &doc.origin,
+                            format!(
+                                "a second Policy file; {} is already the policy",
+                                first.origin
+                            ),
                         ));
                     }
-                    policy = Some((origin, text));
+                    policy = Some(doc);
                 }
                 Some("InstanceCatalog") => {
-                    let file: CatalogFile = parse_yaml(&text, &origin)?;
-                    catalog.merge(file, &origin)?;
+                    let file: CatalogFile = parse_yaml(&doc.text, &doc.origin)?;
+                    catalog.merge(file, &doc.origin)?;
                 }
                 other => {
                     return Err(invalid(
-                        &origin,
+                        &doc.origin,
                         format!("kind must be Policy or InstanceCatalog, found {other:?}"),
                     ));
                 }
             }
         }
         match policy {
-            Some((origin, text)) => Self::from_parts(&text, &origin, catalog),
+            Some(doc) => Self::from_parts(&doc.text, &doc.origin, catalog),
             None => Self::from_parts(EMBEDDED_POLICY, "policies/default.yaml (embedded)", catalog),
         }
     }

@@ -4,6 +4,7 @@
 //! command line that hides them in a longer string is refused with the line to edit.
 
 mod template;
+mod trainjob;
 
 use serde_json::{Value, json};
 
@@ -12,14 +13,15 @@ use template::{commands_are_literal, rewrite_template};
 use crate::annotations::{MUTATED, RESHAPE};
 use crate::classify::{Class, SiteHints, Target, classify};
 use crate::edit::{Cursor, Ops};
-use crate::engine::{Ctx, Verdict};
 use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
 use crate::json::escape;
+use crate::judge::Ctx;
 use crate::layout::Change;
 use crate::podspec::PodView;
 use crate::policy::{Mode, OptIn};
 use crate::rules::{OptInState, count, opt_in_state};
+use crate::verdict::Verdict;
 use crate::workload::{Kind, Site};
 
 /// The torchrun flags reshape rewrites when they stand as literal tokens.
@@ -69,7 +71,7 @@ pub(crate) fn apply(
         return Ok(false);
     }
     if kind == Kind::TrainJob {
-        return crate::trainjob::reshape(object, ctx, verdict, ops);
+        return trainjob::reshape(object, ctx, verdict, ops);
     }
     let mut gpu_sites = Vec::new();
     let mut instance = None;
@@ -203,13 +205,7 @@ pub(crate) fn apply(
 }
 
 /// Explain a reshape on the workload itself: one annotation line per rewritten field.
-pub(crate) fn record(
-    object: &mut Value,
-    lines: Vec<String>,
-    why: &str,
-    verdict: &mut Verdict,
-    ops: &mut Ops,
-) {
+fn record(object: &mut Value, lines: Vec<String>, why: &str, verdict: &mut Verdict, ops: &mut Ops) {
     let text = lines
         .iter()
         .map(|l| format!("{l}: {why}"))
