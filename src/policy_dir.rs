@@ -57,7 +57,11 @@ pub fn fingerprint(docs: &[PolicyDocument]) -> [u8; 32] {
 
 /// Read and compile a policy directory.
 pub fn load(dir: &Path) -> Result<Policy, PolicyError> {
-    Policy::from_documents(&read(dir)?)
+    let policy = Policy::from_documents(&read(dir)?)?;
+    for warning in policy.warnings() {
+        tracing::warn!(%warning, "policy file uses a deprecated key");
+    }
+    Ok(policy)
 }
 
 /// The policy from a directory when one is given, else the embedded default.

@@ -98,6 +98,10 @@ pub struct PolicyArgs {
 
 impl PolicyArgs {
     pub fn load(&self) -> Result<Policy, PolicyError> {
-        crate::policy_dir::load_or_embedded(self.policy_dir.as_deref())
+        let policy = crate::policy_dir::load_or_embedded(self.policy_dir.as_deref())?;
+        for warning in policy.warnings() {
+            eprintln!("warning: {warning}");
+        }
+        Ok(policy)
     }
 }

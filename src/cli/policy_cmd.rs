@@ -27,11 +27,14 @@ pub fn run(cmd: &PolicyCommand) -> ExitCode {
     match &cmd.command {
         PolicySub::Check { dir } => match crate::policy_dir::load(dir) {
             Ok(p) => {
+                for warning in p.warnings() {
+                    eprintln!("warning: {warning}");
+                }
                 println!(
                     "{}: ok ({} instance types, {} namespace overrides)",
                     dir.display(),
                     p.catalog.instances().count(),
-                    p.file().namespaces.len()
+                    p.namespace_overrides().len()
                 );
                 ExitCode::Ok
             }

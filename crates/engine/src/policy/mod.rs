@@ -70,6 +70,7 @@ pub struct Policy {
     training_selectors: Vec<Selector>,
     plugin_version: semver::Version,
     pub catalog: Catalog,
+    warnings: Vec<String>,
 }
 
 /// The policy as it applies to one namespace.
@@ -125,6 +126,57 @@ fn invalid(origin: &str, message: String) -> PolicyError {
     }
 }
 
+/// Keys spelled as earlier releases did (`partial-node` for `partialNode`): still read,
+/// reported so the file can be updated before the old spelling goes away.
+fn deprecated_keys(raw: &serde_yaml_ng::Value, origin: &str) -> Vec<String> {
+    let mut sections: Vec<(String, &serde_yaml_ng::Value)> = Vec::new();
+    for key in ["rules", "optIns"] {
+        if let Some(v) = raw.get(key) {
+            sections.push((key.to_string(), v));
+        }
+    }
+    if let Some(list) = raw.get("namespaces").and_then(|n| n.as_sequence()) {
+        for (i, ns) in list.iter().enumerate() {
+            if let Some(v) = ns.get("rules") {
+                sections.push((format!("namespaces[{i}].rules"), v));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (at, section) in sections {
+        let Some(map) = section.as_mapping() else {
+            continue;
+        };
+        for key in map
+            .keys()
+            .filter_map(|k| k.as_str())
+            .filter(|k| k.contains('-'))
+        {
+            out.push(format!(
+                "{origin}: {at}.{key} is the deprecated spelling; write {at}.{} (camelCase, like every other key)",
+                camel(key)
+            ));
+        }
+    }
+    out
+}
+
+fn camel(kebab: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in kebab.chars() {
+        if c == '-' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn merge_opt<T: Clone>(base: &mut Option<T>, over: &Option<T>) {
     if over.is_some() {
         base.clone_from(over);
@@ -142,9 +194,19 @@ impl Policy {
         .expect("embedded policy is validated by the test suite")
     }
 
+    /// A policy file laid over the embedded default (see [`PolicyFile::over`]).
     pub fn from_parts(text: &str, origin: &str, catalog: Catalog) -> Result<Self, PolicyError> {
         let file: PolicyFile = parse_yaml(text, origin)?;
-        Self::compile(file, origin, catalog)
+        let warnings = deprecated_keys(&parse_yaml(text, origin)?, origin);
+        let embedded: PolicyFile = parse_yaml(EMBEDDED_POLICY, "policies/default.yaml (embedded)")?;
+        let mut policy = Self::compile(file.over(&embedded), origin, catalog)?;
+        policy.warnings = warnings;
+        Ok(policy)
+    }
+
+    /// Deprecation notes about the file this policy came from (old key spellings).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     fn compile(file: PolicyFile, origin: &str, catalog: Catalog) -> Result<Self, PolicyError> {
@@ -179,7 +241,7 @@ impl Policy {
         };
         check_defaults(&file.defaults, "")?;
         let mut namespace_selectors = Vec::new();
-        for (i, ns) in file.namespaces.iter().enumerate() {
+        for (i, ns) in file.namespaces.iter().flatten().enumerate() {
             let at = format!("namespaces[{i}].");
             check_defaults(&ns.defaults, &at)?;
             if ns.matches.names.is_empty() && ns.matches.selector.is_none() {
@@ -196,6 +258,7 @@ impl Policy {
         let training_selectors = file
             .training_selectors
             .iter()
+            .flatten()
             .map(|s| selector(s, origin))
             .collect::<Result<_, _>>()?;
         let plugin_version = file
@@ -212,6 +275,7 @@ impl Policy {
             training_selectors,
             plugin_version,
             catalog,
+            warnings: Vec::new(),
         })
     }
 
@@ -259,7 +323,11 @@ impl Policy {
         let mut defaults = self.file.defaults.clone();
         let mut modes = self.file.rules.clone();
         let mut mutations = self.file.mutations.clone();
-        for (ns, sel) in self.file.namespaces.iter().zip(&self.namespace_selectors) {
+        for (ns, sel) in self
+            .namespace_overrides()
+            .iter()
+            .zip(&self.namespace_selectors)
+        {
             if !self.namespace_matches(ns, sel.as_ref(), who) {
                 continue;
             }
@@ -322,7 +390,9 @@ impl Policy {
 
     /// Whether the requester may use an opt-in annotation. No grant = nobody may.
     pub fn may_opt_in(&self, opt: OptIn, who: &Requester<'_>) -> bool {
-        let o = &self.file.opt_ins;
+        let Some(o) = &self.file.opt_ins else {
+            return false;
+        };
         let grant = match opt {
             OptIn::AllowPartialNode => &o.allow_partial_node,
             OptIn::AllowMultiAz => &o.allow_multi_az,
@@ -357,8 +427,9 @@ impl Policy {
         self.training_selectors.iter().any(|s| s.matches(labels))
     }
 
-    pub fn file(&self) -> &PolicyFile {
-        &self.file
+    /// The per-namespace overrides, in order.
+    pub fn namespace_overrides(&self) -> &[NamespaceOverride] {
+        self.file.namespaces.as_deref().unwrap_or_default()
     }
 }
 
