@@ -55,9 +55,9 @@ pub fn fingerprint(docs: &[PolicyDocument]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Read and compile a policy directory.
+/// Read and compile a policy directory; it must hold a `kind: Policy` file.
 pub fn load(dir: &Path) -> Result<Policy, PolicyError> {
-    let policy = Policy::from_documents(&read(dir)?)?;
+    let policy = Policy::from_documents(&dir.display().to_string(), &read(dir)?)?;
     for warning in policy.warnings() {
         tracing::warn!(%warning, "policy file uses a deprecated key");
     }

@@ -87,17 +87,24 @@ pub fn watch_policy(state: AppState, dir: PathBuf, every: Duration) {
                 .map(|docs| crate::policy_dir::fingerprint(&docs))
         },
         move || {
-            let ok = match crate::policy_dir::load(&dir) {
+            let result = crate::policy_dir::load(&dir);
+            let ok = result.is_ok();
+            let error = match result {
                 Ok(p) => {
                     state.policy.store(Arc::new(p));
                     tracing::info!(dir = %dir.display(), "policy reloaded");
-                    true
+                    None
                 }
                 Err(error) => {
                     tracing::error!(%error, "policy edit rejected; keeping the last good policy");
-                    false
+                    Some(format!("{error} (serving the last good policy)"))
                 }
             };
+            state.detail.rcu(|d| {
+                let mut d = (**d).clone();
+                d.policy_error.clone_from(&error);
+                d
+            });
             state
                 .metrics
                 .policy_reloads

@@ -279,10 +279,14 @@ impl Policy {
         })
     }
 
-    /// Build the policy from the YAML documents of a policy directory, read by the
-    /// caller (the engine does no I/O): each is a `Policy` (at most one) or an
-    /// `InstanceCatalog` (merged over the embedded catalog), in the order given.
-    pub fn from_documents(docs: &[Document]) -> Result<Self, PolicyError> {
+    /// Build the policy from the YAML documents of a policy directory (`origin`), read
+    /// by the caller (the engine does no I/O): exactly one `Policy` and any number of
+    /// `InstanceCatalog`s (merged over the embedded catalog), in the order given.
+    ///
+    /// A directory without its Policy is an error, never the embedded default: the
+    /// default grants every opt-in, so a lost or renamed file would quietly loosen a
+    /// platform team's guardrails.
+    pub fn from_documents(origin: &str, docs: &[Document]) -> Result<Self, PolicyError> {
         let mut catalog = Catalog::embedded();
         let mut policy: Option<&Document> = None;
         for doc in docs {
@@ -314,7 +318,13 @@ impl Policy {
         }
         match policy {
             Some(doc) => Self::from_parts(&doc.text, &doc.origin, catalog),
-            None => Self::from_parts(EMBEDDED_POLICY, "policies/default.yaml (embedded)", catalog),
+            None => Err(invalid(
+                origin,
+                "the policy directory has no `kind: Policy` file. Add one (a file with only \
+                 `apiVersion: trainplace.io/v1alpha1` and `kind: Policy` means the embedded \
+                 defaults), or run without --policy-dir for the embedded policy."
+                    .into(),
+            )),
         }
     }
 
