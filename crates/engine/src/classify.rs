@@ -65,6 +65,9 @@ pub struct SiteHints {
     pub pods: Option<u32>,
     /// The job identity label the operator will put on the pods.
     pub identity: Option<(String, String)>,
+    /// `trainplace.io/instance-type` on the workload's own metadata: used when the
+    /// template names no instance type itself.
+    pub instance_type: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -116,7 +119,7 @@ pub fn classify<'c>(
         return Class::NotTraining;
     }
     let multi_pod = pods.is_none_or(|n| n > 1);
-    let target = target(view, eff, inventory, &accel_resource);
+    let target = target(view, hints, eff, inventory, &accel_resource);
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
@@ -148,16 +151,20 @@ fn env_pod_count(view: &PodView<'_>, per_pod: u32) -> Option<u32> {
 
 fn target<'c>(
     view: &PodView<'_>,
+    hints: &SiteHints,
     eff: &Effective<'c>,
     inventory: Option<&'c Snapshot>,
     resource: &str,
 ) -> Target<'c> {
     let catalog = &eff.policy.catalog;
     // The catalog first; a type it lacks may still be known from the nodes themselves.
-    let resolve = |name: String, src| match catalog.get(&name).or_else(|| inventory?.learned(&name))
-    {
-        Some(p) => Target::Known(p, src),
-        None => Target::Unknown(name, src),
+    // SageMaker HyperPod nodes label their type `ml.p5.48xlarge`: the EC2 type's facts.
+    let lookup = |name: &str| catalog.get(name).or_else(|| inventory?.learned(name));
+    let resolve = |name: String, src| {
+        match lookup(&name).or_else(|| lookup(name.strip_prefix("ml.")?)) {
+            Some(p) => Target::Known(p, src),
+            None => Target::Unknown(name, src),
+        }
     };
     for key in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
         if let Some(t) = str_at(view.pod, &["spec", "nodeSelector", key]) {
@@ -173,7 +180,7 @@ fn target<'c>(
             _ => return Target::Several(values),
         }
     }
-    if let Some(t) = view.annotation(INSTANCE_TYPE) {
+    if let Some(t) = view.annotation(INSTANCE_TYPE).or(hints.instance_type.as_deref()) {
         return resolve(t.to_string(), InstanceSource::Annotation);
     }
     if let Some(t) = &eff.defaults.instance_type {

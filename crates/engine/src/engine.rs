@@ -98,6 +98,7 @@ pub fn evaluate_owned(
             opt_in: None,
         });
     }
+    verdict.fold_repeats();
     verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
     verdict.patch = ops.into_patch();
     verdict.object = object;

@@ -98,15 +98,12 @@ pub(crate) fn judge<'a>(
     verdict: &mut Verdict,
 ) -> Result<Option<Judgement<'a>>, ObjectError> {
     let eff = ctx.eff;
+    let object_annotation = |key: &str| str_at(object, &["metadata", "annotations", key]);
     let shape = match classify(view, hints, eff, ctx.who.inventory) {
         Class::NotTraining => return Ok(None),
         Class::Training(shape) => shape,
     };
-    let set = |key: &str| {
-        view.annotation(key)
-            .or_else(|| str_at(object, &["metadata", "annotations", key]))
-            == Some("true")
-    };
+    let set = |key: &str| view.annotation(key).or_else(|| object_annotation(key)) == Some("true");
     let partial_opt_in = ctx.opt_in(set(ALLOW_PARTIAL_NODE), OptIn::AllowPartialNode);
     let multi_az_opt_in = ctx.opt_in(set(ALLOW_MULTI_AZ), OptIn::AllowMultiAz);
     let layout = match &shape.target {

@@ -245,24 +245,26 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
     };
     let recommended = match s.pods {
         Some(n) => {
-            let total = n * s.per_pod;
-            if total.is_multiple_of(g) {
-                format!(
-                    "{} x {} (annotation {RESHAPE}: \"true\" rewrites it)",
-                    count(total / g, "pod"),
-                    count(g, what)
-                )
-            } else if total < g {
+            // u64: pods x GPUs per pod cannot overflow it.
+            let total = u64::from(n) * u64::from(s.per_pod);
+            let g64 = u64::from(g);
+            if total <= g64 {
                 format!(
                     "1 pod x {} on one node, so every rank talks over NVLink",
-                    count(total, what)
+                    count64(total, what)
+                )
+            } else if total.is_multiple_of(g64) {
+                format!(
+                    "{} x {} (annotation {RESHAPE}: \"true\" rewrites it)",
+                    count64(total / g64, "pod"),
+                    count(g, what)
                 )
             } else {
                 format!(
                     "{} x {} ({} do not fill whole nodes; this rounds up)",
-                    count(total.div_ceil(g), "pod"),
+                    count64(total.div_ceil(g64), "pod"),
                     count(g, what),
-                    count(total, what)
+                    count64(total, what)
                 )
             }
         }
@@ -376,11 +378,16 @@ pub fn opt_in_state(
     }
 }
 
-/// "1 pod", "8 pods".
-pub fn count(n: u32, word: &str) -> String {
+/// [`count`] for counts that were multiplied in u64.
+pub fn count64(n: u64, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {
         format!("{n} {word}s")
     }
+}
+
+/// "1 pod", "8 pods".
+pub fn count(n: u32, word: &str) -> String {
+    count64(n.into(), word)
 }

@@ -47,6 +47,28 @@ impl Verdict {
         }
     }
 
+    /// One finding per cause: templates that fail a rule the same way (the Master and
+    /// the Worker of one job) give one finding naming every site.
+    pub(crate) fn fold_repeats(&mut self) {
+        let mut folded: Vec<Finding> = Vec::with_capacity(self.findings.len());
+        for f in std::mem::take(&mut self.findings) {
+            match folded.iter_mut().find(|g| {
+                g.rule == f.rule
+                    && g.mode == f.mode
+                    && g.found == f.found
+                    && g.fix == f.fix
+                    && g.opt_in == f.opt_in
+            }) {
+                Some(g) => {
+                    g.site.push_str(" and ");
+                    g.site.push_str(&f.site);
+                }
+                None => folded.push(f),
+            }
+        }
+        self.findings = folded;
+    }
+
     /// What the client sees as warnings: `warn` findings and notes.
     pub fn warnings(&self) -> Vec<String> {
         self.findings

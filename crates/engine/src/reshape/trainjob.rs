@@ -29,6 +29,11 @@ pub(super) fn reshape(
         &SiteHints {
             pods: Some(2),
             identity: None,
+            instance_type: crate::json::str_at(
+                object,
+                &["metadata", "annotations", crate::annotations::INSTANCE_TYPE],
+            )
+            .map(String::from),
         },
         ctx.eff,
         ctx.who.inventory,
@@ -39,15 +44,26 @@ pub(super) fn reshape(
         return Ok(false);
     };
     let (g, big) = (shape.per_pod, inst.accelerators);
-    let nodes = object
-        .pointer("/spec/trainer/numNodes")
-        .and_then(Value::as_u64)
-        .unwrap_or(1) as u32;
+    // Read whole: `as u32` would turn numNodes 2^32 + 1 into 1.
+    let nodes = match object.pointer("/spec/trainer/numNodes") {
+        None | Some(Value::Null) => 1,
+        Some(v) => match v.as_u64().map(u32::try_from) {
+            Some(Ok(n)) => n,
+            _ => {
+                return Err(ObjectError::bad(
+                    "spec.trainer.numNodes",
+                    "must be a whole number that fits 32 bits",
+                ));
+            }
+        },
+    };
     if g == 0 || g >= big {
         return Ok(false);
     }
-    let gpus = nodes * g;
-    if !gpus.is_multiple_of(big) {
+    let gpus = u64::from(nodes) * u64::from(g);
+    let big64 = u64::from(big);
+    if !gpus.is_multiple_of(big64) {
+        let (down, up) = (gpus / big64, gpus.div_ceil(big64));
         verdict.findings.push(Finding {
             rule: Rule::Reshape,
             mode: Mode::Enforce,
@@ -58,16 +74,16 @@ pub(super) fn reshape(
                 count(g, "GPU"),
                 inst.name
             ),
-            fix: format!(
-                "use numNodes {} or {} with {big} GPUs each.",
-                gpus / big,
-                gpus.div_ceil(big)
-            ),
+            fix: if down == 0 {
+                format!("use numNodes 1 with {big} GPUs (the whole node), or leave the job as it is without {RESHAPE}.")
+            } else {
+                format!("use numNodes {down} or {up} with {big} GPUs each.")
+            },
             opt_in: None,
         });
         return Ok(false);
     }
-    let new_nodes = gpus / big;
+    let new_nodes = gpus / big64;
     let Some(mut trainer) = Cursor::root(object, "").objects(&["spec", "trainer"], ops) else {
         return Ok(false);
     };
@@ -88,7 +104,7 @@ pub(super) fn reshape(
     let why = format!(
         "reshaped {} x {g} GPUs into {} x {big} GPUs on {}",
         count(nodes, "node"),
-        count(new_nodes, "node"),
+        crate::rules::count64(new_nodes, "node"),
         inst.name
     );
     verdict.notes.push(format!(

@@ -51,6 +51,11 @@ pub(crate) fn evaluate(
     let hints = SiteHints {
         pods: nodes,
         identity: None,
+        instance_type: str_at(
+            object,
+            &["metadata", "annotations", crate::annotations::INSTANCE_TYPE],
+        )
+        .map(String::from),
     };
     let Some(judgement) = judge(&view, &hints, object, ctx, verdict)? else {
         return Ok(false);
