@@ -160,12 +160,11 @@ fn target<'c>(
     // The catalog first; a type it lacks may still be known from the nodes themselves.
     // SageMaker HyperPod nodes label their type `ml.p5.48xlarge`: the EC2 type's facts.
     let lookup = |name: &str| catalog.get(name).or_else(|| inventory?.learned(name));
-    let resolve = |name: String, src| {
-        match lookup(&name).or_else(|| lookup(name.strip_prefix("ml.")?)) {
+    let resolve =
+        |name: String, src| match lookup(&name).or_else(|| lookup(name.strip_prefix("ml.")?)) {
             Some(p) => Target::Known(p, src),
             None => Target::Unknown(name, src),
-        }
-    };
+        };
     for key in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
         if let Some(t) = str_at(view.pod, &["spec", "nodeSelector", key]) {
             return resolve(t.to_string(), InstanceSource::NodeSelector);
@@ -180,7 +179,10 @@ fn target<'c>(
             _ => return Target::Several(values),
         }
     }
-    if let Some(t) = view.annotation(INSTANCE_TYPE).or(hints.instance_type.as_deref()) {
+    if let Some(t) = view
+        .annotation(INSTANCE_TYPE)
+        .or(hints.instance_type.as_deref())
+    {
         return resolve(t.to_string(), InstanceSource::Annotation);
     }
     if let Some(t) = &eff.defaults.instance_type {

@@ -202,7 +202,11 @@ fn run_case(path: &Path) {
         );
     }
     for (rule, n) in &e.counts {
-        let got = v.findings.iter().filter(|f| f.rule.as_str() == rule).count();
+        let got = v
+            .findings
+            .iter()
+            .filter(|f| f.rule.as_str() == rule)
+            .count();
         assert_eq!(got, *n, "{name}: {rule} findings: {messages:#?}");
     }
     let warnings = v.warnings();

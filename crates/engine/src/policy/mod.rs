@@ -16,12 +16,10 @@ pub use file::{
 use crate::catalog::{Catalog, CatalogFile};
 use crate::error::PolicyError;
 use crate::requester::Requester;
-use crate::yaml::parse_yaml;
+use crate::yaml::{API_VERSION, parse_yaml};
 
 /// The policy compiled into the binary (`policies/default.yaml`).
 pub const EMBEDDED_POLICY: &str = include_str!("../../../../policies/default.yaml");
-
-const API_VERSION: &str = "trainplace.io/v1alpha1";
 
 /// Service-account groups of the controllers that create training pods, in the
 /// namespaces their install manifests use.

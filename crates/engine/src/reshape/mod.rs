@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use template::{commands_are_literal, rewrite_template};
 
 use crate::annotations::{MUTATED, RESHAPE};
+use crate::catalog::InstanceProfile;
 use crate::classify::{Class, SiteHints, Target, classify};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
@@ -20,7 +21,6 @@ use crate::judge::Ctx;
 use crate::layout::Change;
 use crate::podspec::PodView;
 use crate::policy::{Mode, OptIn};
-use crate::catalog::InstanceProfile;
 use crate::rules::{OptInState, count, count64, opt_in_state};
 use crate::verdict::Verdict;
 use crate::workload::{Kind, Site};
@@ -160,7 +160,11 @@ pub(crate) fn apply(
         refuse(
             verdict,
             &gpu_sites[0].site.field,
-            format!("{} x {} is more pods than a cluster runs.", count64(pods, "pod"), count(g, "GPU")),
+            format!(
+                "{} x {} is more pods than a cluster runs.",
+                count64(pods, "pod"),
+                count(g, "GPU")
+            ),
             "set the job's size to what it really needs.".into(),
         );
         return Ok(false);
