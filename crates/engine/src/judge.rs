@@ -17,7 +17,7 @@ use crate::layout::{Change, Plan, shm_size};
 use crate::podspec::PodView;
 use crate::policy::{Effective, Mode, OptIn};
 use crate::requester::Requester;
-use crate::rules::{OptInState, RuleInput, check, opt_in_state};
+use crate::rules::{OptInState, RuleInput, check, opt_in_state, shm_memory};
 use crate::verdict::Verdict;
 use crate::workload::Kind;
 
@@ -123,12 +123,16 @@ pub(crate) fn judge<'a>(
     // Rules judge the template as the validating webhook will see it after this
     // mutation; of what they read, only the EFA count changes.
     let mut after = (*judgement.shape).clone();
-    if let Some(plan) = judgement.plan(eff)
-        && plan.adds_efa()
-    {
-        after.efa = plan.instance.max_efa;
+    if let Some(added) = judgement.plan(eff).and_then(|p| p.added_efa()) {
+        after.efa = added;
     }
     not_in_cluster(&judgement.shape, ctx, &view.base, verdict);
+    let planned_shm = judgement
+        .layout
+        .as_ref()
+        .filter(|_| eff.on(|m| m.shm))
+        .map(|l| l.shm_size.as_str());
+    shm_memory(view, planned_shm, &mut verdict.findings);
     verdict.findings.extend(check(&RuleInput {
         view,
         shape: &after,

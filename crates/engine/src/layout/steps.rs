@@ -14,12 +14,11 @@ use crate::podspec::{command_line, env_entry};
 
 impl Plan<'_> {
     pub(super) fn efa(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
-        if !self.adds_efa() {
+        let Some(n) = self.added_efa() else {
             return;
-        }
+        };
         let first = self.containers[0];
         let name = container_name(spec.value, first);
-        let n = self.instance.max_efa;
         let has_requests = items(spec.value, &["containers"])
             .get(first)
             .and_then(|c| c.get("resources")?.get("requests"))
@@ -36,13 +35,21 @@ impl Plan<'_> {
                 map.insert_missing(RES_EFA, json!(n), ed.ops);
             }
         }
-        ed.change(
-            format!("container {name}: {RES_EFA}={n}"),
+        let why = if n == self.instance.max_efa {
             format!(
                 "the pod takes the whole {}, so it gets all {n} EFA interfaces for inter-node traffic",
                 self.instance.name
-            ),
-        );
+            )
+        } else {
+            format!(
+                "the pod takes {} of {}'s {} GPUs, so it gets its share of the {} EFA interfaces; without EFA its inter-node traffic falls back to TCP",
+                self.shape.per_pod,
+                self.instance.name,
+                self.instance.accelerators,
+                self.instance.max_efa
+            )
+        };
+        ed.change(format!("container {name}: {RES_EFA}={n}"), why);
     }
 
     pub(super) fn host_ipc(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
