@@ -10,7 +10,7 @@ use crate::policy::{Effective, Mode, OptIn};
 use crate::quantity::parse_bytes;
 
 /// The measured cost of the wrong layout (docs/measurements.md: 4 x H200, NCCL all-reduce busbw).
-pub const MEASURED: &str = "measured on 4 x H200: 338.6 GB/s all-reduce inside one pod over NVLink vs 3.9 GB/s between 1-GPU pods over TCP, 88x slower";
+pub const MEASURED: &str = "measured on 4 x H200: one pod with all GPUs reaches 338.7 GB/s all-reduce over NVLink, 1-GPU pods ~3.3 GB/s over TCP, ~100x slower, with or without hostIPC; docs/measurements.md";
 
 /// Whether an opt-in annotation is set, and whether the requester may use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -32,6 +32,9 @@ pub struct Plan<'a> {
     pub shm_size: String,
     /// NCCL_DEBUG level from the annotation.
     pub nccl_debug: Option<String>,
+    /// The namespace enforces a Pod Security level (baseline, restricted) that forbids
+    /// hostIPC and added capabilities: the apiserver would reject a pod with them.
+    pub host_access_forbidden: bool,
 }
 
 impl<'a> Plan<'a> {
