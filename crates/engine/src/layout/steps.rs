@@ -13,6 +13,24 @@ use crate::json::items;
 use crate::podspec::{command_line, env_entry};
 
 impl Plan<'_> {
+    /// A pod affinity term over the job's own pods; per group where the workload has
+    /// independent groups (the scheduler fills `matchLabelKeys` from the pod's labels).
+    fn job_term(&self, key: &str, value: &str, topology: &str) -> Value {
+        let mut term =
+            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology});
+        if let Some(group) = &self.shape.group_label {
+            term["matchLabelKeys"] = json!([group]);
+        }
+        term
+    }
+
+    fn per_group(&self) -> String {
+        match &self.shape.group_label {
+            Some(group) => format!(" and the same {group}"),
+            None => String::new(),
+        }
+    }
+
     pub(super) fn efa(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let Some(n) = self.added_efa() else {
             return;
@@ -297,11 +315,13 @@ impl Plan<'_> {
         let Some((key, value)) = &self.shape.identity else {
             return;
         };
-        let term =
-            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": LABEL_ZONE});
+        let term = self.job_term(key, value, LABEL_ZONE);
         if push_required(spec, "podAffinity", term, ed.ops) {
             ed.change(
-                format!("podAffinity: pods with {key}={value} in one {LABEL_ZONE}"),
+                format!(
+                    "podAffinity: pods with {key}={value}{} in one {LABEL_ZONE}",
+                    self.per_group()
+                ),
                 "EFA traffic cannot cross availability zones".into(),
             );
         }
@@ -327,11 +347,13 @@ impl Plan<'_> {
         if exists {
             return;
         }
-        let term =
-            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": LABEL_HOSTNAME});
+        let term = self.job_term(key, value, LABEL_HOSTNAME);
         if push_required(spec, "podAntiAffinity", term, ed.ops) {
             ed.change(
-                format!("podAntiAffinity: one pod with {key}={value} per node"),
+                format!(
+                    "podAntiAffinity: one pod with {key}={value}{} per node",
+                    self.per_group()
+                ),
                 "one pod per node keeps every GPU of a node on NVLink inside one pod".into(),
             );
         }
