@@ -49,17 +49,30 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
             fix: "use a type from `trainplace policy instances`, or add it to an InstanceCatalog file in the policy directory.".into(),
             opt_in: None,
         }),
-        Target::Several(types) => out.push(Finding {
-            rule: Rule::UnknownInstanceType,
-            mode: Mode::Warn,
-            site: site.clone(),
-            found: format!(
-                "required node affinity allows several instance types ({}); no layout was applied.",
-                types.join(", ")
-            ),
-            fix: "pin one instance type so every pod gets the same GPU and EFA count.".into(),
-            opt_in: None,
-        }),
+        Target::Several(types) => {
+            out.push(Finding {
+                rule: Rule::UnknownInstanceType,
+                mode: Mode::Warn,
+                site: site.clone(),
+                found: format!(
+                    "required node affinity allows several instance types ({}); no layout was applied.",
+                    types.join(", ")
+                ),
+                fix: "pin one instance type so every pod gets the same GPU and EFA count.".into(),
+                opt_in: None,
+            });
+            // The pods may land on any of them: the layout must hold on every one, so
+            // each listed type is judged and what fails on any is reported.
+            // Advice that depends on the one type (EFA counts) waits until it is pinned.
+            let mut on_any = Vec::new();
+            for name in types {
+                if let Some(instance) = input.eff.policy.catalog.get(name) {
+                    impossible(input, instance, &mut on_any);
+                    partial_node(input, instance, &mut on_any);
+                }
+            }
+            out.extend(on_any.into_iter().filter(|f| f.rule != Rule::EfaCount));
+        }
         Target::None => out.push(Finding {
             rule: Rule::UnknownInstanceType,
             mode: input.eff.mode_unknown_instance_type(),
