@@ -364,7 +364,10 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     } else if let Some(text) = &z.allows_many {
         text.clone()
     } else if z.spread {
-        "a topologySpreadConstraint spreads pods over topology.kubernetes.io/zone".to_string()
+        "a topologySpreadConstraint spreads pods over zones".to_string()
+    } else if z.anti {
+        "a required pod anti-affinity on a zone key puts the job's pods in different zones"
+            .to_string()
     } else {
         return;
     };
