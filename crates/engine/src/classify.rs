@@ -79,6 +79,9 @@ pub struct SiteHints {
 pub struct Shape<'c> {
     pub accel_resource: String,
     pub per_pod: u32,
+    /// The accelerators are slices of devices (MIG, time-slicing, NeuronCores): never a
+    /// whole node, whatever the count.
+    pub shared: bool,
     pub efa: u32,
     /// Pods in the job, when known.
     pub pods: Option<u32>,
@@ -132,6 +135,7 @@ pub fn classify<'c>(
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
+        shared: view.shared,
         efa: view.efa(),
         pods,
         multi_pod,
