@@ -122,6 +122,32 @@ fn job_pods(kind: Kind, views: &[(&Site, PodView<'_>)]) -> Option<u32> {
     Some(total)
 }
 
+/// More pods than a Kubernetes cluster is tested to run at all (150,000 per cluster:
+/// https://github.com/kubernetes/community/blob/master/sig-scalability/configs-and-limits/thresholds.md).
+const MAX_JOB_PODS: u64 = 150_000;
+
+/// A size that no cluster can run is a finding of its own, not a count to wrap around.
+fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
+    for (site, view) in views {
+        if site.requested <= MAX_JOB_PODS || (view.accelerators().is_none() && view.efa() == 0) {
+            continue;
+        }
+        let knobs: Vec<String> = site.knobs.iter().map(|k| k.value.to_string()).collect();
+        verdict.findings.push(Finding {
+            rule: Rule::ImpossibleRequest,
+            mode: Mode::Enforce,
+            site: site.field.clone(),
+            found: format!(
+                "{} = {} pods from this template; a cluster runs at most {MAX_JOB_PODS} pods in all.",
+                knobs.join(" x "),
+                site.requested
+            ),
+            fix: "set replicas and parallelism to the job's real size.".into(),
+            opt_in: None,
+        });
+    }
+}
+
 /// Read every template once and judge it; returns the training templates' judgements.
 fn judge_sites<'s, 'a>(
     object: &Value,
@@ -140,6 +166,7 @@ fn judge_sites<'s, 'a>(
         ));
     }
     let total = job_pods(ctx.kind, &views);
+    absurd_size(&views, verdict);
     let mut judged = Vec::new();
     for (site, view) in &views {
         let mut hints = site.hints.clone();
