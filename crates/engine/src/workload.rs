@@ -37,6 +37,17 @@ impl Kind {
         }
     }
 
+    /// The kind of controller that owns the pods made from this workload's templates.
+    pub fn pod_owner_kind(self) -> Option<&'static str> {
+        match self {
+            Kind::Job | Kind::JobSet => Some("Job"),
+            Kind::PyTorchJob => Some("PyTorchJob"),
+            Kind::MpiJob => Some("MPIJob"),
+            Kind::LeaderWorkerSet => Some("StatefulSet"),
+            Kind::Pod | Kind::TrainJob | Kind::Other => None,
+        }
+    }
+
     pub fn is_workload(self) -> bool {
         !matches!(self, Kind::Pod | Kind::Other)
     }
