@@ -1,42 +1,17 @@
 //! Layout faults visible in an NCCL log: which transport connects which ranks, judged
 //! against where those ranks run and what the instance type offers.
 
-use crate::Options;
-use crate::catalog::{self, Instance};
+use crate::context::LogContext;
 use crate::env_rules;
+use crate::finding::{Evidence, Finding, Severity};
 use crate::nccl_log::{ConnRecord, LogSummary};
-use crate::report::{Evidence, Finding, Severity};
+use crate::options::Options;
 use crate::transport::TransportClass;
 
 const ONE_POD_PER_NODE: &str = "Run one pod per node that requests all GPUs of the node \
 (nvidia.com/gpu) and all its EFA interfaces (vpc.amazonaws.com/efa), and start one process \
 per GPU inside it (torchrun --nproc_per_node = GPUs per node); ranks in one pod then talk \
 over NVLink/PCIe P2P instead of the network.";
-
-/// Facts the rules judge against; the user's flags win over what the log says.
-pub(crate) struct LogContext {
-    pub instance: Option<&'static Instance>,
-    pub instance_name: Option<String>,
-}
-
-impl LogContext {
-    fn new(summary: &LogSummary, opts: &Options) -> Self {
-        let instance_name = opts
-            .instance_type
-            .clone()
-            .or_else(|| summary.platform.clone());
-        Self {
-            instance: instance_name.as_deref().and_then(catalog::find),
-            instance_name,
-        }
-    }
-
-    pub(crate) fn name(&self) -> &str {
-        self.instance_name
-            .as_deref()
-            .unwrap_or("this instance type")
-    }
-}
 
 pub(crate) fn check(summary: &LogSummary, opts: &Options) -> Vec<Finding> {
     let ctx = LogContext::new(summary, opts);

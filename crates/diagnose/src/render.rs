@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::nccl_log::LogSummary;
+use crate::finding::Severity;
+use crate::nccl_log::{LogSummary, RankLocal};
 use crate::nccl_tests::TestsSummary;
-use crate::report::{Report, Severity};
+use crate::report::Report;
 use crate::topo::TopoSummary;
 
 pub fn render_text(report: &Report, source: &str) -> String {
@@ -258,8 +259,8 @@ fn clip(text: &str, width: usize) -> String {
 }
 
 /// `0[0],1[1]` for a few ranks, `0[0]..7[7] (8)` for a full node.
-fn compact_ranks(ranks: &[crate::nccl_log::RankLocal]) -> String {
-    let one = |r: &crate::nccl_log::RankLocal| format!("{}[{}]", r.rank, r.local_rank);
+fn compact_ranks(ranks: &[RankLocal]) -> String {
+    let one = |r: &RankLocal| format!("{}[{}]", r.rank, r.local_rank);
     match ranks {
         [] => "-".into(),
         [first, .., last] if ranks.len() > 2 => {

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::catalog::Instance;
+use crate::finding::{Evidence, Finding, Severity};
 use crate::line::{strip_ansi, strip_log_prefix};
-use crate::report::{Evidence, Finding, Severity};
 
 /// Link kinds, best first; `Nv(n)` is a bond of n NVLinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Link {
+pub(crate) enum Link {
     Nv(u32),
     Pix,
     Pxb,
@@ -22,7 +22,7 @@ pub enum Link {
 }
 
 impl Link {
-    pub fn parse(token: &str) -> Option<Self> {
+    pub(crate) fn parse(token: &str) -> Option<Self> {
         match token {
             "PIX" => Some(Self::Pix),
             "PXB" => Some(Self::Pxb),
@@ -34,7 +34,7 @@ impl Link {
         }
     }
 
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Self::Nv(n) => format!("NV{n}"),
             Self::Pix => "PIX".into(),
@@ -57,7 +57,7 @@ impl Link {
     }
 
     /// NCCL's default P2P level stops at PXB: links through the CPU get SHM instead.
-    pub fn p2p_by_default(self) -> bool {
+    pub(crate) fn p2p_by_default(self) -> bool {
         matches!(self, Self::Nv(_) | Self::Pix | Self::Pxb)
     }
 }
@@ -92,7 +92,7 @@ pub struct TopoSummary {
     pub p2p_level: String,
     pub advice: Vec<String>,
     #[serde(skip)]
-    pub header_line: Option<Evidence>,
+    pub(crate) header_line: Option<Evidence>,
     #[serde(skip)]
     links: Vec<Link>,
 }
@@ -160,11 +160,11 @@ fn find_matrix(text: &str) -> Option<Matrix> {
     })
 }
 
-pub fn looks_like(text: &str) -> bool {
+pub(crate) fn looks_like(text: &str) -> bool {
     find_matrix(text).is_some()
 }
 
-pub fn parse(text: &str) -> TopoSummary {
+pub(crate) fn parse(text: &str) -> TopoSummary {
     let matrix = find_matrix(text);
     let nics = text
         .lines()

@@ -37,7 +37,7 @@ pub enum TransportClass {
 }
 
 impl TransportClass {
-    pub fn is_net(self) -> bool {
+    pub(crate) fn is_net(self) -> bool {
         matches!(
             self,
             Self::NetEfa | Self::NetIb | Self::NetSocket | Self::NetOther
@@ -46,7 +46,7 @@ impl TransportClass {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Transport {
+pub(crate) struct Transport {
     pub class: TransportClass,
     /// As NCCL printed it, e.g. `P2P/CUMEM/read`, `NET/Libfabric/0/GDRDMA`.
     pub label: String,
@@ -57,7 +57,7 @@ pub struct Transport {
 }
 
 impl Transport {
-    pub fn classify(via: &str) -> Self {
+    pub(crate) fn classify(via: &str) -> Self {
         let label = via.trim().to_string();
         let read = label.split('/').any(|part| part == "read");
         if let Some(caps) = NET.captures(&label) {
@@ -96,13 +96,13 @@ impl Transport {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Direction {
+pub(crate) enum Direction {
     Send,
     Receive,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Connection {
+pub(crate) struct Connection {
     pub channel: u32,
     pub src: u32,
     /// Device index of the source (2.19+), `None` when NCCL printed a bus id.
@@ -114,7 +114,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn parse(msg: &str) -> Option<Self> {
+    pub(crate) fn parse(msg: &str) -> Option<Self> {
         let caps = CHANNEL.captures(msg)?;
         let direction = caps.name("dir").map(|dir| match dir.as_str() {
             "send" => Direction::Send,
@@ -132,7 +132,7 @@ impl Connection {
     }
 
     /// The rank that printed the line: the receiver logs `[receive]`, everyone else sends.
-    pub fn printing_rank(&self) -> u32 {
+    pub(crate) fn printing_rank(&self) -> u32 {
         match self.direction {
             Some(Direction::Receive) => self.dst,
             _ => self.src,

@@ -4,8 +4,7 @@ mod common;
 
 use common::{fixture, opts, opts_full, rules};
 use rstest::rstest;
-use trainplace_diagnose::transport::TransportClass;
-use trainplace_diagnose::{InputKind, Severity, diagnose};
+use trainplace_diagnose::{EnvSource, InputKind, Severity, TransportClass, diagnose};
 
 const E: Severity = Severity::Error;
 const W: Severity = Severity::Warning;
@@ -206,7 +205,7 @@ fn seed_log_identity_lines() {
     let plugin: Vec<_> = log
         .env
         .iter()
-        .filter(|e| e.source == trainplace_diagnose::env::EnvSource::Plugin)
+        .filter(|e| e.source == EnvSource::Plugin)
         .map(|e| e.name.as_str())
         .collect();
     assert!(plugin.contains(&"NCCL_PROTO") && plugin.contains(&"NCCL_TOPO_FILE"));

@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod annotations;
+pub mod bandwidth;
 pub mod catalog;
 pub mod error;
 pub mod json;
