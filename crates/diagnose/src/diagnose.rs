@@ -8,7 +8,7 @@ use crate::finding::{Finding, Severity};
 use crate::kind::InputKind;
 use crate::options::Options;
 use crate::report::Report;
-use crate::{log_rules, nccl_log, nccl_tests, topo};
+use crate::{log_rules, nccl_log, nccl_tests, topo, topo_rules};
 
 pub fn diagnose(
     text: &str,
@@ -20,6 +20,7 @@ pub fn diagnose(
         kinds: kinds.clone(),
         nccl_log: None,
         topo: None,
+        more_topo: Vec::new(),
         nccl_tests: None,
         findings: Vec::new(),
     };
@@ -44,11 +45,11 @@ pub fn diagnose(
                 report.nccl_log = Some(summary);
             }
             InputKind::Topo => {
-                let summary = topo::parse(text);
-                report
-                    .findings
-                    .extend(topo::check(&summary, opts.instance()));
-                report.topo = Some(summary);
+                let summaries = topo::parse(text);
+                report.findings.extend(topo_rules::check(&summaries, opts));
+                let mut summaries = summaries.into_iter();
+                report.topo = summaries.next();
+                report.more_topo = summaries.collect();
             }
             InputKind::NcclTests => {
                 let summary = nccl_tests::analyse(text, opts);

@@ -4,9 +4,9 @@
 //! (`trainplace diagnose`, src/cli/diagnose.rs).
 //!
 //! Modules, leaves first: `line`, `version`, `kind`, `finding`, `catalog` (leaf types and
-//! facts); `transport`, `env`, `nccl_log`, `topo`, `nccl_tests` (parsers); `options`,
-//! `context`, `env_rules`, `log_rules` (rules); `error`, `detect`, `report`, `diagnose`,
-//! `render` (the report and its text).
+//! facts); `transport`, `env`, `gpu_names`, `nccl_log`, `topo`, `nccl_tests` (parsers);
+//! `options`, `context`, `env_rules`, `log_rules`, `topo_rules` (rules); `error`, `detect`,
+//! `report`, `diagnose`, `render` (the report and its text).
 #![forbid(unsafe_code)]
 
 mod catalog;
@@ -17,6 +17,7 @@ mod env;
 mod env_rules;
 mod error;
 mod finding;
+mod gpu_names;
 mod kind;
 mod line;
 mod log_rules;
@@ -26,6 +27,7 @@ mod options;
 mod render;
 mod report;
 mod topo;
+mod topo_rules;
 mod transport;
 mod version;
 

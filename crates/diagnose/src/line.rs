@@ -79,6 +79,13 @@ pub(crate) fn strip_log_prefix(raw: &str) -> &str {
     rest
 }
 
+/// `pod/NAME/container` from a `kubectl logs --prefix` line.
+pub(crate) fn pod_prefix(raw: &str) -> Option<&str> {
+    let rest = raw.trim_start().strip_prefix('[')?;
+    let end = rest.find("] ")?;
+    rest.starts_with("pod/").then(|| &rest[..end])
+}
+
 fn looks_like_timestamp(text: &str) -> bool {
     let bytes = text.as_bytes();
     bytes.len() > 19
@@ -115,5 +122,7 @@ mod tests {
             "export FI_PROVIDER=efa"
         );
         assert_eq!(strip_ansi("\u{1b}[4mGPU0\u{1b}[0m"), "GPU0");
+        assert_eq!(pod_prefix("[pod/p/c] GPU 0: x"), Some("pod/p/c"));
+        assert_eq!(pod_prefix("[default0]:host:1:2 [0] NCCL INFO x"), None);
     }
 }

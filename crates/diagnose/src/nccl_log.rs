@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::env::{self, EnvSetting};
 use crate::finding::Evidence;
 use crate::line::{Level, NcclLine};
-use crate::transport::{Connection, TransportClass};
+use crate::transport::{self, Connection, TransportClass};
 use crate::version::Version;
 
 static COMM_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
@@ -107,6 +107,10 @@ pub struct LogSummary {
     pub(crate) ofi_lines: Vec<Evidence>,
     #[serde(skip)]
     pub(crate) network_lines: Vec<Evidence>,
+    /// NCCL looked for an external net plugin (`libnccl-net*.so`, aws-ofi-nccl on EFA) and
+    /// found none: why it fell back to its internal IB/Socket transports.
+    #[serde(skip)]
+    pub(crate) plugin_missing: Vec<Evidence>,
 }
 
 impl LogSummary {
@@ -166,6 +170,7 @@ struct State {
     platform: Option<String>,
     networks: BTreeSet<String>,
     network_lines: Vec<Evidence>,
+    plugin_missing: Vec<Evidence>,
     ofi_lines: Vec<Evidence>,
     env: Vec<env::Observed>,
     connections: Vec<ConnRecord>,
@@ -262,6 +267,8 @@ impl State {
             self.network_lines.push(evidence());
         } else if msg.starts_with("NET/OFI") {
             self.ofi_lines.push(evidence());
+        } else if transport::net_plugin_missing(msg) {
+            self.plugin_missing.push(evidence());
         }
         if let Some(caps) = GDR_FLAG.captures(msg) {
             self.gdr_flags.push((evidence(), &caps["on"] == "1"));
@@ -314,6 +321,7 @@ impl State {
             shapes: self.shapes,
             ofi_lines: self.ofi_lines,
             network_lines: self.network_lines,
+            plugin_missing: self.plugin_missing,
         }
     }
 }

@@ -16,7 +16,7 @@ pub fn render_text(report: &Report, source: &str) -> String {
     if let Some(log) = &report.nccl_log {
         render_log(&mut out, log);
     }
-    if let Some(topo) = &report.topo {
+    for topo in report.topo.iter().chain(&report.more_topo) {
         render_topo(&mut out, topo);
     }
     if let Some(tests) = &report.nccl_tests {
@@ -104,9 +104,19 @@ fn render_topo(out: &mut String, topo: &TopoSummary) {
         .iter()
         .map(|(link, count)| format!("{link} x{count}"))
         .collect();
+    let source = topo
+        .source
+        .as_deref()
+        .map(|source| format!(" ({source})"))
+        .unwrap_or_default();
+    let model = topo
+        .gpu_model
+        .as_deref()
+        .map(|model| format!(" {model}"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "\nnvidia-smi topo: {} GPUs; GPU pairs: {}; NUMA nodes: {}",
+        "\nnvidia-smi topo{source}: {} GPUs{model}; GPU pairs: {}; NUMA nodes: {}",
         topo.gpus,
         if links.is_empty() {
             "-".into()

@@ -15,8 +15,12 @@ pub struct Report {
     pub kinds: Vec<InputKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_log: Option<LogSummary>,
+    /// The first `nvidia-smi topo -m` matrix in the input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topo: Option<TopoSummary>,
+    /// Matrices after the first (one per node or pod, when several printed theirs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more_topo: Vec<TopoSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_tests: Option<TestsSummary>,
     pub findings: Vec<Finding>,

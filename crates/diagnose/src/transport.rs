@@ -1,7 +1,8 @@
 //! The `Channel NN/c : src[dev] -> dst[dev] [send] via TRANSPORT` connection lines.
 //!
 //! NCCL 2.18 prints the bus id in the brackets (`0[101c0]`), 2.19+ the device index
-//! (`3[3]`), which with one process per GPU is the local rank. Both are accepted.
+//! (`3[3]`), which with one process per GPU is the local rank. Both are accepted. Also the
+//! `NET/Plugin` line that says no external net plugin loaded (why NET is Socket or IB).
 
 use std::sync::LazyLock;
 
@@ -140,6 +141,15 @@ impl Connection {
     }
 }
 
+/// NCCL's "no external net plugin" line, as 2.18-2.27 print it:
+/// `NET/Plugin : No plugin found (libnccl-net.so), using internal implementation` (2.18/2.19),
+/// `NET/Plugin: No plugin found (libnccl-net.so)` (2.20-2.22),
+/// `NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.` (2.23+).
+pub(crate) fn net_plugin_missing(msg: &str) -> bool {
+    msg.starts_with("NET/Plugin")
+        && (msg.contains("Could not find: libnccl-net") || msg.contains("No plugin found"))
+}
+
 /// Bus ids are hex and large (`101c0`); device indices are small decimals.
 fn local_index(tag: &str) -> Option<u32> {
     tag.parse::<u32>().ok().filter(|index| *index < 64)
@@ -176,5 +186,26 @@ mod tests {
         let c = Connection::parse("Channel 00 : 0[101c0] -> 1[101d0] via P2P/IPC/read")
             .expect("connection");
         assert_eq!((c.src, c.dst, c.src_local), (0, 1, None));
+    }
+
+    #[test]
+    fn missing_net_plugin_lines_of_every_nccl_version() {
+        for msg in [
+            "NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file \
+             or directory No plugin found (libnccl-net.so), using internal implementation",
+            "NET/Plugin : No plugin found, using internal implementation",
+            "NET/Plugin: No plugin found (libnccl-net.so)",
+            "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",
+            "NET/Plugin: Could not find: libnccl-net-ofi.so. Using internal network plugin.",
+        ] {
+            assert!(net_plugin_missing(msg), "{msg}");
+        }
+        for msg in [
+            "NET/Plugin: Loaded net plugin Libfabric (v9)",
+            "PROFILER/Plugin: Could not find: libnccl-profiler.so.",
+            "TUNER/Plugin: Could not find: libnccl-tuner.so. Using internal tuner plugin.",
+        ] {
+            assert!(!net_plugin_missing(msg), "{msg}");
+        }
     }
 }
