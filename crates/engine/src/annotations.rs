@@ -1,6 +1,5 @@
 //! The public contract: annotation and label names trainplace reads and writes.
 
-pub const PREFIX: &str = "trainplace.io/";
 pub const ALLOW_PARTIAL_NODE: &str = "trainplace.io/allow-partial-node";
 pub const ALLOW_MULTI_AZ: &str = "trainplace.io/allow-multi-az";
 pub const SKIP: &str = "trainplace.io/skip";
@@ -11,19 +10,6 @@ pub const RESHAPE: &str = "trainplace.io/reshape";
 pub const TRAINING: &str = "trainplace.io/training";
 /// Written by trainplace: one line per change, with the reason.
 pub const MUTATED: &str = "trainplace.io/mutated";
-
-/// Every annotation a user may set (for `trainplace.io/` typo detection).
-pub const KNOWN: [&str; 9] = [
-    ALLOW_PARTIAL_NODE,
-    ALLOW_MULTI_AZ,
-    SKIP,
-    INSTANCE_TYPE,
-    SHM_SIZE,
-    NCCL_DEBUG,
-    RESHAPE,
-    TRAINING,
-    MUTATED,
-];
 
 pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";

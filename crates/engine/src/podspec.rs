@@ -102,10 +102,6 @@ impl<'a> PodView<'a> {
             .as_str()
     }
 
-    pub fn label(&self, key: &str) -> Option<&'a str> {
-        self.pod.get("metadata")?.get("labels")?.get(key)?.as_str()
-    }
-
     pub fn spec_str(&self, key: &str) -> Option<&'a str> {
         str_at(self.pod, &["spec", key])
     }

@@ -148,31 +148,62 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         ));
         return;
     }
+    efa_count(input, inst, out);
+}
+
+/// An EFA count the device plugin can grant (any count up to the node's) but that is
+/// not the pod's share of the node: it runs, so it is a warning with the count to use.
+fn efa_count(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
+    let s = input.shape;
+    let warn = |found: String, fix: String| Finding {
+        rule: Rule::EfaCount,
+        mode: Mode::Warn,
+        site: input.view.base.clone(),
+        found,
+        fix,
+        opt_in: None,
+    };
     if s.per_pod == 0 && s.accel_resource.is_empty() {
-        out.push(impossible_finding(
-            site,
+        out.push(warn(
             format!(
-                "the pod asks for {} {RES_EFA} but no accelerators on {}, a GPU instance.",
+                "the pod asks for {} {RES_EFA} but no accelerators on {}, a GPU instance; EFA serves GPU traffic.",
                 s.efa, inst.name
             ),
             format!(
-                "EFA serves GPU traffic: request {} too, or drop {RES_EFA}.",
+                "request {} too, or drop {RES_EFA} if the pod does not use it.",
                 inst.accelerator_resource
             ),
         ));
         return;
     }
-    let share = (inst.max_efa * s.per_pod / inst.accelerators).max(1);
-    if s.efa != share && s.per_pod <= inst.accelerators {
-        out.push(impossible_finding(
-            site,
-            format!(
-                "the pod asks for {} {RES_EFA} with {} of {} GPUs; its share of {}'s {} EFA interfaces is {share}.",
-                s.efa, s.per_pod, inst.accelerators, inst.name, inst.max_efa
-            ),
-            format!("request {RES_EFA}: {share} (requests = limits)."),
-        ));
+    let share = efa_share(inst, s.per_pod);
+    if s.efa == share || s.per_pod > inst.accelerators {
+        return;
     }
+    let effect = if s.efa > share {
+        format!(
+            "it holds interfaces that other pods on the node then cannot get (with {} of {} GPUs its share of {}'s {} EFA interfaces is {share})",
+            s.per_pod, inst.accelerators, inst.name, inst.max_efa
+        )
+    } else {
+        format!(
+            "it leaves inter-node bandwidth unused (with {} of {} GPUs its share of {}'s {} EFA interfaces is {share})",
+            s.per_pod, inst.accelerators, inst.name, inst.max_efa
+        )
+    };
+    out.push(warn(
+        format!("the pod asks for {} {RES_EFA}: {effect}.", s.efa),
+        format!(
+            "request {RES_EFA}: {share} (requests = limits) unless this pod is alone on the node."
+        ),
+    ));
+}
+
+/// A pod's share of the node's EFA interfaces: proportional to its GPUs, rounded
+/// down, at least one.
+pub(crate) fn efa_share(inst: &InstanceProfile, per_pod: u32) -> u32 {
+    let share = u64::from(inst.max_efa) * u64::from(per_pod) / u64::from(inst.accelerators.max(1));
+    u32::try_from(share).unwrap_or(u32::MAX).max(1)
 }
 
 fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
@@ -214,24 +245,26 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
     };
     let recommended = match s.pods {
         Some(n) => {
-            let total = n * s.per_pod;
-            if total.is_multiple_of(g) {
-                format!(
-                    "{} x {} (annotation {RESHAPE}: \"true\" rewrites it)",
-                    count(total / g, "pod"),
-                    count(g, what)
-                )
-            } else if total < g {
+            // u64: pods x GPUs per pod cannot overflow it.
+            let total = u64::from(n) * u64::from(s.per_pod);
+            let g64 = u64::from(g);
+            if total <= g64 {
                 format!(
                     "1 pod x {} on one node, so every rank talks over NVLink",
-                    count(total, what)
+                    count64(total, what)
+                )
+            } else if total.is_multiple_of(g64) {
+                format!(
+                    "{} x {} (annotation {RESHAPE}: \"true\" rewrites it)",
+                    count64(total / g64, "pod"),
+                    count(g, what)
                 )
             } else {
                 format!(
                     "{} x {} ({} do not fill whole nodes; this rounds up)",
-                    count(total.div_ceil(g), "pod"),
+                    count64(total.div_ceil(g64), "pod"),
                     count(g, what),
-                    count(total, what)
+                    count64(total, what)
                 )
             }
         }
@@ -316,14 +349,19 @@ fn host_network(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     if dns == Some("ClusterFirstWithHostNet") {
         return;
     }
-    out.push(impossible_finding(
-        &v.base,
-        format!(
-            "hostNetwork: true with dnsPolicy {}: the pod cannot resolve cluster names (the rendezvous address).",
+    // The pod runs; it resolves names through the node's resolv.conf, so a rendezvous
+    // address that is a Service name does not resolve. A warning, not a denial.
+    out.push(Finding {
+        rule: Rule::HostNetworkDns,
+        mode: Mode::Warn,
+        site: v.base.clone(),
+        found: format!(
+            "hostNetwork: true with dnsPolicy {}: the pod resolves names through the node, not cluster DNS, so a Service name as rendezvous address (MASTER_ADDR) does not resolve.",
             dns.unwrap_or("unset (ClusterFirst)")
         ),
-        "set dnsPolicy: ClusterFirstWithHostNet, or drop hostNetwork (EFA does not need it).".into(),
-    ));
+        fix: "set dnsPolicy: ClusterFirstWithHostNet, or drop hostNetwork (EFA does not need it).".into(),
+        opt_in: None,
+    });
 }
 
 /// Resolve an opt-in annotation against the policy's grants.
@@ -331,7 +369,7 @@ pub fn opt_in_state(
     set: bool,
     opt: OptIn,
     eff: &Effective<'_>,
-    who: &crate::policy::Requester<'_>,
+    who: &crate::requester::Requester<'_>,
 ) -> OptInState {
     match (set, eff.policy.may_opt_in(opt, who)) {
         (false, _) => OptInState::Absent,
@@ -340,11 +378,16 @@ pub fn opt_in_state(
     }
 }
 
-/// "1 pod", "8 pods".
-pub fn count(n: u32, word: &str) -> String {
+/// [`count`] for counts that were multiplied in u64.
+pub fn count64(n: u64, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {
         format!("{n} {word}s")
     }
+}
+
+/// "1 pod", "8 pods".
+pub fn count(n: u32, word: &str) -> String {
+    count64(n.into(), word)
 }

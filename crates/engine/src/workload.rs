@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::annotations::JOB_IDENTITY_LABELS;
+use crate::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS};
 use crate::classify::SiteHints;
 use crate::error::ObjectError;
 use crate::json::{escape, items, str_at};
@@ -118,13 +118,19 @@ fn site(
             str_at(t, &["metadata", "labels", k]).map(|v| (k.to_string(), v.to_string()))
         })
     });
-    let pods = knobs.iter().map(|k| k.value).product::<u32>().into();
+    // Checked: replicas x parallelism can overflow (65536 x 65536 wraps to 0); an
+    // overflowing count is unknown, and an unknown count is judged as many pods.
+    let pods = knobs
+        .iter()
+        .try_fold(1u32, |acc, k| acc.checked_mul(k.value));
     Site {
         pointer,
         field,
         hints: SiteHints {
             pods: None,
             identity: template_identity.or(identity),
+            instance_type: str_at(obj, &["metadata", "annotations", INSTANCE_TYPE])
+                .map(String::from),
         },
         pods,
         knobs,

@@ -4,7 +4,7 @@
 
 mod steps;
 
-use crate::annotations::{NCCL_DEBUG, SHM_SIZE};
+use crate::annotations::SHM_SIZE;
 use crate::catalog::InstanceProfile;
 use crate::classify::{InstanceSource, Shape};
 use crate::edit::{Cursor, Ops};
@@ -35,25 +35,6 @@ pub struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    pub fn new(
-        view: &PodView<'_>,
-        shape: &'a Shape<'a>,
-        instance: &'a InstanceProfile,
-        source: InstanceSource,
-        eff: &'a Effective<'a>,
-        shm_size: String,
-    ) -> Self {
-        Plan {
-            shape,
-            instance,
-            source,
-            eff,
-            containers: view.device_containers().map(|c| c.index).collect(),
-            shm_size,
-            nccl_debug: view.annotation(NCCL_DEBUG).map(String::from),
-        }
-    }
-
     fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
         self.eff.on(pick)
     }
