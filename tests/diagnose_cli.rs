@@ -42,6 +42,8 @@ fn temp_file(bytes: &[u8]) -> tempfile::NamedTempFile {
 #[case::tests_with_flags("nccl_tests_no_rank_lines.txt", &["--instance-type", "p5.48xlarge", "--nodes", "1"], 0)]
 #[case::kind_mismatch("topo_p5_ansi.txt", &["--kind", "nccl-tests"], 2)]
 #[case::ofi_flag("stale_env_ofi174.log", &["--aws-ofi-nccl-version", "1.6.4"], 0)]
+#[case::socket_net_unused_on_one_node("single_node_nvlink_socket_net_unused.log", &[], 0)]
+#[case::topo_pods_with_gpu_names("topo_2pods_prefix_gpu_names.txt", &["-o", "json"], 0)]
 fn exit_codes(#[case] name: &str, #[case] extra: &[&str], #[case] code: i32) {
     let path = fixture_path(name);
     let mut list = vec![path.to_str().unwrap()];
