@@ -25,6 +25,8 @@ pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
 
 /// Labels that name the job a pod belongs to, most specific framework first. The
 /// value is what zone affinity and one-pod-per-node anti-affinity key on.
+/// The label whose value tells one LeaderWorkerSet group (replica) from another.
+pub const LWS_GROUP_KEY: &str = "leaderworkerset.sigs.k8s.io/group-key";
 pub const JOB_IDENTITY_LABELS: [(&str, &str); 7] = [
     ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
     ("training.kubeflow.org/job-name", "Kubeflow training job"),

@@ -68,6 +68,9 @@ pub struct SiteHints {
     /// `trainplace.io/instance-type` on the workload's own metadata: used when the
     /// template names no instance type itself.
     pub instance_type: Option<String>,
+    /// A label whose value splits the workload into independent jobs (a LeaderWorkerSet
+    /// group): affinity terms match it with `matchLabelKeys`.
+    pub group_label: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +82,8 @@ pub struct Shape<'c> {
     pub pods: Option<u32>,
     pub multi_pod: bool,
     pub identity: Option<(String, String)>,
+    /// See [`SiteHints::group_label`].
+    pub group_label: Option<String>,
     pub target: Target<'c>,
     pub zones: Zones,
 }
@@ -127,6 +132,7 @@ pub fn classify<'c>(
         pods,
         multi_pod,
         identity,
+        group_label: hints.group_label.clone(),
         target,
         zones: zones(view.pod),
     }))

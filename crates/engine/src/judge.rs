@@ -17,7 +17,7 @@ use crate::layout::{Change, Plan, shm_size};
 use crate::podspec::PodView;
 use crate::policy::{Effective, Mode, OptIn};
 use crate::requester::Requester;
-use crate::rules::{OptInState, RuleInput, check, opt_in_state};
+use crate::rules::{OptInState, RuleInput, check, opt_in_state, shm_memory};
 use crate::verdict::Verdict;
 use crate::workload::Kind;
 
@@ -55,6 +55,7 @@ pub(crate) struct Judgement<'p> {
 }
 
 struct Layout<'p> {
+    host_access_forbidden: bool,
     instance: &'p InstanceProfile,
     source: InstanceSource,
     shm_size: String,
@@ -74,6 +75,7 @@ impl<'p> Judgement<'p> {
             containers: l.containers.clone(),
             shm_size: l.shm_size.clone(),
             nccl_debug: l.nccl_debug.clone(),
+            host_access_forbidden: l.host_access_forbidden,
         })
     }
 
@@ -108,6 +110,7 @@ pub(crate) fn judge<'a>(
     let multi_az_opt_in = ctx.opt_in(set(ALLOW_MULTI_AZ), OptIn::AllowMultiAz);
     let layout = match &shape.target {
         Target::Known(instance, source) => Some(Layout {
+            host_access_forbidden: pod_security(ctx).is_some(),
             instance,
             source: *source,
             shm_size: shm_size(view, eff, instance)
@@ -123,12 +126,19 @@ pub(crate) fn judge<'a>(
     // Rules judge the template as the validating webhook will see it after this
     // mutation; of what they read, only the EFA count changes.
     let mut after = (*judgement.shape).clone();
-    if let Some(plan) = judgement.plan(eff)
-        && plan.adds_efa()
-    {
-        after.efa = plan.instance.max_efa;
+    if let Some(added) = judgement.plan(eff).and_then(|p| p.added_efa()) {
+        after.efa = added;
     }
     not_in_cluster(&judgement.shape, ctx, &view.base, verdict);
+    if judgement.layout.is_some() {
+        left_out_for_pod_security(view, ctx, verdict);
+    }
+    let planned_shm = judgement
+        .layout
+        .as_ref()
+        .filter(|_| eff.on(|m| m.shm))
+        .map(|l| l.shm_size.as_str());
+    shm_memory(view, planned_shm, &mut verdict.findings);
     verdict.findings.extend(check(&RuleInput {
         view,
         shape: &after,
@@ -138,6 +148,60 @@ pub(crate) fn judge<'a>(
         siblings: ctx.siblings(&verdict.namespace, &judgement.shape),
     }));
     Ok(Some(judgement))
+}
+
+/// The Pod Security Standards level the namespace enforces, when it forbids hostIPC
+/// and added capabilities (baseline and restricted both do).
+/// https://kubernetes.io/docs/concepts/security/pod-security-standards/
+fn pod_security<'a>(ctx: &Ctx<'a, '_>) -> Option<&'a str> {
+    let level = ctx
+        .who
+        .namespace_labels?
+        .get("pod-security.kubernetes.io/enforce")?
+        .as_str();
+    matches!(level, "baseline" | "restricted").then_some(level)
+}
+
+/// Say what the layout leaves out under the namespace's Pod Security level, or what
+/// the pod itself sets that the apiserver's PodSecurity admission will reject.
+fn left_out_for_pod_security(view: &PodView<'_>, ctx: &Ctx<'_, '_>, verdict: &mut Verdict) {
+    let Some(level) = pod_security(ctx) else {
+        return;
+    };
+    let eff = ctx.eff;
+    let user_host_ipc = view.spec_bool("hostIPC") == Some(true);
+    let mut left_out = Vec::new();
+    if eff.on(|m| m.host_ipc) && !user_host_ipc {
+        left_out.push("hostIPC");
+    }
+    if eff.on(|m| m.ipc_lock) {
+        left_out.push("the IPC_LOCK capability");
+    }
+    let (found, fix) = if user_host_ipc {
+        (
+            format!("the namespace enforces Pod Security \"{level}\", which forbids hostIPC: true; the apiserver will reject this pod."),
+            "remove hostIPC (one pod per node keeps NVLink without it: 338.7 GB/s measured in the pod's own IPC namespace, docs/measurements.md), or run the job in a namespace whose Pod Security level allows it.".to_string(),
+        )
+    } else if left_out.is_empty() {
+        return;
+    } else {
+        (
+            format!(
+                "the namespace enforces Pod Security \"{level}\", which forbids {}: trainplace left {} out so the pod is not rejected.",
+                left_out.join(" and "),
+                if left_out.len() > 1 { "them" } else { "it" }
+            ),
+            "nothing to do for bandwidth: one pod per node reaches the same NVLink bandwidth without hostIPC (338.7 GB/s vs 336.6 GB/s with it, docs/measurements.md); EFA needs IPC_LOCK only where the container runtime's memlock limit is too low to register memory (`ulimit -l` in a pod prints `unlimited` where it is not needed; capabilities(7): https://man7.org/linux/man-pages/man7/capabilities.7.html).".to_string(),
+        )
+    };
+    verdict.findings.push(Finding {
+        rule: Rule::PodSecurity,
+        mode: Mode::Warn,
+        site: view.base.clone(),
+        found,
+        fix,
+        opt_in: None,
+    });
 }
 
 /// A catalog type the cluster has no nodes of: the pods would stay Pending.

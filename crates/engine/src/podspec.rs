@@ -117,6 +117,31 @@ impl<'a> PodView<'a> {
             .and_then(Value::as_str)
     }
 
+    /// The size of the memory-backed volume a container mounts at /dev/shm, if it
+    /// mounts one with a sizeLimit.
+    pub fn shm_size_limit(&self, container: usize) -> Option<&'a str> {
+        let name = items(self.container(container)?, &["volumeMounts"])
+            .iter()
+            .find(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))?
+            .get("name")?
+            .as_str()?;
+        let volume = items(self.pod, &["spec", "volumes"])
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(name))?;
+        let dir = volume.get("emptyDir")?;
+        (dir.get("medium").and_then(Value::as_str) == Some("Memory"))
+            .then(|| dir.get("sizeLimit").and_then(Value::as_str))
+            .flatten()
+    }
+
+    /// A container's memory limit as written, if any.
+    pub fn memory_limit(&self, container: usize) -> Option<&'a str> {
+        str_at(
+            self.container(container)?,
+            &["resources", "limits", "memory"],
+        )
+    }
+
     pub fn container(&self, index: usize) -> Option<&'a Value> {
         items(self.pod, &["spec", "containers"]).get(index)
     }

@@ -34,6 +34,7 @@ pub(super) fn reshape(
                 &["metadata", "annotations", crate::annotations::INSTANCE_TYPE],
             )
             .map(String::from),
+            group_label: None,
         },
         ctx.eff,
         ctx.who.inventory,

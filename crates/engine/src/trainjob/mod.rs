@@ -56,6 +56,7 @@ pub(crate) fn evaluate(
             &["metadata", "annotations", crate::annotations::INSTANCE_TYPE],
         )
         .map(String::from),
+        group_label: None,
     };
     let Some(judgement) = judge(&view, &hints, object, ctx, verdict)? else {
         return Ok(false);
