@@ -15,6 +15,11 @@ pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
 pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
 pub const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+/// AWS's zone id (`use1-az1`), the same zone under a name that is stable across accounts.
+/// https://docs.aws.amazon.com/eks/latest/userguide/ (well-known node labels on EKS)
+pub const LABEL_ZONE_ID: &str = "topology.k8s.aws/zone-id";
+/// Every node label that names a zone.
+pub const ZONE_KEYS: [&str; 3] = [LABEL_ZONE, LABEL_ZONE_BETA, LABEL_ZONE_ID];
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 
 pub const RES_NVIDIA_GPU: &str = "nvidia.com/gpu";

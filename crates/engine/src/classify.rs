@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::annotations::{
     INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
-    LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE, LABEL_ZONE_BETA, TRAINING,
+    LABEL_INSTANCE_TYPE_BETA, TRAINING, ZONE_KEYS,
 };
 use crate::catalog::InstanceProfile;
 use crate::inventory::Snapshot;
@@ -56,6 +56,8 @@ pub struct Zones {
     pub spread: bool,
     /// A required pod affinity on the zone topology already holds the job together.
     pub held: bool,
+    /// A required pod anti-affinity on a zone key between the job's own pods.
+    pub anti: bool,
 }
 
 /// What the surrounding workload knows about this template (empty for a bare Pod).
@@ -77,6 +79,9 @@ pub struct SiteHints {
 pub struct Shape<'c> {
     pub accel_resource: String,
     pub per_pod: u32,
+    /// The accelerators are slices of devices (MIG, time-slicing, NeuronCores): never a
+    /// whole node, whatever the count.
+    pub shared: bool,
     pub efa: u32,
     /// Pods in the job, when known.
     pub pods: Option<u32>,
@@ -124,17 +129,20 @@ pub fn classify<'c>(
         return Class::NotTraining;
     }
     let multi_pod = pods.is_none_or(|n| n > 1);
+    let identity_ref = identity.as_ref().map(|(k, v)| (k.as_str(), v.as_str()));
+    let zones = zones(view.pod, identity_ref);
     let target = target(view, hints, eff, inventory, &accel_resource);
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
+        shared: view.shared,
         efa: view.efa(),
         pods,
         multi_pod,
         identity,
         group_label: hints.group_label.clone(),
         target,
-        zones: zones(view.pod),
+        zones,
     }))
 }
 
@@ -277,15 +285,42 @@ fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
     }
 }
 
-pub fn zones(pod: &Value) -> Zones {
+/// A pod affinity term that selects the job's own pods (its identity label), so it
+/// constrains the job and not some other workload.
+fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
+    let Some((key, value)) = identity else {
+        return false;
+    };
+    str_at(term, &["labelSelector", "matchLabels", key]) == Some(value)
+}
+
+fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] {
+    items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            kind,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ],
+    )
+}
+
+fn on_zone_key(term: &Value) -> bool {
+    term.get("topologyKey")
+        .and_then(Value::as_str)
+        .is_some_and(|k| ZONE_KEYS.contains(&k))
+}
+
+pub fn zones(pod: &Value, identity: Option<(&str, &str)>) -> Zones {
     let mut z = Zones::default();
-    for key in [LABEL_ZONE, LABEL_ZONE_BETA] {
+    for key in ZONE_KEYS {
         if let Some(v) = str_at(pod, &["spec", "nodeSelector", key]) {
             z.pinned = Some(v.to_string());
         }
     }
     if z.pinned.is_none() {
-        match affinity_values(pod, &[LABEL_ZONE, LABEL_ZONE_BETA]) {
+        match affinity_values(pod, &ZONE_KEYS) {
             Some(Allowed::Values(mut v)) => {
                 v.dedup();
                 if v.len() == 1 {
@@ -305,22 +340,14 @@ pub fn zones(pod: &Value) -> Zones {
     }
     z.spread = items(pod, &["spec", "topologySpreadConstraints"])
         .iter()
-        .any(|c| {
-            matches!(
-                c.get("topologyKey").and_then(Value::as_str),
-                Some(LABEL_ZONE | LABEL_ZONE_BETA)
-            )
-        });
-    z.held = items(
-        pod,
-        &[
-            "spec",
-            "affinity",
-            "podAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-        ],
-    )
-    .iter()
-    .any(|t| t.get("topologyKey").and_then(Value::as_str) == Some(LABEL_ZONE));
+        .any(on_zone_key);
+    // Only an affinity over the job's own pods holds the job in one zone: one with an
+    // empty selector or towards another workload (CoreDNS runs in every zone) does not.
+    z.held = required_pod_terms(pod, "podAffinity")
+        .iter()
+        .any(|t| on_zone_key(t) && selects_job(t, identity));
+    z.anti = required_pod_terms(pod, "podAntiAffinity")
+        .iter()
+        .any(|t| on_zone_key(t) && selects_job(t, identity));
     z
 }

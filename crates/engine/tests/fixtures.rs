@@ -134,8 +134,8 @@ fn bypass_fixture(#[files("../../tests/fixtures/bypass/*.yaml")] path: PathBuf) 
 
 fn run_case(path: &Path) {
     let text = std::fs::read_to_string(path).unwrap();
-    let case: Case = serde_yaml_ng::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let case: Case =
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     judge_case(path, &case, "");
 }
 
@@ -143,7 +143,11 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
     let name = format!(
         "{}{}{under}",
         path.file_stem().unwrap().to_string_lossy(),
-        if under.is_empty() { "" } else { " under the policy: " }
+        if under.is_empty() {
+            ""
+        } else {
+            " under the policy: "
+        }
     );
     let case = case;
     let policy = policy_for(case);
