@@ -11,10 +11,12 @@
 //!   [`InstanceProfile`]s; [`Requester`]: who asks, where, with which [`Snapshot`] of
 //!   the cluster.
 //! - [`annotations`]: the public annotation and label names.
+//! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 #![forbid(unsafe_code)]
 
 mod admission;
 pub mod annotations;
+pub mod bandwidth;
 mod catalog;
 mod classify;
 mod edit;
