@@ -120,7 +120,10 @@ fn audit_reports_unreadable_objects() {
     let result = &report["results"][0];
     assert_eq!(result["rule"], "invalid-object");
     assert!(
-        result["message"].as_str().unwrap().contains("nvidia.com/gpu"),
+        result["message"]
+            .as_str()
+            .unwrap()
+            .contains("nvidia.com/gpu"),
         "{result}"
     );
 }

@@ -45,8 +45,7 @@ pub fn judge(docs: &[Document], policy: &Policy, submitter: &Submitter<'_>) -> V
     docs.iter()
         .map(|d| {
             let who = submitter.requester(&d.object);
-            evaluate(&d.object, policy, &who)
-                .unwrap_or_else(|e| invalid(d, &who, &e.to_string()))
+            evaluate(&d.object, policy, &who).unwrap_or_else(|e| invalid(d, &who, &e.to_string()))
         })
         .collect()
 }

@@ -79,11 +79,7 @@ pub fn objects_yaml(verdicts: &[Verdict]) -> String {
 
 /// What `mutate` left off stdout, for stderr; empty when every object was allowed.
 pub fn withheld(verdicts: &[Verdict]) -> String {
-    let denied: Vec<String> = verdicts
-        .iter()
-        .filter(|v| !v.allowed)
-        .map(title)
-        .collect();
+    let denied: Vec<String> = verdicts.iter().filter(|v| !v.allowed).map(title).collect();
     if denied.is_empty() {
         return String::new();
     }

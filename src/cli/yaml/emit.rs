@@ -189,7 +189,10 @@ mod tests {
             document(&v),
             "spec:\n  containers:\n  - name: a\n    args:\n    - -c\n    - x\n  hostIPC: true\n  empty: {}\n  none: []\n"
         );
-        assert_eq!(document(&json!({"a": [[1, 2], [3]]})), "a:\n- - 1\n  - 2\n- - 3\n");
+        assert_eq!(
+            document(&json!({"a": [[1, 2], [3]]})),
+            "a:\n- - 1\n  - 2\n- - 3\n"
+        );
     }
 
     #[test]
@@ -231,6 +234,9 @@ mod tests {
 
     #[test]
     fn floats_keep_a_fraction_and_signed_exponent() {
-        assert_eq!(document(&json!({"a": 1e20, "b": 0.5, "c": 1.5e-7})), "a: 1.0e+20\nb: 0.5\nc: 1.5e-7\n");
+        assert_eq!(
+            document(&json!({"a": 1e20, "b": 0.5, "c": 1.5e-7})),
+            "a: 1.0e+20\nb: 0.5\nc: 1.5e-7\n"
+        );
     }
 }

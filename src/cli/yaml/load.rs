@@ -23,8 +23,16 @@ pub(crate) struct LoadError {
 
 /// Every document of `text`, numbered from 1, as JSON values (`null` for an empty one).
 pub(crate) fn documents(text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
+    // saphyr counts a last line of only spaces with no line break after it as one more
+    // line of a block scalar before it; kubectl does not. With the break, both agree.
+    let last_line = text.rsplit('\n').next().unwrap_or("");
+    let text = if !last_line.is_empty() && last_line.trim_matches(' ').is_empty() {
+        std::borrow::Cow::Owned(format!("{text}\n"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
     let mut loader = Loader::default();
-    for event in Parser::new_from_str(text) {
+    for event in Parser::new_from_str(&text) {
         let (event, span) = event.map_err(|e| LoadError {
             doc: loader.doc.max(1),
             line: e.marker().line(),
@@ -80,11 +88,16 @@ impl Loader {
                 self.done.push((self.doc, root));
             }
             Event::Alias(id) => {
-                let value = self.anchors.get(&id).cloned().ok_or("alias to an unknown anchor")?;
+                let value = self
+                    .anchors
+                    .get(&id)
+                    .cloned()
+                    .ok_or("alias to an unknown anchor")?;
                 self.node(value, 0)?;
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let key_expected = matches!(self.stack.last(), Some(Frame::Map(m, _)) if m.key.is_none());
+                let key_expected =
+                    matches!(self.stack.last(), Some(Frame::Map(m, _)) if m.key.is_none());
                 let plain = scalar_type(&text, style, tag.as_deref())?;
                 if key_expected && anchor == 0 {
                     return self.key(&text, plain);
@@ -203,7 +216,10 @@ fn key_of_value(value: &Value) -> Result<String, String> {
         Value::String(s) => Ok(s.clone()),
         Value::Bool(b) => Ok(b.to_string()),
         Value::Number(n) => Ok(n.to_string()),
-        _ => Err("a key must be a string, number or boolean (kubectl cannot convert others to JSON)".into()),
+        _ => Err(
+            "a key must be a string, number or boolean (kubectl cannot convert others to JSON)"
+                .into(),
+        ),
     }
 }
 
@@ -296,6 +312,15 @@ mod tests {
         assert_eq!(v["many"], json!({"x": 1, "w": 2, "z": 3}));
         assert_eq!(v["copy"], json!([1, 2]));
         assert!(documents("a:\n  <<: 3\n").is_err());
+    }
+
+    #[test]
+    fn block_scalar_before_a_last_line_of_spaces() {
+        // What `kubectl label --local -o json` reads for each (jobset's resnet.yaml
+        // ends this way).
+        assert_eq!(one("a: |\n  x\n  "), json!({"a": "x\n"}));
+        assert_eq!(one("a: |\n  x\n    "), json!({"a": "x\n  \n"}));
+        assert_eq!(one("- |\n  x\n  "), json!(["x\n"]));
     }
 
     #[test]
