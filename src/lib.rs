@@ -5,4 +5,5 @@
 pub mod cli;
 pub mod exit;
 pub mod inventory;
+pub mod policy_dir;
 pub mod server;

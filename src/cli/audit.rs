@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::{Value, json};
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 use trainplace_engine::{Mode, Verdict};
 
 use super::input::Document;
@@ -153,7 +153,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     // that could not be read is, as a failure.
     let verdicts: Vec<Verdict> = judge(&docs, &policy, &submitter)
         .into_iter()
-        .filter(|v| v.kind_class != trainplace_engine::workload::Kind::Other || !v.allowed)
+        .filter(|v| v.kind_class != trainplace_engine::Kind::Other || !v.allowed)
         .collect();
     match args.output {
         AuditOutput::Table => print!("{}", table(&verdicts)),

@@ -70,7 +70,7 @@ pub struct JsonEntry<'a> {
     pub patch: &'a json_patch::Patch,
     pub object: &'a Value,
     pub findings: &'a [Finding],
-    pub changes: &'a [trainplace_engine::layout::Change],
+    pub changes: &'a [trainplace_engine::Change],
 }
 
 pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use trainplace_engine::inventory::Snapshot;
-use trainplace_engine::workload::Kind;
-use trainplace_engine::{Finding, Mode, Policy, Requester, Rule, Verdict, evaluate};
+use trainplace_engine::{
+    Finding, Kind, Mode, Policy, Requester, Rule, Snapshot, Verdict, evaluate,
+};
 
 use super::input::Document;
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use rstest::rstest;
 use serde::Deserialize;
 use serde_json::Value;
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 use trainplace_engine::{Catalog, Mode, Policy, Requester, Verdict, evaluate};
 
 #[derive(Debug, Deserialize, Default)]
@@ -27,6 +27,12 @@ struct Expect {
     no_changes: Vec<String>,
     #[serde(default)]
     messages: Vec<String>,
+    /// Text no finding may contain.
+    #[serde(default)]
+    no_messages: Vec<String>,
+    /// How many findings of a rule (one finding per cause).
+    #[serde(default)]
+    counts: BTreeMap<String, usize>,
     #[serde(default)]
     warnings: Vec<String>,
     #[serde(default)]
@@ -188,6 +194,20 @@ fn run_case(path: &Path) {
             messages.iter().any(|m| m.contains(want.as_str())),
             "{name}: no message with {want:?} in {messages:#?}"
         );
+    }
+    for unwanted in &e.no_messages {
+        assert!(
+            !messages.iter().any(|m| m.contains(unwanted.as_str())),
+            "{name}: a message has {unwanted:?}: {messages:#?}"
+        );
+    }
+    for (rule, n) in &e.counts {
+        let got = v
+            .findings
+            .iter()
+            .filter(|f| f.rule.as_str() == rule)
+            .count();
+        assert_eq!(got, *n, "{name}: {rule} findings: {messages:#?}");
     }
     let warnings = v.warnings();
     for want in &e.warnings {
