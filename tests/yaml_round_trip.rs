@@ -4,8 +4,9 @@
 //!   fixture), the real kubectl's reading (`kubectl label --local -o json`, no cluster
 //!   needed) plus trainplace's patch equals trainplace's mutated object: trainplace
 //!   read every untouched field exactly as kubectl does.
-//! - Output: for every fixture, `trainplace mutate` YAML read by PyYAML `safe_load`
-//!   (YAML 1.1) and by serde_yaml_ng (YAML 1.2) equals the `-o json` objects.
+//! - Output: for every fixture, `trainplace mutate` YAML read by the real kubectl, by
+//!   PyYAML `safe_load` (YAML 1.1) and by serde_yaml_ng (YAML 1.2) equals the `-o json`
+//!   objects.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -121,7 +122,7 @@ sys.exit(1 if bad else 0)
 "#;
 
 #[test]
-fn mutate_output_reads_back_the_same_under_yaml_1_1_and_1_2() {
+fn mutate_output_reads_back_the_same_in_kubectl_pyyaml_and_yaml_1_2() {
     let scratch = tempfile::tempdir().unwrap();
     let all = files(&["tests/fixtures", "crates/engine/tests/fixtures", "examples"]);
     assert!(all.len() > 150, "only {} fixture files", all.len());
@@ -158,6 +159,15 @@ fn mutate_output_reads_back_the_same_under_yaml_1_1_and_1_2() {
         for (got, want) in yaml12.iter().zip(&allowed) {
             assert_eq!(got, *want, "{name}: YAML 1.2 reading differs");
         }
+        let read_by_kubectl = kubectl_reading_of(&yaml.stdout);
+        assert_eq!(read_by_kubectl.len(), allowed.len(), "{name}");
+        for (mut got, want) in read_by_kubectl.into_iter().zip(&allowed) {
+            drop_added_metadata(&mut got, want);
+            assert_eq!(
+                &got, *want,
+                "{name}: kubectl reads mutate's output differently"
+            );
+        }
         let (y, j) = (
             scratch.path().join(format!("{i}.yaml")),
             scratch.path().join(format!("{i}.json")),
@@ -182,26 +192,60 @@ fn mutate_output_reads_back_the_same_under_yaml_1_1_and_1_2() {
 }
 
 /// The objects `kubectl label --local -o json` prints for `path`: kubectl's own
-/// reading of the file, with an empty `metadata.labels` (and `metadata`) it adds when
-/// removing a label.
+/// reading of the file (no cluster needed).
 fn kubectl_reading(path: &Path) -> Vec<Value> {
-    let o = Command::new("kubectl")
+    kubectl_label(path.as_os_str(), None, &path.display().to_string())
+}
+
+/// The same for YAML text on stdin; empty text holds no objects.
+fn kubectl_reading_of(yaml: &[u8]) -> Vec<Value> {
+    if yaml.is_empty() {
+        return Vec::new();
+    }
+    kubectl_label("-".as_ref(), Some(yaml), "stdin")
+}
+
+fn kubectl_label(file: &std::ffi::OsStr, stdin: Option<&[u8]>, what: &str) -> Vec<Value> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new("kubectl")
         .args(["label", "--local", "-o", "json", "-f"])
-        .arg(path)
+        .arg(file)
         .arg("trainplace-test-none-")
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("kubectl is installed (scripts/test-deps.sh checks)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.unwrap_or_default())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
     assert!(
         o.status.success(),
-        "{}: {}",
-        path.display(),
+        "kubectl reading {what}: {}",
         text(&o.stderr)
     );
     serde_json::Deserializer::from_slice(&o.stdout)
         .into_iter::<Value>()
         .map(Result::unwrap)
         .collect()
+}
+
+/// Removing a label, kubectl adds an empty `metadata.labels` (and `metadata`).
+fn drop_added_metadata(object: &mut Value, reference: &Value) {
+    if object["metadata"]["labels"] == serde_json::json!({})
+        && reference["metadata"].get("labels").is_none()
+    {
+        object["metadata"].as_object_mut().unwrap().remove("labels");
+    }
+    if object["metadata"] == serde_json::json!({}) && reference.get("metadata").is_none() {
+        object.as_object_mut().unwrap().remove("metadata");
+    }
 }
 
 #[test]
@@ -220,16 +264,7 @@ fn trainplace_reads_yaml_as_kubectl_does() {
         let theirs = kubectl_reading(path);
         assert_eq!(theirs.len(), entries.len(), "{name}: object count");
         for (mut object, entry) in theirs.into_iter().zip(&entries) {
-            if object["metadata"]["labels"] == serde_json::json!({})
-                && entry["object"]["metadata"].get("labels").is_none()
-            {
-                object["metadata"].as_object_mut().unwrap().remove("labels");
-            }
-            if object["metadata"] == serde_json::json!({})
-                && entry["object"].get("metadata").is_none()
-            {
-                object.as_object_mut().unwrap().remove("metadata");
-            }
+            drop_added_metadata(&mut object, &entry["object"]);
             let patch: json_patch::Patch = serde_json::from_value(entry["patch"].clone()).unwrap();
             json_patch::patch(&mut object, &patch).unwrap_or_else(|e| {
                 panic!("{name}: patch does not apply to kubectl's reading: {e}")

@@ -138,12 +138,15 @@ fn double_quoted(out: &mut String, text: &str) {
 
 /// Multi-line text reads best as a literal block; it is used only where no reader
 /// can disagree about it: no leading space or newline (which would need an
-/// indentation indicator), no trailing spaces, only printable characters and tabs.
+/// indentation indicator), no line starting with a tab (go-yaml takes it for
+/// indentation and fails) or ending in blanks, only printable characters and tabs.
 fn literal_fits(text: &str) -> bool {
     text.contains('\n')
         && !text.starts_with([' ', '\n'])
         && text.trim_end_matches('\n').contains(|c: char| c != ' ')
-        && text.lines().all(|l| !l.ends_with([' ', '\t']))
+        && text
+            .lines()
+            .all(|l| !l.starts_with('\t') && !l.ends_with([' ', '\t']))
         && text
             .chars()
             .all(|c| c == '\n' || c == ' ' || c == '\t' || resolve::printable(c))
@@ -218,6 +221,8 @@ mod tests {
             "  indented\nfirst",
             "trailing space \nx",
             "tab\there",
+            "\tleading tab\nsecond",
+            "x\n\ty",
             "bell\u{7}",
             "nel\u{85}x",
             "ls\u{2028}x",
