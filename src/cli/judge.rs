@@ -36,6 +36,8 @@ impl<'a> Submitter<'a> {
                 .or_else(|| self.inventory?.namespace_labels(namespace)),
             groups: self.groups,
             inventory: self.inventory,
+            // Offline there are no admission-mark keys: nothing is marked or trusted.
+            marks: None,
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Command-line faces: offline dry-run, policy tools, the webhook server, and the
-//! advisor and diagnose commands from their own crates.
+//! Command-line faces: offline dry-run, policy tools, the webhook server, diagnose, and
+//! the advisor commands from their own crate.
 
 pub mod audit;
+pub mod diagnose;
 pub mod dryrun;
 pub mod input;
 pub mod judge;
@@ -45,7 +46,7 @@ pub enum Command {
     /// The placement advisor's HTTP API and web page.
     Advisor(AdvisorCommand),
     /// Read NCCL logs, `nvidia-smi topo -m` or nccl-tests output and judge the layout.
-    Diagnose(trainplace_diagnose::cli::DiagnoseArgs),
+    Diagnose(diagnose::DiagnoseArgs),
 }
 
 #[derive(Debug, Args)]

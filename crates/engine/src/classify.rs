@@ -5,13 +5,14 @@ use serde_json::Value;
 
 use crate::annotations::{
     INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
-    LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE, LABEL_ZONE_BETA, TRAINING,
+    LABEL_INSTANCE_TYPE_BETA, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING, ZONE_KEYS,
 };
 use crate::catalog::InstanceProfile;
 use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
 use crate::podspec::PodView;
-use crate::policy::Effective;
+use crate::policy::{Effective, Recognizers};
+use crate::recognize::{JobSize, job_size};
 
 /// Where the target instance type came from (shown in explanations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +57,8 @@ pub struct Zones {
     pub spread: bool,
     /// A required pod affinity on the zone topology already holds the job together.
     pub held: bool,
+    /// A required pod anti-affinity on a zone key between the job's own pods.
+    pub anti: bool,
 }
 
 /// What the surrounding workload knows about this template (empty for a bare Pod).
@@ -77,6 +80,9 @@ pub struct SiteHints {
 pub struct Shape<'c> {
     pub accel_resource: String,
     pub per_pod: u32,
+    /// The accelerators are slices of devices (MIG, time-slicing, NeuronCores): never a
+    /// whole node, whatever the count.
+    pub shared: bool,
     pub efa: u32,
     /// Pods in the job, when known.
     pub pods: Option<u32>,
@@ -94,6 +100,15 @@ pub enum Class<'c> {
     Training(Box<Shape<'c>>),
 }
 
+/// Ray and Volcano job labels count unless policy switches their recogniser off.
+fn label_recognized(key: &str, on: &Recognizers) -> bool {
+    match key {
+        LABEL_RAY_CLUSTER => on.ray.unwrap_or(true),
+        LABEL_VOLCANO_JOB => on.volcano.unwrap_or(true),
+        _ => true,
+    }
+}
+
 pub fn classify<'c>(
     view: &PodView<'_>,
     hints: &SiteHints,
@@ -106,53 +121,44 @@ pub fn classify<'c>(
         None => return Class::NotTraining,
     };
     let labels = view.labels();
+    let on = eff.policy.recognizers();
     let identity = hints.identity.clone().or_else(|| {
         JOB_IDENTITY_LABELS
             .iter()
+            .filter(|(k, _)| label_recognized(k, on))
             .find_map(|(k, _)| labels.get(*k).map(|v| (k.to_string(), v.clone())))
     });
-    let env_pods = env_pod_count(view, per_pod);
-    let pods = hints.pods.or(env_pods);
+    let size = job_size(view, per_pod, on);
+    let pods = hints.pods.or(size.and_then(JobSize::pods));
     // Evidence that the pod belongs to a training job; without any, a GPU pod (an
     // inference server, a notebook) is left alone.
     let training = identity.is_some()
         || labels.contains_key(LABEL_COMPLETION_INDEX)
-        || env_pods.is_some_and(|n| n > 1)
+        || size.is_some_and(JobSize::multi_pod)
         || view.annotation(TRAINING) == Some("true")
         || eff.policy.training_selector_matches(&labels);
     if !training {
         return Class::NotTraining;
     }
-    let multi_pod = pods.is_none_or(|n| n > 1);
+    let multi_pod = match hints.pods {
+        Some(n) => n > 1,
+        None => pods.is_none_or(|n| n > 1),
+    };
+    let identity_ref = identity.as_ref().map(|(k, v)| (k.as_str(), v.as_str()));
+    let zones = zones(view.pod, identity_ref);
     let target = target(view, hints, eff, inventory, &accel_resource);
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
+        shared: view.shared,
         efa: view.efa(),
         pods,
         multi_pod,
         identity,
         group_label: hints.group_label.clone(),
         target,
-        zones: zones(view.pod),
+        zones,
     }))
-}
-
-/// Pods in the job from torchrun/MPI-style env on the first device container.
-fn env_pod_count(view: &PodView<'_>, per_pod: u32) -> Option<u32> {
-    let c = view.device_containers().next()?.index;
-    if let Some(v) = view.env(c, "PET_NNODES") {
-        // torchrun accepts "N" or an elastic range "MIN:MAX"; the maximum bounds the job.
-        let max = v.rsplit(':').next()?.trim().parse::<u32>().ok()?;
-        return Some(max);
-    }
-    let world: u32 = view.env(c, "WORLD_SIZE")?.trim().parse().ok()?;
-    let per = view
-        .env(c, "PET_NPROC_PER_NODE")
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(per_pod)
-        .max(1);
-    Some(world.div_ceil(per))
 }
 
 fn target<'c>(
@@ -277,15 +283,42 @@ fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
     }
 }
 
-pub fn zones(pod: &Value) -> Zones {
+/// A pod affinity term that selects the job's own pods (its identity label), so it
+/// constrains the job and not some other workload.
+fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
+    let Some((key, value)) = identity else {
+        return false;
+    };
+    str_at(term, &["labelSelector", "matchLabels", key]) == Some(value)
+}
+
+fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] {
+    items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            kind,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ],
+    )
+}
+
+fn on_zone_key(term: &Value) -> bool {
+    term.get("topologyKey")
+        .and_then(Value::as_str)
+        .is_some_and(|k| ZONE_KEYS.contains(&k))
+}
+
+pub fn zones(pod: &Value, identity: Option<(&str, &str)>) -> Zones {
     let mut z = Zones::default();
-    for key in [LABEL_ZONE, LABEL_ZONE_BETA] {
+    for key in ZONE_KEYS {
         if let Some(v) = str_at(pod, &["spec", "nodeSelector", key]) {
             z.pinned = Some(v.to_string());
         }
     }
     if z.pinned.is_none() {
-        match affinity_values(pod, &[LABEL_ZONE, LABEL_ZONE_BETA]) {
+        match affinity_values(pod, &ZONE_KEYS) {
             Some(Allowed::Values(mut v)) => {
                 v.dedup();
                 if v.len() == 1 {
@@ -305,22 +338,14 @@ pub fn zones(pod: &Value) -> Zones {
     }
     z.spread = items(pod, &["spec", "topologySpreadConstraints"])
         .iter()
-        .any(|c| {
-            matches!(
-                c.get("topologyKey").and_then(Value::as_str),
-                Some(LABEL_ZONE | LABEL_ZONE_BETA)
-            )
-        });
-    z.held = items(
-        pod,
-        &[
-            "spec",
-            "affinity",
-            "podAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-        ],
-    )
-    .iter()
-    .any(|t| t.get("topologyKey").and_then(Value::as_str) == Some(LABEL_ZONE));
+        .any(on_zone_key);
+    // Only an affinity over the job's own pods holds the job in one zone: one with an
+    // empty selector or towards another workload (CoreDNS runs in every zone) does not.
+    z.held = required_pod_terms(pod, "podAffinity")
+        .iter()
+        .any(|t| on_zone_key(t) && selects_job(t, identity));
+    z.anti = required_pod_terms(pod, "podAntiAffinity")
+        .iter()
+        .any(|t| on_zone_key(t) && selects_job(t, identity));
     z
 }

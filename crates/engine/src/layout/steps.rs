@@ -307,6 +307,7 @@ impl Plan<'_> {
         if !self.shape.multi_pod
             || z.pinned.is_some()
             || z.held
+            || z.anti
             || z.allows_many.is_some()
             || z.spread
         {
