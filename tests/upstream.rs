@@ -1,8 +1,13 @@
 //! Manifests written by others (tests/fixtures/upstream, see its README for sources and
 //! licenses) through `check` and `mutate`: no panic, no input error, and an object is
 //! `invalid-object` only where the upstream file is a template that cannot be applied
-//! as it is. The YAML round trip over these files is in tests/yaml_round_trip.rs.
+//! as it is; a core object (Pod, Job, Deployment, Service) that passes the official
+//! schema as kubectl reads it still passes after mutation. The YAML round trip over
+//! these files is in tests/yaml_round_trip.rs.
 
+mod common;
+
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -97,4 +102,91 @@ fn every_upstream_manifest_is_judged_without_input_errors() {
         }
     }
     assert!(objects > 2 * 45, "{objects} objects judged");
+}
+
+/// What kubectl reads from `path` (`kubectl label --local`, no cluster needed).
+fn kubectl_reading(path: &Path) -> Vec<Value> {
+    let o = Command::new("kubectl")
+        .args(["label", "--local", "-o", "json", "-f"])
+        .arg(path)
+        .arg("trainplace-test-none-")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("kubectl is installed");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::Deserializer::from_slice(&o.stdout)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .map(|mut v| {
+            if v["metadata"]["labels"] == serde_json::json!({}) {
+                v["metadata"].as_object_mut().unwrap().remove("labels");
+            }
+            v
+        })
+        .collect()
+}
+
+/// Files `kubernetes-validate --strict` rejects among `files`.
+fn invalid_files(files: &[PathBuf]) -> BTreeSet<String> {
+    let o = Command::new(common::kubernetes_validate())
+        .args(["--strict", "-k", "1.33.0", "--quiet"])
+        .args(files)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .chain(String::from_utf8_lossy(&o.stderr).lines())
+        .filter_map(|l| l.strip_prefix("ERROR ")?.split_whitespace().next())
+        .map(|f| {
+            Path::new(f)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn mutation_never_makes_a_valid_core_object_invalid() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (before_dir, after_dir) = (scratch.path().join("before"), scratch.path().join("after"));
+    std::fs::create_dir_all(&before_dir).unwrap();
+    std::fs::create_dir_all(&after_dir).unwrap();
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for (i, path) in manifests().iter().enumerate() {
+        let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["mutate", "-f", path.to_str().unwrap(), "-o", "json"])
+            .output()
+            .unwrap();
+        let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+        for (j, (original, entry)) in kubectl_reading(path).iter().zip(&entries).enumerate() {
+            let core = matches!(
+                original["apiVersion"].as_str(),
+                Some("v1" | "apps/v1" | "batch/v1")
+            );
+            if !core || entry["allowed"] != true {
+                continue;
+            }
+            let name = format!("{i}-{j}.json");
+            let (b, a) = (before_dir.join(&name), after_dir.join(&name));
+            std::fs::write(&b, serde_json::to_vec(original).unwrap()).unwrap();
+            std::fs::write(&a, serde_json::to_vec(&entry["object"]).unwrap()).unwrap();
+            before.push(b);
+            after.push(a);
+        }
+    }
+    assert!(after.len() >= 6, "only {} core objects", after.len());
+    let was_invalid = invalid_files(&before);
+    let now_invalid = invalid_files(&after);
+    let broken: Vec<&String> = now_invalid.difference(&was_invalid).collect();
+    assert!(
+        broken.is_empty(),
+        "mutation made these valid objects invalid: {broken:?} (of {})",
+        after.len()
+    );
+    assert!(
+        was_invalid.len() < before.len(),
+        "the schema check rejects everything: {was_invalid:?}"
+    );
 }
