@@ -64,22 +64,40 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = watcher(api, config).default_backoff().reflect(writer);
+    drive(
+        watcher(api, config).default_backoff().reflect(writer),
+        inv,
+        true,
+    );
+    reader
+}
+
+/// Run a reflector stream: every event marks the inventory dirty. A watch error of a
+/// `required` source marks the inventory down; an optional one (a CRD that may not be
+/// installed) is only logged.
+fn drive<S, T, E>(stream: S, inv: Arc<LiveInventory>, required: bool)
+where
+    S: futures_util::Stream<Item = Result<T, E>> + Send + 'static,
+    T: Send,
+    E: std::fmt::Display + Send,
+{
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             match event {
                 Ok(_) => inv.dirty.store(true, Ordering::Release),
-                Err(error) => {
+                Err(error) if required => {
                     tracing::warn!(%error, "inventory watch failed; serving from the last snapshot or the embedded catalog");
                     inv.status.store(Arc::new(Status::Down {
                         error: error.to_string(),
                     }));
                 }
+                Err(error) => {
+                    tracing::debug!(%error, "optional inventory watch failed (is the CRD installed?)")
+                }
             }
         }
     });
-    reader
 }
 
 /// PyTorchJobs (kubeflow.org/v1), what `pytorchjobs/scale` reviews are judged against.
@@ -91,20 +109,13 @@ fn watch_pytorchjobs(client: Client, inv: Arc<LiveInventory>) -> Store<DynamicOb
     let api = Api::<DynamicObject>::all_with(client, &resource);
     let writer = reflector::store::Writer::new(resource);
     let reader = writer.as_reader();
-    let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer);
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(_) => inv.dirty.store(true, Ordering::Release),
-                Err(error) => {
-                    tracing::debug!(%error, "PyTorchJob watch failed (is the CRD installed?)")
-                }
-            }
-        }
-    });
+    drive(
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer),
+        inv,
+        false,
+    );
     reader
 }
 
