@@ -34,7 +34,11 @@ fn tracked_files(root: &Path) -> Vec<String> {
 fn no_tracked_file_refers_outside_the_repository() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let files = tracked_files(root);
-    assert!(files.len() > 100, "expected the whole repository, got {} files", files.len());
+    assert!(
+        files.len() > 100,
+        "expected the whole repository, got {} files",
+        files.len()
+    );
     let mut offenders = Vec::new();
     for file in &files {
         // Vendored upstream data is copied byte-for-byte; this test file names the patterns.

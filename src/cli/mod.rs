@@ -1,6 +1,7 @@
-//! Command-line faces: offline dry-run, policy tools, the webhook server, and the
-//! advisor and diagnose commands from their own crates.
+//! Command-line faces: offline dry-run, policy tools, the webhook server, the advisor,
+//! and the diagnose command from its own crate.
 
+pub mod advise;
 pub mod audit;
 pub mod dryrun;
 pub mod input;
@@ -39,7 +40,7 @@ pub enum Command {
     /// List existing workloads and pods that violate policy (changes nothing).
     Audit(audit::AuditArgs),
     /// Recommend instance type, node count, AZ and capacity, and write the config for it.
-    Advise(Box<trainplace_advisor::cli::AdviseArgs>),
+    Advise(Box<advise::AdviseArgs>),
     /// The placement advisor's HTTP API and web page.
     Advisor(AdvisorCommand),
     /// Read NCCL logs, `nvidia-smi topo -m` or nccl-tests output and judge the layout.
@@ -55,7 +56,7 @@ pub struct AdvisorCommand {
 #[derive(Debug, Subcommand)]
 pub enum AdvisorSub {
     /// Serve POST /v1/recommendations, GET /v1/instance-types and the web page.
-    Serve(trainplace_advisor::cli::AdvisorServeArgs),
+    Serve(advise::AdvisorServeArgs),
 }
 
 /// What a dry-run or an offline audit reads: policy, documents, optional inventory.

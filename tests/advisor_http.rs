@@ -4,7 +4,7 @@ use axum::body::{Body, to_bytes};
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
-use trainplace_advisor::http::{AppState, router};
+use trainplace::advisor_server::{AppState, router};
 
 async fn call(method: &str, uri: &str, body: Option<&str>) -> (StatusCode, Vec<u8>) {
     let mut req = Request::builder().method(method).uri(uri);
@@ -36,8 +36,10 @@ async fn json_call(method: &str, uri: &str, body: Option<&str>) -> (StatusCode, 
 
 #[tokio::test]
 async fn recommendation_round_trip_with_offerings() {
-    let offerings: Value =
-        serde_json::from_str(include_str!("../fixtures/capacity-block-offerings.json")).unwrap();
+    let offerings: Value = serde_json::from_str(include_str!(
+        "../crates/advisor/fixtures/capacity-block-offerings.json"
+    ))
+    .unwrap();
     let body = json!({"gpus": 64, "family": "h100", "durationDays": 7, "framework": "jobset", "offerings": offerings});
     let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
     assert_eq!(status, StatusCode::OK, "{v}");

@@ -1,14 +1,17 @@
-//! The CLI face: `trainplace advise ...` and `trainplace advisor serve`. Reads files,
-//! calls [`crate::advise`], prints or writes. Bad input exits 2 with the field path.
+//! The advisor's CLI face: `trainplace advise ...` and `trainplace advisor serve`. Reads
+//! files, calls [`trainplace_advisor::advise`], prints or writes. Bad input exits 2
+//! ([`ExitCode::BadInput`]) with the field path.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use trainplace_engine::Policy;
 
-use crate::advice::{Advice, RawFacts, advise, request_from_value};
-use crate::error::{InputError, InputSource};
-use crate::request::AdviceRequest;
+use trainplace_advisor::advice::{Advice, RawFacts, advise, request_from_value};
+use trainplace_advisor::error::{InputError, InputSource};
+use trainplace_advisor::request::AdviceRequest;
+
+use crate::exit::ExitCode;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -84,8 +87,7 @@ pub struct AdviseArgs {
     /// JSON of `kubectl get nodes -o json` (the cluster inventory).
     #[arg(long)]
     pub nodes_json: Option<PathBuf>,
-    /// Read the cluster's nodes through the kubeconfig instead of --nodes-json (the
-    /// trainplace binary lists them; this crate stays free of a Kubernetes client).
+    /// Read the cluster's nodes through the kubeconfig instead of --nodes-json.
     #[arg(long, conflicts_with = "nodes_json")]
     pub from_cluster: bool,
     /// Nodes the caller listed for `--from-cluster`, shaped like `kubectl get nodes -o json`.
@@ -111,21 +113,18 @@ pub struct AdvisorServeArgs {
     pub addr: std::net::SocketAddr,
 }
 
-/// Exit code for bad input.
-pub const EXIT_BAD_INPUT: i32 = 2;
-
-/// Run `advise`; `Ok(2)` on bad input (message on stderr), `Ok(0)` otherwise.
-pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<i32> {
+/// Run `advise`; [`ExitCode::BadInput`] on bad input (message on stderr).
+pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     let policy = Policy::embedded();
     let advice = match inputs(args).and_then(|(req, facts)| advise(&req, &facts, &policy)) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("error: {e}");
-            return Ok(EXIT_BAD_INPUT);
+            return Ok(ExitCode::BadInput);
         }
     };
     let out = match args.output {
-        OutputFormat::Text => crate::render::text(&advice),
+        OutputFormat::Text => trainplace_advisor::render::text(&advice),
         OutputFormat::Json => serde_json::to_string_pretty(&advice)? + "\n",
         OutputFormat::Yaml => serde_yaml_ng::to_string(&advice)?,
     };
@@ -138,7 +137,7 @@ pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<i32> {
             dir.display()
         );
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 fn emit(advice: &Advice, dir: &Path) -> anyhow::Result<()> {
@@ -219,10 +218,13 @@ pub async fn run_serve(args: &AdvisorServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("bind {}", args.addr))?;
     tracing::info!(addr = %args.addr, "advisor listening");
-    axum::serve(listener, crate::http::router(crate::http::AppState::new()))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("advisor server")
+    axum::serve(
+        listener,
+        crate::advisor_server::router(crate::advisor_server::AppState::new()),
+    )
+    .with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    .context("advisor server")
 }

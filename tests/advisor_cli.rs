@@ -1,14 +1,13 @@
-//! The CLI face: exit codes, output formats, --emit, -f request files.
-
-mod common;
+//! The advisor's CLI face: exit codes, output formats, --emit, -f request files.
 
 use std::path::PathBuf;
 
-use trainplace_advisor::cli::{AdviseArgs, EXIT_BAD_INPUT, OutputFormat, inputs, run_advise};
+use trainplace::cli::advise::{AdviseArgs, OutputFormat, inputs, run_advise};
+use trainplace::exit::ExitCode;
 
 fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
+        .join("crates/advisor/fixtures")
         .join(name)
 }
 
@@ -30,7 +29,7 @@ fn emits_every_artifact() {
         output: OutputFormat::Json,
         ..h100()
     };
-    assert_eq!(run_advise(&args).unwrap(), 0);
+    assert_eq!(run_advise(&args).unwrap(), ExitCode::Ok);
     let mut names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -110,7 +109,7 @@ fn bad_input_exits_2() {
             ..h100()
         },
     ] {
-        assert_eq!(run_advise(&args).unwrap(), EXIT_BAD_INPUT, "{args:?}");
+        assert_eq!(run_advise(&args).unwrap(), ExitCode::BadInput, "{args:?}");
     }
 }
 
@@ -141,7 +140,7 @@ fn request_file_with_flags_on_top() {
                 ..args_with(&file)
             })
             .unwrap(),
-            0
+            ExitCode::Ok
         );
     }
     std::fs::write(&file, "gpus: 16\nflavour: l40s\n").unwrap();

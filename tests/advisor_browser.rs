@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::process::Command;
-use trainplace_advisor::http::{AppState, router};
+use trainplace::advisor_server::{AppState, router};
 
 fn chromium() -> PathBuf {
     let path = std::env::var_os("TRAINPLACE_CHROMIUM")
@@ -84,7 +84,7 @@ async fn run_chromium(profile: &Path, extra: &[String], url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn form_submits_and_shows_the_recommendation() {
     let base = serve().await;
-    let offerings = include_str!("../fixtures/capacity-block-offerings.json");
+    let offerings = include_str!("../crates/advisor/fixtures/capacity-block-offerings.json");
     let url = format!(
         "{base}/?gpus=64&family=h100&durationDays=7&framework=jobset&offerings={}&auto=1",
         encode(offerings)
