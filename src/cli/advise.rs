@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use trainplace_engine::Policy;
 
+use super::PolicyArgs;
 use trainplace_advisor::advice::{Advice, RawFacts, advise, request_from_value};
 use trainplace_advisor::error::{InputError, InputSource};
 use trainplace_advisor::request::AdviceRequest;
@@ -99,6 +100,9 @@ pub struct AdviseArgs {
     /// Write the artifacts (eksctl, Karpenter, aws CLI, job, nccl-tests) into DIR.
     #[arg(long)]
     pub emit: Option<PathBuf>,
+    /// The policy directory's InstanceCatalog adds (or replaces) instance types.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 /// `trainplace advisor serve`.
@@ -111,11 +115,20 @@ pub struct AdvisorServeArgs {
         default_value = "127.0.0.1:8090"
     )]
     pub addr: std::net::SocketAddr,
+    /// The policy directory's InstanceCatalog adds (or replaces) instance types.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 /// Run `advise`; [`ExitCode::BadInput`] on bad input (message on stderr).
 pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
-    let policy = Policy::embedded();
+    let policy = match args.policy.load() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: --policy-dir: {e}");
+            return Ok(ExitCode::BadInput);
+        }
+    };
     let advice = match inputs(args).and_then(|(req, facts)| advise(&req, &facts, &policy)) {
         Ok(a) => a,
         Err(e) => {
@@ -214,13 +227,14 @@ fn overlay(req: &mut AdviceRequest, a: &AdviseArgs) {
 
 /// Serve the advisor's HTTP face until ctrl-c.
 pub async fn run_serve(args: &AdvisorServeArgs) -> anyhow::Result<()> {
+    let policy: Policy = args.policy.load().context("--policy-dir")?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("bind {}", args.addr))?;
     tracing::info!(addr = %args.addr, "advisor listening");
     axum::serve(
         listener,
-        crate::advisor_server::router(crate::advisor_server::AppState::new()),
+        crate::advisor_server::router(crate::advisor_server::AppState::with_policy(policy)),
     )
     .with_graceful_shutdown(async {
         let _ = tokio::signal::ctrl_c().await;

@@ -90,7 +90,7 @@ impl Inputs {
 }
 
 /// Where the policy comes from: a directory, or the embedded default.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct PolicyArgs {
     /// Policy directory (Policy and InstanceCatalog YAML files); default: embedded.
     #[arg(long, env = "TRAINPLACE_POLICY_DIR")]
