@@ -39,8 +39,10 @@ fn emits_every_artifact() {
         names,
         [
             "aws-cli.sh",
+            "efa-device-plugin-values.yaml",
             "eksctl-cluster.yaml",
             "job-pytorchjob.yaml",
+            "karpenter-prerequisites.sh",
             "karpenter.yaml",
             "nccl-tests-mpijob.yaml"
         ]

@@ -58,7 +58,9 @@ async fn recommendation_round_trip_with_offerings() {
         [
             "eksctl-cluster.yaml",
             "karpenter.yaml",
+            "karpenter-prerequisites.sh",
             "aws-cli.sh",
+            "efa-device-plugin-values.yaml",
             "job-jobset.yaml",
             "nccl-tests-mpijob.yaml"
         ]

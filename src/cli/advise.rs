@@ -73,9 +73,13 @@ pub struct AdviseArgs {
     pub job_name: Option<String>,
     #[arg(long)]
     pub namespace: Option<String>,
-    /// Container image of the training job.
+    /// Container image of the training job (default: the AWS Deep Learning Container
+    /// with EFA and aws-ofi-nccl, or the Neuron one for Trainium, pinned).
     #[arg(long)]
     pub image: Option<String>,
+    /// Kubernetes version of a new EKS cluster (default: the newest eksctl supports).
+    #[arg(long)]
+    pub eks_version: Option<String>,
     /// Request as YAML or JSON; flags override its fields.
     #[arg(short = 'f', long = "file")]
     pub file: Option<PathBuf>,
@@ -220,6 +224,7 @@ fn overlay(req: &mut AdviceRequest, a: &AdviseArgs) {
     set(&mut req.job_name, &a.job_name);
     set(&mut req.namespace, &a.namespace);
     set(&mut req.image, &a.image);
+    set(&mut req.eks_version, &a.eks_version);
     if !a.zones.is_empty() {
         req.availability_zones.clone_from(&a.zones);
     }

@@ -14,6 +14,7 @@ pub mod time;
 pub use error::{InputError, InputSource};
 pub use request::{AdviceRequest, Request};
 pub mod bandwidth;
+pub mod images;
 pub mod inventory;
 pub mod recommend;
 pub mod shape;

@@ -63,6 +63,8 @@ pub struct Alternative {
 pub struct Recommendation {
     pub request: Request,
     pub instance: InstanceProfile,
+    /// The job's container image: the request's, else the accelerator's default.
+    pub image: String,
     pub shape: Shape,
     pub pods: u32,
     pub processes_per_pod: u32,
@@ -165,6 +167,10 @@ pub fn recommend(
         .collect();
     Ok(Recommendation {
         request: req.clone(),
+        image: req
+            .image
+            .clone()
+            .unwrap_or_else(|| crate::images::default_image(profile, &req.region)),
         pods: shape.nodes,
         processes_per_pod: shape.gpus_per_node,
         bandwidth: bandwidth(profile, shape.nodes),

@@ -34,6 +34,7 @@ pub struct AdviceRequest {
     pub job_name: Option<String>,
     pub namespace: Option<String>,
     pub image: Option<String>,
+    pub eks_version: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -91,7 +92,6 @@ pub struct Names {
     pub cluster: String,
     pub job: String,
     pub namespace: String,
-    pub image: String,
 }
 
 /// A validated request: the only input the planner accepts.
@@ -112,14 +112,20 @@ pub struct Request {
     pub reservation_id: Option<String>,
     pub framework: Framework,
     pub names: Names,
+    /// The job's image; `None` = the accelerator's default (`images.rs`).
+    pub image: Option<String>,
+    /// Kubernetes version of a new cluster.
+    pub eks_version: String,
 }
 
 /// Upper bound on what one request may ask for; far above any real job, it only
 /// keeps arithmetic and the rendered layout bounded.
 const MAX_GPUS: i64 = 16_384;
 pub const DEFAULT_REGION: &str = "us-east-1";
-/// Default image for the emitted job; users replace it with their own. [tp-default]
-pub const DEFAULT_IMAGE: &str = "public.ecr.aws/pytorch/pytorch:latest";
+/// Kubernetes version of a new cluster: the newest eksctl supports
+/// (https://github.com/eksctl-io/eksctl/blob/main/pkg/apis/eksctl.io/v1alpha5/types.go,
+/// `Version1_35`). Users with a cluster keep theirs.
+pub const DEFAULT_EKS_VERSION: &str = "1.35";
 
 impl AdviceRequest {
     pub fn validate(&self, catalog: &Catalog) -> Result<Request, InputError> {
@@ -192,6 +198,8 @@ impl AdviceRequest {
             reservation_id,
             framework,
             names: self.names()?,
+            image: self.image()?,
+            eks_version: self.eks_version()?,
         })
     }
 
@@ -355,11 +363,34 @@ impl AdviceRequest {
             cluster: pick("clusterName", &self.cluster_name, "training")?,
             job: pick("jobName", &self.job_name, "train")?,
             namespace: pick("namespace", &self.namespace, "default")?,
-            image: self
-                .image
-                .clone()
-                .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
         })
+    }
+
+    fn image(&self) -> Result<Option<String>, InputError> {
+        match &self.image {
+            Some(i) if i.trim().is_empty() || i.contains(char::is_whitespace) => Err(
+                InputError::request("image", format!("{i:?} is not an image reference")),
+            ),
+            other => Ok(other.clone()),
+        }
+    }
+
+    fn eks_version(&self) -> Result<String, InputError> {
+        let v = self
+            .eks_version
+            .clone()
+            .unwrap_or_else(|| DEFAULT_EKS_VERSION.to_string());
+        let ok = v.split_once('.').is_some_and(|(a, b)| {
+            a == "1" && !b.is_empty() && b.chars().all(|c| c.is_ascii_digit())
+        });
+        if ok {
+            Ok(v)
+        } else {
+            Err(InputError::request(
+                "eksVersion",
+                format!("{v:?} is not a Kubernetes minor version like {DEFAULT_EKS_VERSION}"),
+            ))
+        }
     }
 }
 

@@ -2,9 +2,48 @@
 
 use crate::capacity::MAX_INSTANCES_PER_BLOCK;
 use crate::recommend::{CapacityPlan, Recommendation};
+use crate::request::Demand;
 
 use super::eksctl::reservation_placeholder;
 use super::karpenter::{RESERVATION_TAG, reservation_tag_value};
+use super::plugins::efa_install;
+
+/// The offerings file the script writes when it has to stop for a choice.
+pub const OFFERINGS_FILE: &str = "offerings.json";
+
+/// `trainplace advise` again, pinned to this instance type, with the offerings listed.
+pub fn rerun_command(rec: &Recommendation) -> String {
+    let req = &rec.request;
+    let mut cmd = vec!["trainplace advise".to_string()];
+    match req.demand {
+        Demand::Gpus(g) => cmd.push(format!("--gpus {g}")),
+        Demand::Nodes(n) => cmd.push(format!("--nodes {n}")),
+    }
+    cmd.push(format!("--instance-type {}", rec.instance.name));
+    cmd.push(format!("--hours {}", req.job_hours));
+    cmd.push(format!("--region {}", req.region));
+    if !req.zones.is_empty() {
+        cmd.push(format!("--az {}", req.zones.join(",")));
+    }
+    if let Some(s) = req.earliest_start {
+        cmd.push(format!("--start {s}"));
+    }
+    if let Some(e) = req.latest_end {
+        cmd.push(format!("--end {e}"));
+    }
+    cmd.push("--capacity capacity-block".into());
+    cmd.push(format!("--framework {}", req.framework.slug()));
+    cmd.push(format!(
+        "--cluster-name {} --job-name {} --namespace {}",
+        req.names.cluster, req.names.job, req.names.namespace
+    ));
+    if let Some(image) = &req.image {
+        cmd.push(format!("--image {image}"));
+    }
+    cmd.push(format!("--eks-version {}", req.eks_version));
+    cmd.push(format!("--offerings {OFFERINGS_FILE} --emit ."));
+    cmd.join(" ")
+}
 
 pub fn script(rec: &Recommendation) -> String {
     let req = &rec.request;
@@ -30,20 +69,29 @@ pub fn script(rec: &Recommendation) -> String {
             out.push("# {STEP} Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());
             let range = date_range(rec);
             let mut seen = Vec::new();
+            let listing = blocks.is_none();
             for n in counts.into_iter().filter(|n| {
                 let new = !seen.contains(n);
                 seen.push(*n);
                 new
             }) {
+                let to_file = if listing {
+                    format!(" > {OFFERINGS_FILE}")
+                } else {
+                    String::new()
+                };
                 out.push(format!(
-                    "aws ec2 describe-capacity-block-offerings --region \"$REGION\" --instance-type {t} --instance-count {n} --capacity-duration-hours {block_hours}{range} --output json"
+                    "aws ec2 describe-capacity-block-offerings --region \"$REGION\" --instance-type {t} --instance-count {n} --capacity-duration-hours {block_hours}{range} --output json{to_file}"
                 ));
             }
             out.push(String::new());
             match blocks {
                 Some(plan) => {
                     out.push(format!("# {{STEP}} Buy the chosen block(s) in {} (upfront ${:.2}), tagged for Karpenter.", plan.availability_zone, plan.total_fee_usd));
-                    let tag = format!("ResourceType=capacity-reservation,Tags=[{{Key={RESERVATION_TAG},Value={}}}]", reservation_tag_value(rec));
+                    let tag = format!(
+                        "ResourceType=capacity-reservation,Tags=[{{Key={RESERVATION_TAG},Value={}}}]",
+                        reservation_tag_value(rec)
+                    );
                     for (i, o) in plan.offerings.iter().enumerate() {
                         out.push(format!(
                             "CR_{i}=$(aws ec2 purchase-capacity-block --region \"$REGION\" --capacity-block-offering-id {} --instance-platform Linux/UNIX --tag-specifications '{tag}' --query CapacityReservation.CapacityReservationId --output text)",
@@ -56,7 +104,19 @@ pub fn script(rec: &Recommendation) -> String {
                         ));
                     }
                 }
-                None => out.push("# {STEP} Rerun `trainplace advise ... --offerings offerings.json` with that output to choose and buy.".into()),
+                None => {
+                    // Everything after this needs a reservation id the plan does not
+                    // have yet: stop here and say what to run.
+                    out.push("# {STEP} Stop: the next steps need the id of a block you have not chosen yet.".into());
+                    out.push(format!(
+                        "echo 'Offerings saved to {OFFERINGS_FILE}. Choose and buy with:'"
+                    ));
+                    out.push(format!("echo '  {}'", rerun_command(rec)));
+                    out.push("echo 'then run the new aws-cli.sh.'".into());
+                    out.push("exit 0".into());
+                    out.push(String::new());
+                    return number_steps(out);
+                }
             }
         }
         CapacityPlan::Odcr { reservation_id } => {
@@ -75,11 +135,35 @@ pub fn script(rec: &Recommendation) -> String {
     }
     out.push(String::new());
     out.push("# {STEP} Nodes: a new cluster with the GPU nodegroup (use `eksctl create nodegroup -f` for an existing cluster).".into());
+    out.push("# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml".into());
+    out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());
     out.push("eksctl create cluster -f eksctl-cluster.yaml".into());
-    out.push("# Or with Karpenter: kubectl apply -f karpenter.yaml".into());
+    let plugin = efa_install(rec);
+    if !plugin.is_empty() {
+        out.push(String::new());
+        out.push("# {STEP} EFA device plugin that tolerates the nodes' taint (see efa-device-plugin-values.yaml for why).".into());
+        out.extend(plugin);
+    }
     out.push(String::new());
-    out.push("# {STEP} Check NCCL over EFA before training, then start the job.".into());
-    out.push("kubectl apply -f nccl-tests-mpijob.yaml".into());
+    let ns = &req.names.namespace;
+    if rec.instance.accelerator_resource == "nvidia.com/gpu" {
+        let tests = format!("{}-nccl-tests", req.names.job);
+        out.push(
+            "# {STEP} Check NCCL over EFA before training: run nccl-tests, wait, judge its log."
+                .into(),
+        );
+        out.push("kubectl apply -f nccl-tests-mpijob.yaml".into());
+        out.push(format!(
+            "kubectl -n {ns} wait --for=condition=Succeeded mpijob/{tests} --timeout=60m"
+        ));
+        out.push(format!(
+            "kubectl -n {ns} logs job/{tests}-launcher > nccl-tests.log"
+        ));
+        out.push("# Exits 1 (and stops this script) on an error-level finding such as NET/Socket between nodes.".into());
+        out.push("trainplace diagnose nccl-tests.log".into());
+        out.push(String::new());
+    }
+    out.push("# {STEP} Start the training job.".into());
     out.push(format!(
         "kubectl apply -f job-{}.yaml",
         req.framework.slug()

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::pod::RES_EFA;
+use super::plugins::{node_labels, node_taints};
 use crate::recommend::{CapacityPlan, Recommendation, slug};
 use crate::regions::companion_zone;
 
@@ -13,17 +13,13 @@ pub fn reservation_placeholder(offering_id: &str) -> String {
     format!("REPLACE-WITH-cr-ID-OF-{offering_id}")
 }
 
-/// Kubernetes version for a new cluster. [tp-default]: a current EKS standard-support
-/// version; users with a cluster keep theirs.
-pub const EKS_VERSION: &str = "1.33";
-
 pub fn cluster_config(rec: &Recommendation) -> Value {
     let req = &rec.request;
     let zone = &rec.availability_zone;
     json!({
         "apiVersion": "eksctl.io/v1alpha5",
         "kind": "ClusterConfig",
-        "metadata": {"name": req.names.cluster, "region": req.region, "version": EKS_VERSION},
+        "metadata": {"name": req.names.cluster, "region": req.region, "version": req.eks_version},
         // eksctl needs two zones for the cluster VPC; the GPU nodes stay in one.
         "availabilityZones": [zone, companion_zone(zone, &req.region, &req.zones)],
         "managedNodeGroups": nodegroups(rec),
@@ -72,10 +68,10 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
 
 fn nodegroup(rec: &Recommendation, name: &str, count: u32) -> Value {
     let p = &rec.instance;
-    let mut taints =
-        vec![json!({"key": p.accelerator_resource, "value": "true", "effect": "NoSchedule"})];
-    if p.max_efa > 0 {
-        taints.push(json!({"key": RES_EFA, "value": "true", "effect": "NoSchedule"}));
+    let mut labels = serde_json::Map::new();
+    labels.insert("trainplace.io/nodegroup".into(), json!(name));
+    for (k, v) in node_labels(rec) {
+        labels.insert(k.into(), json!(v));
     }
     json!({
         "name": name,
@@ -88,7 +84,7 @@ fn nodegroup(rec: &Recommendation, name: &str, count: u32) -> Value {
         "privateNetworking": true,
         "efaEnabled": p.max_efa > 0,
         "volumeSize": 500,
-        "labels": {"trainplace.io/nodegroup": name},
-        "taints": taints,
+        "labels": labels,
+        "taints": node_taints(rec),
     })
 }

@@ -149,8 +149,27 @@ pub fn scenario(name: &str) -> (AdviceRequest, Facts) {
             },
             Facts::default(),
         ),
+        "trainium" => (
+            AdviceRequest {
+                gpus: Some(32),
+                family: Some("trainium".into()),
+                duration_days: Some(2.0),
+                capacity: Some("on-demand".into()),
+                ..base
+            },
+            Facts::default(),
+        ),
         other => panic!("unknown scenario {other}"),
     }
+}
+
+/// The artifacts of a scenario, by file name.
+pub fn artifacts(name: &str, framework: &str) -> std::collections::BTreeMap<String, String> {
+    let rec = recommendation(name, framework);
+    trainplace_advisor::artifacts::artifacts(&rec, &Policy::embedded())
+        .into_iter()
+        .map(|a| (a.name, a.content))
+        .collect()
 }
 
 pub fn recommendation(name: &str, framework: &str) -> Recommendation {

@@ -1,0 +1,396 @@
+//! What the emitted setup needs to run a job: device plugins that land on the tainted
+//! nodes, the Karpenter prerequisites, a script that stops where it lacks an id, images
+//! with the collective stack, disks, NCCL env through mpirun.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{artifacts, recommendation};
+use serde_json::Value;
+use trainplace_advisor::artifacts::objects;
+use trainplace_engine::Policy;
+
+/// Kubernetes' toleration/taint match (k8s.io/api core/v1 `Toleration.ToleratesTaint`).
+fn tolerates(t: &Value, taint: &Value) -> bool {
+    let effect_ok = t
+        .get("effect")
+        .and_then(Value::as_str)
+        .is_none_or(|e| e.is_empty() || Some(e) == taint["effect"].as_str());
+    let key = t.get("key").and_then(Value::as_str).unwrap_or("");
+    let key_ok = key.is_empty() || Some(key) == taint["key"].as_str();
+    let op = t.get("operator").and_then(Value::as_str).unwrap_or("Equal");
+    let value_ok = match op {
+        "Exists" => true,
+        _ => {
+            t.get("value").and_then(Value::as_str).unwrap_or("")
+                == taint["value"].as_str().unwrap_or("")
+        }
+    };
+    effect_ok && key_ok && value_ok
+}
+
+fn yaml_docs(text: &str) -> Vec<Value> {
+    text.split("\n---\n")
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn efa_plugin_tolerates_every_taint_of_the_job_nodes() {
+    let policy = Policy::embedded();
+    for scenario in ["h100-blocks", "l40s-on-demand", "trainium", "a100-odcr"] {
+        let rec = recommendation(scenario, "pytorchjob");
+        let files = artifacts(scenario, "pytorchjob");
+        let values: Value = serde_yaml_ng::from_str(&files["efa-device-plugin-values.yaml"])
+            .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+        // The chart's DaemonSet always tolerates CriticalAddonsOnly, then the values'.
+        let mut tolerations =
+            vec![serde_json::json!({"key": "CriticalAddonsOnly", "operator": "Exists"})];
+        tolerations.extend(values["tolerations"].as_array().unwrap().iter().cloned());
+        let o = objects(&rec, &policy);
+        let mut taints: Vec<Value> = Vec::new();
+        for ng in o.cluster_config["managedNodeGroups"].as_array().unwrap() {
+            taints.extend(ng["taints"].as_array().unwrap().iter().cloned());
+        }
+        taints.extend(
+            o.node_pool["spec"]["template"]["spec"]["taints"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .cloned(),
+        );
+        assert!(!taints.is_empty());
+        for taint in &taints {
+            assert!(
+                tolerations.iter().any(|t| tolerates(t, taint)),
+                "{scenario}: EFA plugin does not tolerate {taint}"
+            );
+        }
+        // The job pods tolerate them too.
+        let pod = &o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"];
+        for taint in &taints {
+            assert!(
+                pod["tolerations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| tolerates(t, taint))
+            );
+        }
+        let values_text = &files["efa-device-plugin-values.yaml"];
+        assert!(
+            values_text.contains("Insufficient vpc.amazonaws.com/efa"),
+            "{values_text}"
+        );
+        assert!(values_text.contains("--version v0.5.30"));
+        let script = &files["aws-cli.sh"];
+        if scenario != "h100-blocks" {
+            continue;
+        }
+        let delete = script
+            .find("delete daemonset aws-efa-k8s-device-plugin")
+            .unwrap();
+        let create = script.find("eksctl create cluster").unwrap();
+        let helm = script
+            .find("helm upgrade --install aws-efa-k8s-device-plugin eks/aws-efa-k8s-device-plugin --version v0.5.30 -n kube-system -f efa-device-plugin-values.yaml")
+            .unwrap();
+        assert!(create < delete && delete < helm, "{script}");
+    }
+}
+
+#[test]
+fn nvidia_nodes_carry_the_label_the_nvidia_chart_selects() {
+    let o = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    assert_eq!(
+        o.node_pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.present"],
+        "true"
+    );
+    for ng in o.cluster_config["managedNodeGroups"].as_array().unwrap() {
+        assert_eq!(ng["labels"]["nvidia.com/gpu.present"], "true");
+    }
+}
+
+#[test]
+fn karpenter_route_has_prerequisites_and_plugin_installs_with_versions() {
+    let gpu = &artifacts("h100-blocks", "pytorchjob")["karpenter-prerequisites.sh"];
+    for needle in [
+        "KarpenterNodeRole-training",
+        "karpenter.sh/discovery",
+        "older than 1.6",
+        "nvdp/nvidia-device-plugin --version 0.20.0",
+        "eks/aws-efa-k8s-device-plugin --version v0.5.30",
+        "-f efa-device-plugin-values.yaml",
+    ] {
+        assert!(gpu.contains(needle), "no {needle:?} in:\n{gpu}");
+    }
+    let trn = &artifacts("trainium", "pytorchjob")["karpenter-prerequisites.sh"];
+    assert!(
+        trn.contains("oci://public.ecr.aws/neuron/neuron-helm-chart --version 1.9.0"),
+        "{trn}"
+    );
+    assert!(!trn.contains("nvidia-device-plugin"));
+    // On-demand pools need no reserved-capacity Karpenter check.
+    let od = &artifacts("l40s-on-demand", "pytorchjob")["karpenter-prerequisites.sh"];
+    assert!(!od.contains("older than 1.6"));
+    // The version check parses real image tags.
+    for (image, ok) in [
+        (
+            "public.ecr.aws/karpenter/controller:1.14.1@sha256:abc",
+            true,
+        ),
+        ("public.ecr.aws/karpenter/controller:v1.6.0", true),
+        ("public.ecr.aws/karpenter/controller:1.5.2", false),
+        ("public.ecr.aws/karpenter/controller:0.37.0", false),
+    ] {
+        let check: Vec<&str> = gpu
+            .lines()
+            .filter(|l| l.starts_with("KV=") || l.starts_with("if [ -z \"$KV\""))
+            .collect();
+        let sh = format!("KARPENTER_IMAGE='{image}'\n{}\necho ok", check.join("\n"));
+        let out = Command::new("sh").arg("-c").arg(sh).output().unwrap();
+        assert_eq!(
+            out.status.success(),
+            ok,
+            "{image}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Fake `aws`, `eksctl`, `kubectl`, `helm`, `trainplace` that log their arguments.
+fn fake_tools(dir: &Path, diagnose_exit: i32) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join("calls.log");
+    for tool in ["aws", "eksctl", "kubectl", "helm", "trainplace"] {
+        let body = match tool {
+            "aws" => "case \"$2\" in purchase-capacity-block) echo cr-0123456789abcdef1;; *) echo '{\"CapacityBlockOfferings\": []}';; esac".to_string(),
+            "trainplace" => format!("exit {diagnose_exit}"),
+            _ => String::new(),
+        };
+        let path = bin.join(tool);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho \"{tool} $*\" >> '{}'\n{body}\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&path)
+            .status()
+            .unwrap();
+    }
+}
+
+fn run_script(
+    files: &std::collections::BTreeMap<String, String>,
+    diagnose_exit: i32,
+) -> (std::process::Output, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    fake_tools(dir.path(), diagnose_exit);
+    let path = format!(
+        "{}:{}",
+        dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new("sh")
+        .arg("aws-cli.sh")
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let calls = std::fs::read_to_string(dir.path().join("calls.log")).unwrap_or_default();
+    (out, calls, dir)
+}
+
+#[test]
+fn script_without_offerings_stops_before_anything_needing_an_id() {
+    let files = artifacts("h100-no-offerings", "pytorchjob");
+    let (out, calls, dir) = run_script(&files, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        calls
+            .lines()
+            .all(|l| l.starts_with("aws ec2 describe-capacity-block-offerings")),
+        "{calls}"
+    );
+    assert!(dir.path().join("offerings.json").exists());
+    assert!(
+        stdout.contains(
+            "trainplace advise --gpus 64 --instance-type p5.48xlarge --hours 168 --region us-east-1"
+        ) && stdout.contains("--offerings offerings.json --emit ."),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn script_buys_creates_checks_nccl_then_starts_the_job() {
+    let files = artifacts("h100-blocks", "pytorchjob");
+    let (out, calls, dir) = run_script(&files, 0);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let order = [
+        "aws ec2 purchase-capacity-block",
+        "eksctl create cluster -f eksctl-cluster.yaml",
+        "helm upgrade --install aws-efa-k8s-device-plugin",
+        "kubectl apply -f nccl-tests-mpijob.yaml",
+        "kubectl -n default wait --for=condition=Succeeded mpijob/train-nccl-tests",
+        "trainplace diagnose nccl-tests.log",
+        "kubectl apply -f job-pytorchjob.yaml",
+    ];
+    let at: Vec<usize> = order
+        .iter()
+        .map(|s| {
+            calls
+                .find(s)
+                .unwrap_or_else(|| panic!("no {s:?} in {calls}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{calls}");
+    let eksctl = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    assert!(!eksctl.contains("REPLACE-WITH"));
+    // A failing diagnosis stops the script before the training job.
+    let (out, calls, _dir) = run_script(&files, 1);
+    assert!(!out.status.success());
+    assert!(
+        calls.contains("trainplace diagnose") && !calls.contains("job-pytorchjob.yaml"),
+        "{calls}"
+    );
+}
+
+#[test]
+fn images_carry_the_collective_stack_and_are_pinned() {
+    let o = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let image = o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+        ["image"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        image,
+        "public.ecr.aws/deep-learning-containers/pytorch:2.13.0-cu133-amzn2023"
+    );
+    let tests = o.nccl_tests.unwrap();
+    let text = serde_json::to_string(&tests).unwrap();
+    assert!(!text.contains(":latest") && text.contains("/usr/local/bin/all_reduce_perf"));
+    let trn = objects(
+        &recommendation("trainium", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let image = trn.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+        [0]["image"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        image,
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+    );
+}
+
+#[test]
+fn karpenter_nodes_get_disk_and_reserved_pools_are_kept() {
+    let blocks = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let bdm = &blocks.node_class["spec"]["blockDeviceMappings"][0];
+    assert_eq!(
+        (
+            bdm["deviceName"].as_str(),
+            bdm["ebs"]["volumeSize"].as_str()
+        ),
+        (Some("/dev/xvda"), Some("500Gi"))
+    );
+    assert_eq!(blocks.node_class["spec"]["instanceStorePolicy"], "RAID0");
+    assert_eq!(
+        blocks.node_pool["spec"]["disruption"]["consolidateAfter"],
+        "Never"
+    );
+    let od = objects(
+        &recommendation("l40s-on-demand", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    assert_eq!(
+        od.node_pool["spec"]["disruption"]["consolidateAfter"],
+        "10m"
+    );
+}
+
+#[test]
+fn mpijob_launcher_exports_the_nccl_env() {
+    let o = objects(
+        &recommendation("h100-blocks", "mpijob"),
+        &Policy::embedded(),
+    );
+    let cmd: Vec<&str> = o.job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let worker_env = o.job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+        [0]["env"]
+        .as_array()
+        .unwrap();
+    assert!(!worker_env.is_empty());
+    for e in worker_env {
+        let pair = format!(
+            "{}={}",
+            e["name"].as_str().unwrap(),
+            e["value"].as_str().unwrap()
+        );
+        let i = cmd
+            .iter()
+            .position(|c| *c == pair)
+            .unwrap_or_else(|| panic!("{pair} not exported: {cmd:?}"));
+        assert_eq!(cmd[i - 1], "-x");
+    }
+}
+
+#[test]
+fn eks_version_is_a_flag_with_a_current_default() {
+    let o = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    assert_eq!(o.cluster_config["metadata"]["version"], "1.35");
+    let (mut req, facts) = common::scenario("single-node");
+    req.eks_version = Some("1.34".into());
+    let policy = Policy::embedded();
+    let rec = trainplace_advisor::recommend(
+        &req.validate(&policy.catalog).unwrap(),
+        &policy.catalog,
+        &facts,
+    )
+    .unwrap();
+    assert_eq!(
+        objects(&rec, &policy).cluster_config["metadata"]["version"],
+        "1.34"
+    );
+    req.eks_version = Some("latest".into());
+    assert_eq!(
+        req.validate(&policy.catalog).unwrap_err().field,
+        "eksVersion"
+    );
+}
