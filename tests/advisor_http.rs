@@ -156,3 +156,32 @@ async fn instance_types_and_page() {
         "self-contained"
     );
 }
+
+#[tokio::test]
+async fn node_count_and_cluster_inventory_are_separate_fields() {
+    let inventory: Value =
+        serde_json::from_str(include_str!("../crates/advisor/fixtures/nodes.json")).unwrap();
+    let body = json!({"nodes": 2, "family": "h100", "durationDays": 1, "capacity": "on-demand", "clusterNodes": inventory});
+    let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["recommendation"]["shape"]["nodes"], 2);
+    // The inventory was read: the zone with the cluster's p5 nodes is chosen.
+    assert_eq!(v["recommendation"]["availabilityZone"], "us-east-1a");
+    assert!(
+        v["recommendation"]["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("already has 2 p5.48xlarge")),
+        "{v}"
+    );
+    // A bad inventory is named as the inventory, not as the request's node count.
+    let body = json!({"nodes": 2, "durationDays": 1, "clusterNodes": {"items": 3}});
+    let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        (v["error"]["input"].as_str(), v["error"]["field"].as_str()),
+        (Some("nodes"), Some("items")),
+        "{v}"
+    );
+}

@@ -82,8 +82,9 @@ pub fn request_from_value(v: Value) -> Result<AdviceRequest, InputError> {
     })
 }
 
-/// Keys of a JSON request body that carry documents rather than request fields.
-pub const DOCUMENT_KEYS: [&str; 3] = ["offerings", "instanceTypes", "nodes"];
+/// Keys of a JSON request body that carry documents rather than request fields. The
+/// cluster inventory is `clusterNodes`: `nodes` is the request's node count.
+pub const DOCUMENT_KEYS: [&str; 3] = ["offerings", "instanceTypes", "clusterNodes"];
 
 /// Split an HTTP body into the request and the embedded aws/kubectl documents.
 pub fn split_body(mut body: Value) -> Result<(AdviceRequest, RawFacts), InputError> {
@@ -98,7 +99,7 @@ pub fn split_body(mut body: Value) -> Result<(AdviceRequest, RawFacts), InputErr
     let facts = RawFacts {
         offerings: take("offerings"),
         instance_types: take("instanceTypes"),
-        nodes: take("nodes"),
+        nodes: take("clusterNodes"),
     };
     Ok((request_from_value(body)?, facts))
 }
