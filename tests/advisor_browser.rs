@@ -100,7 +100,7 @@ async fn form_submits_and_shows_the_recommendation() {
         dom.contains("<section id=\"result\" class=\"\""),
         "result still hidden"
     );
-    assert!(dom.contains("cb-0f1a2b3c4d5e60002 + cb-0f1a2b3c4d5e60003"));
+    assert!(dom.contains("cb-0f1a2b3c4d5e60001 + cb-0f1a2b3c4d5e60002"));
     assert!(dom.contains("<svg") && dom.contains("class=\"gpu\"") && dom.contains("class=\"efa\""));
     for file in [
         "eksctl-cluster.yaml",

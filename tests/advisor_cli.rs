@@ -49,14 +49,14 @@ fn emits_every_artifact() {
     );
     let script = std::fs::read_to_string(dir.path().join("out/aws-cli.sh")).unwrap();
     assert!(
-        script.contains("--capacity-block-offering-id cb-0f1a2b3c4d5e60002"),
+        script.contains("--capacity-block-offering-id cb-0f1a2b3c4d5e60001"),
         "{script}"
     );
-    assert!(script.contains("--capacity-duration-hours 192"));
+    assert!(script.contains("--capacity-duration-hours 168"));
     let eksctl = std::fs::read_to_string(dir.path().join("out/eksctl-cluster.yaml")).unwrap();
     assert!(eksctl.contains("marketType: capacity-block") && eksctl.contains("efaEnabled: true"));
     // The sed line in the script replaces exactly the placeholder the eksctl file holds.
-    assert!(eksctl.contains("REPLACE-WITH-cr-ID-OF-cb-0f1a2b3c4d5e60002"));
+    assert!(eksctl.contains("REPLACE-WITH-cr-ID-OF-cb-0f1a2b3c4d5e60001"));
     // Run the script's own substitution lines with made-up purchase results.
     let seds: Vec<&str> = script.lines().filter(|l| l.starts_with("sed ")).collect();
     assert_eq!(seds.len(), 2);
@@ -172,4 +172,8 @@ fn text_summary_reads_well() {
     );
     assert!(text.contains("[capacity-block-end]") && text.contains("[efa-single-az]"));
     assert!(text.contains("busbw 200..360 GB/s"), "{text}");
+    assert!(
+        text.contains("- longer Capacity Block(s): the job plus the 40 min EKS scale-down [cb-0f1a2b3c4d5e60002 + cb-0f1a2b3c4d5e60003]: $48328.70"),
+        "{text}"
+    );
 }

@@ -16,6 +16,7 @@ pub use request::{AdviceRequest, Request};
 pub mod bandwidth;
 pub mod images;
 pub mod inventory;
+pub mod options;
 pub mod recommend;
 pub mod shape;
 pub mod warnings;

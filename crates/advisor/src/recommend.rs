@@ -10,6 +10,7 @@ use crate::bandwidth::{Bandwidth, bandwidth};
 use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, block_hours_for, choose_blocks};
 use crate::error::InputError;
 use crate::inventory::{NodeInfo, zones_with};
+use crate::options::{CapacityOption, capacity_options};
 use crate::request::{CapacityPref, Request};
 use crate::shape::{Candidate, Shape, candidates};
 use crate::warnings::{self as warn, Warning};
@@ -77,6 +78,8 @@ pub struct Recommendation {
     pub reasons: Vec<String>,
     pub warnings: Vec<Warning>,
     pub alternatives: Vec<Alternative>,
+    /// The chosen capacity and what else could be bought, with cost.
+    pub capacity_options: Vec<CapacityOption>,
 }
 
 pub fn recommend(
@@ -165,7 +168,10 @@ pub fn recommend(
             on_demand_usd: on_demand(c.profile, c.shape.nodes, req.job_hours),
         })
         .collect();
+    let capacity_options =
+        capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);
     Ok(Recommendation {
+        capacity_options,
         request: req.clone(),
         image: req
             .image
@@ -242,6 +248,7 @@ fn capacity_plan(
         earliest_start: req.earliest_start,
         latest_end: req.latest_end,
         zones: &req.zones,
+        margin_minutes: 0,
     };
     match choose_blocks(offers, &need) {
         BlockChoice::Fit(plan) => {
@@ -255,7 +262,7 @@ fn capacity_plan(
                 plan.end,
                 plan.total_fee_usd
             ));
-            warnings.push(warn::block_end(plan.end));
+            warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
             let zone = plan.availability_zone.clone();
             (
                 CapacityPlan::CapacityBlock {

@@ -92,6 +92,18 @@ pub fn text(advice: &Advice) -> String {
             let _ = writeln!(s, "  ! [{}] {}", w.code, w.message);
         }
     }
+    if !r.capacity_options.is_empty() {
+        let _ = writeln!(s, "\ncapacity options:");
+        for o in &r.capacity_options {
+            let mark = if o.chosen { "*" } else { "-" };
+            let ids = if o.offerings.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", o.offerings.join(" + "))
+            };
+            let _ = writeln!(s, "  {mark} {}{ids}: {}", o.label, money(o.usd));
+        }
+    }
     if !r.alternatives.is_empty() {
         let _ = writeln!(s, "\nalternatives:");
         for a in &r.alternatives {

@@ -15,7 +15,7 @@ fn codes(r: &trainplace_advisor::Recommendation) -> Vec<&str> {
 }
 
 #[test]
-fn h100_week_buys_two_blocks_in_one_zone() {
+fn h100_week_buys_week_blocks_in_one_zone() {
     let r = recommendation("h100-blocks", "pytorchjob");
     assert_eq!(r.instance.name, "p5.48xlarge");
     assert_eq!(
@@ -25,27 +25,48 @@ fn h100_week_buys_two_blocks_in_one_zone() {
     assert_eq!((r.pods, r.processes_per_pod), (8, 8));
     assert_eq!(r.availability_zone, "us-east-1a");
     let CapacityPlan::CapacityBlock {
-        block_hours: 192,
+        block_hours: 168,
         blocks: Some(plan),
     } = &r.capacity
     else {
         panic!("{:?}", r.capacity)
     };
+    // The cheapest cover of 7 days: the 7-day block plus one 8-day block.
     let ids: Vec<_> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
-    assert_eq!(ids, ["cb-0f1a2b3c4d5e60002", "cb-0f1a2b3c4d5e60003"]);
+    assert_eq!(ids, ["cb-0f1a2b3c4d5e60001", "cb-0f1a2b3c4d5e60002"]);
     assert_eq!(r.placement_group, None, "capacity blocks are co-located");
-    assert_eq!(r.cost.estimate_usd, Some(48328.70));
+    assert_eq!(r.cost.estimate_usd, Some(45308.16));
+    // Alternatives with their cost: the longer blocks that also hold the EKS
+    // scale-down, and on-demand.
+    let opts: Vec<(&str, bool, Option<f64>)> = r
+        .capacity_options
+        .iter()
+        .map(|o| (o.kind, o.chosen, o.usd))
+        .collect();
+    assert_eq!(
+        opts,
+        [
+            ("capacity-block", true, Some(45308.16)),
+            ("capacity-block", false, Some(48328.70)),
+            ("on-demand", false, r.cost.on_demand_usd),
+        ]
+    );
+    assert_eq!(
+        r.capacity_options[1].offerings,
+        ["cb-0f1a2b3c4d5e60002", "cb-0f1a2b3c4d5e60003"]
+    );
     assert_eq!(
         r.cost.on_demand_usd,
         Some(55.04 * 8.0 * 168.0).map(|x| (x * 100.0_f64).round() / 100.0)
     );
     assert_eq!(r.bandwidth.class, "nvlink+efa-rdma");
     assert_eq!(codes(&r), ["capacity-block-end", "efa-single-az"]);
+    let m = &r.warnings[0].message;
     assert!(
-        r.warnings[0].message.contains("2026-12-09T10:50:00Z"),
-        "{}",
-        r.warnings[0].message
+        m.contains("checkpoint deadline 2026-12-08T10:50:00Z"),
+        "{m}"
     );
+    assert!(m.contains("run 40 min past that"), "{m}");
 }
 
 #[test]
@@ -74,7 +95,7 @@ fn p4d_warns_about_efa_to_other_types() {
 }
 
 #[test]
-fn week_long_job_does_not_fit_week_long_blocks() {
+fn week_long_job_buys_the_week_long_block() {
     let c = Catalog::embedded();
     let only_7d = parse_offerings(&offerings_fixture())
         .unwrap()
@@ -92,13 +113,18 @@ fn week_long_job_does_not_fit_week_long_blocks() {
         ..Default::default()
     };
     let r = recommend(&req.validate(&c).unwrap(), &c, &facts).unwrap();
-    assert_eq!(r.capacity, CapacityPlan::OnDemand);
-    assert!(
-        codes(&r).contains(&"job-longer-than-block"),
-        "{:?}",
-        r.warnings
-    );
-    assert!(codes(&r).contains(&"no-capacity-block-fits"));
+    let CapacityPlan::CapacityBlock {
+        block_hours: 168,
+        blocks: Some(plan),
+    } = &r.capacity
+    else {
+        panic!("{:?}", r.capacity)
+    };
+    assert_eq!(plan.offerings[0].id, "cb-0f1a2b3c4d5e60001");
+    assert_eq!(codes(&r), ["capacity-block-end", "efa-single-az"]);
+    // No longer block in the offerings: on-demand is the only alternative.
+    assert_eq!(r.capacity_options.len(), 2);
+    assert_eq!(r.capacity_options[1].kind, "on-demand");
 }
 
 #[test]

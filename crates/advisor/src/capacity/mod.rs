@@ -2,8 +2,11 @@
 //!
 //! Rules (AWS "Capacity Blocks for ML", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html): 1..=64 instances
 //! per block, at most 256 across blocks; durations in 1-day steps up to 14 days, then
-//! 7-day steps up to 182 days; a block lives in one AZ; EKS scales managed nodegroups
-//! to 0 forty minutes before the block ends, so that time is not usable by the job.
+//! 7-day steps up to 182 days; a block lives in one AZ. A job of D buys the block of D:
+//! the block's last 30 minutes (EC2 reclaims the instances), the EKS managed nodegroup's
+//! scale-to-0 at 40 minutes and the EventBridge warning at 40 minutes make the block's
+//! end minus 40 minutes a checkpoint deadline stated in the plan, not a reason to buy a
+//! longer block (the longer block is shown as an alternative with its cost).
 //! Several blocks in one AZ may be combined to reach N nodes when they all cover the
 //! job's window.
 
@@ -28,11 +31,15 @@ pub fn is_valid_block_hours(hours: u32) -> bool {
     valid_block_hours().any(|h| h == hours)
 }
 
-/// The shortest block that holds a job of `job_hours` once EKS's scale-down is taken
-/// off the end; `None` when the job is longer than the longest block.
+/// The shortest block that holds a job of `job_hours`; `None` when the job is longer
+/// than the longest block.
 pub fn block_hours_for(job_hours: u32) -> Option<u32> {
-    valid_block_hours()
-        .find(|&h| i64::from(h) * 60 - EKS_SCALE_DOWN_MINUTES >= i64::from(job_hours) * 60)
+    block_hours_with_margin(job_hours, 0)
+}
+
+/// The shortest block that holds the job plus `margin_min` minutes at its end.
+pub fn block_hours_with_margin(job_hours: u32, margin_min: i64) -> Option<u32> {
+    valid_block_hours().find(|&h| i64::from(h) * 60 >= i64::from(job_hours) * 60 + margin_min)
 }
 
 /// What the job needs from Capacity Blocks.
@@ -47,6 +54,9 @@ pub struct BlockNeed<'a> {
     pub latest_end: Option<Timestamp>,
     /// Allowed zones; empty = any.
     pub zones: &'a [String],
+    /// Minutes the blocks must hold after the job (0: the job's own length; 40: room
+    /// for the EKS scale-down, the longer alternative).
+    pub margin_minutes: i64,
 }
 
 /// The blocks to buy: all in one AZ, together at least `nodes` instances.
@@ -61,6 +71,9 @@ pub struct BlockPlan {
     pub end: Timestamp,
     /// Hours the job may run: the window less the EKS scale-down.
     pub usable_hours: f64,
+    /// Checkpoint and stop by then: EKS scales the nodegroup to 0 and EventBridge
+    /// warns 40 minutes before the end; EC2 reclaims from 30 minutes before.
+    pub checkpoint_by: Timestamp,
     pub total_fee_usd: f64,
 }
 
@@ -81,10 +94,10 @@ pub fn choose_blocks(offers: &[Offering], need: &BlockNeed<'_>) -> BlockChoice {
         ));
         return BlockChoice::NoFit(reasons);
     }
-    let usable_min = i64::from(need.job_hours) * 60 + EKS_SCALE_DOWN_MINUTES;
-    if block_hours_for(need.job_hours).is_none() {
+    let usable_min = i64::from(need.job_hours) * 60 + need.margin_minutes;
+    if block_hours_with_margin(need.job_hours, need.margin_minutes).is_none() {
         reasons.push(format!(
-            "the job ({} h) is longer than the longest Capacity Block (182 days less 40 min)",
+            "the job ({} h) is longer than the longest Capacity Block (182 days)",
             need.job_hours
         ));
         return BlockChoice::NoFit(reasons);
@@ -171,7 +184,7 @@ fn filter<'o>(
         "in zones (or regions) the request does not allow",
         "outside the requested window",
         "not a valid Capacity Block (1-64 instances, sold durations, USD)",
-        "shorter than the job plus the 40 min EKS scale-down",
+        "shorter than the job",
     ];
     for (n, what) in counts.iter().zip(words) {
         if *n > 0 {
@@ -249,6 +262,7 @@ fn plan(set: Vec<&Offering>) -> BlockPlan {
         instances: set.iter().map(|o| o.instance_count).sum(),
         total_fee_usd: set.iter().map(|o| o.fee_cents()).sum::<u64>() as f64 / 100.0,
         usable_hours: minutes as f64 / 60.0,
+        checkpoint_by: end - SignedDuration::from_mins(EKS_SCALE_DOWN_MINUTES),
         start,
         end,
         offerings: set.into_iter().cloned().collect(),
