@@ -327,3 +327,54 @@ fn trainium_uses_neuron_devices_and_skips_nccl_tests() {
         "{job}"
     );
 }
+
+#[test]
+fn region_comes_from_the_offerings_or_is_refused_with_the_flag() {
+    let policy = trainplace_engine::Policy::embedded();
+    let east2 = offerings_fixture().replace("us-east-1", "us-east-2");
+    let facts = trainplace_advisor::RawFacts {
+        offerings: Some(east2.clone()),
+        ..Default::default()
+    };
+    let req = AdviceRequest {
+        gpus: Some(64),
+        family: Some("h100".into()),
+        duration_days: Some(7.0),
+        ..Default::default()
+    };
+    let advice = trainplace_advisor::advise(&req, &facts, &policy).unwrap();
+    let r = &advice.recommendation;
+    assert_eq!(r.request.region, "us-east-2");
+    assert_eq!(r.availability_zone, "us-east-2a");
+    assert!(matches!(
+        r.capacity,
+        CapacityPlan::CapacityBlock {
+            blocks: Some(_),
+            ..
+        }
+    ));
+    // An explicit region without any offering in it is refused, naming the flag.
+    let err = trainplace_advisor::advise(
+        &AdviceRequest {
+            region: Some("us-east-1".into()),
+            ..req.clone()
+        },
+        &facts,
+        &policy,
+    )
+    .unwrap_err();
+    assert_eq!(err.field, "region");
+    assert!(err.message.contains("--region us-east-2"), "{err}");
+    // Offerings from two regions and no region: say which flag picks one.
+    let mixed = offerings_fixture().replacen("us-east-1a", "us-west-2a", 1);
+    let err = trainplace_advisor::advise(
+        &req,
+        &trainplace_advisor::RawFacts {
+            offerings: Some(mixed),
+            ..Default::default()
+        },
+        &policy,
+    )
+    .unwrap_err();
+    assert!(err.message.contains("pass --region"), "{err}");
+}
