@@ -7,7 +7,9 @@ use trainplace_engine::{Catalog, InstanceProfile};
 use crate::aws::instance_types::{AwsInstanceType, disagreements};
 use crate::aws::offerings::Offering;
 use crate::bandwidth::{Bandwidth, bandwidth};
-use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, block_hours_for, choose_blocks};
+use crate::capacity::{
+    BlockChoice, BlockNeed, BlockPlan, block_hours_for, block_sizes, choose_blocks,
+};
 use crate::error::InputError;
 use crate::inventory::{NodeInfo, zones_with};
 use crate::options::{CapacityOption, capacity_options};
@@ -227,6 +229,10 @@ fn capacity_plan(
         ));
         return (CapacityPlan::OnDemand, None);
     };
+    if block_sizes(shape.nodes).is_none() {
+        warnings.push(warn::too_many_for_blocks(shape.nodes));
+        return (CapacityPlan::OnDemand, None);
+    }
     let Some(offers) = &facts.offerings else {
         reasons.push(format!(
             "Capacity Block of {block_hours} h x {} instances: list the offerings (aws-cli.sh), then rerun with --offerings to pick one",

@@ -141,3 +141,12 @@ pub fn catalog_mismatch(detail: &str) -> Warning {
         format!("instance types input disagrees with the catalog: {detail}"),
     )
 }
+
+pub fn too_many_for_blocks(nodes: u32) -> Warning {
+    w(
+        "too-many-for-capacity-blocks",
+        format!(
+            "{nodes} instances cannot be bought as Capacity Blocks (at most 64 per block and 256 across blocks): planned on-demand; split the job or ask AWS for a larger reservation"
+        ),
+    )
+}

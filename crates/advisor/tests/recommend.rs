@@ -378,3 +378,63 @@ fn region_comes_from_the_offerings_or_is_refused_with_the_flag() {
     .unwrap_err();
     assert!(err.message.contains("pass --region"), "{err}");
 }
+
+#[test]
+fn more_than_64_instances_split_into_blocks_and_nodegroups() {
+    let c = trainplace_engine::Policy::embedded();
+    let req = AdviceRequest {
+        gpus: Some(800),
+        family: Some("h100".into()),
+        duration_days: Some(7.0),
+        ..Default::default()
+    };
+    let r = recommend(
+        &req.validate(&c.catalog).unwrap(),
+        &c.catalog,
+        &Facts::default(),
+    )
+    .unwrap();
+    assert_eq!(r.shape.nodes, 100);
+    let o = trainplace_advisor::artifacts::objects(&r, &c);
+    let sizes: Vec<u64> = o.cluster_config["managedNodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ng| ng["desiredCapacity"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [64, 36]);
+    let script = trainplace_advisor::artifacts::awscli::script(&r);
+    assert!(
+        script.contains("--instance-count 64 ") && script.contains("--instance-count 36 "),
+        "{script}"
+    );
+    // Beyond 256 instances no set of blocks can hold the job: say so, plan on-demand.
+    let req = AdviceRequest {
+        gpus: Some(8 * 257),
+        ..req
+    };
+    let r = recommend(
+        &req.validate(&c.catalog).unwrap(),
+        &c.catalog,
+        &Facts::default(),
+    )
+    .unwrap();
+    assert_eq!(r.capacity, CapacityPlan::OnDemand);
+    assert!(
+        codes(&r).contains(&"too-many-for-capacity-blocks"),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn offerings_appended_per_block_size_parse_as_one_list() {
+    let one = offerings_fixture();
+    let both = format!("{one}\n{one}");
+    assert_eq!(
+        parse_offerings(&both).unwrap().len(),
+        2 * parse_offerings(&one).unwrap().len()
+    );
+    assert!(parse_offerings("").is_err());
+    assert!(parse_offerings(&format!("{one} {{")).is_err());
+}

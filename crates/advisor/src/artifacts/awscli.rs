@@ -1,6 +1,6 @@
 //! The aws CLI (and eksctl) commands in order, values filled in.
 
-use crate::capacity::MAX_INSTANCES_PER_BLOCK;
+use crate::capacity::block_sizes;
 use crate::recommend::{CapacityPlan, Recommendation};
 use crate::request::Demand;
 
@@ -64,19 +64,23 @@ pub fn script(rec: &Recommendation) -> String {
         } => {
             let counts: Vec<u32> = match blocks {
                 Some(plan) => plan.offerings.iter().map(|o| o.instance_count).collect(),
-                None => vec![rec.shape.nodes.min(MAX_INSTANCES_PER_BLOCK)],
+                None => block_sizes(rec.shape.nodes).unwrap_or_default(),
             };
             out.push("# {STEP} Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());
             let range = date_range(rec);
             let mut seen = Vec::new();
             let listing = blocks.is_none();
+            if listing {
+                out.push(format!("rm -f {OFFERINGS_FILE}"));
+            }
             for n in counts.into_iter().filter(|n| {
                 let new = !seen.contains(n);
                 seen.push(*n);
                 new
             }) {
+                // Appended: one JSON document per block size; `--offerings` reads them all.
                 let to_file = if listing {
-                    format!(" > {OFFERINGS_FILE}")
+                    format!(" >> {OFFERINGS_FILE}")
                 } else {
                     String::new()
                 };

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::plugins::{node_labels, node_taints};
+use crate::capacity::block_sizes;
 use crate::recommend::{CapacityPlan, Recommendation, slug};
 use crate::regions::companion_zone;
 
@@ -44,11 +45,19 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
             })
             .collect(),
         CapacityPlan::CapacityBlock { blocks: None, .. } => {
-            let mut ng = nodegroup(rec, &format!("{base}-cb"), rec.shape.nodes);
-            ng["capacityReservation"] = json!({"capacityReservationTarget": {
-                "capacityReservationID": reservation_placeholder("the-offering-you-buy")}});
-            ng["instanceMarketOptions"] = json!({"marketType": "capacity-block"});
-            vec![ng]
+            // One nodegroup per block to buy: a block holds at most 64 instances.
+            let sizes = block_sizes(rec.shape.nodes).unwrap_or_default();
+            sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    let mut ng = nodegroup(rec, &format!("{base}-cb{}", i + 1), n);
+                    ng["capacityReservation"] = json!({"capacityReservationTarget": {
+                        "capacityReservationID": reservation_placeholder(&format!("the-offering-you-buy-{}", i + 1))}});
+                    ng["instanceMarketOptions"] = json!({"marketType": "capacity-block"});
+                    ng
+                })
+                .collect()
         }
         CapacityPlan::Odcr { reservation_id } => {
             let mut ng = nodegroup(rec, &format!("{base}-odcr"), rec.shape.nodes);

@@ -27,6 +27,22 @@ pub fn valid_block_hours() -> impl Iterator<Item = u32> {
     (1..=14).map(|d| d * 24).chain((3..=26).map(|w| w * 168))
 }
 
+/// Block sizes to ask for when `nodes` exceed one block: as few blocks as possible,
+/// each at most 64 instances (100 -> [64, 36]); `None` beyond 256 in all.
+pub fn block_sizes(nodes: u32) -> Option<Vec<u32>> {
+    if nodes > MAX_INSTANCES_ACROSS_BLOCKS {
+        return None;
+    }
+    let mut left = nodes;
+    let mut out = Vec::new();
+    while left > 0 {
+        let n = left.min(MAX_INSTANCES_PER_BLOCK);
+        out.push(n);
+        left -= n;
+    }
+    Some(out)
+}
+
 pub fn is_valid_block_hours(hours: u32) -> bool {
     valid_block_hours().any(|h| h == hours)
 }
