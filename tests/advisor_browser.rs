@@ -86,7 +86,7 @@ async fn form_submits_and_shows_the_recommendation() {
     let base = serve().await;
     let offerings = include_str!("../crates/advisor/fixtures/capacity-block-offerings.json");
     let url = format!(
-        "{base}/?gpus=64&family=h100&durationDays=7&framework=jobset&offerings={}&auto=1",
+        "{base}/?gpus=64&family=h100&durationDays=7&framework=jobset&now=2026-11-22T00:00:00Z&offerings={}&auto=1",
         encode(offerings)
     );
     let profile = tempfile::tempdir().unwrap();

@@ -17,6 +17,8 @@ fn h100() -> AdviseArgs {
         family: Some("h100".into()),
         days: Some(7.0),
         offerings: Some(fixture_path("capacity-block-offerings.json")),
+        // The fixture's offerings start 2026-12-01.
+        now: Some("2026-11-22T00:00:00Z".into()),
         ..Default::default()
     }
 }

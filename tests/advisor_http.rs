@@ -40,7 +40,7 @@ async fn recommendation_round_trip_with_offerings() {
         "../crates/advisor/fixtures/capacity-block-offerings.json"
     ))
     .unwrap();
-    let body = json!({"gpus": 64, "family": "h100", "durationDays": 7, "framework": "jobset", "offerings": offerings});
+    let body = json!({"gpus": 64, "family": "h100", "durationDays": 7, "framework": "jobset", "offerings": offerings, "now": "2026-11-22T00:00:00Z"});
     let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
     assert_eq!(status, StatusCode::OK, "{v}");
     let r = &v["recommendation"];

@@ -80,6 +80,9 @@ pub struct AdviseArgs {
     /// Kubernetes version of a new EKS cluster (default: the newest eksctl supports).
     #[arg(long)]
     pub eks_version: Option<String>,
+    /// Plan as of this instant (RFC 3339; default: now), for reproducible plans.
+    #[arg(long)]
+    pub now: Option<String>,
     /// Request as YAML or JSON; flags override its fields.
     #[arg(short = 'f', long = "file")]
     pub file: Option<PathBuf>,
@@ -225,6 +228,7 @@ fn overlay(req: &mut AdviceRequest, a: &AdviseArgs) {
     set(&mut req.namespace, &a.namespace);
     set(&mut req.image, &a.image);
     set(&mut req.eks_version, &a.eks_version);
+    set(&mut req.now, &a.now);
     if !a.zones.is_empty() {
         req.availability_zones.clone_from(&a.zones);
     }

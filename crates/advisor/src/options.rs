@@ -70,6 +70,7 @@ pub fn capacity_options(
             latest_end: req.latest_end,
             zones: &req.zones,
             margin_minutes: EKS_SCALE_DOWN_MINUTES,
+            now: req.now,
         };
         if let BlockChoice::Fit(plan) = choose_blocks(offers, &need) {
             let longer: Vec<String> = plan.offerings.iter().map(|o| o.id.clone()).collect();
@@ -88,6 +89,21 @@ pub fn capacity_options(
                 });
             }
         }
+    }
+    if let CapacityPlan::Existing { nodes, groups } = chosen {
+        out.push(CapacityOption {
+            kind: "existing",
+            label: format!(
+                "the cluster's {nodes} existing node(s) ({})",
+                groups.join(", ")
+            ),
+            chosen: true,
+            offerings: Vec::new(),
+            availability_zone: None,
+            start: None,
+            end: None,
+            usd: None,
+        });
     }
     out.push(CapacityOption {
         kind: "on-demand",

@@ -38,6 +38,12 @@ pub enum CapacityPlan {
     Odcr {
         reservation_id: String,
     },
+    /// The cluster already has enough nodes of the type in one zone: buy nothing.
+    #[serde(rename_all = "camelCase")]
+    Existing {
+        nodes: u32,
+        groups: Vec<String>,
+    },
     OnDemand,
 }
 
@@ -108,6 +114,9 @@ pub fn recommend(
         profile.accelerators
     )];
     let mut warnings = Vec::new();
+    if let Some(from) = req.start_moved_from {
+        warnings.push(warn::start_moved(from, req.now));
+    }
     if let (true, Some(g)) = (shape.rounded_up, shape.requested_gpus) {
         warnings.push(warn::rounded_up(
             g,
@@ -128,8 +137,16 @@ pub fn recommend(
                 .map(|d| warn::catalog_mismatch(d)),
         );
     }
-    let (capacity, block_zone) =
-        capacity_plan(req, profile, &shape, facts, &mut reasons, &mut warnings);
+    let (capacity, block_zone) = match existing_capacity(req, &profile.name, shape.nodes, facts) {
+        Some((plan, zone)) => {
+            reasons.push(format!(
+                "nothing to buy: the cluster already has {} {} node(s) in {zone}; make sure they are free for this job",
+                shape.nodes, profile.name
+            ));
+            (plan, Some(zone))
+        }
+        None => capacity_plan(req, profile, &shape, facts, &mut reasons, &mut warnings),
+    };
     let zone = block_zone
         .unwrap_or_else(|| pick_zone(req, &profile.name, facts, &mut reasons, &mut warnings));
     let placement_group = (shape.nodes > 1 && matches!(capacity, CapacityPlan::OnDemand))
@@ -233,6 +250,12 @@ fn capacity_plan(
         warnings.push(warn::too_many_for_blocks(shape.nodes));
         return (CapacityPlan::OnDemand, None);
     }
+    if let Some(start) = req.earliest_start {
+        let buy_from = start - (crate::capacity::latest_buyable_start(req.now) - req.now);
+        if start > crate::capacity::latest_buyable_start(req.now) {
+            warnings.push(warn::block_too_far_ahead(start, buy_from));
+        }
+    }
     let Some(offers) = &facts.offerings else {
         reasons.push(format!(
             "Capacity Block of {block_hours} h x {} instances: list the offerings (aws-cli.sh), then rerun with --offerings to pick one",
@@ -255,6 +278,7 @@ fn capacity_plan(
         latest_end: req.latest_end,
         zones: &req.zones,
         margin_minutes: 0,
+        now: req.now,
     };
     match choose_blocks(offers, &need) {
         BlockChoice::Fit(plan) => {
@@ -289,6 +313,31 @@ fn capacity_plan(
             (CapacityPlan::OnDemand, None)
         }
     }
+}
+
+/// Nodes the cluster already has, offered before buying more: enough nodes of the type
+/// in one allowed zone make the plan `Existing`.
+fn existing_capacity(
+    req: &Request,
+    instance: &str,
+    nodes: u32,
+    facts: &Facts,
+) -> Option<(CapacityPlan, String)> {
+    // An explicit capacity preference means buy that way.
+    if req.capacity != CapacityPref::Auto {
+        return None;
+    }
+    let have = zones_with(facts.nodes.as_deref()?, instance);
+    let z = have
+        .into_iter()
+        .find(|z| z.nodes >= nodes && (req.zones.is_empty() || req.zones.contains(&z.zone)))?;
+    Some((
+        CapacityPlan::Existing {
+            nodes: z.nodes,
+            groups: z.groups,
+        },
+        z.zone,
+    ))
 }
 
 /// Allowed zone that already holds nodes of this type, else the first allowed zone,
@@ -341,7 +390,9 @@ fn cost(p: &InstanceProfile, shape: &Shape, hours: u32, plan: &CapacityPlan) -> 
     let estimate_usd = match plan {
         CapacityPlan::CapacityBlock { .. } => capacity_block_usd,
         // ODCRs bill at the on-demand rate.
-        CapacityPlan::Odcr { .. } | CapacityPlan::OnDemand => on_demand_usd,
+        CapacityPlan::Odcr { .. } | CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => {
+            on_demand_usd
+        }
     };
     Cost {
         on_demand_usd,

@@ -46,6 +46,10 @@ pub fn text(advice: &Advice) -> String {
         CapacityPlan::Odcr { reservation_id } => {
             format!("On-Demand Capacity Reservation {reservation_id}")
         }
+        CapacityPlan::Existing { nodes, groups } => format!(
+            "existing nodes: the cluster's {nodes} node(s) ({})",
+            groups.join(", ")
+        ),
         CapacityPlan::OnDemand => "on-demand".to_string(),
     };
     let _ = writeln!(s, "capacity:   {capacity}");

@@ -35,6 +35,8 @@ pub struct AdviceRequest {
     pub namespace: Option<String>,
     pub image: Option<String>,
     pub eks_version: Option<String>,
+    /// Plan as of this instant (RFC 3339); default: the clock. Makes plans reproducible.
+    pub now: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -116,6 +118,10 @@ pub struct Request {
     pub image: Option<String>,
     /// Kubernetes version of a new cluster.
     pub eks_version: String,
+    /// The instant the plan is made for.
+    pub now: Timestamp,
+    /// The requested start when it was in the past and moved to `now`.
+    pub start_moved_from: Option<Timestamp>,
 }
 
 /// Upper bound on what one request may ask for; far above any real job, it only
@@ -128,7 +134,16 @@ pub const DEFAULT_REGION: &str = "us-east-1";
 pub const DEFAULT_EKS_VERSION: &str = "1.35";
 
 impl AdviceRequest {
+    /// Validate as of the request's `now`, else the clock.
     pub fn validate(&self, catalog: &Catalog) -> Result<Request, InputError> {
+        let now = match parse_opt("now", self.now.as_deref())? {
+            Some(t) => t,
+            None => Timestamp::now(),
+        };
+        self.validate_at(catalog, now)
+    }
+
+    pub fn validate_at(&self, catalog: &Catalog, now: Timestamp) -> Result<Request, InputError> {
         let demand = self.demand()?;
         let (family, instance_type) = self.family_and_type(catalog)?;
         let region = self
@@ -150,8 +165,21 @@ impl AdviceRequest {
             }
         }
         let job_hours = self.job_hours()?;
-        let earliest_start = parse_opt("earliestStart", self.earliest_start.as_deref())?;
+        let mut earliest_start = parse_opt("earliestStart", self.earliest_start.as_deref())?;
         let latest_end = parse_opt("latestEnd", self.latest_end.as_deref())?;
+        if let Some(end) = latest_end
+            && end <= now
+        {
+            return Err(InputError::request(
+                "latestEnd",
+                format!("{end} is in the past (now {now}): give a window that ends later"),
+            ));
+        }
+        // A start in the past means "as soon as possible": move it to now and say so.
+        let start_moved_from = earliest_start.filter(|s| *s < now);
+        if start_moved_from.is_some() {
+            earliest_start = Some(now);
+        }
         if let (Some(start), Some(end)) = (earliest_start, latest_end) {
             if end <= start {
                 return Err(InputError::request(
@@ -200,6 +228,8 @@ impl AdviceRequest {
             names: self.names()?,
             image: self.image()?,
             eks_version: self.eks_version()?,
+            now,
+            start_moved_from,
         })
     }
 

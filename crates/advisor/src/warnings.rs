@@ -150,3 +150,19 @@ pub fn too_many_for_blocks(nodes: u32) -> Warning {
         ),
     )
 }
+
+pub fn start_moved(from: Timestamp, now: Timestamp) -> Warning {
+    w(
+        "start-moved",
+        format!("the requested start {from} is in the past: planned from now ({now})"),
+    )
+}
+
+pub fn block_too_far_ahead(start: Timestamp, buy_from: Timestamp) -> Warning {
+    w(
+        "capacity-block-too-early",
+        format!(
+            "Capacity Blocks sell at most 8 weeks ahead: a block starting {start} cannot be bought today; list and buy it from {buy_from}"
+        ),
+    )
+}

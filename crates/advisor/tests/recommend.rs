@@ -438,3 +438,130 @@ fn offerings_appended_per_block_size_parse_as_one_list() {
     assert!(parse_offerings("").is_err());
     assert!(parse_offerings(&format!("{one} {{")).is_err());
 }
+
+fn at(now: &str, req: &AdviceRequest, facts: &Facts) -> trainplace_advisor::Recommendation {
+    let c = Catalog::embedded();
+    let valid = req.validate_at(&c, now.parse().unwrap()).unwrap();
+    recommend(&valid, &c, facts).unwrap()
+}
+
+#[test]
+fn start_in_the_past_moves_to_now_and_an_ended_window_is_refused() {
+    let req = AdviceRequest {
+        gpus: Some(8),
+        family: Some("h100".into()),
+        duration_days: Some(1.0),
+        earliest_start: Some("2026-11-01".into()),
+        ..Default::default()
+    };
+    let r = at("2026-11-22T00:00:00Z", &req, &Facts::default());
+    assert_eq!(
+        r.request.earliest_start,
+        Some("2026-11-22T00:00:00Z".parse().unwrap())
+    );
+    assert!(codes(&r).contains(&"start-moved"), "{:?}", r.warnings);
+    let req = AdviceRequest {
+        latest_end: Some("2026-11-10".into()),
+        ..req
+    };
+    let err = req
+        .validate_at(
+            &Catalog::embedded(),
+            "2026-11-22T00:00:00Z".parse().unwrap(),
+        )
+        .unwrap_err();
+    assert_eq!(err.field, "latestEnd");
+}
+
+#[test]
+fn blocks_more_than_8_weeks_ahead_cannot_be_bought_today() {
+    let req = AdviceRequest {
+        gpus: Some(32),
+        family: Some("h100".into()),
+        duration_days: Some(7.0),
+        ..Default::default()
+    };
+    let facts = Facts {
+        offerings: Some(parse_offerings(&offerings_fixture()).unwrap()),
+        ..Default::default()
+    };
+    // 2026-09-01 + 8 weeks = 2026-10-27: the December offerings are not for sale yet.
+    let r = at("2026-09-01T00:00:00Z", &req, &facts);
+    assert_eq!(r.capacity, CapacityPlan::OnDemand);
+    let fits = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "no-capacity-block-fits")
+        .unwrap();
+    assert!(
+        fits.message.contains("more than 8 weeks"),
+        "{}",
+        fits.message
+    );
+    // Without offerings, a start beyond 8 weeks says when the block can be bought.
+    let req = AdviceRequest {
+        earliest_start: Some("2027-03-01".into()),
+        ..req
+    };
+    let r = at("2026-11-22T00:00:00Z", &req, &Facts::default());
+    let w = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "capacity-block-too-early")
+        .unwrap();
+    assert!(
+        w.message.contains("from 2027-01-04T00:00:00Z"),
+        "{}",
+        w.message
+    );
+}
+
+#[test]
+fn existing_cluster_nodes_come_before_buying() {
+    let nodes = KubectlNodesJson(fixture("nodes.json")).nodes().unwrap();
+    let facts = Facts {
+        nodes: Some(nodes),
+        offerings: Some(parse_offerings(&offerings_fixture()).unwrap()),
+        ..Default::default()
+    };
+    let req = AdviceRequest {
+        nodes: Some(2),
+        family: Some("h100".into()),
+        duration_days: Some(2.0),
+        ..Default::default()
+    };
+    let r = at(common::NOW, &req, &facts);
+    assert!(
+        matches!(&r.capacity, CapacityPlan::Existing { nodes: 2, groups } if groups == &["gpu-p5"]),
+        "{:?}",
+        r.capacity
+    );
+    assert_eq!(r.availability_zone, "us-east-1a");
+    let policy = trainplace_engine::Policy::embedded();
+    let o = trainplace_advisor::artifacts::objects(&r, &policy);
+    assert!(
+        o.cluster_config["managedNodeGroups"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let script = trainplace_advisor::artifacts::awscli::script(&r);
+    assert!(
+        script.contains("Nothing to buy") && !script.contains("eksctl create cluster"),
+        "{script}"
+    );
+    // More nodes than the cluster has: buy.
+    let r = at(
+        common::NOW,
+        &AdviceRequest {
+            nodes: Some(4),
+            ..req
+        },
+        &facts,
+    );
+    assert!(
+        matches!(r.capacity, CapacityPlan::CapacityBlock { .. }),
+        "{:?}",
+        r.capacity
+    );
+}

@@ -129,6 +129,15 @@ pub fn script(rec: &Recommendation) -> String {
             );
             out.push(format!("aws ec2 describe-capacity-reservations --region \"$REGION\" --capacity-reservation-ids {reservation_id} --output json"));
         }
+        CapacityPlan::Existing { nodes, groups } => {
+            out.push(format!(
+                "# {{STEP}} Nothing to buy: the cluster already has {nodes} {t} node(s) ({}). Check they are free:",
+                groups.join(", ")
+            ));
+            out.push(format!(
+                "kubectl get nodes -l node.kubernetes.io/instance-type={t} -o wide"
+            ));
+        }
         CapacityPlan::OnDemand => match &rec.placement_group {
             Some(pg) => {
                 out.push("# {STEP} Cluster placement group: nodes close together for EFA.".into());
@@ -138,10 +147,12 @@ pub fn script(rec: &Recommendation) -> String {
         },
     }
     out.push(String::new());
-    out.push("# {STEP} Nodes: a new cluster with the GPU nodegroup (use `eksctl create nodegroup -f` for an existing cluster).".into());
-    out.push("# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml".into());
-    out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());
-    out.push("eksctl create cluster -f eksctl-cluster.yaml".into());
+    if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
+        out.push("# {STEP} Nodes: a new cluster with the GPU nodegroup (use `eksctl create nodegroup -f` for an existing cluster).".into());
+        out.push("# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml".into());
+        out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());
+        out.push("eksctl create cluster -f eksctl-cluster.yaml".into());
+    }
     let plugin = efa_install(rec);
     if !plugin.is_empty() {
         out.push(String::new());

@@ -65,6 +65,8 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
                 json!({"capacityReservationTarget": {"capacityReservationID": reservation_id}});
             vec![ng]
         }
+        // The nodes exist: a config for a new cluster would duplicate them.
+        CapacityPlan::Existing { .. } => Vec::new(),
         CapacityPlan::OnDemand => {
             let mut ng = nodegroup(rec, &base, rec.shape.nodes);
             if let Some(pg) = &rec.placement_group {

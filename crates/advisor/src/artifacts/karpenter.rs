@@ -53,7 +53,7 @@ pub fn node_class(rec: &Recommendation) -> Value {
         CapacityPlan::Odcr { reservation_id } => {
             spec["capacityReservationSelectorTerms"] = json!([{"id": reservation_id}]);
         }
-        CapacityPlan::OnDemand => {
+        CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => {
             if let Some(pg) = &rec.placement_group {
                 spec["placementGroupSelector"] = json!({"name": pg});
             }
@@ -71,7 +71,7 @@ pub fn node_pool(rec: &Recommendation) -> Value {
     let p = &rec.instance;
     let capacity_type = match rec.capacity {
         CapacityPlan::CapacityBlock { .. } | CapacityPlan::Odcr { .. } => "reserved",
-        CapacityPlan::OnDemand => "on-demand",
+        CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => "on-demand",
     };
     let mut labels = serde_json::Map::new();
     labels.insert("trainplace.io/nodepool".into(), json!(name(rec)));

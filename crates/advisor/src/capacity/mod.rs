@@ -21,6 +21,13 @@ pub const MAX_INSTANCES_PER_BLOCK: u32 = 64;
 pub const MAX_INSTANCES_ACROSS_BLOCKS: u32 = 256;
 /// EKS scales the nodegroup to 0 this long before the block ends (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
 pub const EKS_SCALE_DOWN_MINUTES: i64 = 40;
+/// Capacity Blocks can be bought at most 8 weeks ahead (same AWS page).
+pub const MAX_WEEKS_AHEAD: i64 = 8;
+
+/// The latest start a block bought at `now` may have.
+pub fn latest_buyable_start(now: Timestamp) -> Timestamp {
+    now + SignedDuration::from_hours(MAX_WEEKS_AHEAD * 7 * 24)
+}
 
 /// Every duration AWS sells, in hours, shortest first.
 pub fn valid_block_hours() -> impl Iterator<Item = u32> {
@@ -73,6 +80,9 @@ pub struct BlockNeed<'a> {
     /// Minutes the blocks must hold after the job (0: the job's own length; 40: room
     /// for the EKS scale-down, the longer alternative).
     pub margin_minutes: i64,
+    /// When the plan is made: blocks that already started, or start more than 8
+    /// weeks later, cannot be bought.
+    pub now: Timestamp,
 }
 
 /// The blocks to buy: all in one AZ, together at least `nodes` instances.
@@ -168,7 +178,7 @@ fn filter<'o>(
     usable_min: i64,
     reasons: &mut Vec<String>,
 ) -> Vec<&'o Offering> {
-    let mut counts = [0usize; 5];
+    let mut counts = [0usize; 6];
     let mut out = Vec::new();
     for o in offers
         .iter()
@@ -190,6 +200,8 @@ fn filter<'o>(
             2
         } else if minutes < usable_min {
             3
+        } else if o.start < need.now || o.start > latest_buyable_start(need.now) {
+            4
         } else {
             out.push(o);
             continue;
@@ -201,6 +213,7 @@ fn filter<'o>(
         "outside the requested window",
         "not a valid Capacity Block (1-64 instances, sold durations, USD)",
         "shorter than the job",
+        "already started, or starting more than 8 weeks from now (not buyable today)",
     ];
     for (n, what) in counts.iter().zip(words) {
         if *n > 0 {

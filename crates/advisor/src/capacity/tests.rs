@@ -31,6 +31,7 @@ fn need(nodes: u32, job_hours: u32) -> BlockNeed<'static> {
         latest_end: None,
         zones: &[],
         margin_minutes: 0,
+        now: "2026-11-22T00:00:00Z".parse().unwrap(),
     }
 }
 
@@ -95,6 +96,8 @@ fn chooser_fits(#[case] offers: Vec<Offering>, #[case] nodes: u32, #[case] want:
 #[case::all_too_short(vec![o("cb-a", "us-east-1a", 8, 0, 144, 1.0)], 8, "shorter than the job")]
 #[case::invalid_count(vec![o("cb-a", "us-east-1a", 65, 0, 192, 1.0)], 8, "not a valid Capacity Block")]
 #[case::invalid_duration(vec![o("cb-a", "us-east-1a", 8, 0, 360, 1.0)], 8, "not a valid Capacity Block")]
+#[case::started_before_now(vec![o("cb-a", "us-east-1a", 8, -30, 192, 1.0)], 8, "already started")]
+#[case::more_than_8_weeks_ahead(vec![o("cb-a", "us-east-1a", 8, 60, 192, 1.0)], 8, "more than 8 weeks")]
 #[case::over_256(vec![o("cb-a", "us-east-1a", 64, 0, 192, 1.0)], 257, "exceed the 256")]
 fn chooser_no_fit(#[case] offers: Vec<Offering>, #[case] nodes: u32, #[case] reason: &str) {
     match choose_blocks(&offers, &need(nodes, 168)) {

@@ -89,10 +89,15 @@ pub fn fixture(name: &str) -> String {
     .unwrap()
 }
 
+/// The instant scenarios are planned at.
+pub const NOW: &str = "2026-11-22T00:00:00Z";
+
 /// A named scenario: request + facts.
 pub fn scenario(name: &str) -> (AdviceRequest, Facts) {
     let base = AdviceRequest {
         region: Some("us-east-1".into()),
+        // The fixtures' offerings start 2026-12-01: plan as of a fixed day before.
+        now: Some(NOW.into()),
         ..Default::default()
     };
     let offers = Facts {
