@@ -197,7 +197,7 @@ pub fn recommend(
             .clone()
             .unwrap_or_else(|| crate::images::default_image(profile, &req.region)),
         pods: shape.nodes,
-        processes_per_pod: shape.gpus_per_node,
+        processes_per_pod: crate::shape::processes_per_node(profile),
         bandwidth: bandwidth(profile, shape.nodes),
         instance: profile.clone(),
         shape,

@@ -10,11 +10,12 @@ pub fn text(advice: &Advice) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} x {} in {} ({} GPUs: {} pods x {} processes, {} EFA per node)",
+        "{} x {} in {} ({} {}: {} pods x {} processes, {} EFA per node)",
         r.shape.nodes,
         r.instance.name,
         r.availability_zone,
         r.shape.total_gpus,
+        crate::shape::accelerator_word(&r.instance),
         r.pods,
         r.processes_per_pod,
         r.shape.efa_per_node
@@ -113,10 +114,11 @@ pub fn text(advice: &Advice) -> String {
         for a in &r.alternatives {
             let _ = writeln!(
                 s,
-                "  - {} x {} ({} GPUs, on-demand {})",
+                "  - {} x {} ({} {}, on-demand {})",
                 a.nodes,
                 a.instance_type,
                 a.total_gpus,
+                crate::shape::accelerator_word(&r.instance),
                 money(a.on_demand_usd)
             );
         }

@@ -96,10 +96,11 @@ pub fn layout_svg(r: &Recommendation) -> String {
     }
     let _ = write!(
         s,
-        r##"<text x="25" y="{}" font-size="12">{} x {} GPUs, EFA x{} per node{}</text></svg>"##,
+        r##"<text x="25" y="{}" font-size="12">{} x {} {}, EFA x{} per node{}</text></svg>"##,
         height - 20,
         r.shape.nodes,
         p.accelerators,
+        crate::shape::accelerator_word(p),
         p.max_efa,
         if r.shape.nodes > 1 {
             ", all in one AZ"

@@ -394,3 +394,80 @@ fn eks_version_is_a_flag_with_a_current_default() {
         "eksVersion"
     );
 }
+
+#[test]
+fn trainium_runs_a_process_per_neuroncore_and_names_only_emitted_files() {
+    let policy = Policy::embedded();
+    let r = recommendation("trainium", "pytorchjob");
+    assert_eq!(
+        (r.instance.name.as_str(), r.shape.nodes),
+        ("trn2.48xlarge", 2)
+    );
+    assert_eq!(
+        r.processes_per_pod, 64,
+        "trn2: 64 logical NeuronCores (LNC=2)"
+    );
+    let o = objects(&r, &policy);
+    assert_eq!(o.job["spec"]["nprocPerNode"], "64");
+    let master =
+        &o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0];
+    assert!(
+        master["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "--nproc_per_node=64")
+    );
+    assert_eq!(master["resources"]["limits"]["aws.amazon.com/neuron"], 16);
+    let mpi = objects(&recommendation("trainium", "mpijob"), &policy);
+    let launch = serde_json::to_string(&mpi.job["spec"]["mpiReplicaSpecs"]["Launcher"]).unwrap();
+    assert!(launch.contains(r#""-np","128""#), "{launch}");
+    let advice = trainplace_advisor::Advice {
+        artifacts: trainplace_advisor::artifacts::artifacts(&r, &policy),
+        recommendation: r.clone(),
+        layout_svg: None,
+    };
+    let text = trainplace_advisor::render::text(&advice);
+    assert!(
+        text.starts_with("2 x trn2.48xlarge in us-east-1a (32 accelerators: 2 pods x 64 processes"),
+        "{text}"
+    );
+    assert!(!text.contains("GPU"), "{text}");
+    let svg = trainplace_advisor::svg::layout_svg(&r);
+    assert!(!svg.contains("GPUs"), "{svg}");
+    // Every file an artifact mentions was emitted (or is written by the script itself).
+    let files = artifacts("trainium", "pytorchjob");
+    let made_by_script = [
+        "offerings.json",
+        "nccl-tests.log",
+        "eksctl-cluster.yaml.new",
+        "cloudformation.yaml",
+    ];
+    let re = regex_lite(&files);
+    for (name, mention) in re {
+        assert!(
+            files.contains_key(&mention) || made_by_script.contains(&mention.as_str()),
+            "{name} mentions {mention}, which is not emitted"
+        );
+    }
+}
+
+/// (artifact, file name it mentions) for every `*.yaml` / `*.sh` / `*.json` token.
+fn regex_lite(files: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, text) in files {
+        for token in
+            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
+        {
+            let token = token.trim_matches('.');
+            if [".yaml", ".sh", ".json", ".log"].iter().any(|e| token.ends_with(e))
+                && !token.contains("amazonaws")
+                // The Karpenter API group / label domain, not a file.
+                && token != "karpenter.sh"
+            {
+                out.push((name.clone(), token.to_string()));
+            }
+        }
+    }
+    out
+}

@@ -148,7 +148,7 @@ pub fn script(rec: &Recommendation) -> String {
     }
     out.push(String::new());
     if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
-        out.push("# {STEP} Nodes: a new cluster with the GPU nodegroup (use `eksctl create nodegroup -f` for an existing cluster).".into());
+        out.push(format!("# {{STEP}} Nodes: a new cluster with the {} nodegroup (use `eksctl create nodegroup -f` for an existing cluster).", rec.instance.name));
         out.push("# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml".into());
         out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());
         out.push("eksctl create cluster -f eksctl-cluster.yaml".into());

@@ -26,7 +26,8 @@ fn nproc(parts: &PodParts<'_>) -> u32 {
 }
 
 /// kubeflow.org/v1 PyTorchJob: the operator sets PET_NNODES / PET_NODE_RANK /
-/// PET_MASTER_ADDR; `nprocPerNode` and `--nproc_per_node` give one process per GPU.
+/// PET_MASTER_ADDR; `nprocPerNode` and `--nproc_per_node` give one process per GPU
+/// (per logical NeuronCore on Trainium).
 fn pytorchjob(parts: &PodParts<'_>) -> Value {
     let nproc_flag = format!("--nproc_per_node={}", nproc(parts));
     let cmd = ["torchrun", nproc_flag.as_str(), TRAIN_SCRIPT];
@@ -134,7 +135,7 @@ fn trainjob(parts: &PodParts<'_>) -> Value {
 
 /// kubeflow.org/v2beta1 MPIJob: workers run sshd; the launcher (no GPUs) runs mpirun.
 fn mpijob(parts: &PodParts<'_>) -> Value {
-    let np = parts.rec.shape.total_gpus.to_string();
+    let np = (parts.rec.shape.nodes * nproc(parts)).to_string();
     let per = nproc(parts).to_string();
     let launch = [
         "mpirun",

@@ -110,8 +110,12 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
             content: yaml(&notes, &[&plugins::efa_values(rec)]),
         });
     }
-    let mut job_notes =
-        vec!["training job in the recommended layout: one pod per node, all GPUs and EFA"];
+    let job_line = format!(
+        "training job in the recommended layout: one pod per node, all {} and EFA, {} processes per pod",
+        crate::shape::accelerator_word(&rec.instance),
+        rec.processes_per_pod
+    );
+    let mut job_notes = vec![job_line.as_str()];
     if rec.request.framework == crate::request::Framework::TrainJob {
         job_notes.push("hostIPC: true must be set in the torch-distributed ClusterTrainingRuntime (TrainJob cannot patch it)");
     }
