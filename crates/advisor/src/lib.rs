@@ -23,6 +23,7 @@ pub mod warnings;
 
 pub use recommend::{Facts, Recommendation, recommend};
 pub mod advice;
+pub mod allocatable;
 pub mod artifacts;
 pub mod render;
 pub mod svg;

@@ -471,3 +471,45 @@ fn regex_lite(files: &std::collections::BTreeMap<String, String>) -> Vec<(String
     }
     out
 }
+
+#[test]
+fn job_pods_request_cpu_memory_for_shm_and_efa_hugepages() {
+    let o = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let res = &o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+        ["resources"];
+    // p5.48xlarge: 128Gi /dev/shm + 32000Mi for the processes; 90% of 191.45 cores.
+    assert_eq!(
+        res["requests"]["memory"],
+        format!("{}Mi", 128 * 1024 + 32_000)
+    );
+    assert_eq!(res["requests"]["cpu"], "172");
+    assert_eq!(res["requests"]["hugepages-2Mi"], "5120Mi");
+    assert_eq!(res["limits"]["hugepages-2Mi"], "5120Mi");
+    assert!(
+        res["limits"].get("memory").is_none(),
+        "no memory limit: {res}"
+    );
+    // A type without EFA gets no hugepages; a small node caps memory at 90%.
+    let (mut req, facts) = common::scenario("single-node");
+    req.family = Some("l40s".into());
+    req.gpus = Some(1);
+    let policy = Policy::embedded();
+    let r = trainplace_advisor::recommend(
+        &req.validate(&policy.catalog).unwrap(),
+        &policy.catalog,
+        &facts,
+    )
+    .unwrap();
+    assert_eq!(r.instance.name, "g6e.xlarge");
+    let o = objects(&r, &policy);
+    let res = &o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+        ["resources"];
+    assert!(res["requests"].get("hugepages-2Mi").is_none());
+    assert_eq!(
+        res["requests"]["memory"],
+        format!("{}Mi", 29_317 * 90 / 100)
+    );
+}
