@@ -58,6 +58,24 @@ pub fn capacity_options(
             });
             Some(ids)
         }
+        CapacityPlan::CapacityBlock {
+            block_hours,
+            blocks: None,
+        } => {
+            out.push(CapacityOption {
+                kind: "capacity-block",
+                label: format!(
+                    "Capacity Block(s) of {block_hours} h: list the offerings (aws-cli.sh), then rerun with them to choose"
+                ),
+                chosen: true,
+                offerings: Vec::new(),
+                availability_zone: None,
+                start: None,
+                end: None,
+                usd: None,
+            });
+            None
+        }
         _ => None,
     };
     if let (Some(offers), Some(ids)) = (&facts.offerings, &chosen_ids) {

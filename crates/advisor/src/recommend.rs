@@ -88,6 +88,9 @@ pub struct Recommendation {
     pub alternatives: Vec<Alternative>,
     /// The chosen capacity and what else could be bought, with cost.
     pub capacity_options: Vec<CapacityOption>,
+    /// Offerings of the chosen type in the region that the plan does not buy, by
+    /// start (at most 20), so people can weigh price against start.
+    pub other_offerings: Vec<Offering>,
 }
 
 pub fn recommend(
@@ -189,8 +192,10 @@ pub fn recommend(
         .collect();
     let capacity_options =
         capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);
+    let other_offerings = other_offerings(req, &profile.name, facts, &capacity);
     Ok(Recommendation {
         capacity_options,
+        other_offerings,
         request: req.clone(),
         image: req
             .image
@@ -313,6 +318,34 @@ fn capacity_plan(
             (CapacityPlan::OnDemand, None)
         }
     }
+}
+
+fn other_offerings(
+    req: &Request,
+    instance: &str,
+    facts: &Facts,
+    chosen: &CapacityPlan,
+) -> Vec<Offering> {
+    let bought: Vec<&str> = match chosen {
+        CapacityPlan::CapacityBlock {
+            blocks: Some(plan), ..
+        } => plan.offerings.iter().map(|o| o.id.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    let mut out: Vec<Offering> = facts
+        .offerings
+        .iter()
+        .flatten()
+        .filter(|o| {
+            o.instance_type == instance
+                && crate::regions::is_zone_of(&o.availability_zone, &req.region)
+                && !bought.contains(&o.id.as_str())
+        })
+        .cloned()
+        .collect();
+    out.sort_by(|a, b| a.start.cmp(&b.start).then(a.id.cmp(&b.id)));
+    out.truncate(20);
+    out
 }
 
 /// Nodes the cluster already has, offered before buying more: enough nodes of the type
