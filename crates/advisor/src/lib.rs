@@ -17,6 +17,7 @@ pub mod bandwidth;
 pub mod images;
 pub mod inventory;
 pub mod options;
+mod placement;
 pub mod recommend;
 pub mod shape;
 pub mod warnings;

@@ -31,12 +31,6 @@ fn tolerates(t: &Value, taint: &Value) -> bool {
     effect_ok && key_ok && value_ok
 }
 
-fn yaml_docs(text: &str) -> Vec<Value> {
-    text.split("\n---\n")
-        .map(|d| serde_yaml_ng::from_str(d).unwrap())
-        .collect()
-}
-
 #[test]
 fn efa_plugin_tolerates_every_taint_of_the_job_nodes() {
     let policy = Policy::embedded();
