@@ -6,4 +6,5 @@ pub mod advisor_server;
 pub mod cli;
 pub mod exit;
 pub mod inventory;
+pub mod policy_dir;
 pub mod server;

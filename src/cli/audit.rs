@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::{Value, json};
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 use trainplace_engine::{Mode, Requester, Verdict, evaluate};
 
 use super::input::Document;
@@ -156,7 +156,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             };
             evaluate(&d.object, &policy, &who).ok()
         })
-        .filter(|v| v.kind_class != trainplace_engine::workload::Kind::Other)
+        .filter(|v| v.kind_class != trainplace_engine::Kind::Other)
         .collect();
     match args.output {
         AuditOutput::Table => print!("{}", table(&verdicts)),

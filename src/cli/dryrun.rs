@@ -6,7 +6,7 @@ use std::io::Write;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 use trainplace_engine::{Finding, Mode, Policy, Requester, Verdict, evaluate};
 
 use super::input::Document;
@@ -71,7 +71,7 @@ pub struct JsonEntry<'a> {
     pub patch: &'a json_patch::Patch,
     pub object: &'a Value,
     pub findings: &'a [Finding],
-    pub changes: &'a [trainplace_engine::layout::Change],
+    pub changes: &'a [trainplace_engine::Change],
 }
 
 /// Evaluate every document; an unreadable object becomes a denial naming the field.
@@ -102,7 +102,7 @@ pub fn judge(
 }
 
 fn invalid_verdict(d: &Document, who: &Requester<'_>, message: &str) -> Verdict {
-    let mut v = Verdict::empty(&d.object, trainplace_engine::workload::Kind::Other, who);
+    let mut v = Verdict::empty(&d.object, trainplace_engine::Kind::Other, who);
     v.allowed = false;
     v.findings.push(Finding {
         rule: trainplace_engine::Rule::InvalidObject,

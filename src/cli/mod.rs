@@ -63,7 +63,7 @@ pub enum AdvisorSub {
 pub struct Inputs {
     pub policy: Policy,
     pub docs: Vec<input::Document>,
-    pub inventory: Option<trainplace_engine::inventory::Snapshot>,
+    pub inventory: Option<trainplace_engine::Snapshot>,
 }
 
 impl Inputs {
@@ -99,9 +99,10 @@ pub struct PolicyArgs {
 
 impl PolicyArgs {
     pub fn load(&self) -> Result<Policy, PolicyError> {
-        match &self.policy_dir {
-            Some(dir) => Policy::load_dir(dir),
-            None => Ok(Policy::embedded()),
+        let policy = crate::policy_dir::load_or_embedded(self.policy_dir.as_deref())?;
+        for warning in policy.warnings() {
+            eprintln!("warning: {warning}");
         }
+        Ok(policy)
     }
 }

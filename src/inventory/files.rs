@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use thiserror::Error;
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 
 use super::{InventorySource, Status};
 

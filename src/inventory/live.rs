@@ -16,8 +16,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use trainplace_engine::Snapshot;
 use trainplace_engine::annotations::JOB_IDENTITY_LABELS;
-use trainplace_engine::inventory::Snapshot;
 
 use super::{InventorySource, Status};
 

@@ -14,7 +14,6 @@ use anyhow::Context;
 use axum_server::Handle;
 use axum_server::accept::NoDelayAcceptor;
 use axum_server::tls_rustls::{RustlsAcceptor, RustlsConfig};
-use trainplace_engine::Policy;
 
 use crate::inventory::files::StaticInventory;
 use crate::inventory::live::LiveInventory;
@@ -71,11 +70,8 @@ async fn inventory(mode: &config::InventoryMode) -> anyhow::Result<Arc<dyn Inven
 
 /// Bind both ports and start serving; returns once listening.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
-    let policy = match &config.policy_dir {
-        Some(dir) => Policy::load_dir(dir)
-            .with_context(|| format!("loading policy from {}", dir.display()))?,
-        None => Policy::embedded(),
-    };
+    let policy = crate::policy_dir::load_or_embedded(config.policy_dir.as_deref())
+        .with_context(|| format!("loading the policy from {:?}", config.policy_dir))?;
     let mut state = AppState::new(policy);
     state.inventory = inventory(&config.inventory).await?;
     let (initial, cert_detail) = match &config.tls {

@@ -1,4 +1,4 @@
-//! HTTPS routes: thin handlers around `trainplace_engine::admission::review`.
+//! HTTPS routes: thin handlers around `trainplace_engine::review`.
 
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use trainplace_engine::Mode;
-use trainplace_engine::admission::{Endpoint, Outcome, Reviewed, review};
+use trainplace_engine::{Endpoint, Outcome, Reviewed, review};
 
 use super::metrics::{EndpointLabels, FindingLabels, ReviewLabels};
 use super::state::AppState;

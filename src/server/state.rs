@@ -23,6 +23,10 @@ pub struct AppState {
 pub struct Detail {
     pub policy: String,
     pub certificate: String,
+    /// Why the policy directory's current content was rejected; the last good policy
+    /// still serves. `None` once a reload succeeds.
+    #[serde(rename = "policyError", skip_serializing_if = "Option::is_none")]
+    pub policy_error: Option<String>,
 }
 
 impl AppState {

@@ -217,3 +217,15 @@ pub fn free_addrs<const N: usize>() -> [std::net::SocketAddr; N] {
         .collect();
     std::array::from_fn(|i| held[i].local_addr().unwrap())
 }
+
+/// POST an AdmissionReview to a webhook with a self-signed certificate.
+#[allow(dead_code)]
+pub async fn post_review(url: &str, body: &Value) -> (u16, Value) {
+    let c = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let resp = c.post(url).json(body).send().await.expect("request");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}

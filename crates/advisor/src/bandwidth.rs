@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 use trainplace_diagnose::expectations::Expectations;
-use trainplace_engine::{InstanceProfile, catalog::Rdma};
+use trainplace_engine::{InstanceProfile, Rdma};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

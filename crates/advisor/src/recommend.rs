@@ -168,7 +168,7 @@ pub fn recommend(
     if shape.nodes > 1 {
         warnings.push(warn::efa_one_az(&zone));
         warnings.extend(warn::p4d_efa(profile));
-        if profile.rdma == trainplace_engine::catalog::Rdma::None {
+        if profile.rdma == trainplace_engine::Rdma::None {
             warnings.push(warn::no_rdma(profile));
         }
     }

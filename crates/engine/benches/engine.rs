@@ -5,7 +5,7 @@
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;
-use trainplace_engine::admission::{Endpoint, review};
+use trainplace_engine::{Endpoint, review};
 use trainplace_engine::{Policy, Requester, evaluate, evaluate_owned};
 
 const POD: &str = include_str!("../../../tests/fixtures/bench/training-pod-10k.json");

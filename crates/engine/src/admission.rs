@@ -7,9 +7,11 @@ use kube_core::DynamicObject;
 use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::Value;
 
-use crate::engine::{Verdict, evaluate_owned};
+use crate::engine::evaluate_owned;
 use crate::inventory::Snapshot;
-use crate::policy::{Policy, Requester};
+use crate::policy::Policy;
+use crate::requester::Requester;
+use crate::verdict::Verdict;
 
 /// Which webhook is answering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -81,9 +81,7 @@ pub struct EnvRule {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CatalogFile {
-    #[allow(dead_code)]
     pub api_version: String,
-    #[allow(dead_code)]
     pub kind: String,
     #[serde(default)]
     pub instances: Vec<InstanceProfile>,
@@ -106,7 +104,7 @@ impl Catalog {
     }
 
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, PolicyError> {
-        let file: CatalogFile = crate::policy::parse_yaml(text, origin)?;
+        let file: CatalogFile = crate::yaml::parse_yaml(text, origin)?;
         let mut catalog = Catalog {
             instances: BTreeMap::new(),
             env_rules: Vec::new(),
@@ -117,6 +115,17 @@ impl Catalog {
 
     /// Add or replace entries from another catalog file (a policy directory's own).
     pub fn merge(&mut self, file: CatalogFile, origin: &str) -> Result<(), PolicyError> {
+        if file.api_version != crate::yaml::API_VERSION || file.kind != "InstanceCatalog" {
+            return Err(PolicyError::Invalid {
+                origin: origin.to_string(),
+                message: format!(
+                    "expected apiVersion {} kind InstanceCatalog, found {} {}",
+                    crate::yaml::API_VERSION,
+                    file.api_version,
+                    file.kind
+                ),
+            });
+        }
         for profile in file.instances {
             if profile.accelerators == 0 {
                 return Err(PolicyError::Invalid {
@@ -183,6 +192,25 @@ impl Catalog {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_catalog_file_must_say_what_it_is() {
+        for (head, want) in [
+            (
+                "apiVersion: trainplace.io/v1alpha1\nkind: Policy\n",
+                "kind InstanceCatalog",
+            ),
+            (
+                "apiVersion: v1\nkind: InstanceCatalog\n",
+                "expected apiVersion trainplace.io/v1alpha1",
+            ),
+        ] {
+            let err = super::Catalog::from_yaml(&format!("{head}instances: []\n"), "c.yaml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("c.yaml") && err.contains(want), "{err}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -102,10 +102,6 @@ impl<'a> PodView<'a> {
             .as_str()
     }
 
-    pub fn label(&self, key: &str) -> Option<&'a str> {
-        self.pod.get("metadata")?.get("labels")?.get(key)?.as_str()
-    }
-
     pub fn spec_str(&self, key: &str) -> Option<&'a str> {
         str_at(self.pod, &["spec", key])
     }
@@ -119,6 +115,31 @@ impl<'a> PodView<'a> {
         env_entry(self.container(container)?, name)?
             .get("value")
             .and_then(Value::as_str)
+    }
+
+    /// The size of the memory-backed volume a container mounts at /dev/shm, if it
+    /// mounts one with a sizeLimit.
+    pub fn shm_size_limit(&self, container: usize) -> Option<&'a str> {
+        let name = items(self.container(container)?, &["volumeMounts"])
+            .iter()
+            .find(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))?
+            .get("name")?
+            .as_str()?;
+        let volume = items(self.pod, &["spec", "volumes"])
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(name))?;
+        let dir = volume.get("emptyDir")?;
+        (dir.get("medium").and_then(Value::as_str) == Some("Memory"))
+            .then(|| dir.get("sizeLimit").and_then(Value::as_str))
+            .flatten()
+    }
+
+    /// A container's memory limit as written, if any.
+    pub fn memory_limit(&self, container: usize) -> Option<&'a str> {
+        str_at(
+            self.container(container)?,
+            &["resources", "limits", "memory"],
+        )
     }
 
     pub fn container(&self, index: usize) -> Option<&'a Value> {

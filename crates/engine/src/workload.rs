@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::annotations::JOB_IDENTITY_LABELS;
+use crate::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LWS_GROUP_KEY};
 use crate::classify::SiteHints;
 use crate::error::ObjectError;
 use crate::json::{escape, items, str_at};
@@ -118,13 +118,20 @@ fn site(
             str_at(t, &["metadata", "labels", k]).map(|v| (k.to_string(), v.to_string()))
         })
     });
-    let pods = knobs.iter().map(|k| k.value).product::<u32>().into();
+    // Checked: replicas x parallelism can overflow (65536 x 65536 wraps to 0); an
+    // overflowing count is unknown, and an unknown count is judged as many pods.
+    let pods = knobs
+        .iter()
+        .try_fold(1u32, |acc, k| acc.checked_mul(k.value));
     Site {
         pointer,
         field,
         hints: SiteHints {
             pods: None,
             identity: template_identity.or(identity),
+            instance_type: str_at(obj, &["metadata", "annotations", INSTANCE_TYPE])
+                .map(String::from),
+            group_label: None,
         },
         pods,
         knobs,
@@ -190,37 +197,37 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
             out
         }
         Kind::LeaderWorkerSet => {
-            let replicas = count_at(obj, "/spec/replicas", 1)?;
+            // Replicas are independent groups (model replicas), not one job: the job is
+            // one group of `size` pods (the leader and size - 1 workers), and zone and
+            // host affinity are keyed per group.
             let size = count_at(obj, "/spec/leaderWorkerTemplate/size", 1)?;
             let has_leader = obj
                 .pointer("/spec/leaderWorkerTemplate/leaderTemplate")
                 .is_some();
-            let mut out = Vec::new();
             let ident = id("leaderworkerset.sigs.k8s.io/name");
-            if has_leader {
+            let mut out = Vec::new();
+            let workers = if has_leader {
                 out.push(site(
                     obj,
                     "/spec/leaderWorkerTemplate/leaderTemplate".into(),
                     ident.clone(),
-                    vec![replicas.clone()],
+                    Vec::new(),
                 ));
-                let workers = Knob {
+                Knob {
                     pointer: size.pointer.clone(),
                     value: size.value.saturating_sub(1),
-                };
-                out.push(site(
-                    obj,
-                    "/spec/leaderWorkerTemplate/workerTemplate".into(),
-                    ident,
-                    vec![replicas, workers],
-                ));
+                }
             } else {
-                out.push(site(
-                    obj,
-                    "/spec/leaderWorkerTemplate/workerTemplate".into(),
-                    ident,
-                    vec![replicas, size],
-                ));
+                size
+            };
+            out.push(site(
+                obj,
+                "/spec/leaderWorkerTemplate/workerTemplate".into(),
+                ident,
+                vec![workers],
+            ));
+            for s in &mut out {
+                s.hints.group_label = Some(LWS_GROUP_KEY.to_string());
             }
             out
         }
