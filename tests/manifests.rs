@@ -228,9 +228,11 @@ fn assert_match_conditions(name: &str, conditions: &Value) {
         "object.spec.containers.exists(c,",
         "has(c.resources.limits)",
         "has(c.resources.requests)",
-        "'nvidia.com/gpu'",
-        "'aws.amazon.com/neuron'",
-        "'vpc.amazonaws.com/efa'",
+        // Any device resource under any name reaches the webhook, in init containers
+        // too, and DRA claims: only the plain CPU resources are kept away.
+        "!(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-')",
+        "object.spec.initContainers.exists(c,",
+        "has(object.spec.resourceClaims)",
     ] {
         assert!(pods.contains(needle), "{name}: {needle} missing in {pods}");
     }

@@ -32,7 +32,11 @@ pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
 /// value is what zone affinity and one-pod-per-node anti-affinity key on.
 /// The label whose value tells one LeaderWorkerSet group (replica) from another.
 pub const LWS_GROUP_KEY: &str = "leaderworkerset.sigs.k8s.io/group-key";
-pub const JOB_IDENTITY_LABELS: [(&str, &str); 7] = [
+/// KubeRay puts this on every pod of a RayCluster (head and workers).
+pub const LABEL_RAY_CLUSTER: &str = "ray.io/cluster";
+/// Volcano puts this on every pod of a Volcano Job.
+pub const LABEL_VOLCANO_JOB: &str = "volcano.sh/job-name";
+pub const JOB_IDENTITY_LABELS: [(&str, &str); 9] = [
     ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
     ("training.kubeflow.org/job-name", "Kubeflow training job"),
     (
@@ -43,6 +47,8 @@ pub const JOB_IDENTITY_LABELS: [(&str, &str); 7] = [
     ("trainer.kubeflow.org/trainjob-name", "Kubeflow TrainJob"),
     ("batch.kubernetes.io/job-name", "batch Job"),
     ("job-name", "batch Job"),
+    (LABEL_RAY_CLUSTER, "Ray cluster"),
+    (LABEL_VOLCANO_JOB, "Volcano job"),
 ];
 /// A pod of an Indexed Job carries this; with a job name it marks a multi-pod job.
 pub const LABEL_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";

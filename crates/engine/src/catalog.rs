@@ -77,6 +77,31 @@ pub struct EnvRule {
     pub source: String,
 }
 
+/// An extended resource that asks for accelerators. `name` is exact, or a prefix when
+/// it ends in `*` (`nvidia.com/mig-*`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AcceleratorResource {
+    pub name: String,
+    /// Devices of one vendor stack (`nvidia`, `neuron`, `amd`): a pod asking for one
+    /// family cannot run on an instance of another.
+    pub family: String,
+    /// A slice of a device (MIG instance, time-sliced replica, NeuronCore): a pod of
+    /// such resources never holds whole devices, whatever the count.
+    #[serde(default)]
+    pub shared: bool,
+    pub source: String,
+}
+
+impl AcceleratorResource {
+    pub fn matches(&self, resource: &str) -> bool {
+        match self.name.strip_suffix('*') {
+            Some(prefix) => resource.starts_with(prefix),
+            None => resource == self.name,
+        }
+    }
+}
+
 /// The on-disk shape of an `InstanceCatalog` file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -87,16 +112,33 @@ pub struct CatalogFile {
     pub instances: Vec<InstanceProfile>,
     #[serde(default)]
     pub nccl_env: Vec<EnvRule>,
+    /// Resource names that ask for accelerators; a file's entries replace the embedded
+    /// ones by name and add new ones.
+    #[serde(default)]
+    pub accelerator_resources: Vec<AcceleratorResource>,
 }
 
 /// A loaded catalog with parsed version requirements.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     instances: BTreeMap<String, InstanceProfile>,
+    accelerator_resources: Vec<AcceleratorResource>,
     env_rules: Vec<(EnvRule, Option<semver::VersionReq>)>,
 }
 
 impl Catalog {
+    /// What a resource name asks for, when it asks for accelerators.
+    pub fn accelerator(&self, resource: &str) -> Option<&AcceleratorResource> {
+        self.accelerator_resources
+            .iter()
+            .find(|r| r.matches(resource))
+    }
+
+    /// The device family of an instance's accelerator resource.
+    pub fn family_of(&self, resource: &str) -> Option<&str> {
+        self.accelerator(resource).map(|r| r.family.as_str())
+    }
+
     /// The catalog compiled into the binary.
     pub fn embedded() -> Self {
         Self::from_yaml(EMBEDDED_CATALOG, "policies/instances.yaml (embedded)")
@@ -107,6 +149,7 @@ impl Catalog {
         let file: CatalogFile = crate::yaml::parse_yaml(text, origin)?;
         let mut catalog = Catalog {
             instances: BTreeMap::new(),
+            accelerator_resources: Vec::new(),
             env_rules: Vec::new(),
         };
         catalog.merge(file, origin)?;
@@ -125,6 +168,11 @@ impl Catalog {
                     file.kind
                 ),
             });
+        }
+        for r in file.accelerator_resources {
+            self.accelerator_resources
+                .retain(|have| have.name != r.name);
+            self.accelerator_resources.push(r);
         }
         for profile in file.instances {
             if profile.accelerators == 0 {

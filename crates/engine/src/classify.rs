@@ -5,13 +5,14 @@ use serde_json::Value;
 
 use crate::annotations::{
     INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
-    LABEL_INSTANCE_TYPE_BETA, TRAINING, ZONE_KEYS,
+    LABEL_INSTANCE_TYPE_BETA, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING, ZONE_KEYS,
 };
 use crate::catalog::InstanceProfile;
 use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
 use crate::podspec::PodView;
-use crate::policy::Effective;
+use crate::policy::{Effective, Recognizers};
+use crate::recognize::{JobSize, job_size};
 
 /// Where the target instance type came from (shown in explanations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +80,9 @@ pub struct SiteHints {
 pub struct Shape<'c> {
     pub accel_resource: String,
     pub per_pod: u32,
+    /// The accelerators are slices of devices (MIG, time-slicing, NeuronCores): never a
+    /// whole node, whatever the count.
+    pub shared: bool,
     pub efa: u32,
     /// Pods in the job, when known.
     pub pods: Option<u32>,
@@ -96,6 +100,15 @@ pub enum Class<'c> {
     Training(Box<Shape<'c>>),
 }
 
+/// Ray and Volcano job labels count unless policy switches their recogniser off.
+fn label_recognized(key: &str, on: &Recognizers) -> bool {
+    match key {
+        LABEL_RAY_CLUSTER => on.ray.unwrap_or(true),
+        LABEL_VOLCANO_JOB => on.volcano.unwrap_or(true),
+        _ => true,
+    }
+}
+
 pub fn classify<'c>(
     view: &PodView<'_>,
     hints: &SiteHints,
@@ -108,30 +121,36 @@ pub fn classify<'c>(
         None => return Class::NotTraining,
     };
     let labels = view.labels();
+    let on = eff.policy.recognizers();
     let identity = hints.identity.clone().or_else(|| {
         JOB_IDENTITY_LABELS
             .iter()
+            .filter(|(k, _)| label_recognized(k, on))
             .find_map(|(k, _)| labels.get(*k).map(|v| (k.to_string(), v.clone())))
     });
-    let env_pods = env_pod_count(view, per_pod);
-    let pods = hints.pods.or(env_pods);
+    let size = job_size(view, per_pod, on);
+    let pods = hints.pods.or(size.and_then(JobSize::pods));
     // Evidence that the pod belongs to a training job; without any, a GPU pod (an
     // inference server, a notebook) is left alone.
     let training = identity.is_some()
         || labels.contains_key(LABEL_COMPLETION_INDEX)
-        || env_pods.is_some_and(|n| n > 1)
+        || size.is_some_and(JobSize::multi_pod)
         || view.annotation(TRAINING) == Some("true")
         || eff.policy.training_selector_matches(&labels);
     if !training {
         return Class::NotTraining;
     }
-    let multi_pod = pods.is_none_or(|n| n > 1);
+    let multi_pod = match hints.pods {
+        Some(n) => n > 1,
+        None => pods.is_none_or(|n| n > 1),
+    };
     let identity_ref = identity.as_ref().map(|(k, v)| (k.as_str(), v.as_str()));
     let zones = zones(view.pod, identity_ref);
     let target = target(view, hints, eff, inventory, &accel_resource);
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
+        shared: view.shared,
         efa: view.efa(),
         pods,
         multi_pod,
@@ -140,23 +159,6 @@ pub fn classify<'c>(
         target,
         zones,
     }))
-}
-
-/// Pods in the job from torchrun/MPI-style env on the first device container.
-fn env_pod_count(view: &PodView<'_>, per_pod: u32) -> Option<u32> {
-    let c = view.device_containers().next()?.index;
-    if let Some(v) = view.env(c, "PET_NNODES") {
-        // torchrun accepts "N" or an elastic range "MIN:MAX"; the maximum bounds the job.
-        let max = v.rsplit(':').next()?.trim().parse::<u32>().ok()?;
-        return Some(max);
-    }
-    let world: u32 = view.env(c, "WORLD_SIZE")?.trim().parse().ok()?;
-    let per = view
-        .env(c, "PET_NPROC_PER_NODE")
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(per_pod)
-        .max(1);
-    Some(world.div_ceil(per))
 }
 
 fn target<'c>(

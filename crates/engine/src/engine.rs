@@ -134,7 +134,10 @@ fn judge_sites<'s, 'a>(
         let template = object
             .pointer(&site.pointer)
             .ok_or_else(|| ObjectError::bad(&site.field, "missing"))?;
-        views.push((site, PodView::read(template, &site.field)?));
+        views.push((
+            site,
+            PodView::read(template, &site.field, &ctx.eff.policy.catalog)?,
+        ));
     }
     let total = job_pods(ctx.kind, &views);
     let mut judged = Vec::new();

@@ -28,6 +28,7 @@ mod layout;
 mod podspec;
 mod policy;
 mod quantity;
+mod recognize;
 mod requester;
 mod reshape;
 mod rules;

@@ -107,7 +107,16 @@ fn impossible_finding(site: &str, found: String, fix: String) -> Finding {
 fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
     let s = input.shape;
     let site = &input.view.base;
-    if !s.accel_resource.is_empty() && s.accel_resource != inst.accelerator_resource {
+    let catalog = &input.eff.policy.catalog;
+    let family = |r: &str| {
+        catalog
+            .family_of(r)
+            .map(String::from)
+            .unwrap_or_else(|| r.to_string())
+    };
+    if !s.accel_resource.is_empty()
+        && family(&s.accel_resource) != family(&inst.accelerator_resource)
+    {
         out.push(impossible_finding(
             site,
             format!(
@@ -121,7 +130,7 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         ));
         return;
     }
-    if s.per_pod > inst.accelerators {
+    if s.per_pod > inst.accelerators && !s.shared {
         out.push(impossible_finding(
             site,
             format!(
@@ -172,8 +181,8 @@ fn no_efa(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>)
     let s = input.shape;
     // A pod that takes part of a node without the opt-in already gets the partial-node
     // finding, whose fix (whole nodes) also brings EFA.
-    let judged_otherwise =
-        s.per_pod < inst.accelerators && input.partial_opt_in != OptInState::Granted;
+    let partial = s.per_pod < inst.accelerators || s.shared;
+    let judged_otherwise = partial && input.partial_opt_in != OptInState::Granted;
     if !s.multi_pod
         || !inst.has_efa()
         || s.per_pod == 0
@@ -260,12 +269,16 @@ fn efa_share(inst: &InstanceProfile, per_pod: u32) -> u32 {
 
 fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
     let s = input.shape;
-    if s.per_pod == 0 || s.per_pod >= inst.accelerators {
+    if s.per_pod == 0 || (s.per_pod >= inst.accelerators && !s.shared) {
         return;
     }
     let site = &input.view.base;
     let g = inst.accelerators;
-    let what = if s.accel_resource == RES_NVIDIA_GPU {
+    let slices;
+    let what = if s.shared {
+        slices = format!("{} slice", s.accel_resource);
+        slices.as_str()
+    } else if s.accel_resource == RES_NVIDIA_GPU {
         "GPU"
     } else {
         "accelerator"
@@ -296,6 +309,10 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
         None => format!("pods of {}", count(s.per_pod, what)),
     };
     let recommended = match s.pods {
+        _ if s.shared => format!(
+            "one pod per node with all {g} whole devices ({} instead of slices)",
+            inst.accelerator_resource
+        ),
         Some(n) => {
             // u64: pods x GPUs per pod cannot overflow it.
             let total = u64::from(n) * u64::from(s.per_pod);

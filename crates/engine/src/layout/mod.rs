@@ -43,7 +43,7 @@ impl<'a> Plan<'a> {
     }
 
     fn whole_node(&self) -> bool {
-        self.shape.per_pod == self.instance.accelerators
+        self.shape.per_pod == self.instance.accelerators && !self.shape.shared
     }
 
     /// Apply the layout to the pod template at `site`, recording each edit in `ops`.

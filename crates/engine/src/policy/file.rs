@@ -76,6 +76,21 @@ pub struct Mutations {
     pub torchrun_env: Option<bool>,
 }
 
+/// Recognisers of multi-pod training jobs beyond the operators' labels; each is on
+/// unless switched off.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Recognizers {
+    /// `torchrun --nnodes`, `deepspeed --num_nodes`, `mpirun -np` in command or args.
+    pub command_line: Option<bool>,
+    /// `PET_NNODES` / `WORLD_SIZE` set through `valueFrom`.
+    pub env_value_from: Option<bool>,
+    /// KubeRay pods (`ray.io/cluster`).
+    pub ray: Option<bool>,
+    /// Volcano pods (`volcano.sh/job-name`).
+    pub volcano: Option<bool>,
+}
+
 /// Who may use an opt-in annotation: the namespace must be listed (or `*`) and the
 /// requesting user must be in a listed group (or `*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -163,6 +178,8 @@ pub struct PolicyFile {
     pub trusted_controller_groups: Option<Vec<String>>,
     /// Applied in order; a later match overrides an earlier one field by field.
     pub namespaces: Option<Vec<NamespaceOverride>>,
+    #[serde(default)]
+    pub recognizers: Recognizers,
 }
 
 fn keep<T: Clone>(over: &mut Option<T>, base: &Option<T>) {
@@ -173,7 +190,7 @@ fn keep<T: Clone>(over: &mut Option<T>, base: &Option<T>) {
 
 impl PolicyFile {
     /// This file laid over `base` (the embedded policy). The merge rule: `defaults`,
-    /// `rules` and `mutations` merge key by key (a key the file sets wins); `optIns`,
+    /// `rules`, `mutations` and `recognizers` merge key by key (a key the file sets wins); `optIns`,
     /// `trainingSelectors`, `trustedControllerGroups` and `namespaces` replace the
     /// base's whole when the file has them, and keep the base's when it does not. So a
     /// file that only sets `defaults.instanceType` changes nothing else, and a file that
@@ -199,6 +216,11 @@ impl PolicyFile {
         keep(&mut m.zone_affinity, &b.zone_affinity);
         keep(&mut m.node_anti_affinity, &b.node_anti_affinity);
         keep(&mut m.torchrun_env, &b.torchrun_env);
+        let (r, b) = (&mut self.recognizers, &base.recognizers);
+        keep(&mut r.command_line, &b.command_line);
+        keep(&mut r.env_value_from, &b.env_value_from);
+        keep(&mut r.ray, &b.ray);
+        keep(&mut r.volcano, &b.volcano);
         keep(&mut self.opt_ins, &base.opt_ins);
         keep(&mut self.training_selectors, &base.training_selectors);
         keep(

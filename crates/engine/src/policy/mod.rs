@@ -10,7 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube_core::{Selector, SelectorExt};
 
 pub use file::{
-    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceOverride, PolicyFile, RuleModes,
+    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceOverride, PolicyFile, Recognizers,
+    RuleModes,
 };
 
 use crate::catalog::{Catalog, CatalogFile};
@@ -433,6 +434,11 @@ impl Policy {
     /// Whether labels match one of the policy's extra training-pod selectors.
     pub fn training_selector_matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.training_selectors.iter().any(|s| s.matches(labels))
+    }
+
+    /// Which multi-pod recognisers are on.
+    pub fn recognizers(&self) -> &Recognizers {
+        &self.file.recognizers
     }
 
     /// The per-namespace overrides, in order.

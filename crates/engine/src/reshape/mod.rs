@@ -80,7 +80,7 @@ pub(crate) fn apply(
         let Some(t) = object.pointer(&site.pointer) else {
             continue;
         };
-        let view = PodView::read(t, &site.field)?;
+        let view = PodView::read(t, &site.field, &ctx.eff.policy.catalog)?;
         let Class::Training(shape) = classify(
             &view,
             &SiteHints {

@@ -23,7 +23,7 @@ pub(super) fn reshape(
     ops: &mut Ops,
 ) -> Result<bool, ObjectError> {
     let pod = synthetic_pod(object);
-    let view = PodView::read(&pod, FIELD)?;
+    let view = PodView::read(&pod, FIELD, &ctx.eff.policy.catalog)?;
     let Class::Training(shape) = classify(
         &view,
         &SiteHints {

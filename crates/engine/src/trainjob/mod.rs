@@ -37,7 +37,7 @@ pub(crate) fn evaluate(
     ops: &mut Ops,
 ) -> Result<bool, ObjectError> {
     let before = synthetic_pod(object);
-    let view = PodView::read(&before, FIELD)?;
+    let view = PodView::read(&before, FIELD, &ctx.eff.policy.catalog)?;
     let nodes = match object.pointer("/spec/trainer/numNodes") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
