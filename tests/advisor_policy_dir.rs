@@ -35,6 +35,12 @@ instances:
 fn policy_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("catalog.yaml"), CATALOG).unwrap();
+    // A directory names its policy; this one means the embedded defaults.
+    std::fs::write(
+        dir.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\n",
+    )
+    .unwrap();
     dir
 }
 
