@@ -37,7 +37,6 @@ fn allocatable(name: &str) -> Option<(u64, u64)> {
         "trn1.32xlarge" => (127_610, 481_894),
         "g6e.xlarge" => (3_920, 29_317),
         "g6.xlarge" | "g5.xlarge" => (3_920, 14_162),
-        "g4dn.xlarge" => (3_920, 14_481),
         _ => return None,
     })
 }

@@ -18,6 +18,7 @@ pub mod images;
 pub mod inventory;
 pub mod options;
 mod placement;
+pub mod plan;
 pub mod recommend;
 pub mod shape;
 pub mod warnings;

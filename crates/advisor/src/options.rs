@@ -7,7 +7,7 @@ use serde::Serialize;
 use trainplace_engine::InstanceProfile;
 
 use crate::capacity::{BlockChoice, BlockNeed, EKS_SCALE_DOWN_MINUTES, choose_blocks};
-use crate::recommend::{CapacityPlan, Facts};
+use crate::plan::{CapacityPlan, Facts};
 use crate::request::Request;
 use crate::shape::Shape;
 

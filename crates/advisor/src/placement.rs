@@ -3,7 +3,7 @@
 
 use crate::aws::offerings::Offering;
 use crate::inventory::zones_with;
-use crate::recommend::{CapacityPlan, Facts};
+use crate::plan::{CapacityPlan, Facts};
 use crate::request::{CapacityPref, Request};
 use crate::warnings::{self as warn, Warning};
 

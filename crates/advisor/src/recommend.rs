@@ -4,49 +4,17 @@
 use serde::Serialize;
 use trainplace_engine::{Catalog, InstanceProfile};
 
-use crate::aws::instance_types::{AwsInstanceType, disagreements};
+use crate::aws::instance_types::disagreements;
 use crate::aws::offerings::Offering;
 use crate::bandwidth::{Bandwidth, bandwidth};
-use crate::capacity::{
-    BlockChoice, BlockNeed, BlockPlan, block_hours_for, block_sizes, choose_blocks,
-};
+use crate::capacity::{BlockChoice, BlockNeed, block_hours_for, block_sizes, choose_blocks};
 use crate::error::InputError;
-use crate::inventory::NodeInfo;
 use crate::options::{CapacityOption, capacity_options};
 use crate::placement::{existing_capacity, other_offerings, pick_zone};
+pub use crate::plan::{CapacityPlan, Facts};
 use crate::request::{CapacityPref, Request};
 use crate::shape::{Candidate, Shape, candidates};
 use crate::warnings::{self as warn, Warning};
-
-/// Optional real data next to the request.
-#[derive(Debug, Clone, Default)]
-pub struct Facts {
-    pub offerings: Option<Vec<Offering>>,
-    pub instance_types: Option<Vec<AwsInstanceType>>,
-    pub nodes: Option<Vec<NodeInfo>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum CapacityPlan {
-    /// `blocks` is `None` when no offerings were given: look them up, then rerun.
-    #[serde(rename_all = "camelCase")]
-    CapacityBlock {
-        block_hours: u32,
-        blocks: Option<BlockPlan>,
-    },
-    #[serde(rename_all = "camelCase")]
-    Odcr {
-        reservation_id: String,
-    },
-    /// The cluster already has enough nodes of the type in one zone: buy nothing.
-    #[serde(rename_all = "camelCase")]
-    Existing {
-        nodes: u32,
-        groups: Vec<String>,
-    },
-    OnDemand,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

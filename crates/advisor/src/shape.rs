@@ -165,7 +165,7 @@ mod tests {
     #[rstest]
     #[case::h100(64, Some("h100"), None, "p5.48xlarge", 8, false)]
     #[case::any_prefers_nvlink_and_bandwidth(16, None, None, "p6-b300.48xlarge", 2, false)]
-    #[case::one_gpu_any_is_the_cheapest_one_gpu_type(1, None, None, "g4dn.xlarge", 1, false)]
+    #[case::one_gpu_any_is_the_cheapest_one_gpu_type(1, None, None, "g6.xlarge", 1, false)]
     #[case::h200_known_price_first(16, Some("h200"), None, "p5en.48xlarge", 2, false)]
     #[case::l40s_big_nodes(16, Some("l40s"), None, "g6e.48xlarge", 2, false)]
     #[case::l40s_exact_fit_beats_rounding(12, Some("l40s"), None, "g6e.24xlarge", 3, false)]
@@ -183,7 +183,6 @@ mod tests {
     )]
     #[case::one_l40s_gets_a_one_gpu_type(1, Some("l40s"), None, "g6e.xlarge", 1, false)]
     #[case::one_h100_gets_p5_4xlarge(1, Some("h100"), None, "p5.4xlarge", 1, false)]
-    #[case::one_t4(1, Some("t4"), None, "g4dn.xlarge", 1, false)]
     #[case::eight_h100_one_node_not_eight_small(8, Some("h100"), None, "p5.48xlarge", 1, false)]
     #[case::b300_family(16, Some("b300"), None, "p6-b300.48xlarge", 2, false)]
     fn chooses(
