@@ -73,8 +73,11 @@ fn job_pods_pass_strict_kubernetes_validation() {
             for (i, t) in templates(&job).into_iter().enumerate() {
                 let mut meta = t.get("metadata").cloned().unwrap_or_else(|| json!({}));
                 meta["name"] = json!(format!("{family}-{gpus}-{framework}-{i}"));
-                let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": t["spec"]});
-                let path = dir.path().join(format!("{family}-{gpus}-{framework}-{i}.yaml"));
+                let pod =
+                    json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": t["spec"]});
+                let path = dir
+                    .path()
+                    .join(format!("{family}-{gpus}-{framework}-{i}.yaml"));
                 std::fs::write(&path, serde_yaml_ng::to_string(&pod).unwrap()).unwrap();
                 files.push(path);
             }

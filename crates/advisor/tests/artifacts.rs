@@ -157,12 +157,13 @@ fn karpenter_route_has_prerequisites_and_plugin_installs_with_versions() {
 }
 
 /// Fake `aws`, `eksctl`, `kubectl`, `helm`, `trainplace` that log their arguments.
-fn fake_tools(dir: &Path, diagnose_exit: i32) {
+fn fake_tools(dir: &Path, diagnose_exit: i32, epoch: i64) {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let log = dir.join("calls.log");
-    for tool in ["aws", "eksctl", "kubectl", "helm", "trainplace"] {
+    for tool in ["aws", "eksctl", "kubectl", "helm", "trainplace", "date"] {
         let body = match tool {
+            "date" => format!("echo {epoch}"),
             "aws" => "case \"$2\" in purchase-capacity-block) echo cr-0123456789abcdef1;; *) echo '{\"CapacityBlockOfferings\": []}';; esac".to_string(),
             "trainplace" => format!("exit {diagnose_exit}"),
             _ => String::new(),
@@ -184,15 +185,27 @@ fn fake_tools(dir: &Path, diagnose_exit: i32) {
     }
 }
 
+/// 2026-12-01T11:30:00Z, when the fixture's chosen blocks start.
+const BLOCK_START: i64 = 1_796_124_600;
+
 fn run_script(
     files: &std::collections::BTreeMap<String, String>,
     diagnose_exit: i32,
+) -> (std::process::Output, String, tempfile::TempDir) {
+    run_script_at(files, diagnose_exit, BLOCK_START + 60, &[])
+}
+
+fn run_script_at(
+    files: &std::collections::BTreeMap<String, String>,
+    diagnose_exit: i32,
+    epoch: i64,
+    args: &[&str],
 ) -> (std::process::Output, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     for (name, content) in files {
         std::fs::write(dir.path().join(name), content).unwrap();
     }
-    fake_tools(dir.path(), diagnose_exit);
+    fake_tools(dir.path(), diagnose_exit, epoch);
     let path = format!(
         "{}:{}",
         dir.path().join("bin").display(),
@@ -200,6 +213,7 @@ fn run_script(
     );
     let out = Command::new("sh")
         .arg("aws-cli.sh")
+        .args(args)
         .current_dir(dir.path())
         .env("PATH", path)
         .output()
@@ -262,6 +276,21 @@ fn script_buys_creates_checks_nccl_then_starts_the_job() {
     assert!(at.windows(2).all(|w| w[0] < w[1]), "{calls}");
     let eksctl = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
     assert!(!eksctl.contains("REPLACE-WITH"));
+    // Before the block starts the script stops after creating the cluster and says
+    // what to run; `run` then checks NCCL and starts the job.
+    let (out, calls, _dir) = run_script_at(&files, 0, BLOCK_START - 3600, &[]);
+    assert!(out.status.success());
+    assert!(
+        calls.contains("eksctl create cluster") && !calls.contains("nccl-tests"),
+        "{calls}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sh aws-cli.sh run"));
+    let (out, calls, _dir) = run_script_at(&files, 0, BLOCK_START + 60, &["run"]);
+    assert!(out.status.success());
+    assert!(
+        !calls.contains("purchase") && calls.contains("kubectl apply -f job-pytorchjob.yaml"),
+        "{calls}"
+    );
     // A failing diagnosis stops the script before the training job.
     let (out, calls, _dir) = run_script(&files, 1);
     assert!(!out.status.success());
@@ -506,4 +535,33 @@ fn job_pods_request_cpu_memory_for_shm_and_efa_hugepages() {
         res["requests"]["memory"],
         format!("{}Mi", 29_317 * 90 / 100)
     );
+}
+
+#[test]
+fn every_emitted_script_parses_as_sh() {
+    for scenario in [
+        "h100-blocks",
+        "h100-no-offerings",
+        "l40s-on-demand",
+        "a100-odcr",
+        "single-node",
+        "trainium",
+    ] {
+        for (name, text) in artifacts(scenario, "mpijob") {
+            if !name.ends_with(".sh") {
+                continue;
+            }
+            let out = Command::new("sh")
+                .arg("-n")
+                .arg("-c")
+                .arg(&text)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{scenario}/{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }
