@@ -6,5 +6,6 @@ pub mod advisor_server;
 pub mod cli;
 pub mod exit;
 pub mod inventory;
+pub mod mark_keys;
 pub mod policy_dir;
 pub mod server;

@@ -6,7 +6,9 @@ use clap::Parser;
 // glibc malloc showed in profiles.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use trainplace::cli::{AdvisorSub, Cli, Command, ExitCode, advise, audit, dryrun, policy_cmd};
+use trainplace::cli::{
+    AdvisorSub, Cli, Command, ExitCode, advise, audit, diagnose, dryrun, policy_cmd,
+};
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -42,7 +44,7 @@ fn main() -> anyhow::Result<()> {
                 ExitCode::Ok
             }
         },
-        Command::Diagnose(args) => return exit(trainplace_diagnose::cli::run(&args)?),
+        Command::Diagnose(args) => diagnose::run(&args)?,
     };
     exit(code as i32)
 }

@@ -153,6 +153,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
                 namespace_labels: snapshot.as_ref().and_then(|s| s.namespace_labels(ns)),
                 groups: &args.groups,
                 inventory: snapshot.as_ref(),
+                marks: None,
             };
             evaluate(&d.object, &policy, &who).ok()
         })

@@ -94,6 +94,7 @@ pub fn judge(
                     .or_else(|| inventory?.namespace_labels(ns)),
                 groups: &args.groups,
                 inventory,
+                marks: None,
             };
             evaluate(&d.object, policy, &who)
                 .unwrap_or_else(|e| invalid_verdict(d, &who, &e.to_string()))

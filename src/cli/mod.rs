@@ -1,8 +1,9 @@
-//! Command-line faces: offline dry-run, policy tools, the webhook server, the advisor,
-//! and the diagnose command from its own crate.
+//! Command-line faces: offline dry-run, policy tools, the webhook server, the advisor
+//! (`advise`, `advisor serve`) and diagnose.
 
 pub mod advise;
 pub mod audit;
+pub mod diagnose;
 pub mod dryrun;
 pub mod input;
 pub mod policy_cmd;
@@ -44,7 +45,7 @@ pub enum Command {
     /// The placement advisor's HTTP API and web page.
     Advisor(AdvisorCommand),
     /// Read NCCL logs, `nvidia-smi topo -m` or nccl-tests output and judge the layout.
-    Diagnose(trainplace_diagnose::cli::DiagnoseArgs),
+    Diagnose(diagnose::DiagnoseArgs),
 }
 
 #[derive(Debug, Args)]

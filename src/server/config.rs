@@ -33,6 +33,11 @@ pub struct ServeArgs {
     /// directory of `kubectl get -o json` files (nodes.json, pods.json, namespaces.json).
     #[arg(long, env = "TRAINPLACE_INVENTORY", default_value = "auto")]
     pub inventory: String,
+    /// Directory of admission-mark keys (a mounted Secret; file name = key id, the
+    /// name that sorts last signs, all verify; reloaded on change). Default: a random
+    /// key per process (pods of admitted workloads are then re-judged on other replicas).
+    #[arg(long, env = "TRAINPLACE_MARK_KEYS")]
+    pub mark_keys: Option<PathBuf>,
     /// Largest AdmissionReview body accepted (bytes); larger gets HTTP 413.
     #[arg(long, env = "TRAINPLACE_MAX_BODY", default_value_t = 4 * 1024 * 1024)]
     pub max_body: usize,
@@ -53,6 +58,7 @@ pub struct Config {
     pub probe_addr: SocketAddr,
     pub tls: Option<(PathBuf, PathBuf)>,
     pub policy_dir: Option<PathBuf>,
+    pub mark_keys: Option<PathBuf>,
     pub reload_interval: Duration,
     pub shutdown_grace: Duration,
     pub max_body: usize,
@@ -71,6 +77,7 @@ impl ServeArgs {
             policy_dir,
             reload_interval,
             shutdown_grace,
+            mark_keys,
             max_body,
             inventory,
         } = self;
@@ -82,6 +89,7 @@ impl ServeArgs {
             probe_addr,
             tls: tls_cert.zip(tls_key),
             policy_dir,
+            mark_keys,
             reload_interval,
             shutdown_grace,
             max_body,

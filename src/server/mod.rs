@@ -114,6 +114,22 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     if let Some(dir) = &config.policy_dir {
         reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);
     }
+    match &config.mark_keys {
+        Some(dir) => {
+            let keys = crate::mark_keys::load(dir)?;
+            tracing::info!(dir = %dir.display(), signing = keys.current_id(), "admission-mark keys loaded");
+            state.marks.store(Some(Arc::new(keys)));
+            reload::watch_mark_keys(state.clone(), dir.clone(), config.reload_interval);
+        }
+        None => {
+            tracing::warn!(
+                "no --mark-keys: admission marks use a random key of this process; pods of admitted workloads are judged again on other replicas"
+            );
+            state
+                .marks
+                .store(Some(Arc::new(crate::mark_keys::ephemeral())));
+        }
+    }
     let probe_listener = tokio::net::TcpListener::bind(config.probe_addr)
         .await
         .with_context(|| format!("binding probe address {}", config.probe_addr))?;

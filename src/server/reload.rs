@@ -113,3 +113,29 @@ pub fn watch_policy(state: AppState, dir: PathBuf, every: Duration) {
         },
     );
 }
+
+/// Reload the admission-mark keys when the key directory changes (a rotated Secret).
+pub fn watch_mark_keys(state: AppState, dir: PathBuf, every: Duration) {
+    let d = dir.clone();
+    on_change(
+        every,
+        move || {
+            let mut names: Vec<PathBuf> = std::fs::read_dir(&d)
+                .ok()?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            names.sort();
+            let paths: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
+            files_hash(&paths)
+        },
+        move || match crate::mark_keys::load(&dir) {
+            Ok(keys) => {
+                tracing::info!(signing = keys.current_id(), "admission-mark keys reloaded");
+                state.marks.store(Some(Arc::new(keys)));
+            }
+            Err(error) => {
+                tracing::error!(%error, "admission-mark keys rejected; keeping the last good ones");
+            }
+        },
+    );
+}

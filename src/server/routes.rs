@@ -118,7 +118,14 @@ fn handle(state: &AppState, endpoint: Endpoint, body: Result<AppJson, ApiError>)
     };
     let policy = state.policy.load();
     let snapshot = state.inventory.snapshot();
-    let reviewed = review(body, endpoint, &policy, snapshot.as_deref());
+    let marks = state.marks.load();
+    let reviewed = review(
+        body,
+        endpoint,
+        &policy,
+        snapshot.as_deref(),
+        marks.as_deref(),
+    );
     record(state, endpoint, &reviewed);
     state
         .metrics

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use arc_swap::ArcSwap;
-use trainplace_engine::Policy;
+use arc_swap::{ArcSwap, ArcSwapOption};
+use trainplace_engine::{MarkKeys, Policy};
 
 use super::metrics::Metrics;
 use crate::inventory::{InventorySource, NoCluster};
@@ -17,6 +17,8 @@ pub struct AppState {
     pub ready: Arc<AtomicBool>,
     /// What /readyz reports about where policy and certificate came from.
     pub detail: Arc<ArcSwap<Detail>>,
+    /// Keys for admission marks (hot-swapped on rotation).
+    pub marks: Arc<ArcSwapOption<MarkKeys>>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -37,6 +39,7 @@ impl AppState {
             inventory: Arc::new(NoCluster),
             ready: Arc::new(AtomicBool::new(false)),
             detail: Arc::new(ArcSwap::from_pointee(Detail::default())),
+            marks: Arc::new(ArcSwapOption::empty()),
         }
     }
 

@@ -60,6 +60,7 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
         probe_addr: "127.0.0.1:0".parse().unwrap(),
         tls,
         policy_dir,
+        mark_keys: None,
         reload_interval: Duration::from_millis(100),
         shutdown_grace: Duration::from_secs(5),
         max_body: 4 * 1024 * 1024,

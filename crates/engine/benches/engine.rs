@@ -19,6 +19,7 @@ fn bench(c: &mut Criterion) {
         namespace_labels: None,
         groups: &groups,
         inventory: None,
+        marks: None,
     };
     let mutated = evaluate(&pod, &policy, &who).unwrap().object;
 
@@ -48,7 +49,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("AdmissionReview bytes -> response bytes (mutate)", |b| {
         b.iter(|| {
             let v: Value = serde_json::from_slice(black_box(&body)).unwrap();
-            let r = review(v, Endpoint::Mutate, &policy, None);
+            let r = review(v, Endpoint::Mutate, &policy, None, None);
             serde_json::to_vec(&r.body).unwrap()
         })
     });

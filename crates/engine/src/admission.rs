@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::engine::evaluate_owned;
 use crate::inventory::Snapshot;
+use crate::mark::MarkKeys;
 use crate::policy::Policy;
 use crate::requester::Requester;
 use crate::verdict::Verdict;
@@ -98,6 +99,7 @@ pub fn review(
     endpoint: Endpoint,
     policy: &Policy,
     inventory: Option<&Snapshot>,
+    marks: Option<&MarkKeys>,
 ) -> Reviewed {
     let api = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -144,6 +146,7 @@ pub fn review(
         namespace_labels: inventory.and_then(|i| i.namespace_labels(&namespace)),
         inventory,
         groups: &req.user_info.groups.clone().unwrap_or_default(),
+        marks,
     };
     let verdict = match evaluate_owned(object, policy, &who) {
         Ok(v) => v,

@@ -8,6 +8,8 @@ pub const SHM_SIZE: &str = "trainplace.io/shm-size";
 pub const NCCL_DEBUG: &str = "trainplace.io/nccl-debug";
 pub const RESHAPE: &str = "trainplace.io/reshape";
 pub const TRAINING: &str = "trainplace.io/training";
+/// Annotations that change a verdict: covered by the admission mark.
+pub const OPT_INS: [&str; 4] = [ALLOW_PARTIAL_NODE, ALLOW_MULTI_AZ, SKIP, INSTANCE_TYPE];
 /// Written by trainplace: one line per change, with the reason.
 pub const MUTATED: &str = "trainplace.io/mutated";
 

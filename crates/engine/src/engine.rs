@@ -3,13 +3,14 @@
 
 use serde_json::Value;
 
-use crate::annotations::{LABEL_ZONE, MUTATED, SKIP};
+use crate::annotations::{JOB_IDENTITY_LABELS, LABEL_ZONE, MUTATED, SKIP};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
 use crate::json::str_at;
 use crate::judge::{Ctx, Judgement, judge};
 use crate::layout::Change;
+use crate::mark::{ADMITTED, Claim};
 use crate::podspec::PodView;
 use crate::policy::{Mode, OptIn, Policy};
 use crate::requester::Requester;
@@ -58,7 +59,8 @@ pub fn evaluate_owned(
     let ctx = Ctx {
         eff: &eff,
         who,
-        judged_upstream: judged_upstream(&object, kind) && policy.trusted_controller(who),
+        judged_upstream: policy.trusted_controller(who)
+            && judged_upstream(&object, kind, who, policy),
         kind,
     };
     let skip = annotation(&object, SKIP) == Some("true");
@@ -122,6 +124,32 @@ fn job_pods(kind: Kind, views: &[(&Site, PodView<'_>)]) -> Option<u32> {
     Some(total)
 }
 
+/// More pods than a Kubernetes cluster is tested to run at all (150,000 per cluster:
+/// https://github.com/kubernetes/community/blob/master/sig-scalability/configs-and-limits/thresholds.md).
+const MAX_JOB_PODS: u64 = 150_000;
+
+/// A size that no cluster can run is a finding of its own, not a count to wrap around.
+fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
+    for (site, view) in views {
+        if site.requested <= MAX_JOB_PODS || (view.accelerators().is_none() && view.efa() == 0) {
+            continue;
+        }
+        let knobs: Vec<String> = site.knobs.iter().map(|k| k.value.to_string()).collect();
+        verdict.findings.push(Finding {
+            rule: Rule::ImpossibleRequest,
+            mode: Mode::Enforce,
+            site: site.field.clone(),
+            found: format!(
+                "{} = {} pods from this template; a cluster runs at most {MAX_JOB_PODS} pods in all.",
+                knobs.join(" x "),
+                site.requested
+            ),
+            fix: "set replicas and parallelism to the job's real size.".into(),
+            opt_in: None,
+        });
+    }
+}
+
 /// Read every template once and judge it; returns the training templates' judgements.
 fn judge_sites<'s, 'a>(
     object: &Value,
@@ -140,6 +168,7 @@ fn judge_sites<'s, 'a>(
         ));
     }
     let total = job_pods(ctx.kind, &views);
+    absurd_size(&views, verdict);
     let mut judged = Vec::new();
     for (site, view) in &views {
         let mut hints = site.hints.clone();
@@ -153,28 +182,42 @@ fn judge_sites<'s, 'a>(
     Ok(judged)
 }
 
-/// A pod created by a controller from a template that carries trainplace's mark:
-/// the workload was judged at submit time with the submitter's identity, so the
-/// pod is not judged again for layout. The caller also checks that a trusted
-/// controller is asking: anyone can write the mark and an ownerReference on a pod.
-fn judged_upstream(object: &Value, kind: Kind) -> bool {
-    const OWNERS: [&str; 5] = [
-        "Job",
-        "PyTorchJob",
-        "MPIJob",
-        "StatefulSet",
-        "LeaderWorkerSet",
-    ];
-    kind == Kind::Pod
-        && annotation(object, MUTATED).is_some()
-        && crate::json::items(object, &["metadata", "ownerReferences"])
-            .iter()
-            .any(|o| {
-                o.get("controller").and_then(Value::as_bool) == Some(true)
-                    && o.get("kind")
-                        .and_then(Value::as_str)
-                        .is_some_and(|k| OWNERS.contains(&k))
-            })
+/// A pod its controller made from a template trainplace admitted: the pod carries a
+/// mark that verifies against its own namespace, job label, owner kind and judged
+/// fields (see `mark.rs`). Such a pod was judged at submit time with the submitter's
+/// identity and is not judged again for layout. The caller also checks that a trusted
+/// controller is asking. Anything else, a forged or copied mark included, is judged.
+fn judged_upstream(object: &Value, kind: Kind, who: &Requester<'_>, policy: &Policy) -> bool {
+    let (Kind::Pod, Some(keys), Some(mark)) = (kind, who.marks, annotation(object, ADMITTED))
+    else {
+        return false;
+    };
+    let Some(owner_kind) = crate::json::items(object, &["metadata", "ownerReferences"])
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|o| o.get("kind")?.as_str())
+    else {
+        return false;
+    };
+    let Ok(view) = PodView::read(object, "spec", &policy.catalog) else {
+        return false;
+    };
+    let digest = crate::mark::digest(&view);
+    let namespace =
+        crate::json::str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
+    JOB_IDENTITY_LABELS.iter().any(|(key, _)| {
+        view.labels().get(*key).is_some_and(|value| {
+            keys.verify(
+                mark,
+                &Claim {
+                    namespace,
+                    identity: (key, value),
+                    owner_kind,
+                    digest,
+                },
+            )
+        })
+    })
 }
 
 /// Write one judged template's layout, the Kueue topology ask and the explanation.
@@ -203,6 +246,43 @@ fn write_site(
             ops,
         );
         verdict.changes.extend(changes);
+    }
+    mark_admitted(object, site, judgement, ctx, &verdict.namespace, ops)
+}
+
+/// Sign the template as trainplace admitted it, so the controller's pods can show it.
+fn mark_admitted(
+    object: &mut Value,
+    site: &Site,
+    judgement: &Judgement<'_>,
+    ctx: &Ctx<'_, '_>,
+    namespace: &str,
+    ops: &mut Ops,
+) -> Result<(), ObjectError> {
+    let (Some(keys), Some(owner_kind), Some((key, value))) = (
+        ctx.who.marks,
+        ctx.kind.pod_owner_kind(),
+        judgement.identity(),
+    ) else {
+        return Ok(());
+    };
+    let missing = || ObjectError::bad(&site.field, "missing");
+    let template = object.pointer(&site.pointer).ok_or_else(missing)?;
+    let view = PodView::read(template, &site.field, &ctx.eff.policy.catalog)?;
+    let mark = keys.sign(&Claim {
+        namespace,
+        identity: (key, value),
+        owner_kind,
+        digest: crate::mark::digest(&view),
+    });
+    if annotation(template, ADMITTED) == Some(mark.as_str()) {
+        return Ok(());
+    }
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    if let Some(mut ann) =
+        Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)
+    {
+        ann.set(ADMITTED, Value::String(mark), ops);
     }
     Ok(())
 }

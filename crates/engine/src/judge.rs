@@ -79,6 +79,14 @@ impl<'p> Judgement<'p> {
         })
     }
 
+    /// The job's identity label, when known.
+    pub fn identity(&self) -> Option<(&str, &str)> {
+        self.shape
+            .identity
+            .as_ref()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// Whether the instance type is known, so there is a layout to write.
     pub fn has_layout(&self) -> bool {
         self.layout.is_some()

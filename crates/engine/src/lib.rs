@@ -11,10 +11,12 @@
 //!   [`InstanceProfile`]s; [`Requester`]: who asks, where, with which [`Snapshot`] of
 //!   the cluster.
 //! - [`annotations`]: the public annotation and label names.
+//! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 #![forbid(unsafe_code)]
 
 mod admission;
 pub mod annotations;
+pub mod bandwidth;
 mod catalog;
 mod classify;
 mod edit;
@@ -25,6 +27,7 @@ mod inventory;
 mod json;
 mod judge;
 mod layout;
+mod mark;
 mod podspec;
 mod policy;
 mod quantity;
@@ -44,6 +47,7 @@ pub use error::{ObjectError, PolicyError};
 pub use finding::{Finding, Rule};
 pub use inventory::Snapshot;
 pub use layout::Change;
+pub use mark::MarkKeys;
 pub use policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};
 pub use requester::Requester;
 pub use verdict::Verdict;

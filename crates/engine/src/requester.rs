@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::inventory::Snapshot;
+use crate::mark::MarkKeys;
 
 /// Who is asking, and where: what the policy needs to resolve modes and grants.
 #[derive(Debug, Clone, Default)]
@@ -14,4 +15,7 @@ pub struct Requester<'a> {
     pub groups: &'a [String],
     /// What the cluster holds, when a live cache or a fixture provides it.
     pub inventory: Option<&'a Snapshot>,
+    /// The webhook's keys for admission marks; without them nothing is marked and no
+    /// pod is trusted as made from an admitted template (the offline CLI).
+    pub marks: Option<&'a MarkKeys>,
 }

@@ -37,6 +37,17 @@ impl Kind {
         }
     }
 
+    /// The kind of controller that owns the pods made from this workload's templates.
+    pub fn pod_owner_kind(self) -> Option<&'static str> {
+        match self {
+            Kind::Job | Kind::JobSet => Some("Job"),
+            Kind::PyTorchJob => Some("PyTorchJob"),
+            Kind::MpiJob => Some("MPIJob"),
+            Kind::LeaderWorkerSet => Some("StatefulSet"),
+            Kind::Pod | Kind::TrainJob | Kind::Other => None,
+        }
+    }
+
     pub fn is_workload(self) -> bool {
         !matches!(self, Kind::Pod | Kind::Other)
     }
@@ -60,6 +71,8 @@ pub struct Site {
     pub hints: SiteHints,
     /// Pods this template makes, when the workload says.
     pub pods: Option<u32>,
+    /// The product of the size knobs, unbounded by u32 (to report absurd sizes).
+    pub requested: u64,
     /// The fields whose product is `pods`.
     pub knobs: Vec<Knob>,
 }
@@ -118,11 +131,12 @@ fn site(
             str_at(t, &["metadata", "labels", k]).map(|v| (k.to_string(), v.to_string()))
         })
     });
-    // Checked: replicas x parallelism can overflow (65536 x 65536 wraps to 0); an
-    // overflowing count is unknown, and an unknown count is judged as many pods.
-    let pods = knobs
+    // In u64, saturating: replicas x parallelism overflows u32 (65536 x 65536 wraps to
+    // 0 there); a count past u32 is unknown, and an unknown count is judged as many pods.
+    let requested = knobs
         .iter()
-        .try_fold(1u32, |acc, k| acc.checked_mul(k.value));
+        .fold(1u64, |acc, k| acc.saturating_mul(u64::from(k.value)));
+    let pods = u32::try_from(requested).ok();
     Site {
         pointer,
         field,
@@ -134,6 +148,7 @@ fn site(
             group_label: None,
         },
         pods,
+        requested,
         knobs,
     }
 }
@@ -149,6 +164,7 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
             field: "spec".into(),
             hints: SiteHints::default(),
             pods: None,
+            requested: 1,
             knobs: Vec::new(),
         }],
         Kind::Job => vec![site(

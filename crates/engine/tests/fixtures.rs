@@ -149,7 +149,6 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
             " under the policy: "
         }
     );
-    let case = case;
     let policy = policy_for(case);
     let ns = case.object["metadata"]["namespace"]
         .as_str()
@@ -166,6 +165,7 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
             .or_else(|| snapshot.as_ref()?.namespace_labels(&ns)),
         groups: &case.groups,
         inventory: snapshot.as_ref(),
+        marks: None,
     };
     let e = &case.expect;
     let result = evaluate(&case.object, &policy, &who);
@@ -279,7 +279,7 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
             "{name}: fixture lacks {pointer}"
         );
     }
-    invariants(&name, &case.object, &v, &policy, &who, e.reshaped);
+    invariants(name, &case.object, &v, &policy, &who, e.reshaped);
 }
 
 fn invariants(

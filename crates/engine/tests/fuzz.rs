@@ -95,7 +95,7 @@ fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
 fn answered(body: Value) {
     let policy = Policy::embedded();
     for ep in [Endpoint::Mutate, Endpoint::Validate] {
-        let r = review(body.clone(), ep, &policy, None);
+        let r = review(body.clone(), ep, &policy, None, None);
         assert!(
             r.body["response"]["allowed"].is_boolean(),
             "no answer for {body}"

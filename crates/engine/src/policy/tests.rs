@@ -59,6 +59,7 @@ fn namespace_overrides_by_name_and_label() {
         namespace_labels: Some(&labels),
         groups: &[],
         inventory: None,
+        marks: None,
     };
     let eff = p.effective(&sandbox);
     assert_eq!(eff.mode_partial_node(), Mode::Audit);
@@ -82,12 +83,14 @@ fn opt_in_grants_by_namespace_and_group() {
         namespace_labels: None,
         groups: &admins,
         inventory: None,
+        marks: None,
     };
     let user = Requester {
         namespace: "prod",
         namespace_labels: None,
         groups: &users,
         inventory: None,
+        marks: None,
     };
     assert!(p.may_opt_in(OptIn::Skip, &admin));
     assert!(!p.may_opt_in(OptIn::Skip, &user));
@@ -98,6 +101,7 @@ fn opt_in_grants_by_namespace_and_group() {
         namespace_labels: None,
         groups: &users,
         inventory: None,
+        marks: None,
     };
     assert!(p.may_opt_in(OptIn::AllowPartialNode, &research));
 }

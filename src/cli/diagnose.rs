@@ -1,20 +1,39 @@
-//! `trainplace diagnose FILE|-`: reads the input, runs [`crate::diagnose`], prints text or
-//! JSON, and maps the outcome to the exit code CI gates on.
+//! `trainplace diagnose FILE|-`: reads the input, runs [`trainplace_diagnose::diagnose`],
+//! prints text or JSON, and maps the outcome to the exit code CI gates on.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use trainplace_diagnose::{Expectations, InputKind, Options, Version, diagnose, render_text};
 
-use crate::{Expectations, InputKind, Options, Version, diagnose, render_text};
-
-/// Exit code for input that cannot be read or recognised.
-pub const EXIT_BAD_INPUT: i32 = 2;
+use crate::exit::ExitCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
     Text,
     Json,
+}
+
+/// `--kind`: the library's [`InputKind`], spelled for clap (the library carries no CLI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KindArg {
+    /// NCCL_DEBUG=INFO output (`kubectl logs`), any number of ranks and hosts.
+    NcclLog,
+    /// `nvidia-smi topo -m`.
+    Topo,
+    /// nccl-tests (`all_reduce_perf` and friends).
+    NcclTests,
+}
+
+impl From<KindArg> for InputKind {
+    fn from(kind: KindArg) -> Self {
+        match kind {
+            KindArg::NcclLog => Self::NcclLog,
+            KindArg::Topo => Self::Topo,
+            KindArg::NcclTests => Self::NcclTests,
+        }
+    }
 }
 
 /// Diagnose the NCCL layout from an NCCL INFO log, `nvidia-smi topo -m` or nccl-tests
@@ -27,7 +46,7 @@ pub struct DiagnoseArgs {
 
     /// What the input is; detected from its content when not given.
     #[arg(long, value_enum)]
-    pub kind: Option<InputKind>,
+    pub kind: Option<KindArg>,
 
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
@@ -46,12 +65,12 @@ pub struct DiagnoseArgs {
     pub aws_ofi_nccl_version: Option<Version>,
 
     /// A YAML expectation table replacing the embedded one (same shape as
-    /// crates/diagnose/data/expectations.yaml), e.g. with your own measurements.
+    /// crates/engine/data/expected-busbw.yaml), e.g. with your own measurements.
     #[arg(long, value_name = "FILE")]
     pub expectations: Option<PathBuf>,
 }
 
-pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
+pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let source = if args.input == "-" {
         "stdin"
     } else {
@@ -61,7 +80,7 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         Ok(bytes) => bytes,
         Err(error) => {
             eprintln!("trainplace diagnose: cannot read {source}: {error:#}");
-            return Ok(EXIT_BAD_INPUT);
+            return Ok(ExitCode::BadInput);
         }
     };
     let expectations = match &args.expectations {
@@ -69,7 +88,7 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
             Ok(table) => table,
             Err(error) => {
                 eprintln!("trainplace diagnose: {error:#}");
-                return Ok(EXIT_BAD_INPUT);
+                return Ok(ExitCode::BadInput);
             }
         },
         None => Expectations::embedded(),
@@ -81,11 +100,11 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
         expectations,
     };
     let text = String::from_utf8_lossy(&bytes);
-    let report = match diagnose(&text, args.kind, &opts) {
+    let report = match diagnose(&text, args.kind.map(InputKind::from), &opts) {
         Ok(report) => report,
         Err(error) => {
             eprintln!("trainplace diagnose: {source}: {error}");
-            return Ok(EXIT_BAD_INPUT);
+            return Ok(ExitCode::BadInput);
         }
     };
     match args.output {
@@ -97,7 +116,11 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<i32> {
             )
         }
     }
-    Ok(report.exit_code())
+    // The report owns the CI contract (1 = an error-level layout fault).
+    Ok(match report.exit_code() {
+        0 => ExitCode::Ok,
+        _ => ExitCode::Denied,
+    })
 }
 
 fn read_input(input: &str) -> anyhow::Result<Vec<u8>> {
@@ -116,4 +139,25 @@ fn load_expectations(path: &Path) -> anyhow::Result<Expectations> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read expectation table {}", path.display()))?;
     Ok(Expectations::from_yaml(&text, &path.display().to_string())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum;
+
+    use super::*;
+
+    /// The clap spelling of every kind is the library's name for it.
+    #[test]
+    fn kind_arg_spells_every_input_kind() {
+        for arg in KindArg::value_variants() {
+            let name = arg
+                .to_possible_value()
+                .expect("visible")
+                .get_name()
+                .to_string();
+            assert_eq!(name, InputKind::from(*arg).name());
+        }
+        assert_eq!(KindArg::value_variants().len(), 3);
+    }
 }
