@@ -6,8 +6,10 @@ pub mod audit;
 pub mod diagnose;
 pub mod dryrun;
 pub mod input;
+pub mod judge;
 pub mod policy_cmd;
 pub mod render;
+mod yaml;
 
 use std::path::PathBuf;
 

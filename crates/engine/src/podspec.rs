@@ -203,6 +203,15 @@ impl<'a> PodView<'a> {
             .flatten()
     }
 
+    /// Whether a container mounts anything at /dev/shm (then trainplace adds none).
+    pub fn mounts_shm(&self, container: usize) -> bool {
+        self.container(container).is_some_and(|c| {
+            items(c, &["volumeMounts"])
+                .iter()
+                .any(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))
+        })
+    }
+
     /// A container's memory limit as written, if any.
     pub fn memory_limit(&self, container: usize) -> Option<&'a str> {
         str_at(

@@ -441,10 +441,14 @@ fn host_network(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
 /// `planned` is the size trainplace writes when the pod has no /dev/shm of its own.
 pub(crate) fn shm_memory(view: &PodView<'_>, planned: Option<&str>, out: &mut Vec<Finding>) {
     for c in view.device_containers() {
-        let (Some(shm), Some(limit)) = (
-            view.shm_size_limit(c.index).or(planned),
-            view.memory_limit(c.index),
-        ) else {
+        // Its own /dev/shm (a memory emptyDir with a size), or the one trainplace adds
+        // when it mounts none; a hostPath or disk-backed /dev/shm is not counted.
+        let shm = if view.mounts_shm(c.index) {
+            view.shm_size_limit(c.index)
+        } else {
+            planned
+        };
+        let (Some(shm), Some(limit)) = (shm, view.memory_limit(c.index)) else {
             continue;
         };
         let (Ok(shm_bytes), Ok(limit_bytes)) = (parse_bytes(shm), parse_bytes(limit)) else {
