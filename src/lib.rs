@@ -2,6 +2,7 @@
 //! `trainplace-engine`.
 #![forbid(unsafe_code)]
 
+pub mod advisor_server;
 pub mod cli;
 pub mod exit;
 pub mod inventory;

@@ -1,6 +1,7 @@
-//! Command-line faces: offline dry-run, policy tools, the webhook server, diagnose, and
-//! the advisor commands from their own crate.
+//! Command-line faces: offline dry-run, policy tools, the webhook server, the advisor
+//! (`advise`, `advisor serve`) and diagnose.
 
+pub mod advise;
 pub mod audit;
 pub mod diagnose;
 pub mod dryrun;
@@ -42,7 +43,7 @@ pub enum Command {
     /// List existing workloads and pods that violate policy (changes nothing).
     Audit(audit::AuditArgs),
     /// Recommend instance type, node count, AZ and capacity, and write the config for it.
-    Advise(Box<trainplace_advisor::cli::AdviseArgs>),
+    Advise(Box<advise::AdviseArgs>),
     /// The placement advisor's HTTP API and web page.
     Advisor(AdvisorCommand),
     /// Read NCCL logs, `nvidia-smi topo -m` or nccl-tests output and judge the layout.
@@ -58,7 +59,7 @@ pub struct AdvisorCommand {
 #[derive(Debug, Subcommand)]
 pub enum AdvisorSub {
     /// Serve POST /v1/recommendations, GET /v1/instance-types and the web page.
-    Serve(trainplace_advisor::cli::AdvisorServeArgs),
+    Serve(advise::AdvisorServeArgs),
 }
 
 /// What a dry-run or an offline audit reads: policy, documents, optional inventory.
@@ -92,7 +93,7 @@ impl Inputs {
 }
 
 /// Where the policy comes from: a directory, or the embedded default.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct PolicyArgs {
     /// Policy directory (Policy and InstanceCatalog YAML files); default: embedded.
     #[arg(long, env = "TRAINPLACE_POLICY_DIR")]

@@ -4,7 +4,7 @@ use axum::body::{Body, to_bytes};
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
-use trainplace_advisor::http::{AppState, router};
+use trainplace::advisor_server::{AppState, router};
 
 async fn call(method: &str, uri: &str, body: Option<&str>) -> (StatusCode, Vec<u8>) {
     let mut req = Request::builder().method(method).uri(uri);
@@ -36,9 +36,11 @@ async fn json_call(method: &str, uri: &str, body: Option<&str>) -> (StatusCode, 
 
 #[tokio::test]
 async fn recommendation_round_trip_with_offerings() {
-    let offerings: Value =
-        serde_json::from_str(include_str!("../fixtures/capacity-block-offerings.json")).unwrap();
-    let body = json!({"gpus": 64, "family": "h100", "durationDays": 7, "framework": "jobset", "offerings": offerings});
+    let offerings: Value = serde_json::from_str(include_str!(
+        "../crates/advisor/fixtures/capacity-block-offerings.json"
+    ))
+    .unwrap();
+    let body = json!({"gpus": 64, "family": "h100", "durationDays": 7, "framework": "jobset", "offerings": offerings, "now": "2026-11-22T00:00:00Z"});
     let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
     assert_eq!(status, StatusCode::OK, "{v}");
     let r = &v["recommendation"];
@@ -56,7 +58,9 @@ async fn recommendation_round_trip_with_offerings() {
         [
             "eksctl-cluster.yaml",
             "karpenter.yaml",
+            "karpenter-prerequisites.sh",
             "aws-cli.sh",
+            "efa-device-plugin-values.yaml",
             "job-jobset.yaml",
             "nccl-tests-mpijob.yaml"
         ]
@@ -150,5 +154,34 @@ async fn instance_types_and_page() {
     assert!(
         !page.contains("<script src") && !page.contains("<link rel=\"stylesheet\""),
         "self-contained"
+    );
+}
+
+#[tokio::test]
+async fn node_count_and_cluster_inventory_are_separate_fields() {
+    let inventory: Value =
+        serde_json::from_str(include_str!("../crates/advisor/fixtures/nodes.json")).unwrap();
+    let body = json!({"nodes": 2, "family": "h100", "durationDays": 1, "capacity": "on-demand", "clusterNodes": inventory});
+    let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["recommendation"]["shape"]["nodes"], 2);
+    // The inventory was read: the zone with the cluster's p5 nodes is chosen.
+    assert_eq!(v["recommendation"]["availabilityZone"], "us-east-1a");
+    assert!(
+        v["recommendation"]["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("already has 2 p5.48xlarge")),
+        "{v}"
+    );
+    // A bad inventory is named as the inventory, not as the request's node count.
+    let body = json!({"nodes": 2, "durationDays": 1, "clusterNodes": {"items": 3}});
+    let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        (v["error"]["input"].as_str(), v["error"]["field"].as_str()),
+        (Some("nodes"), Some("items")),
+        "{v}"
     );
 }

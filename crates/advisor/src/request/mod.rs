@@ -7,6 +7,10 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use trainplace_engine::Catalog;
 
+mod kinds;
+
+pub use kinds::{CapacityPref, Demand, Framework};
+
 use crate::error::InputError;
 use crate::regions;
 use crate::time::parse_instant;
@@ -34,54 +38,9 @@ pub struct AdviceRequest {
     pub job_name: Option<String>,
     pub namespace: Option<String>,
     pub image: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Demand {
-    Gpus(u32),
-    Nodes(u32),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CapacityPref {
-    /// Capacity Block when the instance type is sold that way, else on-demand.
-    Auto,
-    OnDemand,
-    Odcr,
-    CapacityBlock,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Framework {
-    PyTorchJob,
-    TrainJob,
-    JobSet,
-    MPIJob,
-}
-
-impl Framework {
-    pub const NAMES: [&str; 4] = ["pytorchjob", "trainjob", "jobset", "mpijob"];
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.to_ascii_lowercase().as_str() {
-            "pytorchjob" => Some(Self::PyTorchJob),
-            "trainjob" => Some(Self::TrainJob),
-            "jobset" => Some(Self::JobSet),
-            "mpijob" => Some(Self::MPIJob),
-            _ => None,
-        }
-    }
-
-    pub fn slug(self) -> &'static str {
-        match self {
-            Self::PyTorchJob => "pytorchjob",
-            Self::TrainJob => "trainjob",
-            Self::JobSet => "jobset",
-            Self::MPIJob => "mpijob",
-        }
-    }
+    pub eks_version: Option<String>,
+    /// Plan as of this instant (RFC 3339); default: the clock. Makes plans reproducible.
+    pub now: Option<String>,
 }
 
 /// Names used in the artifacts.
@@ -91,7 +50,6 @@ pub struct Names {
     pub cluster: String,
     pub job: String,
     pub namespace: String,
-    pub image: String,
 }
 
 /// A validated request: the only input the planner accepts.
@@ -112,17 +70,36 @@ pub struct Request {
     pub reservation_id: Option<String>,
     pub framework: Framework,
     pub names: Names,
+    /// The job's image; `None` = the accelerator's default (`images.rs`).
+    pub image: Option<String>,
+    /// Kubernetes version of a new cluster.
+    pub eks_version: String,
+    /// The instant the plan is made for.
+    pub now: Timestamp,
+    /// The requested start when it was in the past and moved to `now`.
+    pub start_moved_from: Option<Timestamp>,
 }
 
 /// Upper bound on what one request may ask for; far above any real job, it only
 /// keeps arithmetic and the rendered layout bounded.
 const MAX_GPUS: i64 = 16_384;
 pub const DEFAULT_REGION: &str = "us-east-1";
-/// Default image for the emitted job; users replace it with their own. [tp-default]
-pub const DEFAULT_IMAGE: &str = "public.ecr.aws/pytorch/pytorch:latest";
+/// Kubernetes version of a new cluster: the newest eksctl supports
+/// (https://github.com/eksctl-io/eksctl/blob/main/pkg/apis/eksctl.io/v1alpha5/types.go,
+/// `Version1_35`). Users with a cluster keep theirs.
+pub const DEFAULT_EKS_VERSION: &str = "1.35";
 
 impl AdviceRequest {
+    /// Validate as of the request's `now`, else the clock.
     pub fn validate(&self, catalog: &Catalog) -> Result<Request, InputError> {
+        let now = match parse_opt("now", self.now.as_deref())? {
+            Some(t) => t,
+            None => Timestamp::now(),
+        };
+        self.validate_at(catalog, now)
+    }
+
+    pub fn validate_at(&self, catalog: &Catalog, now: Timestamp) -> Result<Request, InputError> {
         let demand = self.demand()?;
         let (family, instance_type) = self.family_and_type(catalog)?;
         let region = self
@@ -144,8 +121,21 @@ impl AdviceRequest {
             }
         }
         let job_hours = self.job_hours()?;
-        let earliest_start = parse_opt("earliestStart", self.earliest_start.as_deref())?;
+        let mut earliest_start = parse_opt("earliestStart", self.earliest_start.as_deref())?;
         let latest_end = parse_opt("latestEnd", self.latest_end.as_deref())?;
+        if let Some(end) = latest_end
+            && end <= now
+        {
+            return Err(InputError::request(
+                "latestEnd",
+                format!("{end} is in the past (now {now}): give a window that ends later"),
+            ));
+        }
+        // A start in the past means "as soon as possible": move it to now and say so.
+        let start_moved_from = earliest_start.filter(|s| *s < now);
+        if start_moved_from.is_some() {
+            earliest_start = Some(now);
+        }
         if let (Some(start), Some(end)) = (earliest_start, latest_end) {
             if end <= start {
                 return Err(InputError::request(
@@ -192,6 +182,10 @@ impl AdviceRequest {
             reservation_id,
             framework,
             names: self.names()?,
+            image: self.image()?,
+            eks_version: self.eks_version()?,
+            now,
+            start_moved_from,
         })
     }
 
@@ -355,11 +349,34 @@ impl AdviceRequest {
             cluster: pick("clusterName", &self.cluster_name, "training")?,
             job: pick("jobName", &self.job_name, "train")?,
             namespace: pick("namespace", &self.namespace, "default")?,
-            image: self
-                .image
-                .clone()
-                .unwrap_or_else(|| DEFAULT_IMAGE.to_string()),
         })
+    }
+
+    fn image(&self) -> Result<Option<String>, InputError> {
+        match &self.image {
+            Some(i) if i.trim().is_empty() || i.contains(char::is_whitespace) => Err(
+                InputError::request("image", format!("{i:?} is not an image reference")),
+            ),
+            other => Ok(other.clone()),
+        }
+    }
+
+    fn eks_version(&self) -> Result<String, InputError> {
+        let v = self
+            .eks_version
+            .clone()
+            .unwrap_or_else(|| DEFAULT_EKS_VERSION.to_string());
+        let ok = v.split_once('.').is_some_and(|(a, b)| {
+            a == "1" && !b.is_empty() && b.chars().all(|c| c.is_ascii_digit())
+        });
+        if ok {
+            Ok(v)
+        } else {
+            Err(InputError::request(
+                "eksVersion",
+                format!("{v:?} is not a Kubernetes minor version like {DEFAULT_EKS_VERSION}"),
+            ))
+        }
     }
 }
 

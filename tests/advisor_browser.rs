@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::process::Command;
-use trainplace_advisor::http::{AppState, router};
+use trainplace::advisor_server::{AppState, router};
 
 fn chromium() -> PathBuf {
     let path = std::env::var_os("TRAINPLACE_CHROMIUM")
@@ -84,9 +84,9 @@ async fn run_chromium(profile: &Path, extra: &[String], url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn form_submits_and_shows_the_recommendation() {
     let base = serve().await;
-    let offerings = include_str!("../fixtures/capacity-block-offerings.json");
+    let offerings = include_str!("../crates/advisor/fixtures/capacity-block-offerings.json");
     let url = format!(
-        "{base}/?gpus=64&family=h100&durationDays=7&framework=jobset&offerings={}&auto=1",
+        "{base}/?gpus=64&family=h100&durationDays=7&framework=jobset&now=2026-11-22T00:00:00Z&offerings={}&auto=1",
         encode(offerings)
     );
     let profile = tempfile::tempdir().unwrap();
@@ -100,7 +100,7 @@ async fn form_submits_and_shows_the_recommendation() {
         dom.contains("<section id=\"result\" class=\"\""),
         "result still hidden"
     );
-    assert!(dom.contains("cb-0f1a2b3c4d5e60002 + cb-0f1a2b3c4d5e60003"));
+    assert!(dom.contains("cb-0f1a2b3c4d5e60001 + cb-0f1a2b3c4d5e60002"));
     assert!(dom.contains("<svg") && dom.contains("class=\"gpu\"") && dom.contains("class=\"efa\""));
     for file in [
         "eksctl-cluster.yaml",
@@ -148,4 +148,88 @@ async fn bad_input_shows_the_field() {
         "no error in DOM:\n{dom}"
     );
     assert!(dom.contains("<section id=\"result\" class=\"hidden\""));
+}
+
+/// The smallest label the page renders at `width` px for `query`, and a screenshot.
+async fn min_label_px(base: &str, query: &str, width: u32, shot_name: &str) -> (f64, String) {
+    let url = format!("{base}/?{query}&measure=1&auto=1");
+    let profile = tempfile::tempdir().unwrap();
+    let size = format!("--window-size={width},2600");
+    let dom = run_chromium(profile.path(), &["--dump-dom".into(), size.clone()], &url).await;
+    let px = dom
+        .split("data-min-label-px=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no measurement in DOM:\n{dom}"));
+    let shot = out_dir().join(shot_name);
+    let _ = std::fs::remove_file(&shot);
+    run_chromium(
+        profile.path(),
+        &[
+            format!("--screenshot={}", shot.display()),
+            size,
+            "--hide-scrollbars".into(),
+        ],
+        &url,
+    )
+    .await;
+    assert!(std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0) > 10_000);
+    println!("screenshot: {}", shot.canonicalize().unwrap().display());
+    (px, dom)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layout_labels_are_readable_at_1280_px() {
+    let base = serve().await;
+    let offerings = encode(include_str!(
+        "../crates/advisor/fixtures/capacity-block-offerings.json"
+    ));
+    for (name, query) in [
+        (
+            "layout-h100-blocks.png",
+            format!(
+                "gpus=64&family=h100&durationDays=7&now=2026-11-22T00:00:00Z&offerings={offerings}"
+            ),
+        ),
+        (
+            "layout-l40s-pcie.png",
+            "gpus=16&family=l40s&durationDays=2&capacity=on-demand".to_string(),
+        ),
+        (
+            "layout-h100-100-nodes.png",
+            "gpus=800&family=h100&durationDays=7".to_string(),
+        ),
+    ] {
+        let (px, dom) = min_label_px(&base, &query, 1280, name).await;
+        assert!(px >= 11.0, "{name}: smallest label {px} px");
+        assert!(
+            dom.contains("class=\"fabric\"") || dom.contains("one node"),
+            "{name}"
+        );
+        if name == "layout-h100-blocks.png" {
+            // Alternatives and the other offerings with price and start.
+            assert!(
+                dom.contains("longer Capacity Block(s)") && dom.contains("$48328.70"),
+                "{name}"
+            );
+            assert!(
+                dom.contains("cb-0f1a2b3c4d5e60006") && dom.contains("$84575.23"),
+                "{name}"
+            );
+            assert!(
+                dom.contains("class=\"nvswitch\"") && dom.contains("EFA x32 per node = 4 per GPU")
+            );
+        }
+        if name == "layout-l40s-pcie.png" {
+            assert!(dom.contains("class=\"pcie\"") && !dom.contains("class=\"nvswitch\""));
+        }
+        if name == "layout-h100-100-nodes.png" {
+            assert_eq!(
+                dom.matches("class=\"node-cell\"").count(),
+                100,
+                "every node drawn"
+            );
+        }
+    }
 }

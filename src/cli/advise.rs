@@ -1,14 +1,18 @@
-//! The CLI face: `trainplace advise ...` and `trainplace advisor serve`. Reads files,
-//! calls [`crate::advise`], prints or writes. Bad input exits 2 with the field path.
+//! The advisor's CLI face: `trainplace advise ...` and `trainplace advisor serve`. Reads
+//! files, calls [`trainplace_advisor::advise`], prints or writes. Bad input exits 2
+//! ([`ExitCode::BadInput`]) with the field path.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use trainplace_engine::Policy;
 
-use crate::advice::{Advice, RawFacts, advise, request_from_value};
-use crate::error::{InputError, InputSource};
-use crate::request::AdviceRequest;
+use super::PolicyArgs;
+use trainplace_advisor::advice::{Advice, RawFacts, advise, request_from_value};
+use trainplace_advisor::error::{InputError, InputSource};
+use trainplace_advisor::request::AdviceRequest;
+
+use crate::exit::ExitCode;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -69,9 +73,16 @@ pub struct AdviseArgs {
     pub job_name: Option<String>,
     #[arg(long)]
     pub namespace: Option<String>,
-    /// Container image of the training job.
+    /// Container image of the training job (default: the AWS Deep Learning Container
+    /// with EFA and aws-ofi-nccl, or the Neuron one for Trainium, pinned).
     #[arg(long)]
     pub image: Option<String>,
+    /// Kubernetes version of a new EKS cluster (default: the newest eksctl supports).
+    #[arg(long)]
+    pub eks_version: Option<String>,
+    /// Plan as of this instant (RFC 3339; default: now), for reproducible plans.
+    #[arg(long)]
+    pub now: Option<String>,
     /// Request as YAML or JSON; flags override its fields.
     #[arg(short = 'f', long = "file")]
     pub file: Option<PathBuf>,
@@ -84,8 +95,7 @@ pub struct AdviseArgs {
     /// JSON of `kubectl get nodes -o json` (the cluster inventory).
     #[arg(long)]
     pub nodes_json: Option<PathBuf>,
-    /// Read the cluster's nodes through the kubeconfig instead of --nodes-json (the
-    /// trainplace binary lists them; this crate stays free of a Kubernetes client).
+    /// Read the cluster's nodes through the kubeconfig instead of --nodes-json.
     #[arg(long, conflicts_with = "nodes_json")]
     pub from_cluster: bool,
     /// Nodes the caller listed for `--from-cluster`, shaped like `kubectl get nodes -o json`.
@@ -97,6 +107,9 @@ pub struct AdviseArgs {
     /// Write the artifacts (eksctl, Karpenter, aws CLI, job, nccl-tests) into DIR.
     #[arg(long)]
     pub emit: Option<PathBuf>,
+    /// The policy directory's InstanceCatalog adds (or replaces) instance types.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
 /// `trainplace advisor serve`.
@@ -109,23 +122,29 @@ pub struct AdvisorServeArgs {
         default_value = "127.0.0.1:8090"
     )]
     pub addr: std::net::SocketAddr,
+    /// The policy directory's InstanceCatalog adds (or replaces) instance types.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
 }
 
-/// Exit code for bad input.
-pub const EXIT_BAD_INPUT: i32 = 2;
-
-/// Run `advise`; `Ok(2)` on bad input (message on stderr), `Ok(0)` otherwise.
-pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<i32> {
-    let policy = Policy::embedded();
+/// Run `advise`; [`ExitCode::BadInput`] on bad input (message on stderr).
+pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
+    let policy = match args.policy.load() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: --policy-dir: {e}");
+            return Ok(ExitCode::BadInput);
+        }
+    };
     let advice = match inputs(args).and_then(|(req, facts)| advise(&req, &facts, &policy)) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("error: {e}");
-            return Ok(EXIT_BAD_INPUT);
+            return Ok(ExitCode::BadInput);
         }
     };
     let out = match args.output {
-        OutputFormat::Text => crate::render::text(&advice),
+        OutputFormat::Text => trainplace_advisor::render::text(&advice),
         OutputFormat::Json => serde_json::to_string_pretty(&advice)? + "\n",
         OutputFormat::Yaml => serde_yaml_ng::to_string(&advice)?,
     };
@@ -138,7 +157,7 @@ pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<i32> {
             dir.display()
         );
     }
-    Ok(0)
+    Ok(ExitCode::Ok)
 }
 
 fn emit(advice: &Advice, dir: &Path) -> anyhow::Result<()> {
@@ -208,6 +227,8 @@ fn overlay(req: &mut AdviceRequest, a: &AdviseArgs) {
     set(&mut req.job_name, &a.job_name);
     set(&mut req.namespace, &a.namespace);
     set(&mut req.image, &a.image);
+    set(&mut req.eks_version, &a.eks_version);
+    set(&mut req.now, &a.now);
     if !a.zones.is_empty() {
         req.availability_zones.clone_from(&a.zones);
     }
@@ -215,14 +236,18 @@ fn overlay(req: &mut AdviceRequest, a: &AdviseArgs) {
 
 /// Serve the advisor's HTTP face until ctrl-c.
 pub async fn run_serve(args: &AdvisorServeArgs) -> anyhow::Result<()> {
+    let policy: Policy = args.policy.load().context("--policy-dir")?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("bind {}", args.addr))?;
     tracing::info!(addr = %args.addr, "advisor listening");
-    axum::serve(listener, crate::http::router(crate::http::AppState::new()))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("advisor server")
+    axum::serve(
+        listener,
+        crate::advisor_server::router(crate::advisor_server::AppState::with_policy(policy)),
+    )
+    .with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    .context("advisor server")
 }

@@ -1,4 +1,4 @@
-//! The HTTP face (axum): thin handlers around [`crate::advise`].
+//! The advisor's HTTP face (axum): thin handlers around [`trainplace_advisor::advise`].
 //! `POST /v1/recommendations`, `GET /v1/instance-types`, `GET /` (the web page).
 
 mod error;
@@ -15,7 +15,7 @@ use trainplace_engine::{InstanceProfile, Policy};
 
 pub use error::{ApiError, AppJson};
 
-use crate::advice::{Advice, advise, split_body};
+use trainplace_advisor::advice::{Advice, advise, split_body};
 
 /// Bodies carry at most a request plus pasted aws CLI output; 4 MiB is generous.
 const BODY_LIMIT: usize = 4 * 1024 * 1024;
@@ -59,7 +59,7 @@ async fn recommendations(
 ) -> Result<AppJson<Advice>, ApiError> {
     let (req, facts) = split_body(body)?;
     let mut advice = advise(&req, &facts, &state.policy)?;
-    advice.layout_svg = Some(crate::svg::layout_svg(&advice.recommendation));
+    advice.layout_svg = Some(trainplace_advisor::svg::layout_svg(&advice.recommendation));
     Ok(AppJson(advice))
 }
 

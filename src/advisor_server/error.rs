@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::error::InputError;
+use trainplace_advisor::error::InputError;
 
 /// `{"error": {"status", "input", "field", "message", "allowed"?}}`.
 #[derive(Debug, Serialize)]

@@ -1,14 +1,13 @@
-//! The CLI face: exit codes, output formats, --emit, -f request files.
-
-mod common;
+//! The advisor's CLI face: exit codes, output formats, --emit, -f request files.
 
 use std::path::PathBuf;
 
-use trainplace_advisor::cli::{AdviseArgs, EXIT_BAD_INPUT, OutputFormat, inputs, run_advise};
+use trainplace::cli::advise::{AdviseArgs, OutputFormat, inputs, run_advise};
+use trainplace::exit::ExitCode;
 
 fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
+        .join("crates/advisor/fixtures")
         .join(name)
 }
 
@@ -18,6 +17,8 @@ fn h100() -> AdviseArgs {
         family: Some("h100".into()),
         days: Some(7.0),
         offerings: Some(fixture_path("capacity-block-offerings.json")),
+        // The fixture's offerings start 2026-12-01.
+        now: Some("2026-11-22T00:00:00Z".into()),
         ..Default::default()
     }
 }
@@ -30,7 +31,7 @@ fn emits_every_artifact() {
         output: OutputFormat::Json,
         ..h100()
     };
-    assert_eq!(run_advise(&args).unwrap(), 0);
+    assert_eq!(run_advise(&args).unwrap(), ExitCode::Ok);
     let mut names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -40,22 +41,24 @@ fn emits_every_artifact() {
         names,
         [
             "aws-cli.sh",
+            "efa-device-plugin-values.yaml",
             "eksctl-cluster.yaml",
             "job-pytorchjob.yaml",
+            "karpenter-prerequisites.sh",
             "karpenter.yaml",
             "nccl-tests-mpijob.yaml"
         ]
     );
     let script = std::fs::read_to_string(dir.path().join("out/aws-cli.sh")).unwrap();
     assert!(
-        script.contains("--capacity-block-offering-id cb-0f1a2b3c4d5e60002"),
+        script.contains("--capacity-block-offering-id cb-0f1a2b3c4d5e60001"),
         "{script}"
     );
-    assert!(script.contains("--capacity-duration-hours 192"));
+    assert!(script.contains("--capacity-duration-hours 168"));
     let eksctl = std::fs::read_to_string(dir.path().join("out/eksctl-cluster.yaml")).unwrap();
     assert!(eksctl.contains("marketType: capacity-block") && eksctl.contains("efaEnabled: true"));
     // The sed line in the script replaces exactly the placeholder the eksctl file holds.
-    assert!(eksctl.contains("REPLACE-WITH-cr-ID-OF-cb-0f1a2b3c4d5e60002"));
+    assert!(eksctl.contains("REPLACE-WITH-cr-ID-OF-cb-0f1a2b3c4d5e60001"));
     // Run the script's own substitution lines with made-up purchase results.
     let seds: Vec<&str> = script.lines().filter(|l| l.starts_with("sed ")).collect();
     assert_eq!(seds.len(), 2);
@@ -110,7 +113,7 @@ fn bad_input_exits_2() {
             ..h100()
         },
     ] {
-        assert_eq!(run_advise(&args).unwrap(), EXIT_BAD_INPUT, "{args:?}");
+        assert_eq!(run_advise(&args).unwrap(), ExitCode::BadInput, "{args:?}");
     }
 }
 
@@ -141,7 +144,7 @@ fn request_file_with_flags_on_top() {
                 ..args_with(&file)
             })
             .unwrap(),
-            0
+            ExitCode::Ok
         );
     }
     std::fs::write(&file, "gpus: 16\nflavour: l40s\n").unwrap();
@@ -171,4 +174,8 @@ fn text_summary_reads_well() {
     );
     assert!(text.contains("[capacity-block-end]") && text.contains("[efa-single-az]"));
     assert!(text.contains("busbw 200..360 GB/s"), "{text}");
+    assert!(
+        text.contains("- longer Capacity Block(s): the job plus the 40 min EKS scale-down [cb-0f1a2b3c4d5e60002 + cb-0f1a2b3c4d5e60003]: $48328.70"),
+        "{text}"
+    );
 }
