@@ -117,7 +117,7 @@ pub fn classify<'c>(
 ) -> Class<'c> {
     let (accel_resource, per_pod) = match view.accelerators() {
         Some((res, n)) => (res.to_string(), n),
-        None if view.efa() > 0 => (String::new(), 0),
+        None if view.efa() > 0 || view.claims > 0 => (String::new(), 0),
         None => return Class::NotTraining,
     };
     let labels = view.labels();

@@ -23,6 +23,8 @@ pub enum Rule {
     ShmMemory,
     /// Layout parts left out because the namespace's Pod Security level forbids them.
     PodSecurity,
+    /// A training pod whose devices come through DRA claims trainplace cannot count.
+    DeviceClaims,
 }
 
 impl Rule {
@@ -39,6 +41,7 @@ impl Rule {
             Rule::HostNetworkDns => "host-network-dns",
             Rule::ShmMemory => "shm-memory",
             Rule::PodSecurity => "pod-security",
+            Rule::DeviceClaims => "device-claims",
         }
     }
 }

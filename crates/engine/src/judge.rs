@@ -116,8 +116,11 @@ pub(crate) fn judge<'a>(
     let set = |key: &str| view.annotation(key).or_else(|| object_annotation(key)) == Some("true");
     let partial_opt_in = ctx.opt_in(set(ALLOW_PARTIAL_NODE), OptIn::AllowPartialNode);
     let multi_az_opt_in = ctx.opt_in(set(ALLOW_MULTI_AZ), OptIn::AllowMultiAz);
+    // A pod whose devices are all DRA claims gets no layout: nothing it asks for is
+    // counted, so nothing would be laid out right.
+    let counted = view.accelerators().is_some() || view.efa() > 0;
     let layout = match &shape.target {
-        Target::Known(instance, source) => Some(Layout {
+        Target::Known(instance, source) if counted => Some(Layout {
             host_access_forbidden: pod_security(ctx).is_some(),
             instance,
             source: *source,

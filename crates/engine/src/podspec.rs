@@ -34,6 +34,8 @@ pub struct PodView<'a> {
     init: Vec<(ContainerUse, bool)>,
     /// Some accelerator resource is a slice of a device (MIG, time-slicing, cores).
     pub shared: bool,
+    /// DRA claims of the pod (`spec.resourceClaims`).
+    pub claims: usize,
 }
 
 /// One container's accelerator and EFA requests; `shared` when its accelerator
@@ -110,6 +112,7 @@ impl<'a> PodView<'a> {
             containers,
             init,
             shared,
+            claims: items(pod, &["spec", "resourceClaims"]).len(),
         })
     }
 

@@ -86,6 +86,7 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
             opt_in: None,
         }),
     }
+    device_claims(input, &mut out);
     multi_az(input, &mut out);
     host_network(input, &mut out);
     // `off` means the rule is not evaluated at all: no finding, no metric, no audit row.
@@ -409,6 +410,26 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
         found,
         fix: "pin one zone (nodeSelector topology.kubernetes.io/zone) or remove the multi-zone constraint; trainplace then holds the job in one zone.".into(),
         opt_in: Some(ALLOW_MULTI_AZ),
+    });
+}
+
+/// Devices claimed through DRA (`resourceClaims`) are not counted yet: say that the
+/// layout rules could not check the job, instead of passing it as a CPU pod.
+fn device_claims(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
+    let v = input.view;
+    if v.claims == 0 || input.shape.per_pod > 0 {
+        return;
+    }
+    out.push(Finding {
+        rule: Rule::DeviceClaims,
+        mode: input.eff.mode_device_claims(),
+        site: v.base.clone(),
+        found: format!(
+            "the training pod claims devices through {} DRA resourceClaim(s); trainplace cannot count DRA devices yet, so one-pod-per-node and partial-node were not checked.",
+            v.claims
+        ),
+        fix: "request GPUs as an extended resource (nvidia.com/gpu) to have the layout checked; a platform team can set rules.deviceClaims: enforce to refuse such jobs.".into(),
+        opt_in: None,
     });
 }
 

@@ -82,3 +82,27 @@ fn the_mutating_endpoint_never_patches_a_scale() {
     let body = serde_json::to_value(&r.body).unwrap();
     assert!(body["response"]["patch"].is_null(), "{body}");
 }
+
+/// `kubectl edit`/`apply` raising the Worker count is an UPDATE of the PyTorchJob itself:
+/// judged like a CREATE at the new size.
+#[test]
+fn an_update_that_grows_the_job_is_judged_at_its_new_size() {
+    let mut grown = job();
+    grown["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = json!(8);
+    let gvk = json!({"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"});
+    let gvr = json!({"group": "kubeflow.org", "version": "v1", "resource": "pytorchjobs"});
+    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u-2", "kind": gvk, "requestKind": gvk, "resource": gvr, "requestResource": gvr,
+        "name": "bert", "namespace": "ml", "operation": "UPDATE",
+        "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+        "object": grown, "oldObject": job(), "dryRun": false}});
+    let r = answer(body, None);
+    assert_eq!(r["allowed"], false, "{r}");
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("8 pods x 1 GPU"),
+        "{r}"
+    );
+}

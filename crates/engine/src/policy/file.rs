@@ -57,6 +57,9 @@ pub struct RuleModes {
     pub multi_az: Option<Mode>,
     #[serde(alias = "unknown-instance-type")]
     pub unknown_instance_type: Option<Mode>,
+    /// A training pod that claims devices through DRA `resourceClaims`, which trainplace
+    /// cannot count yet (default warn).
+    pub device_claims: Option<Mode>,
 }
 
 /// Each mutation can be switched off by policy.
@@ -205,6 +208,7 @@ impl PolicyFile {
         keep(&mut r.partial_node, &b.partial_node);
         keep(&mut r.multi_az, &b.multi_az);
         keep(&mut r.unknown_instance_type, &b.unknown_instance_type);
+        keep(&mut r.device_claims, &b.device_claims);
         let (m, b) = (&mut self.mutations, &base.mutations);
         keep(&mut m.efa, &b.efa);
         keep(&mut m.host_ipc, &b.host_ipc);

@@ -92,6 +92,9 @@ impl Effective<'_> {
     pub fn mode_unknown_instance_type(&self) -> Mode {
         self.modes.unknown_instance_type.unwrap_or(Mode::Warn)
     }
+    pub fn mode_device_claims(&self) -> Mode {
+        self.modes.device_claims.unwrap_or(Mode::Warn)
+    }
     /// Whether a mutation is on; every mutation defaults to on.
     pub fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
         pick(&self.mutations).unwrap_or(true)
@@ -353,6 +356,7 @@ impl Policy {
                 &mut modes.unknown_instance_type,
                 &ns.rules.unknown_instance_type,
             );
+            merge_opt(&mut modes.device_claims, &ns.rules.device_claims);
             let m = &ns.mutations;
             merge_opt(&mut mutations.efa, &m.efa);
             merge_opt(&mut mutations.host_ipc, &m.host_ipc);
