@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs besides Rust: PyPI kubernetes-validate (official
-# Kubernetes schemas, strict mode) in .venv, and Debian chromium for the advisor's
-# browser test. Idempotent; safe to run on a fresh machine.
+# Kubernetes schemas, strict mode) and PyYAML (a YAML 1.1 reader for the YAML
+# round-trip tests) in .venv, and Debian chromium for the advisor's browser test.
+# Idempotent; safe to run on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv/bin/kubernetes-validate ]; then
+if [ ! -x .venv/bin/kubernetes-validate ] || ! .venv/bin/python -c 'import yaml; assert yaml.__version__ == "6.0.3"' 2>/dev/null; then
   python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+  .venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 pyyaml==6.0.3
 fi
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then

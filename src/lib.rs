@@ -2,7 +2,10 @@
 //! `trainplace-engine`.
 #![forbid(unsafe_code)]
 
+pub mod advisor_server;
 pub mod cli;
 pub mod exit;
 pub mod inventory;
+pub mod mark_keys;
+pub mod policy_dir;
 pub mod server;

@@ -6,7 +6,9 @@ use clap::Parser;
 // glibc malloc showed in profiles.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use trainplace::cli::{AdvisorSub, Cli, Command, ExitCode, audit, dryrun, policy_cmd};
+use trainplace::cli::{
+    AdvisorSub, Cli, Command, ExitCode, advise, audit, diagnose, dryrun, policy_cmd,
+};
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -33,16 +35,16 @@ fn main() -> anyhow::Result<()> {
                     }
                 }
             }
-            return exit(trainplace_advisor::cli::run_advise(&args)?);
+            advise::run_advise(&args)?
         }
         Command::Advisor(cmd) => match cmd.command {
             AdvisorSub::Serve(args) => {
                 trainplace::server::init_tracing();
-                runtime()?.block_on(trainplace_advisor::cli::run_serve(&args))?;
+                runtime()?.block_on(advise::run_serve(&args))?;
                 ExitCode::Ok
             }
         },
-        Command::Diagnose(args) => return exit(trainplace_diagnose::cli::run(&args)?),
+        Command::Diagnose(args) => diagnose::run(&args)?,
     };
     exit(code as i32)
 }

@@ -91,3 +91,39 @@ fn audit_errors_are_clear() {
     let o = trainplace(&["audit", "--from", "/nonexistent.json"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// An object the engine cannot read (a GPU count of "eight") is a failing row named
+/// `invalid-object`, as `check` reports it, not silently left out.
+#[test]
+fn audit_reports_unreadable_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("objects.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: unreadable-pod, namespace: team-a}\nspec:\n  containers:\n  - name: t\n    image: x\n    resources:\n      limits: {nvidia.com/gpu: eight}\n",
+    )
+    .unwrap();
+    let o = trainplace(&["audit", "--from", file.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("unreadable-pod"))
+        .unwrap_or_else(|| panic!("no row for the unreadable pod:\n{out}"));
+    assert!(
+        row.contains("team-a") && row.contains("fail") && row.contains("enforce:invalid-object"),
+        "{row}"
+    );
+    let o = trainplace(&["audit", "--from", file.to_str().unwrap(), "-o", "json"]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["summary"]["fail"], 1);
+    let result = &report["results"][0];
+    assert_eq!(result["rule"], "invalid-object");
+    assert!(
+        result["message"]
+            .as_str()
+            .unwrap()
+            .contains("nvidia.com/gpu"),
+        "{result}"
+    );
+}

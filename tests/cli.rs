@@ -339,3 +339,63 @@ fn mixed_kinds_in_one_file() {
         text(&d.stdout)
     );
 }
+
+/// `trainplace mutate -f x.yaml | kubectl apply -f -` must never apply a denied object:
+/// stdout carries only allowed objects (what the real kubectl reads from it is checked
+/// with `kubectl label --local`), stderr names what was held back and why.
+#[test]
+fn mutate_stdout_never_carries_a_denied_object() {
+    let mut both = std::fs::read(root().join("examples/pods/llama3-jobset-pods.yaml")).unwrap();
+    both.extend(b"\n---\n");
+    both.extend(std::fs::read(root().join("examples/pods/one-gpu-per-pod.yaml")).unwrap());
+    let o = run(&["mutate", "-f", "-"], Some(&both));
+    assert_eq!(o.status.code(), Some(1), "a denial still fails the command");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("DENIED") && err.contains("not written to stdout (denied, reasons above)"),
+        "{err}"
+    );
+    let mut kubectl = Command::new("kubectl")
+        .args([
+            "label",
+            "--local",
+            "-o",
+            "name",
+            "-f",
+            "-",
+            "trainplace-test-none-",
+        ])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl is installed");
+    {
+        use std::io::Write;
+        kubectl.stdin.take().unwrap().write_all(&o.stdout).unwrap();
+    }
+    let read = kubectl.wait_with_output().unwrap();
+    assert!(read.status.success(), "{}", text(&read.stderr));
+    assert_eq!(
+        text(&read.stdout),
+        "pod/llama3-8b-node-0-0-x0k2p\npod/llama3-8b-node-1-0-x1k2p\n",
+        "kubectl would apply only the two allowed pods"
+    );
+
+    let denied_only = run(
+        &["mutate", "-f", "examples/pods/one-gpu-per-pod.yaml"],
+        None,
+    );
+    assert_eq!(denied_only.status.code(), Some(1));
+    assert!(
+        denied_only.stdout.is_empty(),
+        "{}",
+        text(&denied_only.stdout)
+    );
+    assert!(
+        text(&denied_only.stderr).contains("stdout is empty: nothing may be applied"),
+        "{}",
+        text(&denied_only.stderr)
+    );
+}

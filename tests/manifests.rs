@@ -173,7 +173,8 @@ fn webhook_configurations_keep_the_cluster_safe() {
     }
 }
 
-/// Pods on CREATE; the workload kinds on CREATE and UPDATE; nothing else, never DELETE.
+/// Pods on CREATE; the workload kinds on CREATE and UPDATE, PyTorchJob scales on UPDATE;
+/// nothing else, never DELETE.
 fn assert_rules(name: &str, rules: &Value) {
     let mut seen = BTreeSet::new();
     for rule in rules.as_array().unwrap() {
@@ -184,6 +185,8 @@ fn assert_rules(name: &str, rules: &Value) {
                 let (g, r) = (group.as_str().unwrap(), resource.as_str().unwrap());
                 let expected = if r == "pods" {
                     json!(["CREATE"])
+                } else if r.ends_with("/scale") {
+                    json!(["UPDATE"])
                 } else {
                     json!(["CREATE", "UPDATE"])
                 };
@@ -200,6 +203,9 @@ fn assert_rules(name: &str, rules: &Value) {
         "kubeflow.org/mpijobs",
         "trainer.kubeflow.org/trainjobs",
         "leaderworkerset.x-k8s.io/leaderworkersets",
+        // kubectl scale / autoscalers: judged at the new size (the mutating endpoint
+        // answers a Scale without a patch).
+        "kubeflow.org/pytorchjobs/scale",
     ]
     .map(String::from)
     .into();
@@ -228,9 +234,11 @@ fn assert_match_conditions(name: &str, conditions: &Value) {
         "object.spec.containers.exists(c,",
         "has(c.resources.limits)",
         "has(c.resources.requests)",
-        "'nvidia.com/gpu'",
-        "'aws.amazon.com/neuron'",
-        "'vpc.amazonaws.com/efa'",
+        // Any device resource under any name reaches the webhook, in init containers
+        // too, and DRA claims: only the plain CPU resources are kept away.
+        "!(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-')",
+        "object.spec.initContainers.exists(c,",
+        "has(object.spec.resourceClaims)",
     ] {
         assert!(pods.contains(needle), "{name}: {needle} missing in {pods}");
     }
@@ -403,7 +411,10 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
     let role = object(&docs, "ClusterRole", Some("trainplace"));
     assert_eq!(
         role["rules"],
-        json!([{"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]}])
+        json!([
+            {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["get", "list", "watch"]}
+        ])
     );
     let binding = object(&docs, "ClusterRoleBinding", Some("trainplace"));
     assert_eq!(binding["roleRef"]["name"], "trainplace");

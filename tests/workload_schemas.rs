@@ -89,6 +89,7 @@ fn mutated_workloads_validate_against_their_crds() {
             namespace_labels: None,
             groups: &groups,
             inventory: None,
+            marks: None,
         };
         let v = evaluate(object, &policy, &who).unwrap();
         let kind = object["kind"].as_str().unwrap();

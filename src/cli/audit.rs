@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::{Value, json};
-use trainplace_engine::inventory::Snapshot;
-use trainplace_engine::{Mode, Requester, Verdict, evaluate};
+use trainplace_engine::Snapshot;
+use trainplace_engine::{Mode, Verdict};
 
 use super::input::Document;
+use super::judge::{Submitter, judge};
 use super::{ExitCode, Inputs, PolicyArgs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -142,21 +143,17 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let verdicts: Vec<Verdict> = docs
-        .iter()
-        .filter_map(|d| {
-            let ns = d.object["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or("default");
-            let who = Requester {
-                namespace: ns,
-                namespace_labels: snapshot.as_ref().and_then(|s| s.namespace_labels(ns)),
-                groups: &args.groups,
-                inventory: snapshot.as_ref(),
-            };
-            evaluate(&d.object, &policy, &who).ok()
-        })
-        .filter(|v| v.kind_class != trainplace_engine::workload::Kind::Other)
+    let submitter = Submitter {
+        default_namespace: "default",
+        namespace_labels: None,
+        groups: &args.groups,
+        inventory: snapshot.as_ref(),
+    };
+    // Objects that are no workload (Services, ConfigMaps) are not listed; an object
+    // that could not be read is, as a failure.
+    let verdicts: Vec<Verdict> = judge(&docs, &policy, &submitter)
+        .into_iter()
+        .filter(|v| v.kind_class != trainplace_engine::Kind::Other || !v.allowed)
         .collect();
     match args.output {
         AuditOutput::Table => print!("{}", table(&verdicts)),

@@ -6,10 +6,9 @@ use std::io::Write;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::Value;
-use trainplace_engine::inventory::Snapshot;
-use trainplace_engine::{Finding, Mode, Policy, Requester, Verdict, evaluate};
+use trainplace_engine::{Finding, Verdict};
 
-use super::input::Document;
+use super::judge::{Submitter, judge};
 use super::render::{self, ObjectReport};
 use super::{ExitCode, Inputs, PolicyArgs};
 
@@ -71,49 +70,7 @@ pub struct JsonEntry<'a> {
     pub patch: &'a json_patch::Patch,
     pub object: &'a Value,
     pub findings: &'a [Finding],
-    pub changes: &'a [trainplace_engine::layout::Change],
-}
-
-/// Evaluate every document; an unreadable object becomes a denial naming the field.
-pub fn judge(
-    docs: &[Document],
-    policy: &Policy,
-    args: &DryRunArgs,
-    inventory: Option<&Snapshot>,
-) -> Vec<Verdict> {
-    docs.iter()
-        .map(|d| {
-            let ns = d.object["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or(&args.namespace);
-            let who = Requester {
-                namespace: ns,
-                namespace_labels: args
-                    .namespace_labels
-                    .as_ref()
-                    .or_else(|| inventory?.namespace_labels(ns)),
-                groups: &args.groups,
-                inventory,
-            };
-            evaluate(&d.object, policy, &who)
-                .unwrap_or_else(|e| invalid_verdict(d, &who, &e.to_string()))
-        })
-        .collect()
-}
-
-fn invalid_verdict(d: &Document, who: &Requester<'_>, message: &str) -> Verdict {
-    let mut v = Verdict::empty(&d.object, trainplace_engine::workload::Kind::Other, who);
-    v.allowed = false;
-    v.findings.push(Finding {
-        rule: trainplace_engine::Rule::InvalidObject,
-        mode: Mode::Enforce,
-        site: format!("document {}", d.doc),
-        found: message.to_string(),
-        fix: "correct the field named above.".into(),
-        opt_in: None,
-    });
-    v.object = d.object.clone();
-    v
+    pub changes: &'a [trainplace_engine::Change],
 }
 
 pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
@@ -125,7 +82,13 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
         Ok(i) => i,
         Err(code) => return Ok(code),
     };
-    let verdicts = judge(&docs, &policy, args, inventory.as_ref());
+    let submitter = Submitter {
+        default_namespace: &args.namespace,
+        namespace_labels: args.namespace_labels.as_ref(),
+        groups: &args.groups,
+        inventory: inventory.as_ref(),
+    };
+    let verdicts = judge(&docs, &policy, &submitter);
     let output = args
         .output
         .unwrap_or(if mutate { Output::Yaml } else { Output::Text });
@@ -141,7 +104,7 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
         .collect();
     match (output, mutate && args.diff) {
         (_, true) => {
-            out.write_all(render::diffs(&reports)?.as_bytes())?;
+            out.write_all(render::diffs(&reports).as_bytes())?;
             eprint!("{}", render::text(&reports, false));
         }
         (Output::Json, _) => {
@@ -150,12 +113,13 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
             writeln!(out)?;
         }
         (Output::Yaml, _) if mutate => {
-            out.write_all(render::objects_yaml(&verdicts)?.as_bytes())?;
+            out.write_all(render::objects_yaml(&verdicts).as_bytes())?;
             eprint!("{}", render::text(&reports, false));
+            eprint!("{}", render::withheld(&verdicts));
         }
         (Output::Yaml, _) => {
             let entries: Vec<JsonEntry<'_>> = verdicts.iter().map(json_entry).collect();
-            out.write_all(serde_yaml_ng::to_string(&entries)?.as_bytes())?;
+            out.write_all(render::yaml(&serde_json::to_value(&entries)?).as_bytes())?;
         }
         (Output::Text, _) => out.write_all(render::text(&reports, true).as_bytes())?,
     }

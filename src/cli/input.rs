@@ -1,9 +1,9 @@
 //! Read the documents of a manifest file: multi-document YAML, a JSON object, a JSON
-//! array, or a `kind: List` (what `kubectl get -o json|yaml` prints).
+//! array, or a `kind: List` (what `kubectl get -o json|yaml` prints). YAML is read as
+//! kubectl reads it (YAML 1.1: `0755` is 493, `on` is true), see [`super::yaml`].
 
 use std::io::Read;
 
-use serde::Deserialize;
 use serde_json::Value;
 use thiserror::Error;
 
@@ -79,20 +79,13 @@ pub fn parse(text: &str, source_name: &str) -> Result<Vec<Document>, InputError>
 }
 
 fn yaml_documents(text: &str, source_name: &str) -> Result<Vec<(usize, Value)>, InputError> {
-    let mut out = Vec::new();
-    for (i, de) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-        let doc = i + 1;
-        let value = Value::deserialize(de).map_err(|e| InputError::Parse {
-            source_name: source_name.to_string(),
-            doc,
-            line: e.location().map_or(0, |l| l.line()),
-            message: e.to_string(),
-        })?;
-        if !value.is_null() {
-            out.push((doc, value));
-        }
-    }
-    Ok(out)
+    let docs = super::yaml::load::documents(text).map_err(|e| InputError::Parse {
+        source_name: source_name.to_string(),
+        doc: e.doc,
+        line: e.line,
+        message: e.message,
+    })?;
+    Ok(docs.into_iter().filter(|(_, v)| !v.is_null()).collect())
 }
 
 fn expand(

@@ -1,11 +1,15 @@
-//! Command-line faces: offline dry-run, policy tools, the webhook server, and the
-//! advisor and diagnose commands from their own crates.
+//! Command-line faces: offline dry-run, policy tools, the webhook server, the advisor
+//! (`advise`, `advisor serve`) and diagnose.
 
+pub mod advise;
 pub mod audit;
+pub mod diagnose;
 pub mod dryrun;
 pub mod input;
+pub mod judge;
 pub mod policy_cmd;
 pub mod render;
+mod yaml;
 
 use std::path::PathBuf;
 
@@ -39,11 +43,11 @@ pub enum Command {
     /// List existing workloads and pods that violate policy (changes nothing).
     Audit(audit::AuditArgs),
     /// Recommend instance type, node count, AZ and capacity, and write the config for it.
-    Advise(Box<trainplace_advisor::cli::AdviseArgs>),
+    Advise(Box<advise::AdviseArgs>),
     /// The placement advisor's HTTP API and web page.
     Advisor(AdvisorCommand),
     /// Read NCCL logs, `nvidia-smi topo -m` or nccl-tests output and judge the layout.
-    Diagnose(trainplace_diagnose::cli::DiagnoseArgs),
+    Diagnose(diagnose::DiagnoseArgs),
 }
 
 #[derive(Debug, Args)]
@@ -55,14 +59,14 @@ pub struct AdvisorCommand {
 #[derive(Debug, Subcommand)]
 pub enum AdvisorSub {
     /// Serve POST /v1/recommendations, GET /v1/instance-types and the web page.
-    Serve(trainplace_advisor::cli::AdvisorServeArgs),
+    Serve(advise::AdvisorServeArgs),
 }
 
 /// What a dry-run or an offline audit reads: policy, documents, optional inventory.
 pub struct Inputs {
     pub policy: Policy,
     pub docs: Vec<input::Document>,
-    pub inventory: Option<trainplace_engine::inventory::Snapshot>,
+    pub inventory: Option<trainplace_engine::Snapshot>,
 }
 
 impl Inputs {
@@ -89,7 +93,7 @@ impl Inputs {
 }
 
 /// Where the policy comes from: a directory, or the embedded default.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct PolicyArgs {
     /// Policy directory (Policy and InstanceCatalog YAML files); default: embedded.
     #[arg(long, env = "TRAINPLACE_POLICY_DIR")]
@@ -98,9 +102,10 @@ pub struct PolicyArgs {
 
 impl PolicyArgs {
     pub fn load(&self) -> Result<Policy, PolicyError> {
-        match &self.policy_dir {
-            Some(dir) => Policy::load_dir(dir),
-            None => Ok(Policy::embedded()),
+        let policy = crate::policy_dir::load_or_embedded(self.policy_dir.as_deref())?;
+        for warning in policy.warnings() {
+            eprintln!("warning: {warning}");
         }
+        Ok(policy)
     }
 }

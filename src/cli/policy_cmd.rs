@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use trainplace_engine::Policy;
 
 use super::ExitCode;
 
@@ -26,13 +25,16 @@ pub enum PolicySub {
 
 pub fn run(cmd: &PolicyCommand) -> ExitCode {
     match &cmd.command {
-        PolicySub::Check { dir } => match Policy::load_dir(dir) {
+        PolicySub::Check { dir } => match crate::policy_dir::load(dir) {
             Ok(p) => {
+                for warning in p.warnings() {
+                    eprintln!("warning: {warning}");
+                }
                 println!(
                     "{}: ok ({} instance types, {} namespace overrides)",
                     dir.display(),
                     p.catalog.instances().count(),
-                    p.file().namespaces.len()
+                    p.namespace_overrides().len()
                 );
                 ExitCode::Ok
             }
@@ -42,11 +44,7 @@ pub fn run(cmd: &PolicyCommand) -> ExitCode {
             }
         },
         PolicySub::Instances { policy_dir } => {
-            let policy = match policy_dir {
-                Some(d) => Policy::load_dir(d),
-                None => Ok(Policy::embedded()),
-            };
-            let policy = match policy {
+            let policy = match crate::policy_dir::load_or_embedded(policy_dir.as_deref()) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("error: {e}");

@@ -65,25 +65,49 @@ pub fn text(reports: &[ObjectReport<'_>], with_changes: bool) -> String {
     s
 }
 
-/// The mutated objects as one multi-document YAML stream.
-pub fn objects_yaml(verdicts: &[Verdict]) -> Result<String, serde_yaml_ng::Error> {
+/// The mutated objects that may be applied, as one multi-document YAML stream that
+/// kubectl reads back unchanged. Denied objects are left out: `trainplace mutate -f
+/// x.yaml | kubectl apply -f -` must never apply one.
+pub fn objects_yaml(verdicts: &[Verdict]) -> String {
     let mut s = String::new();
-    for v in verdicts {
+    for v in verdicts.iter().filter(|v| v.allowed) {
         s.push_str("---\n");
-        s.push_str(&serde_yaml_ng::to_string(&v.object)?);
+        s.push_str(&yaml(&v.object));
     }
-    Ok(s)
+    s
+}
+
+/// What `mutate` left off stdout, for stderr; empty when every object was allowed.
+pub fn withheld(verdicts: &[Verdict]) -> String {
+    let denied: Vec<String> = verdicts.iter().filter(|v| !v.allowed).map(title).collect();
+    if denied.is_empty() {
+        return String::new();
+    }
+    let tail = if denied.len() == verdicts.len() {
+        "stdout is empty: nothing may be applied"
+    } else {
+        "the other objects are on stdout"
+    };
+    format!(
+        "not written to stdout (denied, reasons above): {}; {tail}\n",
+        denied.join(", ")
+    )
+}
+
+/// Any JSON value as YAML 1.1-safe text.
+pub fn yaml(value: &Value) -> String {
+    super::yaml::emit::document(value)
 }
 
 /// A unified diff of each object's YAML before and after.
-pub fn diffs(reports: &[ObjectReport<'_>]) -> Result<String, serde_yaml_ng::Error> {
+pub fn diffs(reports: &[ObjectReport<'_>]) -> String {
     let mut s = String::new();
     for r in reports {
         if r.verdict.patch.0.is_empty() {
             continue;
         }
-        let before = serde_yaml_ng::to_string(r.original)?;
-        let after = serde_yaml_ng::to_string(&r.verdict.object)?;
+        let before = yaml(r.original);
+        let after = yaml(&r.verdict.object);
         let name = title(r.verdict);
         let diff = similar::TextDiff::from_lines(&before, &after);
         let _ = write!(
@@ -94,5 +118,5 @@ pub fn diffs(reports: &[ObjectReport<'_>]) -> Result<String, serde_yaml_ng::Erro
                 .header(&format!("a/{name}"), &format!("b/{name}"))
         );
     }
-    Ok(s)
+    s
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use thiserror::Error;
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 
 use super::{InventorySource, Status};
 
@@ -41,7 +41,8 @@ fn read_list(path: &Path, required: bool) -> Result<Value, FilesError> {
     Ok(v)
 }
 
-/// Load `nodes.json` (required), `pods.json` and `namespaces.json` (optional) from `dir`.
+/// Load `nodes.json` (required), `pods.json`, `namespaces.json` and `pytorchjobs.json`
+/// (optional; what `pytorchjobs/scale` reviews are judged against) from `dir`.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes_path = dir.join("nodes.json");
     if !nodes_path.exists() {
@@ -50,7 +51,10 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes = read_list(&nodes_path, true)?;
     let pods = read_list(&dir.join("pods.json"), false)?;
     let namespaces = read_list(&dir.join("namespaces.json"), false)?;
-    Ok(Snapshot::from_lists(&nodes, &pods, &namespaces))
+    let mut snap = Snapshot::from_lists(&nodes, &pods, &namespaces);
+    let jobs = read_list(&dir.join("pytorchjobs.json"), false)?;
+    snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
+    Ok(snap)
 }
 
 /// A fixed snapshot.

@@ -1,5 +1,5 @@
-//! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces and the
-//! Pods of training jobs. A ticker rebuilds the snapshot at most once a second when
+//! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
+//! Pods of training jobs and PyTorchJobs (for scale reviews). A ticker rebuilds the snapshot at most once a second when
 //! something changed; the request path only loads the newest snapshot (never waits on
 //! the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use arc_swap::{ArcSwap, ArcSwapOption};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use trainplace_engine::Snapshot;
 use trainplace_engine::annotations::JOB_IDENTITY_LABELS;
-use trainplace_engine::inventory::Snapshot;
 
 use super::{InventorySource, Status};
 
@@ -63,27 +64,65 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let stream = watcher(api, config).default_backoff().reflect(writer);
+    drive(
+        watcher(api, config).default_backoff().reflect(writer),
+        inv,
+        true,
+    );
+    reader
+}
+
+/// Run a reflector stream: every event marks the inventory dirty. A watch error of a
+/// `required` source marks the inventory down; an optional one (a CRD that may not be
+/// installed) is only logged.
+fn drive<S, T, E>(stream: S, inv: Arc<LiveInventory>, required: bool)
+where
+    S: futures_util::Stream<Item = Result<T, E>> + Send + 'static,
+    T: Send,
+    E: std::fmt::Display + Send,
+{
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             match event {
                 Ok(_) => inv.dirty.store(true, Ordering::Release),
-                Err(error) => {
+                Err(error) if required => {
                     tracing::warn!(%error, "inventory watch failed; serving from the last snapshot or the embedded catalog");
                     inv.status.store(Arc::new(Status::Down {
                         error: error.to_string(),
                     }));
                 }
+                Err(error) => {
+                    tracing::debug!(%error, "optional inventory watch failed (is the CRD installed?)")
+                }
             }
         }
     });
+}
+
+/// PyTorchJobs (kubeflow.org/v1), what `pytorchjobs/scale` reviews are judged against.
+/// A cluster without the CRD only logs the watch errors: scales then pass with a
+/// warning, the rest of the inventory is unaffected.
+fn watch_pytorchjobs(client: Client, inv: Arc<LiveInventory>) -> Store<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("kubeflow.org", "v1", "PyTorchJob");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "pytorchjobs");
+    let api = Api::<DynamicObject>::all_with(client, &resource);
+    let writer = reflector::store::Writer::new(resource);
+    let reader = writer.as_reader();
+    drive(
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer),
+        inv,
+        false,
+    );
     reader
 }
 
 fn values<K>(store: &Store<K>) -> Vec<serde_json::Value>
 where
-    K: kube::Resource<DynamicType = ()> + Clone + Serialize,
+    K: kube::Resource + Clone + Serialize,
+    K::DynamicType: std::hash::Hash + Eq + Clone,
 {
     store
         .state()
@@ -123,6 +162,7 @@ impl LiveInventory {
                 )
             })
             .collect();
+        let jobs = watch_pytorchjobs(client.clone(), inv.clone());
         let me = inv.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -134,7 +174,8 @@ impl LiveInventory {
                 let node_values = values(&nodes);
                 let pod_values: Vec<_> = pods.iter().flat_map(values).collect();
                 let ns_values = values(&namespaces);
-                let snap = Snapshot::build(&node_values, &pod_values, &ns_values);
+                let mut snap = Snapshot::build(&node_values, &pod_values, &ns_values);
+                snap.add_scalable(&values(&jobs));
                 me.status.store(Arc::new(Status::Live {
                     nodes: node_values.len(),
                     gpu_types: snap.types.len(),

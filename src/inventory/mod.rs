@@ -9,7 +9,7 @@ pub mod live;
 use std::sync::Arc;
 
 use serde::Serialize;
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 
 /// Where the inventory stands, for `/readyz` and metrics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

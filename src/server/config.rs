@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use trainplace_engine::response::{DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, Limits};
+use trainplace_engine::{DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, Limits};
 
 pub use super::listener::Deadlines;
 
@@ -36,6 +36,11 @@ pub struct ServeArgs {
     /// directory of `kubectl get -o json` files (nodes.json, pods.json, namespaces.json).
     #[arg(long, env = "TRAINPLACE_INVENTORY", default_value = "auto")]
     pub inventory: String,
+    /// Directory of admission-mark keys (a mounted Secret; file name = key id, the
+    /// name that sorts last signs, all verify; reloaded on change). Default: a random
+    /// key per process (pods of admitted workloads are then re-judged on other replicas).
+    #[arg(long, env = "TRAINPLACE_MARK_KEYS")]
+    pub mark_keys: Option<PathBuf>,
     /// Largest AdmissionReview body accepted (bytes); larger gets HTTP 413.
     #[arg(long, env = "TRAINPLACE_MAX_BODY", default_value_t = 4 * 1024 * 1024)]
     pub max_body: usize,
@@ -93,6 +98,7 @@ pub struct Config {
     pub probe_addr: SocketAddr,
     pub tls: Option<(PathBuf, PathBuf)>,
     pub policy_dir: Option<PathBuf>,
+    pub mark_keys: Option<PathBuf>,
     pub reload_interval: Duration,
     pub shutdown_grace: Duration,
     pub max_body: usize,
@@ -115,6 +121,7 @@ impl ServeArgs {
             policy_dir,
             reload_interval,
             shutdown_grace,
+            mark_keys,
             max_body,
             inventory,
             max_containers,
@@ -141,6 +148,7 @@ impl ServeArgs {
             probe_addr,
             tls: tls_cert.zip(tls_key),
             policy_dir,
+            mark_keys,
             reload_interval,
             shutdown_grace,
             max_body,

@@ -14,7 +14,6 @@ pub mod tls;
 use std::sync::Arc;
 
 use anyhow::Context;
-use trainplace_engine::Policy;
 
 use crate::inventory::files::StaticInventory;
 use crate::inventory::live::LiveInventory;
@@ -72,11 +71,8 @@ async fn inventory(mode: &config::InventoryMode) -> anyhow::Result<Arc<dyn Inven
 
 /// Bind both ports and start serving; returns once listening.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
-    let policy = match &config.policy_dir {
-        Some(dir) => Policy::load_dir(dir)
-            .with_context(|| format!("loading policy from {}", dir.display()))?,
-        None => Policy::embedded(),
-    };
+    let policy = crate::policy_dir::load_or_embedded(config.policy_dir.as_deref())
+        .with_context(|| format!("loading the policy from {:?}", config.policy_dir))?;
     let mut state = AppState::new(policy);
     state.limits = config.limits;
     state.pool = Arc::new(pool::ReviewPool::new(
@@ -134,6 +130,22 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     }
     if let Some(dir) = &config.policy_dir {
         reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);
+    }
+    match &config.mark_keys {
+        Some(dir) => {
+            let keys = crate::mark_keys::load(dir)?;
+            tracing::info!(dir = %dir.display(), signing = keys.current_id(), "admission-mark keys loaded");
+            state.marks.store(Some(Arc::new(keys)));
+            reload::watch_mark_keys(state.clone(), dir.clone(), config.reload_interval);
+        }
+        None => {
+            tracing::warn!(
+                "no --mark-keys: admission marks use a random key of this process; pods of admitted workloads are judged again on other replicas"
+            );
+            state
+                .marks
+                .store(Some(Arc::new(crate::mark_keys::ephemeral())));
+        }
     }
     let handle = Handle::default();
     let probe_addr = probes::serve_on_own_thread(config.probe_addr, state.clone())

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use trainplace_engine::Policy;
 
 use super::metrics::OutcomeLabels;
 use super::state::AppState;
@@ -19,26 +18,6 @@ pub fn files_hash(paths: &[&Path]) -> Option<[u8; 32]> {
     for p in paths {
         h.update(std::fs::read(p).ok()?);
         h.update([0u8]);
-    }
-    Some(h.finalize().into())
-}
-
-/// Hash of a policy directory: visible YAML file names and contents.
-pub fn dir_hash(dir: &Path) -> Option<[u8; 32]> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| !n.starts_with('.'))
-        })
-        .collect();
-    names.sort();
-    let mut h = Sha256::new();
-    for p in names {
-        h.update(p.to_string_lossy().as_bytes());
-        h.update(std::fs::read(&p).unwrap_or_default());
     }
     Some(h.finalize().into())
 }
@@ -101,24 +80,62 @@ pub fn watch_policy(state: AppState, dir: PathBuf, every: Duration) {
     let d = dir.clone();
     on_change(
         every,
-        move || dir_hash(&d),
+        // One scan: the fingerprint is taken over exactly the files the loader reads.
         move || {
-            let ok = match Policy::load_dir(&dir) {
+            crate::policy_dir::read(&d)
+                .ok()
+                .map(|docs| crate::policy_dir::fingerprint(&docs))
+        },
+        move || {
+            let result = crate::policy_dir::load(&dir);
+            let ok = result.is_ok();
+            let error = match result {
                 Ok(p) => {
                     state.policy.store(Arc::new(p));
                     tracing::info!(dir = %dir.display(), "policy reloaded");
-                    true
+                    None
                 }
                 Err(error) => {
                     tracing::error!(%error, "policy edit rejected; keeping the last good policy");
-                    false
+                    Some(format!("{error} (serving the last good policy)"))
                 }
             };
+            state.detail.rcu(|d| {
+                let mut d = (**d).clone();
+                d.policy_error.clone_from(&error);
+                d
+            });
             state
                 .metrics
                 .policy_reloads
                 .get_or_create(&outcome(ok))
                 .inc();
+        },
+    );
+}
+
+/// Reload the admission-mark keys when the key directory changes (a rotated Secret).
+pub fn watch_mark_keys(state: AppState, dir: PathBuf, every: Duration) {
+    let d = dir.clone();
+    on_change(
+        every,
+        move || {
+            let mut names: Vec<PathBuf> = std::fs::read_dir(&d)
+                .ok()?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            names.sort();
+            let paths: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
+            files_hash(&paths)
+        },
+        move || match crate::mark_keys::load(&dir) {
+            Ok(keys) => {
+                tracing::info!(signing = keys.current_id(), "admission-mark keys reloaded");
+                state.marks.store(Some(Arc::new(keys)));
+            }
+            Err(error) => {
+                tracing::error!(%error, "admission-mark keys rejected; keeping the last good ones");
+            }
         },
     );
 }

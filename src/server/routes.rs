@@ -1,5 +1,5 @@
-//! HTTPS routes: thin handlers around `trainplace_engine::admission::review_with`,
-//! run in the review pool.
+//! HTTPS routes: thin handlers around `trainplace_engine::review_with`, run in the
+//! review pool.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use trainplace_engine::Mode;
-use trainplace_engine::admission::{Endpoint, Outcome, Reviewed, review_with};
+use trainplace_engine::{Endpoint, Outcome, Reviewed, review_with};
 
 use super::metrics::{EndpointLabels, FindingLabels, ReviewLabels};
 use super::pool::PoolError;
@@ -160,7 +160,15 @@ fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>,
     })?;
     let policy = state.policy.load();
     let snapshot = state.inventory.snapshot();
-    let reviewed = review_with(body, endpoint, &policy, snapshot.as_deref(), &state.limits);
+    let marks = state.marks.load();
+    let reviewed = review_with(
+        body,
+        endpoint,
+        &policy,
+        snapshot.as_deref(),
+        marks.as_deref(),
+        &state.limits,
+    );
     record(state, endpoint, &reviewed);
     let json = encoded(
         reviewed

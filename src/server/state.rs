@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use arc_swap::ArcSwap;
-use trainplace_engine::Policy;
-use trainplace_engine::response::Limits;
+use arc_swap::{ArcSwap, ArcSwapOption};
+use trainplace_engine::Limits;
+use trainplace_engine::{MarkKeys, Policy};
 
 use super::metrics::Metrics;
 use super::pool::ReviewPool;
@@ -20,18 +20,24 @@ pub struct AppState {
     pub ready: Arc<AtomicBool>,
     /// What /readyz reports about where policy and certificate came from.
     pub detail: Arc<ArcSwap<Detail>>,
-    /// Where reviews run (blocking threads, bounded).
+    /// Where reviews run (a fixed set of review threads, bounded).
     pub pool: Arc<ReviewPool>,
     /// Per-review size limits.
     pub limits: Limits,
     /// The serving certificate (for its expiry on /metrics).
     pub cert: Option<Arc<CertStore>>,
+    /// Keys for admission marks (hot-swapped on rotation).
+    pub marks: Arc<ArcSwapOption<MarkKeys>>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Detail {
     pub policy: String,
     pub certificate: String,
+    /// Why the policy directory's current content was rejected; the last good policy
+    /// still serves. `None` once a reload succeeds.
+    #[serde(rename = "policyError", skip_serializing_if = "Option::is_none")]
+    pub policy_error: Option<String>,
 }
 
 impl AppState {
@@ -45,6 +51,7 @@ impl AppState {
             pool: Arc::new(ReviewPool::new(0, 64)),
             limits: Limits::default(),
             cert: None,
+            marks: Arc::new(ArcSwapOption::empty()),
         }
     }
 

@@ -56,8 +56,10 @@ pub fn advise(
     facts: &RawFacts,
     policy: &Policy,
 ) -> Result<Advice, InputError> {
-    let request = req.validate(&policy.catalog)?;
     let facts = facts.parse()?;
+    let mut req = req.clone();
+    region_from_offerings(&mut req, &facts)?;
+    let request = req.validate(&policy.catalog)?;
     let recommendation = recommend(&request, &policy.catalog, &facts)?;
     tracing::info!(
         instance = %recommendation.instance.name,
@@ -73,6 +75,47 @@ pub fn advise(
     })
 }
 
+/// Without a region, the offerings' zones name it; with one, offerings only from other
+/// regions are refused with the flag to pass (instead of being dropped unseen).
+pub fn region_from_offerings(req: &mut AdviceRequest, facts: &Facts) -> Result<(), InputError> {
+    let Some(offers) = facts.offerings.as_deref().filter(|o| !o.is_empty()) else {
+        return Ok(());
+    };
+    let mut regions: Vec<&str> = offers
+        .iter()
+        .filter_map(|o| crate::regions::region_of(&o.availability_zone))
+        .collect();
+    regions.sort();
+    regions.dedup();
+    match (&req.region, regions.as_slice()) {
+        (None, [one]) => {
+            tracing::info!(region = one, "region taken from the offerings");
+            req.region = Some((*one).to_string());
+            Ok(())
+        }
+        (None, []) => Ok(()),
+        (None, many) => Err(InputError::new(
+            InputSource::Offerings,
+            "CapacityBlockOfferings[].AvailabilityZone",
+            format!(
+                "offerings span regions {}: pass --region (request field region) to pick one",
+                many.join(", ")
+            ),
+        )),
+        (Some(given), found) if !found.is_empty() && !found.contains(&given.as_str()) => {
+            Err(InputError::request(
+                "region",
+                format!(
+                    "the offerings are in {} but the request says {given}: pass --region {} (or list offerings in {given})",
+                    found.join(", "),
+                    found[0]
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A request from JSON, with serde's complaint turned into a field-path error.
 pub fn request_from_value(v: Value) -> Result<AdviceRequest, InputError> {
     serde_path_to_error::deserialize(v).map_err(|e| {
@@ -82,8 +125,9 @@ pub fn request_from_value(v: Value) -> Result<AdviceRequest, InputError> {
     })
 }
 
-/// Keys of a JSON request body that carry documents rather than request fields.
-pub const DOCUMENT_KEYS: [&str; 3] = ["offerings", "instanceTypes", "nodes"];
+/// Keys of a JSON request body that carry documents rather than request fields. The
+/// cluster inventory is `clusterNodes`: `nodes` is the request's node count.
+pub const DOCUMENT_KEYS: [&str; 3] = ["offerings", "instanceTypes", "clusterNodes"];
 
 /// Split an HTTP body into the request and the embedded aws/kubectl documents.
 pub fn split_body(mut body: Value) -> Result<(AdviceRequest, RawFacts), InputError> {
@@ -98,7 +142,7 @@ pub fn split_body(mut body: Value) -> Result<(AdviceRequest, RawFacts), InputErr
     let facts = RawFacts {
         offerings: take("offerings"),
         instance_types: take("instanceTypes"),
-        nodes: take("nodes"),
+        nodes: take("clusterNodes"),
     };
     Ok((request_from_value(body)?, facts))
 }

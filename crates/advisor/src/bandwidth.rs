@@ -1,10 +1,10 @@
 //! Expected all-reduce bandwidth class: NVLink (or PCIe / NeuronLink) inside a node,
 //! EFA between nodes, and the nccl-tests busbw range `trainplace diagnose` judges by
-//! (its expectation table, so the advisor and the check afterwards agree).
+//! (the engine's expected-bandwidth table, so the advisor and the check afterwards agree).
 
 use serde::Serialize;
-use trainplace_diagnose::expectations::Expectations;
-use trainplace_engine::{InstanceProfile, catalog::Rdma};
+use trainplace_engine::bandwidth::Expectations;
+use trainplace_engine::{InstanceProfile, Rdma};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

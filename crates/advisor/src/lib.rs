@@ -1,6 +1,7 @@
 //! trainplace placement advisor: "I need N GPUs for D days around T: what do I buy and
-//! how do I set it up?" A pure core (request -> recommendation -> artifacts) with two
-//! thin faces, the CLI (`cli`) and HTTP (`http`).
+//! how do I set it up?" A pure core (request -> recommendation -> artifacts, text and
+//! SVG renderings); its faces (the `advise` CLI and the HTTP server with the web page)
+//! live in the `trainplace` binary.
 #![forbid(unsafe_code)]
 
 pub mod aws;
@@ -13,16 +14,19 @@ pub mod time;
 pub use error::{InputError, InputSource};
 pub use request::{AdviceRequest, Request};
 pub mod bandwidth;
+pub mod images;
 pub mod inventory;
+pub mod options;
+mod placement;
+pub mod plan;
 pub mod recommend;
 pub mod shape;
 pub mod warnings;
 
 pub use recommend::{Facts, Recommendation, recommend};
 pub mod advice;
+pub mod allocatable;
 pub mod artifacts;
-pub mod cli;
-pub mod http;
 pub mod render;
 pub mod svg;
 

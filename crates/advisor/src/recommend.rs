@@ -4,39 +4,17 @@
 use serde::Serialize;
 use trainplace_engine::{Catalog, InstanceProfile};
 
-use crate::aws::instance_types::{AwsInstanceType, disagreements};
+use crate::aws::instance_types::disagreements;
 use crate::aws::offerings::Offering;
 use crate::bandwidth::{Bandwidth, bandwidth};
-use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, block_hours_for, choose_blocks};
+use crate::capacity::{BlockChoice, BlockNeed, block_hours_for, block_sizes, choose_blocks};
 use crate::error::InputError;
-use crate::inventory::{NodeInfo, zones_with};
+use crate::options::{CapacityOption, capacity_options};
+use crate::placement::{existing_capacity, other_offerings, pick_zone};
+pub use crate::plan::{CapacityPlan, Facts};
 use crate::request::{CapacityPref, Request};
 use crate::shape::{Candidate, Shape, candidates};
 use crate::warnings::{self as warn, Warning};
-
-/// Optional real data next to the request.
-#[derive(Debug, Clone, Default)]
-pub struct Facts {
-    pub offerings: Option<Vec<Offering>>,
-    pub instance_types: Option<Vec<AwsInstanceType>>,
-    pub nodes: Option<Vec<NodeInfo>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum CapacityPlan {
-    /// `blocks` is `None` when no offerings were given: look them up, then rerun.
-    #[serde(rename_all = "camelCase")]
-    CapacityBlock {
-        block_hours: u32,
-        blocks: Option<BlockPlan>,
-    },
-    #[serde(rename_all = "camelCase")]
-    Odcr {
-        reservation_id: String,
-    },
-    OnDemand,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -63,6 +41,8 @@ pub struct Alternative {
 pub struct Recommendation {
     pub request: Request,
     pub instance: InstanceProfile,
+    /// The job's container image: the request's, else the accelerator's default.
+    pub image: String,
     pub shape: Shape,
     pub pods: u32,
     pub processes_per_pod: u32,
@@ -75,6 +55,11 @@ pub struct Recommendation {
     pub reasons: Vec<String>,
     pub warnings: Vec<Warning>,
     pub alternatives: Vec<Alternative>,
+    /// The chosen capacity and what else could be bought, with cost.
+    pub capacity_options: Vec<CapacityOption>,
+    /// Offerings of the chosen type in the region that the plan does not buy, by
+    /// start (at most 20), so people can weigh price against start.
+    pub other_offerings: Vec<Offering>,
 }
 
 pub fn recommend(
@@ -101,6 +86,9 @@ pub fn recommend(
         profile.accelerators
     )];
     let mut warnings = Vec::new();
+    if let Some(from) = req.start_moved_from {
+        warnings.push(warn::start_moved(from, req.now));
+    }
     if let (true, Some(g)) = (shape.rounded_up, shape.requested_gpus) {
         warnings.push(warn::rounded_up(
             g,
@@ -121,8 +109,16 @@ pub fn recommend(
                 .map(|d| warn::catalog_mismatch(d)),
         );
     }
-    let (capacity, block_zone) =
-        capacity_plan(req, profile, &shape, facts, &mut reasons, &mut warnings);
+    let (capacity, block_zone) = match existing_capacity(req, &profile.name, shape.nodes, facts) {
+        Some((plan, zone)) => {
+            reasons.push(format!(
+                "nothing to buy: the cluster already has {} {} node(s) in {zone}; make sure they are free for this job",
+                shape.nodes, profile.name
+            ));
+            (plan, Some(zone))
+        }
+        None => capacity_plan(req, profile, &shape, facts, &mut reasons, &mut warnings),
+    };
     let zone = block_zone
         .unwrap_or_else(|| pick_zone(req, &profile.name, facts, &mut reasons, &mut warnings));
     let placement_group = (shape.nodes > 1 && matches!(capacity, CapacityPlan::OnDemand))
@@ -140,7 +136,7 @@ pub fn recommend(
     if shape.nodes > 1 {
         warnings.push(warn::efa_one_az(&zone));
         warnings.extend(warn::p4d_efa(profile));
-        if profile.rdma == trainplace_engine::catalog::Rdma::None {
+        if profile.rdma == trainplace_engine::Rdma::None {
             warnings.push(warn::no_rdma(profile));
         }
     }
@@ -163,10 +159,19 @@ pub fn recommend(
             on_demand_usd: on_demand(c.profile, c.shape.nodes, req.job_hours),
         })
         .collect();
+    let capacity_options =
+        capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);
+    let other_offerings = other_offerings(req, &profile.name, facts, &capacity);
     Ok(Recommendation {
+        capacity_options,
+        other_offerings,
         request: req.clone(),
+        image: req
+            .image
+            .clone()
+            .unwrap_or_else(|| crate::images::default_image(profile, &req.region)),
         pods: shape.nodes,
-        processes_per_pod: shape.gpus_per_node,
+        processes_per_pod: crate::shape::processes_per_node(profile),
         bandwidth: bandwidth(profile, shape.nodes),
         instance: profile.clone(),
         shape,
@@ -215,6 +220,16 @@ fn capacity_plan(
         ));
         return (CapacityPlan::OnDemand, None);
     };
+    if block_sizes(shape.nodes).is_none() {
+        warnings.push(warn::too_many_for_blocks(shape.nodes));
+        return (CapacityPlan::OnDemand, None);
+    }
+    if let Some(start) = req.earliest_start {
+        let buy_from = start - (crate::capacity::latest_buyable_start(req.now) - req.now);
+        if start > crate::capacity::latest_buyable_start(req.now) {
+            warnings.push(warn::block_too_far_ahead(start, buy_from));
+        }
+    }
     let Some(offers) = &facts.offerings else {
         reasons.push(format!(
             "Capacity Block of {block_hours} h x {} instances: list the offerings (aws-cli.sh), then rerun with --offerings to pick one",
@@ -236,6 +251,8 @@ fn capacity_plan(
         earliest_start: req.earliest_start,
         latest_end: req.latest_end,
         zones: &req.zones,
+        margin_minutes: 0,
+        now: req.now,
     };
     match choose_blocks(offers, &need) {
         BlockChoice::Fit(plan) => {
@@ -249,7 +266,7 @@ fn capacity_plan(
                 plan.end,
                 plan.total_fee_usd
             ));
-            warnings.push(warn::block_end(plan.end));
+            warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
             let zone = plan.availability_zone.clone();
             (
                 CapacityPlan::CapacityBlock {
@@ -272,40 +289,6 @@ fn capacity_plan(
     }
 }
 
-/// Allowed zone that already holds nodes of this type, else the first allowed zone,
-/// else the region's first zone (assumed, with a warning).
-fn pick_zone(
-    req: &Request,
-    instance: &str,
-    facts: &Facts,
-    reasons: &mut Vec<String>,
-    warnings: &mut Vec<Warning>,
-) -> String {
-    let existing = facts
-        .nodes
-        .as_deref()
-        .map(|n| zones_with(n, instance))
-        .unwrap_or_default();
-    if let Some(z) = existing
-        .iter()
-        .find(|z| req.zones.is_empty() || req.zones.contains(&z.zone))
-    {
-        reasons.push(format!(
-            "{}: the cluster already has {} {instance} node(s) there ({})",
-            z.zone,
-            z.nodes,
-            z.groups.join(", ")
-        ));
-        return z.zone.clone();
-    }
-    if let Some(z) = req.zones.first() {
-        return z.clone();
-    }
-    let zone = format!("{}a", req.region);
-    warnings.push(warn::zone_assumed(&zone));
-    zone
-}
-
 fn on_demand(p: &InstanceProfile, nodes: u32, hours: u32) -> Option<f64> {
     p.price_per_hour_usd
         .map(|usd| round2(usd * f64::from(nodes) * f64::from(hours)))
@@ -322,7 +305,9 @@ fn cost(p: &InstanceProfile, shape: &Shape, hours: u32, plan: &CapacityPlan) -> 
     let estimate_usd = match plan {
         CapacityPlan::CapacityBlock { .. } => capacity_block_usd,
         // ODCRs bill at the on-demand rate.
-        CapacityPlan::Odcr { .. } | CapacityPlan::OnDemand => on_demand_usd,
+        CapacityPlan::Odcr { .. } | CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => {
+            on_demand_usd
+        }
     };
     Cost {
         on_demand_usd,

@@ -50,6 +50,11 @@ pub fn is_zone_of(zone: &str, region: &str) -> bool {
         .is_some_and(|rest| rest.len() == 1 && rest.chars().all(|c| c.is_ascii_lowercase()))
 }
 
+/// The region a zone name belongs to, when it is a known region's zone.
+pub fn region_of(zone: &str) -> Option<&'static str> {
+    REGIONS.iter().copied().find(|r| is_zone_of(zone, r))
+}
+
 /// A second zone for the cluster's VPC: eksctl needs at least two zones for a cluster,
 /// while the GPU nodegroup stays in one. Prefer one the user allowed.
 pub fn companion_zone(zone: &str, region: &str, allowed: &[String]) -> String {

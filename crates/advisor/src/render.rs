@@ -10,11 +10,12 @@ pub fn text(advice: &Advice) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} x {} in {} ({} GPUs: {} pods x {} processes, {} EFA per node)",
+        "{} x {} in {} ({} {}: {} pods x {} processes, {} EFA per node)",
         r.shape.nodes,
         r.instance.name,
         r.availability_zone,
         r.shape.total_gpus,
+        crate::shape::accelerator_word(&r.instance),
         r.pods,
         r.processes_per_pod,
         r.shape.efa_per_node
@@ -46,6 +47,10 @@ pub fn text(advice: &Advice) -> String {
         CapacityPlan::Odcr { reservation_id } => {
             format!("On-Demand Capacity Reservation {reservation_id}")
         }
+        CapacityPlan::Existing { nodes, groups } => format!(
+            "existing nodes: the cluster's {nodes} node(s) ({})",
+            groups.join(", ")
+        ),
         CapacityPlan::OnDemand => "on-demand".to_string(),
     };
     let _ = writeln!(s, "capacity:   {capacity}");
@@ -92,15 +97,28 @@ pub fn text(advice: &Advice) -> String {
             let _ = writeln!(s, "  ! [{}] {}", w.code, w.message);
         }
     }
+    if !r.capacity_options.is_empty() {
+        let _ = writeln!(s, "\ncapacity options:");
+        for o in &r.capacity_options {
+            let mark = if o.chosen { "*" } else { "-" };
+            let ids = if o.offerings.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", o.offerings.join(" + "))
+            };
+            let _ = writeln!(s, "  {mark} {}{ids}: {}", o.label, money(o.usd));
+        }
+    }
     if !r.alternatives.is_empty() {
         let _ = writeln!(s, "\nalternatives:");
         for a in &r.alternatives {
             let _ = writeln!(
                 s,
-                "  - {} x {} ({} GPUs, on-demand {})",
+                "  - {} x {} ({} {}, on-demand {})",
                 a.nodes,
                 a.instance_type,
                 a.total_gpus,
+                crate::shape::accelerator_word(&r.instance),
                 money(a.on_demand_usd)
             );
         }

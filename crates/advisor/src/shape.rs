@@ -72,21 +72,56 @@ pub fn candidates<'c>(
     let want_blocks = req.capacity == CapacityPref::CapacityBlock;
     out.sort_by_key(|c| {
         let p = c.profile;
+        // On one node nothing crosses the network: a type that holds exactly the ask
+        // on one node wins, NVLink still counts inside the node, then the node's price.
+        // Across nodes NVLink and the fabric come first: 60 H100 go to 8 x 8 (rounded
+        // up), not to 60 single-GPU nodes.
+        let single = c.shape.nodes == 1;
+        let per = if single { 1 } else { p.accelerators };
         (
-            Reverse(!c.shape.rounded_up),
+            Reverse(single && !c.shape.rounded_up),
             Reverse(want_blocks && p.capacity_blocks == Some(true)),
             Reverse(p.nvlink),
-            Reverse(p.network_gbps.unwrap_or(0) * 1000 / p.accelerators),
+            Reverse(!c.shape.rounded_up),
+            Reverse(if single {
+                0
+            } else {
+                p.network_gbps.unwrap_or(0) * 1000 / p.accelerators
+            }),
             // Fewer, bigger nodes keep more of the all-reduce inside a node.
             c.shape.nodes,
-            // Unknown prices sort last; cents per accelerator-hour otherwise.
+            // Unknown prices sort last; cents per node-hour on one node, per
+            // accelerator-hour across nodes.
             p.price_per_hour_usd.map_or(u64::MAX, |usd| {
-                (usd * 100.0 / f64::from(p.accelerators)).round() as u64
+                (usd * 100.0 / f64::from(per)).round() as u64
             }),
             p.name.clone(),
         )
     });
     Ok(out)
+}
+
+/// Worker processes per node: one per GPU; on Trainium one per logical NeuronCore.
+/// trn1: 16 Trainium chips x 2 NeuronCore-v2 = 32
+/// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/trn1-arch.html);
+/// trn2: 16 Trainium2 chips x 8 physical cores, grouped 2 per logical core by the
+/// default logical NeuronCore config (LNC=2) = 64
+/// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/trn2-arch.html).
+pub fn processes_per_node(p: &InstanceProfile) -> u32 {
+    match p.name.as_str() {
+        "trn1.32xlarge" | "trn1n.32xlarge" => 32,
+        "trn2.48xlarge" | "trn2u.48xlarge" => 64,
+        _ => p.accelerators,
+    }
+}
+
+/// What the accelerators are called in text: GPUs, or accelerators for Neuron.
+pub fn accelerator_word(p: &InstanceProfile) -> &'static str {
+    if p.accelerator_resource == "nvidia.com/gpu" {
+        "GPUs"
+    } else {
+        "accelerators"
+    }
 }
 
 pub fn shape_for(p: &InstanceProfile, demand: Demand) -> Shape {
@@ -129,7 +164,8 @@ mod tests {
 
     #[rstest]
     #[case::h100(64, Some("h100"), None, "p5.48xlarge", 8, false)]
-    #[case::any_prefers_nvlink_and_bandwidth(16, None, None, "p5.48xlarge", 2, false)]
+    #[case::any_prefers_nvlink_and_bandwidth(16, None, None, "p6-b300.48xlarge", 2, false)]
+    #[case::one_gpu_any_is_the_cheapest_one_gpu_type(1, None, None, "g6.xlarge", 1, false)]
     #[case::h200_known_price_first(16, Some("h200"), None, "p5en.48xlarge", 2, false)]
     #[case::l40s_big_nodes(16, Some("l40s"), None, "g6e.48xlarge", 2, false)]
     #[case::l40s_exact_fit_beats_rounding(12, Some("l40s"), None, "g6e.24xlarge", 3, false)]
@@ -137,6 +173,18 @@ mod tests {
     #[case::rounded_up(60, Some("h100"), None, "p5.48xlarge", 8, true)]
     #[case::a100_blocks_wanted(16, Some("a100"), Some("capacity-block"), "p4d.24xlarge", 2, false)]
     #[case::trainium_bandwidth_first(32, Some("trainium"), None, "trn2.48xlarge", 2, false)]
+    #[case::one_node_l40s_is_the_cheapest_that_holds_them(
+        4,
+        Some("l40s"),
+        None,
+        "g6e.12xlarge",
+        1,
+        false
+    )]
+    #[case::one_l40s_gets_a_one_gpu_type(1, Some("l40s"), None, "g6e.xlarge", 1, false)]
+    #[case::one_h100_gets_p5_4xlarge(1, Some("h100"), None, "p5.4xlarge", 1, false)]
+    #[case::eight_h100_one_node_not_eight_small(8, Some("h100"), None, "p5.48xlarge", 1, false)]
+    #[case::b300_family(16, Some("b300"), None, "p6-b300.48xlarge", 2, false)]
     fn chooses(
         #[case] gpus: i64,
         #[case] family: Option<&str>,

@@ -29,12 +29,25 @@ pub fn efa_one_az(zone: &str) -> Warning {
     )
 }
 
-pub fn block_end(end: Timestamp) -> Warning {
+/// The block's end as a checkpoint deadline. Timings: EC2 begins terminating instances
+/// 30 min before a Capacity Block ends, EventBridge warns 40 min before, and EKS scales
+/// managed nodegroups to 0 40 min before
+/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html,
+/// https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html).
+pub fn block_end(end: Timestamp, job_hours: u32, usable_hours: f64) -> Warning {
     let stop = end - SignedDuration::from_mins(EKS_SCALE_DOWN_MINUTES);
+    let squeeze = if f64::from(job_hours) > usable_hours {
+        format!(
+            "; the job's {job_hours} h run {:.0} min past that: save a checkpoint before it and resume, or buy the longer block listed in the capacity options",
+            (f64::from(job_hours) - usable_hours) * 60.0
+        )
+    } else {
+        String::new()
+    };
     w(
         "capacity-block-end",
         format!(
-            "Capacity Blocks end at 11:30 UTC ({end}); EC2 starts terminating instances 30 min before and EKS scales the nodegroup to 0 forty minutes before: checkpoint and finish by {stop}"
+            "checkpoint deadline {stop}: the Capacity Block ends {end}; EventBridge warns and EKS scales the nodegroup to 0 forty minutes before, EC2 reclaims the instances from thirty minutes before{squeeze}"
         ),
     )
 }
@@ -64,7 +77,7 @@ pub fn job_longer_than_block(job_hours: u32, detail: &str) -> Warning {
     w(
         "job-longer-than-block",
         format!(
-            "the job ({job_hours} h plus the 40 min EKS scale-down) is longer than {detail}: checkpoint and resume in a second block, or plan on-demand"
+            "the job ({job_hours} h) is longer than {detail}: checkpoint and resume in a second block, or plan on-demand"
         ),
     )
 }
@@ -126,5 +139,30 @@ pub fn catalog_mismatch(detail: &str) -> Warning {
     w(
         "catalog-mismatch",
         format!("instance types input disagrees with the catalog: {detail}"),
+    )
+}
+
+pub fn too_many_for_blocks(nodes: u32) -> Warning {
+    w(
+        "too-many-for-capacity-blocks",
+        format!(
+            "{nodes} instances cannot be bought as Capacity Blocks (at most 64 per block and 256 across blocks): planned on-demand; split the job or ask AWS for a larger reservation"
+        ),
+    )
+}
+
+pub fn start_moved(from: Timestamp, now: Timestamp) -> Warning {
+    w(
+        "start-moved",
+        format!("the requested start {from} is in the past: planned from now ({now})"),
+    )
+}
+
+pub fn block_too_far_ahead(start: Timestamp, buy_from: Timestamp) -> Warning {
+    w(
+        "capacity-block-too-early",
+        format!(
+            "Capacity Blocks sell at most 8 weeks ahead: a block starting {start} cannot be bought today; list and buy it from {buy_from}"
+        ),
     )
 }

@@ -7,7 +7,7 @@ mod common;
 use common::recommendation;
 use serde_json::{Map, Value, json};
 use trainplace_advisor::artifacts::objects;
-use trainplace_engine::engine::evaluate;
+use trainplace_engine::evaluate;
 use trainplace_engine::{Policy, Requester};
 
 /// A Pod from a template plus the labels/annotations its operator adds.

@@ -15,7 +15,7 @@ fn codes(r: &trainplace_advisor::Recommendation) -> Vec<&str> {
 }
 
 #[test]
-fn h100_week_buys_two_blocks_in_one_zone() {
+fn h100_week_buys_week_blocks_in_one_zone() {
     let r = recommendation("h100-blocks", "pytorchjob");
     assert_eq!(r.instance.name, "p5.48xlarge");
     assert_eq!(
@@ -25,27 +25,48 @@ fn h100_week_buys_two_blocks_in_one_zone() {
     assert_eq!((r.pods, r.processes_per_pod), (8, 8));
     assert_eq!(r.availability_zone, "us-east-1a");
     let CapacityPlan::CapacityBlock {
-        block_hours: 192,
+        block_hours: 168,
         blocks: Some(plan),
     } = &r.capacity
     else {
         panic!("{:?}", r.capacity)
     };
+    // The cheapest cover of 7 days: the 7-day block plus one 8-day block.
     let ids: Vec<_> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
-    assert_eq!(ids, ["cb-0f1a2b3c4d5e60002", "cb-0f1a2b3c4d5e60003"]);
+    assert_eq!(ids, ["cb-0f1a2b3c4d5e60001", "cb-0f1a2b3c4d5e60002"]);
     assert_eq!(r.placement_group, None, "capacity blocks are co-located");
-    assert_eq!(r.cost.estimate_usd, Some(48328.70));
+    assert_eq!(r.cost.estimate_usd, Some(45308.16));
+    // Alternatives with their cost: the longer blocks that also hold the EKS
+    // scale-down, and on-demand.
+    let opts: Vec<(&str, bool, Option<f64>)> = r
+        .capacity_options
+        .iter()
+        .map(|o| (o.kind, o.chosen, o.usd))
+        .collect();
+    assert_eq!(
+        opts,
+        [
+            ("capacity-block", true, Some(45308.16)),
+            ("capacity-block", false, Some(48328.70)),
+            ("on-demand", false, r.cost.on_demand_usd),
+        ]
+    );
+    assert_eq!(
+        r.capacity_options[1].offerings,
+        ["cb-0f1a2b3c4d5e60002", "cb-0f1a2b3c4d5e60003"]
+    );
     assert_eq!(
         r.cost.on_demand_usd,
         Some(55.04 * 8.0 * 168.0).map(|x| (x * 100.0_f64).round() / 100.0)
     );
     assert_eq!(r.bandwidth.class, "nvlink+efa-rdma");
     assert_eq!(codes(&r), ["capacity-block-end", "efa-single-az"]);
+    let m = &r.warnings[0].message;
     assert!(
-        r.warnings[0].message.contains("2026-12-09T10:50:00Z"),
-        "{}",
-        r.warnings[0].message
+        m.contains("checkpoint deadline 2026-12-08T10:50:00Z"),
+        "{m}"
     );
+    assert!(m.contains("run 40 min past that"), "{m}");
 }
 
 #[test]
@@ -74,7 +95,7 @@ fn p4d_warns_about_efa_to_other_types() {
 }
 
 #[test]
-fn week_long_job_does_not_fit_week_long_blocks() {
+fn week_long_job_buys_the_week_long_block() {
     let c = Catalog::embedded();
     let only_7d = parse_offerings(&offerings_fixture())
         .unwrap()
@@ -92,13 +113,18 @@ fn week_long_job_does_not_fit_week_long_blocks() {
         ..Default::default()
     };
     let r = recommend(&req.validate(&c).unwrap(), &c, &facts).unwrap();
-    assert_eq!(r.capacity, CapacityPlan::OnDemand);
-    assert!(
-        codes(&r).contains(&"job-longer-than-block"),
-        "{:?}",
-        r.warnings
-    );
-    assert!(codes(&r).contains(&"no-capacity-block-fits"));
+    let CapacityPlan::CapacityBlock {
+        block_hours: 168,
+        blocks: Some(plan),
+    } = &r.capacity
+    else {
+        panic!("{:?}", r.capacity)
+    };
+    assert_eq!(plan.offerings[0].id, "cb-0f1a2b3c4d5e60001");
+    assert_eq!(codes(&r), ["capacity-block-end", "efa-single-az"]);
+    // No longer block in the offerings: on-demand is the only alternative.
+    assert_eq!(r.capacity_options.len(), 2);
+    assert_eq!(r.capacity_options[1].kind, "on-demand");
 }
 
 #[test]
@@ -299,5 +325,243 @@ fn trainium_uses_neuron_devices_and_skips_nccl_tests() {
     assert!(
         job.contains("aws.amazon.com/neuron: 16") && !job.contains("NCCL_SOCKET_IFNAME"),
         "{job}"
+    );
+}
+
+#[test]
+fn region_comes_from_the_offerings_or_is_refused_with_the_flag() {
+    let policy = trainplace_engine::Policy::embedded();
+    let east2 = offerings_fixture().replace("us-east-1", "us-east-2");
+    let facts = trainplace_advisor::RawFacts {
+        offerings: Some(east2.clone()),
+        ..Default::default()
+    };
+    let req = AdviceRequest {
+        gpus: Some(64),
+        family: Some("h100".into()),
+        duration_days: Some(7.0),
+        ..Default::default()
+    };
+    let advice = trainplace_advisor::advise(&req, &facts, &policy).unwrap();
+    let r = &advice.recommendation;
+    assert_eq!(r.request.region, "us-east-2");
+    assert_eq!(r.availability_zone, "us-east-2a");
+    assert!(matches!(
+        r.capacity,
+        CapacityPlan::CapacityBlock {
+            blocks: Some(_),
+            ..
+        }
+    ));
+    // An explicit region without any offering in it is refused, naming the flag.
+    let err = trainplace_advisor::advise(
+        &AdviceRequest {
+            region: Some("us-east-1".into()),
+            ..req.clone()
+        },
+        &facts,
+        &policy,
+    )
+    .unwrap_err();
+    assert_eq!(err.field, "region");
+    assert!(err.message.contains("--region us-east-2"), "{err}");
+    // Offerings from two regions and no region: say which flag picks one.
+    let mixed = offerings_fixture().replacen("us-east-1a", "us-west-2a", 1);
+    let err = trainplace_advisor::advise(
+        &req,
+        &trainplace_advisor::RawFacts {
+            offerings: Some(mixed),
+            ..Default::default()
+        },
+        &policy,
+    )
+    .unwrap_err();
+    assert!(err.message.contains("pass --region"), "{err}");
+}
+
+#[test]
+fn more_than_64_instances_split_into_blocks_and_nodegroups() {
+    let c = trainplace_engine::Policy::embedded();
+    let req = AdviceRequest {
+        gpus: Some(800),
+        family: Some("h100".into()),
+        duration_days: Some(7.0),
+        ..Default::default()
+    };
+    let r = recommend(
+        &req.validate(&c.catalog).unwrap(),
+        &c.catalog,
+        &Facts::default(),
+    )
+    .unwrap();
+    assert_eq!(r.shape.nodes, 100);
+    let o = trainplace_advisor::artifacts::objects(&r, &c);
+    let sizes: Vec<u64> = o.cluster_config["managedNodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|ng| ng["desiredCapacity"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [64, 36]);
+    let script = trainplace_advisor::artifacts::awscli::script(&r);
+    assert!(
+        script.contains("--instance-count 64 ") && script.contains("--instance-count 36 "),
+        "{script}"
+    );
+    // Beyond 256 instances no set of blocks can hold the job: say so, plan on-demand.
+    let req = AdviceRequest {
+        gpus: Some(8 * 257),
+        ..req
+    };
+    let r = recommend(
+        &req.validate(&c.catalog).unwrap(),
+        &c.catalog,
+        &Facts::default(),
+    )
+    .unwrap();
+    assert_eq!(r.capacity, CapacityPlan::OnDemand);
+    assert!(
+        codes(&r).contains(&"too-many-for-capacity-blocks"),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn offerings_appended_per_block_size_parse_as_one_list() {
+    let one = offerings_fixture();
+    let both = format!("{one}\n{one}");
+    assert_eq!(
+        parse_offerings(&both).unwrap().len(),
+        2 * parse_offerings(&one).unwrap().len()
+    );
+    assert!(parse_offerings("").is_err());
+    assert!(parse_offerings(&format!("{one} {{")).is_err());
+}
+
+fn at(now: &str, req: &AdviceRequest, facts: &Facts) -> trainplace_advisor::Recommendation {
+    let c = Catalog::embedded();
+    let valid = req.validate_at(&c, now.parse().unwrap()).unwrap();
+    recommend(&valid, &c, facts).unwrap()
+}
+
+#[test]
+fn start_in_the_past_moves_to_now_and_an_ended_window_is_refused() {
+    let req = AdviceRequest {
+        gpus: Some(8),
+        family: Some("h100".into()),
+        duration_days: Some(1.0),
+        earliest_start: Some("2026-11-01".into()),
+        ..Default::default()
+    };
+    let r = at("2026-11-22T00:00:00Z", &req, &Facts::default());
+    assert_eq!(
+        r.request.earliest_start,
+        Some("2026-11-22T00:00:00Z".parse().unwrap())
+    );
+    assert!(codes(&r).contains(&"start-moved"), "{:?}", r.warnings);
+    let req = AdviceRequest {
+        latest_end: Some("2026-11-10".into()),
+        ..req
+    };
+    let err = req
+        .validate_at(
+            &Catalog::embedded(),
+            "2026-11-22T00:00:00Z".parse().unwrap(),
+        )
+        .unwrap_err();
+    assert_eq!(err.field, "latestEnd");
+}
+
+#[test]
+fn blocks_more_than_8_weeks_ahead_cannot_be_bought_today() {
+    let req = AdviceRequest {
+        gpus: Some(32),
+        family: Some("h100".into()),
+        duration_days: Some(7.0),
+        ..Default::default()
+    };
+    let facts = Facts {
+        offerings: Some(parse_offerings(&offerings_fixture()).unwrap()),
+        ..Default::default()
+    };
+    // 2026-09-01 + 8 weeks = 2026-10-27: the December offerings are not for sale yet.
+    let r = at("2026-09-01T00:00:00Z", &req, &facts);
+    assert_eq!(r.capacity, CapacityPlan::OnDemand);
+    let fits = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "no-capacity-block-fits")
+        .unwrap();
+    assert!(
+        fits.message.contains("more than 8 weeks"),
+        "{}",
+        fits.message
+    );
+    // Without offerings, a start beyond 8 weeks says when the block can be bought.
+    let req = AdviceRequest {
+        earliest_start: Some("2027-03-01".into()),
+        ..req
+    };
+    let r = at("2026-11-22T00:00:00Z", &req, &Facts::default());
+    let w = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "capacity-block-too-early")
+        .unwrap();
+    assert!(
+        w.message.contains("from 2027-01-04T00:00:00Z"),
+        "{}",
+        w.message
+    );
+}
+
+#[test]
+fn existing_cluster_nodes_come_before_buying() {
+    let nodes = KubectlNodesJson(fixture("nodes.json")).nodes().unwrap();
+    let facts = Facts {
+        nodes: Some(nodes),
+        offerings: Some(parse_offerings(&offerings_fixture()).unwrap()),
+        ..Default::default()
+    };
+    let req = AdviceRequest {
+        nodes: Some(2),
+        family: Some("h100".into()),
+        duration_days: Some(2.0),
+        ..Default::default()
+    };
+    let r = at(common::NOW, &req, &facts);
+    assert!(
+        matches!(&r.capacity, CapacityPlan::Existing { nodes: 2, groups } if groups == &["gpu-p5"]),
+        "{:?}",
+        r.capacity
+    );
+    assert_eq!(r.availability_zone, "us-east-1a");
+    let policy = trainplace_engine::Policy::embedded();
+    let o = trainplace_advisor::artifacts::objects(&r, &policy);
+    assert!(
+        o.cluster_config["managedNodeGroups"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let script = trainplace_advisor::artifacts::awscli::script(&r);
+    assert!(
+        script.contains("Nothing to buy") && !script.contains("eksctl create cluster"),
+        "{script}"
+    );
+    // More nodes than the cluster has: buy.
+    let r = at(
+        common::NOW,
+        &AdviceRequest {
+            nodes: Some(4),
+            ..req
+        },
+        &facts,
+    );
+    assert!(
+        matches!(r.capacity, CapacityPlan::CapacityBlock { .. }),
+        "{:?}",
+        r.capacity
     );
 }

@@ -1,6 +1,6 @@
 //! The instance facts the diagnosis judges against. Base facts (GPU model and count,
 //! NVLink/NVSwitch, max EFA, network Gbps, RDMA) come from the project's one instance
-//! catalog, `policies/instances.yaml` via [`trainplace_engine::catalog::Catalog::embedded`];
+//! catalog, `policies/instances.yaml` via [`trainplace_engine::Catalog::embedded`];
 //! the few facts only the diagnosis needs (NVLink bandwidth, whether aws-ofi-nccl ships a
 //! topology file, the GPU names nvidia-smi prints) come from `data/diagnosis-facts.yaml`.
 //! A type is known here when it is in both.
@@ -8,25 +8,25 @@
 use std::sync::LazyLock;
 
 use serde::Deserialize;
-use trainplace_engine::catalog::{Catalog, InstanceProfile, Rdma as CatalogRdma};
+use trainplace_engine::{Catalog, InstanceProfile, Rdma as CatalogRdma};
 
 const FACTS_YAML: &str = include_str!("../data/diagnosis-facts.yaml");
 
 /// Where the base facts live, for messages.
-pub const CATALOG_PATH: &str = "policies/instances.yaml";
+pub(crate) const CATALOG_PATH: &str = "policies/instances.yaml";
 /// Where the diagnosis-only facts live, for messages.
-pub const FACTS_PATH: &str = "crates/diagnose/data/diagnosis-facts.yaml";
+pub(crate) const FACTS_PATH: &str = "crates/diagnose/data/diagnosis-facts.yaml";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum IntraNode {
+pub(crate) enum IntraNode {
     Nvswitch,
     Pcie,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Rdma {
+pub(crate) enum Rdma {
     ReadWrite,
     Read,
     None,
@@ -44,7 +44,7 @@ impl From<CatalogRdma> for Rdma {
 
 /// One instance type as the diagnosis sees it: catalog facts joined with diagnosis facts.
 #[derive(Debug, Clone)]
-pub struct Instance {
+pub(crate) struct Instance {
     pub name: String,
     /// The catalog's `accelerator` (`A100`, `H100`, ...).
     pub gpu: String,
@@ -52,10 +52,12 @@ pub struct Instance {
     pub gpus: u32,
     /// From the catalog's `nvlink`.
     pub intra_node: IntraNode,
-    pub nvlink_gbs_per_direction: Option<f64>,
     pub rdma: Rdma,
+    /// Joined from the catalog for completeness; no rule reads it yet (the join test does).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub max_efa: u32,
-    /// `None` when the catalog does not know it.
+    /// `None` when the catalog does not know it. No rule reads it yet (the join test does).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub network_gbps: Option<u32>,
     /// aws-ofi-nccl >= 1.16 ships and sets NCCL_TOPO_FILE for this type.
     pub plugin_topo_file: bool,
@@ -73,7 +75,6 @@ impl Instance {
             } else {
                 IntraNode::Pcie
             },
-            nvlink_gbs_per_direction: facts.nvlink_gbs_per_direction,
             rdma: profile.rdma.into(),
             max_efa: profile.max_efa,
             network_gbps: profile.network_gbps,
@@ -82,16 +83,16 @@ impl Instance {
         }
     }
 
-    pub fn has_nvlink(&self) -> bool {
+    pub(crate) fn has_nvlink(&self) -> bool {
         self.intra_node == IntraNode::Nvswitch
     }
 
-    pub fn rdma_capable(&self) -> bool {
+    pub(crate) fn rdma_capable(&self) -> bool {
         self.rdma != Rdma::None
     }
 
     /// Matches `NVIDIA H100 80GB HBM3` against `H100 80GB HBM3`; `L4` must not match `L40S`.
-    pub fn matches_device(&self, device: &str) -> bool {
+    pub(crate) fn matches_device(&self, device: &str) -> bool {
         let device = device.trim();
         let device = device.strip_prefix("NVIDIA ").unwrap_or(device).trim();
         self.device_names.iter().any(|name| {
@@ -107,7 +108,9 @@ impl Instance {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Facts {
+    /// Checked against the catalog's `nvlink` by the unit tests; no rule reads it yet.
     #[serde(default)]
+    #[cfg_attr(not(test), allow(dead_code))]
     nvlink_gbs_per_direction: Option<f64>,
     plugin_topo_file: bool,
     device_names: Vec<String>,
@@ -180,18 +183,18 @@ static INSTANCES: LazyLock<Vec<Instance>> = LazyLock::new(|| {
         .collect()
 });
 
-pub fn all() -> &'static [Instance] {
+pub(crate) fn all() -> &'static [Instance] {
     &INSTANCES
 }
 
-pub fn find(name: &str) -> Option<&'static Instance> {
+pub(crate) fn find(name: &str) -> Option<&'static Instance> {
     let name = name.trim();
     all().iter().find(|instance| instance.name == name)
 }
 
 /// Instance types with GPUs named `device` and at least `gpus_per_node` of them; several
 /// when the GPU alone does not tell (H200 is in p5e and p5en).
-pub fn by_device(device: &str, gpus_per_node: Option<u32>) -> Vec<&'static Instance> {
+pub(crate) fn by_device(device: &str, gpus_per_node: Option<u32>) -> Vec<&'static Instance> {
     all()
         .iter()
         .filter(|instance| instance.matches_device(device))
@@ -201,7 +204,7 @@ pub fn by_device(device: &str, gpus_per_node: Option<u32>) -> Vec<&'static Insta
 
 /// Why `name` is not diagnosed with its facts, and what to do: the message and fix of the
 /// `instance-type-unknown` finding.
-pub fn unknown_type(name: &str) -> (String, String) {
+pub(crate) fn unknown_type(name: &str) -> (String, String) {
     let name = name.trim();
     if let Some((_, reason)) = FACTS.not_supported.iter().find(|(n, _)| n == name) {
         return (

@@ -1,62 +1,23 @@
 //! Recognises what the user handed us, and refuses what is not text.
 
-use std::fmt;
-
-use serde::Serialize;
-
 use crate::error::{DiagnoseError, EXPECTED_INPUTS};
+use crate::kind::InputKind;
 use crate::{nccl_log, nccl_tests, topo};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum InputKind {
-    /// NCCL_DEBUG=INFO output (`kubectl logs`), any number of ranks and hosts.
-    NcclLog,
-    /// `nvidia-smi topo -m`.
-    Topo,
-    /// nccl-tests (`all_reduce_perf` and friends).
-    NcclTests,
-}
-
-impl InputKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::NcclLog => "nccl-log",
-            Self::Topo => "topo",
-            Self::NcclTests => "nccl-tests",
-        }
-    }
-
-    /// What the input must contain, for the error when `--kind` does not match it.
-    pub fn signature(self) -> &'static str {
-        match self {
-            Self::NcclLog => "`host:pid:tid [dev] NCCL INFO ...` lines",
-            Self::Topo => "`nvidia-smi topo -m` matrix (a `GPU0 GPU1 ...` header and GPU rows)",
-            Self::NcclTests => "nccl-tests result table (`size count type ... algbw busbw` rows)",
-        }
-    }
-
-    fn present_in(self, text: &str) -> bool {
-        match self {
-            Self::NcclLog => nccl_log::count_nccl_lines(text) > 0,
-            Self::Topo => topo::looks_like(text),
-            Self::NcclTests => nccl_tests::looks_like(text),
-        }
-    }
-}
-
-impl fmt::Display for InputKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+fn present_in(kind: InputKind, text: &str) -> bool {
+    match kind {
+        InputKind::NcclLog => nccl_log::count_nccl_lines(text) > 0,
+        InputKind::Topo => topo::looks_like(text),
+        InputKind::NcclTests => nccl_tests::looks_like(text),
     }
 }
 
 /// The analyses to run: the one asked for, or every kind the text shows (nccl-tests run
 /// with NCCL_DEBUG=INFO is both a result table and an NCCL log).
-pub fn kinds(text: &str, asked: Option<InputKind>) -> Result<Vec<InputKind>, DiagnoseError> {
+pub(crate) fn kinds(text: &str, asked: Option<InputKind>) -> Result<Vec<InputKind>, DiagnoseError> {
     check_text(text)?;
     if let Some(kind) = asked {
-        return if kind.present_in(text) {
+        return if present_in(kind, text) {
             Ok(vec![kind])
         } else {
             Err(DiagnoseError::KindNotFound {
@@ -67,7 +28,7 @@ pub fn kinds(text: &str, asked: Option<InputKind>) -> Result<Vec<InputKind>, Dia
     }
     let found: Vec<InputKind> = [InputKind::NcclTests, InputKind::Topo, InputKind::NcclLog]
         .into_iter()
-        .filter(|kind| kind.present_in(text))
+        .filter(|kind| present_in(*kind, text))
         .collect();
     if found.is_empty() {
         return Err(DiagnoseError::Unrecognised {

@@ -2,10 +2,10 @@
 //! that pin NCCL's choices (NCCL_PROTO, NCCL_TOPO_FILE, NCCL_P2P_DISABLE).
 //! Rules from the aws-ofi-nccl release notes (https://github.com/aws/aws-ofi-nccl/releases) and AWS EFA docs.
 
+use crate::context::LogContext;
 use crate::env::{EnvSetting, EnvSource};
-use crate::log_rules::LogContext;
+use crate::finding::{Evidence, Finding, Severity};
 use crate::nccl_log::LogSummary;
-use crate::report::{Evidence, Finding, Severity};
 use crate::version::Version;
 
 const PLUGIN_DEFAULTS_FROM: Version = Version::new(1, 16, 0);

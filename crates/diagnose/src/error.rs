@@ -1,6 +1,6 @@
 //! Typed errors at the library edge; the CLI turns them into exit code 2.
 
-use crate::detect::InputKind;
+use crate::kind::InputKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiagnoseError {
@@ -21,12 +21,9 @@ pub enum DiagnoseError {
         kind: InputKind,
         signature: &'static str,
     },
-
-    #[error("expectation table {origin} is invalid: {reason}")]
-    Expectations { origin: String, reason: String },
 }
 
 /// What each input kind looks like, for error messages that tell the user what we wanted.
-pub const EXPECTED_INPUTS: &str = "an NCCL INFO log (`NCCL INFO Channel ... via ...`), \
+pub(crate) const EXPECTED_INPUTS: &str = "an NCCL INFO log (`NCCL INFO Channel ... via ...`), \
 `nvidia-smi topo -m` output (a `GPU0 GPU1 ...` matrix) or nccl-tests output \
 (`all_reduce_perf` table with `algbw`/`busbw` columns)";

@@ -19,7 +19,7 @@ static ANSI: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").expect("static regex"));
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     Info,
     Warn,
     Trace,
@@ -27,7 +27,7 @@ pub enum Level {
 
 /// One `NCCL INFO|WARN` record; borrowed from the input so parsing allocates little.
 #[derive(Debug, Clone)]
-pub struct NcclLine<'a> {
+pub(crate) struct NcclLine<'a> {
     /// 1-based line number in the input.
     pub line_no: usize,
     pub raw: &'a str,
@@ -39,7 +39,7 @@ pub struct NcclLine<'a> {
 }
 
 impl<'a> NcclLine<'a> {
-    pub fn parse(line_no: usize, raw: &'a str) -> Option<Self> {
+    pub(crate) fn parse(line_no: usize, raw: &'a str) -> Option<Self> {
         if !raw.contains(" NCCL ") {
             return None;
         }
@@ -62,13 +62,13 @@ impl<'a> NcclLine<'a> {
 }
 
 /// Drops terminal colour and underline escapes some tools print even into pipes.
-pub fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
     ANSI.replace_all(text, "")
 }
 
 /// The text after a `kubectl logs --prefix` / timestamp prefix, for lines that are not NCCL
 /// records (environment dumps, nccl-tests tables).
-pub fn strip_log_prefix(raw: &str) -> &str {
+pub(crate) fn strip_log_prefix(raw: &str) -> &str {
     let mut rest = raw.trim_start();
     if let Some(end) = rest.find("] ").filter(|_| rest.starts_with("[pod/")) {
         rest = &rest[end + 2..];
@@ -77,6 +77,13 @@ pub fn strip_log_prefix(raw: &str) -> &str {
         rest = &rest[space + 1..];
     }
     rest
+}
+
+/// `pod/NAME/container` from a `kubectl logs --prefix` line.
+pub(crate) fn pod_prefix(raw: &str) -> Option<&str> {
+    let rest = raw.trim_start().strip_prefix('[')?;
+    let end = rest.find("] ")?;
+    rest.starts_with("pod/").then(|| &rest[..end])
 }
 
 fn looks_like_timestamp(text: &str) -> bool {
@@ -115,5 +122,7 @@ mod tests {
             "export FI_PROVIDER=efa"
         );
         assert_eq!(strip_ansi("\u{1b}[4mGPU0\u{1b}[0m"), "GPU0");
+        assert_eq!(pod_prefix("[pod/p/c] GPU 0: x"), Some("pod/p/c"));
+        assert_eq!(pod_prefix("[default0]:host:1:2 [0] NCCL INFO x"), None);
     }
 }

@@ -1,42 +1,17 @@
 //! Layout faults visible in an NCCL log: which transport connects which ranks, judged
 //! against where those ranks run and what the instance type offers.
 
-use crate::Options;
-use crate::catalog::{self, Instance};
+use crate::context::LogContext;
 use crate::env_rules;
+use crate::finding::{Evidence, Finding, Severity};
 use crate::nccl_log::{ConnRecord, LogSummary};
-use crate::report::{Evidence, Finding, Severity};
+use crate::options::Options;
 use crate::transport::TransportClass;
 
 const ONE_POD_PER_NODE: &str = "Run one pod per node that requests all GPUs of the node \
 (nvidia.com/gpu) and all its EFA interfaces (vpc.amazonaws.com/efa), and start one process \
 per GPU inside it (torchrun --nproc_per_node = GPUs per node); ranks in one pod then talk \
 over NVLink/PCIe P2P instead of the network.";
-
-/// Facts the rules judge against; the user's flags win over what the log says.
-pub(crate) struct LogContext {
-    pub instance: Option<&'static Instance>,
-    pub instance_name: Option<String>,
-}
-
-impl LogContext {
-    fn new(summary: &LogSummary, opts: &Options) -> Self {
-        let instance_name = opts
-            .instance_type
-            .clone()
-            .or_else(|| summary.platform.clone());
-        Self {
-            instance: instance_name.as_deref().and_then(catalog::find),
-            instance_name,
-        }
-    }
-
-    pub(crate) fn name(&self) -> &str {
-        self.instance_name
-            .as_deref()
-            .unwrap_or("this instance type")
-    }
-}
 
 pub(crate) fn check(summary: &LogSummary, opts: &Options) -> Vec<Finding> {
     let ctx = LogContext::new(summary, opts);
@@ -178,6 +153,15 @@ fn one_gpu_per_pod(summary: &LogSummary, ctx: &LogContext) -> Option<Finding> {
     Some(Finding::new(severity, rule, message, ONE_POD_PER_NODE.into()).with_evidence(lines))
 }
 
+/// What TCP costs, as measured (docs/measurements.md, 4 x H200 on one host, all-reduce
+/// 256 MiB bf16 busbw): NCCL over NET/Socket vs over NVLink.
+const SOCKET_COST: &str = "TCP measured 88x slower than NVLink (docs/measurements.md: \
+3.9 vs 338.6 GB/s all-reduce busbw)";
+
+/// Rank pairs that connect over NET/Socket (TCP). `Using network Socket` alone is no
+/// fault: NCCL prints it whenever no net plugin loaded, also on one node where every pair
+/// uses P2P or SHM. It counts only when the communicator spans nodes and the connection
+/// lines are missing, since inter-node pairs then have no other way to connect.
 fn net_socket(summary: &LogSummary) -> Option<Finding> {
     let sockets: Vec<&ConnRecord> = of_class(summary, TransportClass::NetSocket).collect();
     let socket_network: Vec<Evidence> = summary
@@ -186,9 +170,32 @@ fn net_socket(summary: &LogSummary) -> Option<Finding> {
         .filter(|line| line.text.contains("Using network Socket"))
         .cloned()
         .collect();
-    if sockets.is_empty() && socket_network.is_empty() {
-        return None;
-    }
+    let spanning = summary.world().filter(|world| world.n_nodes > 1);
+    let message = match (sockets.is_empty(), spanning) {
+        (false, _) => format!(
+            "{} rank pair(s) connect over NET/Socket (TCP): EFA is not in use; {SOCKET_COST}",
+            distinct_pairs(sockets.iter().copied())
+        ),
+        (true, Some(world)) if !socket_network.is_empty() && summary.connections.is_empty() => {
+            format!(
+                "the communicator spans {} nodes and NCCL chose network Socket, so rank pairs \
+                 across nodes connect over TCP (the log has no connection lines to count \
+                 them): EFA is not in use; {SOCKET_COST}",
+                world.n_nodes
+            )
+        }
+        _ => return None,
+    };
+    let shapes: Vec<Evidence> = match (sockets.is_empty(), spanning) {
+        (true, Some(world)) => summary
+            .shapes
+            .iter()
+            .filter(|(_, shape)| *shape == world)
+            .map(|(line, _)| line.clone())
+            .take(1)
+            .collect(),
+        _ => Vec::new(),
+    };
     let plugin = if summary.ofi_lines.is_empty() {
         " The log has no `NET/OFI` line: aws-ofi-nccl was not loaded (check the image ships it \
          and LD_LIBRARY_PATH / NCCL_NET_PLUGIN find it)."
@@ -196,14 +203,20 @@ fn net_socket(summary: &LogSummary) -> Option<Finding> {
         " aws-ofi-nccl printed `NET/OFI` lines but NCCL did not use it: look for its WARN \
          lines (no EFA device in the pod, fi_info -p efa empty)."
     };
+    // The missing-plugin line says why, so it leads; one copy is enough (every rank prints it).
+    let evidence = summary
+        .plugin_missing
+        .first()
+        .cloned()
+        .into_iter()
+        .chain(evidence(sockets.into_iter()))
+        .chain(shapes)
+        .chain(socket_network);
     Some(
         Finding::new(
             Severity::Error,
             "net-socket",
-            format!(
-                "{} rank pair(s) connect over NET/Socket (TCP): EFA is not in use",
-                distinct_pairs(sockets.iter().copied())
-            ),
+            message,
             format!(
                 "Request vpc.amazonaws.com/efa (requests = limits, all interfaces of the type) \
                  and add IPC_LOCK; the EFA security group must allow all traffic to and from \
@@ -211,11 +224,7 @@ fn net_socket(summary: &LogSummary) -> Option<Finding> {
                  `via NET/Libfabric/<n>/GDRDMA`."
             ),
         )
-        .with_evidence(
-            evidence(sockets.into_iter())
-                .into_iter()
-                .chain(socket_network),
-        ),
+        .with_evidence(evidence),
     )
 }
 

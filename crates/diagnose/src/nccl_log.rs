@@ -8,9 +8,9 @@ use regex::Regex;
 use serde::Serialize;
 
 use crate::env::{self, EnvSetting};
+use crate::finding::Evidence;
 use crate::line::{Level, NcclLine};
-use crate::report::Evidence;
-use crate::transport::{Connection, TransportClass};
+use crate::transport::{self, Connection, TransportClass};
 use crate::version::Version;
 
 static COMM_SHAPE: LazyLock<Regex> = LazyLock::new(|| {
@@ -69,7 +69,7 @@ pub struct HostSummary {
 
 /// A connection line with where it came from; rules need the line and the host.
 #[derive(Debug, Clone)]
-pub struct ConnRecord {
+pub(crate) struct ConnRecord {
     pub line: usize,
     pub raw: String,
     pub host: String,
@@ -92,25 +92,29 @@ pub struct LogSummary {
     pub env: Vec<EnvSetting>,
     pub nccl_lines: usize,
     #[serde(skip)]
-    pub connections: Vec<ConnRecord>,
+    pub(crate) connections: Vec<ConnRecord>,
     #[serde(skip)]
-    pub rank_host: BTreeMap<u32, String>,
+    pub(crate) rank_host: BTreeMap<u32, String>,
     #[serde(skip)]
-    pub rank_local: BTreeMap<(String, u32), u32>,
+    pub(crate) rank_local: BTreeMap<(String, u32), u32>,
     #[serde(skip)]
-    pub gdr_flags: Vec<(Evidence, bool)>,
+    pub(crate) gdr_flags: Vec<(Evidence, bool)>,
     #[serde(skip)]
-    pub warnings: Vec<Evidence>,
+    pub(crate) warnings: Vec<Evidence>,
     #[serde(skip)]
-    pub shapes: Vec<(Evidence, CommShape)>,
+    pub(crate) shapes: Vec<(Evidence, CommShape)>,
     #[serde(skip)]
-    pub ofi_lines: Vec<Evidence>,
+    pub(crate) ofi_lines: Vec<Evidence>,
     #[serde(skip)]
-    pub network_lines: Vec<Evidence>,
+    pub(crate) network_lines: Vec<Evidence>,
+    /// NCCL looked for an external net plugin (`libnccl-net*.so`, aws-ofi-nccl on EFA) and
+    /// found none: why it fell back to its internal IB/Socket transports.
+    #[serde(skip)]
+    pub(crate) plugin_missing: Vec<Evidence>,
 }
 
 impl LogSummary {
-    pub fn ofi_version(&self) -> Option<Version> {
+    pub(crate) fn ofi_version(&self) -> Option<Version> {
         self.aws_ofi_nccl_version
             .as_deref()
             .and_then(Version::parse_lenient)
@@ -118,7 +122,7 @@ impl LogSummary {
 
     /// Whether `rank` (with device index `local`, when printed) was seen on `host` and
     /// nowhere else. Sub-communicators renumber ranks, so the device index must agree too.
-    pub fn rank_is_on(&self, rank: u32, local: Option<u32>, host: &str) -> bool {
+    pub(crate) fn rank_is_on(&self, rank: u32, local: Option<u32>, host: &str) -> bool {
         if self.rank_host.get(&rank).map(String::as_str) != Some(host) {
             return false;
         }
@@ -129,7 +133,7 @@ impl LogSummary {
         }
     }
 
-    pub fn world(&self) -> Option<CommShape> {
+    pub(crate) fn world(&self) -> Option<CommShape> {
         self.shapes
             .iter()
             .map(|(_, shape)| *shape)
@@ -138,14 +142,14 @@ impl LogSummary {
 }
 
 /// Counts NCCL records; detection uses it without parsing everything.
-pub fn count_nccl_lines(text: &str) -> usize {
+pub(crate) fn count_nccl_lines(text: &str) -> usize {
     text.lines()
         .enumerate()
         .filter(|(index, raw)| NcclLine::parse(index + 1, raw).is_some())
         .count()
 }
 
-pub fn parse(text: &str) -> LogSummary {
+pub(crate) fn parse(text: &str) -> LogSummary {
     let mut state = State::default();
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
@@ -166,6 +170,7 @@ struct State {
     platform: Option<String>,
     networks: BTreeSet<String>,
     network_lines: Vec<Evidence>,
+    plugin_missing: Vec<Evidence>,
     ofi_lines: Vec<Evidence>,
     env: Vec<env::Observed>,
     connections: Vec<ConnRecord>,
@@ -262,6 +267,8 @@ impl State {
             self.network_lines.push(evidence());
         } else if msg.starts_with("NET/OFI") {
             self.ofi_lines.push(evidence());
+        } else if transport::net_plugin_missing(msg) {
+            self.plugin_missing.push(evidence());
         }
         if let Some(caps) = GDR_FLAG.captures(msg) {
             self.gdr_flags.push((evidence(), &caps["on"] == "1"));
@@ -314,6 +321,7 @@ impl State {
             shapes: self.shapes,
             ofi_lines: self.ofi_lines,
             network_lines: self.network_lines,
+            plugin_missing: self.plugin_missing,
         }
     }
 }

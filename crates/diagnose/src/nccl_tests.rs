@@ -7,11 +7,12 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::Options;
+use trainplace_engine::bandwidth::Expectation;
+
 use crate::catalog;
-use crate::expectations::Expectation;
+use crate::finding::{Evidence, Finding, Severity};
 use crate::line::strip_log_prefix;
-use crate::report::{Evidence, Finding, Severity};
+use crate::options::Options;
 
 static RANK_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<device>.+?)\s*$")
@@ -40,7 +41,7 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn best_busbw(&self) -> f64 {
+    pub(crate) fn best_busbw(&self) -> f64 {
         self.busbw.max(self.in_place_busbw.unwrap_or(0.0))
     }
 }
@@ -56,7 +57,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Self::Within => "within the expected range",
             Self::Above => "above the expected range",
@@ -138,11 +139,11 @@ fn rows(text: &str) -> Vec<Row> {
         .collect()
 }
 
-pub fn looks_like(text: &str) -> bool {
+pub(crate) fn looks_like(text: &str) -> bool {
     text.contains("busbw") && !rows(text).is_empty()
 }
 
-pub fn analyse(text: &str, opts: &Options) -> TestsSummary {
+pub(crate) fn analyse(text: &str, opts: &Options) -> TestsSummary {
     let rows = rows(text);
     let mut hosts = BTreeSet::new();
     let mut ranks = 0usize;

@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::nccl_log::LogSummary;
+use crate::finding::Severity;
+use crate::nccl_log::{LogSummary, RankLocal};
 use crate::nccl_tests::TestsSummary;
-use crate::report::{Report, Severity};
+use crate::report::Report;
 use crate::topo::TopoSummary;
 
 pub fn render_text(report: &Report, source: &str) -> String {
@@ -15,7 +16,7 @@ pub fn render_text(report: &Report, source: &str) -> String {
     if let Some(log) = &report.nccl_log {
         render_log(&mut out, log);
     }
-    if let Some(topo) = &report.topo {
+    for topo in report.topo.iter().chain(&report.more_topo) {
         render_topo(&mut out, topo);
     }
     if let Some(tests) = &report.nccl_tests {
@@ -103,9 +104,19 @@ fn render_topo(out: &mut String, topo: &TopoSummary) {
         .iter()
         .map(|(link, count)| format!("{link} x{count}"))
         .collect();
+    let source = topo
+        .source
+        .as_deref()
+        .map(|source| format!(" ({source})"))
+        .unwrap_or_default();
+    let model = topo
+        .gpu_model
+        .as_deref()
+        .map(|model| format!(" {model}"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "\nnvidia-smi topo: {} GPUs; GPU pairs: {}; NUMA nodes: {}",
+        "\nnvidia-smi topo{source}: {} GPUs{model}; GPU pairs: {}; NUMA nodes: {}",
         topo.gpus,
         if links.is_empty() {
             "-".into()
@@ -258,8 +269,8 @@ fn clip(text: &str, width: usize) -> String {
 }
 
 /// `0[0],1[1]` for a few ranks, `0[0]..7[7] (8)` for a full node.
-fn compact_ranks(ranks: &[crate::nccl_log::RankLocal]) -> String {
-    let one = |r: &crate::nccl_log::RankLocal| format!("{}[{}]", r.rank, r.local_rank);
+fn compact_ranks(ranks: &[RankLocal]) -> String {
+    let one = |r: &RankLocal| format!("{}[{}]", r.rank, r.local_rank);
     match ranks {
         [] => "-".into(),
         [first, .., last] if ranks.len() > 2 => {

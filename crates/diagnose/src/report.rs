@@ -1,86 +1,13 @@
-//! The report every input kind ends in: findings with severity, fix and evidence.
+//! The report every input kind ends in: the summaries of the analyses that ran and their
+//! findings, errors first.
 
 use serde::Serialize;
 
-use crate::detect::InputKind;
+use crate::finding::{Finding, Severity};
+use crate::kind::InputKind;
 use crate::nccl_log::LogSummary;
 use crate::nccl_tests::TestsSummary;
 use crate::topo::TopoSummary;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Info => "info",
-            Self::Warning => "warning",
-            Self::Error => "error",
-        }
-    }
-}
-
-/// One input line that supports a finding; `line` is 1-based, as editors count.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Evidence {
-    pub line: usize,
-    pub text: String,
-}
-
-impl Evidence {
-    /// Long log lines are cut so a report stays readable; the line number finds the rest.
-    pub fn new(line: usize, text: &str) -> Self {
-        const MAX: usize = 240;
-        let text = text.trim_end();
-        let text = match text.char_indices().nth(MAX) {
-            Some((cut, _)) => format!("{}...", &text[..cut]),
-            None => text.to_string(),
-        };
-        Self { line, text }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    pub severity: Severity,
-    pub rule: &'static str,
-    pub message: String,
-    pub fix: String,
-    pub evidence: Vec<Evidence>,
-    /// Matching lines beyond the evidence kept, so the reader knows how widespread it is.
-    pub more_evidence: usize,
-}
-
-impl Finding {
-    pub const MAX_EVIDENCE: usize = 5;
-
-    pub fn new(severity: Severity, rule: &'static str, message: String, fix: String) -> Self {
-        Self {
-            severity,
-            rule,
-            message,
-            fix,
-            evidence: Vec::new(),
-            more_evidence: 0,
-        }
-    }
-
-    pub fn with_evidence(mut self, evidence: impl IntoIterator<Item = Evidence>) -> Self {
-        for item in evidence {
-            if self.evidence.len() < Self::MAX_EVIDENCE {
-                self.evidence.push(item);
-            } else {
-                self.more_evidence += 1;
-            }
-        }
-        self
-    }
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -88,8 +15,12 @@ pub struct Report {
     pub kinds: Vec<InputKind>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_log: Option<LogSummary>,
+    /// The first `nvidia-smi topo -m` matrix in the input.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topo: Option<TopoSummary>,
+    /// Matrices after the first (one per node or pod, when several printed theirs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more_topo: Vec<TopoSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_tests: Option<TestsSummary>,
     pub findings: Vec<Finding>,

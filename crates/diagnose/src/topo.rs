@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::catalog::Instance;
-use crate::line::{strip_ansi, strip_log_prefix};
-use crate::report::{Evidence, Finding, Severity};
+use crate::finding::Evidence;
+use crate::gpu_names;
+use crate::line::{pod_prefix, strip_ansi, strip_log_prefix};
 
 /// Link kinds, best first; `Nv(n)` is a bond of n NVLinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Link {
+pub(crate) enum Link {
     Nv(u32),
     Pix,
     Pxb,
@@ -22,7 +22,7 @@ pub enum Link {
 }
 
 impl Link {
-    pub fn parse(token: &str) -> Option<Self> {
+    pub(crate) fn parse(token: &str) -> Option<Self> {
         match token {
             "PIX" => Some(Self::Pix),
             "PXB" => Some(Self::Pxb),
@@ -34,7 +34,7 @@ impl Link {
         }
     }
 
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Self::Nv(n) => format!("NV{n}"),
             Self::Pix => "PIX".into(),
@@ -57,7 +57,7 @@ impl Link {
     }
 
     /// NCCL's default P2P level stops at PXB: links through the CPU get SHM instead.
-    pub fn p2p_by_default(self) -> bool {
+    pub(crate) fn p2p_by_default(self) -> bool {
         matches!(self, Self::Nv(_) | Self::Pix | Self::Pxb)
     }
 }
@@ -78,6 +78,12 @@ pub struct PairLink {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TopoSummary {
+    /// `pod/NAME/container` when the matrix came through `kubectl logs --prefix`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The model of GPU 0, from `nvidia-smi -L` lines next to the matrix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_model: Option<String>,
     pub gpus: usize,
     pub nics: Vec<String>,
     /// Count of GPU pairs per link kind, e.g. {"NV12": 28}.
@@ -92,13 +98,18 @@ pub struct TopoSummary {
     pub p2p_level: String,
     pub advice: Vec<String>,
     #[serde(skip)]
-    pub header_line: Option<Evidence>,
+    pub(crate) header_line: Option<Evidence>,
     #[serde(skip)]
-    links: Vec<Link>,
+    pub(crate) links: Vec<Link>,
 }
 
 struct Matrix {
     header_line: Evidence,
+    /// 0-based index of the header line, and of the first line after the last row.
+    start: usize,
+    end: usize,
+    /// `pod/NAME/container` when `kubectl logs --prefix` printed the matrix.
+    prefix: Option<String>,
     columns: Vec<String>,
     rows: Vec<(String, Vec<String>, Vec<String>)>,
 }
@@ -107,31 +118,41 @@ fn clean(raw: &str) -> String {
     strip_log_prefix(&strip_ansi(raw)).to_string()
 }
 
-fn find_matrix(text: &str) -> Option<Matrix> {
+fn is_header(raw: &str) -> bool {
+    raw.contains("GPU0") && {
+        let line = clean(raw);
+        line.split_whitespace().next() == Some("GPU0") && !line.contains(" X ")
+    }
+}
+
+/// Every matrix in the input: one per node or pod when several printed theirs.
+fn find_matrices(lines: &[&str]) -> Vec<Matrix> {
+    let mut matrices = Vec::new();
+    let mut from = 0;
     // Logs can be large: only lines that could be the header are cleaned and inspected.
-    let lines: Vec<&str> = text.lines().collect();
-    let start = lines.iter().position(|raw| {
-        raw.contains("GPU0") && {
-            let line = clean(raw);
-            line.split_whitespace().next() == Some("GPU0") && !line.contains(" X ")
+    while let Some(offset) = lines[from..].iter().position(|raw| is_header(raw)) {
+        let start = from + offset;
+        match read_matrix(lines, start) {
+            Some(matrix) => {
+                from = matrix.end;
+                matrices.push(matrix);
+            }
+            None => from = start + 1,
         }
-    })?;
-    let lines: Vec<(usize, String)> = lines
-        .iter()
-        .enumerate()
-        .skip(start)
-        .take(2048)
-        .map(|(index, raw)| (index + 1, clean(raw)))
-        .collect();
-    let start = 0;
-    let (header_no, header) = &lines[start];
+    }
+    matrices
+}
+
+fn read_matrix(lines: &[&str], start: usize) -> Option<Matrix> {
+    let header = clean(lines[start]);
     let columns: Vec<String> = header
         .split_whitespace()
         .take_while(|token| *token != "CPU")
         .map(str::to_string)
         .collect();
     let mut rows = Vec::new();
-    for (_, line) in &lines[start + 1..] {
+    for raw in lines.iter().skip(start + 1).take(2047) {
+        let line = clean(raw);
         let tokens: Vec<&str> = line.split_whitespace().collect();
         let Some(first) = tokens.first() else { break };
         if !columns.iter().any(|column| column == first) {
@@ -153,32 +174,77 @@ fn find_matrix(text: &str) -> Option<Matrix> {
     let has_self = rows
         .first()
         .is_some_and(|(_, links, _)| links.first().is_some_and(|link| link == "X"));
+    let prefix = pod_prefix(lines[start]).map(str::to_string);
+    let quoted = match &prefix {
+        Some(prefix) => format!("[{prefix}] {header}"),
+        None => header.clone(),
+    };
     has_self.then(|| Matrix {
-        header_line: Evidence::new(*header_no, header),
+        header_line: Evidence::new(start + 1, &quoted),
+        start,
+        end: start + 1 + rows.len(),
+        prefix,
         columns,
         rows,
     })
 }
 
-pub fn looks_like(text: &str) -> bool {
-    find_matrix(text).is_some()
+pub(crate) fn looks_like(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().collect();
+    !find_matrices(&lines).is_empty()
 }
 
-pub fn parse(text: &str) -> TopoSummary {
-    let matrix = find_matrix(text);
-    let nics = text
-        .lines()
+/// One summary per matrix, in input order. NIC and GPU-name lines are matched to the
+/// matrix printed next to them (and by pod, when the lines carry a `kubectl logs --prefix`).
+pub(crate) fn parse(text: &str) -> Vec<TopoSummary> {
+    let lines: Vec<&str> = text.lines().collect();
+    let matrices = find_matrices(&lines);
+    if matrices.is_empty() {
+        let nics = nic_lines(&lines, 0..lines.len(), None);
+        return vec![summarise(Vec::new(), Vec::new(), nics, None)];
+    }
+    let several = matrices.len() > 1;
+    let gpu_names = gpu_names::read(&lines);
+    let mut summaries = Vec::new();
+    for (index, matrix) in matrices.iter().enumerate() {
+        let prefix = several.then_some(matrix.prefix.as_deref());
+        let previous_end = index.checked_sub(1).map_or(0, |i| matrices[i].end);
+        let next_start = matrices
+            .get(index + 1)
+            .map_or(lines.len(), |next| next.start);
+        // The NIC legend follows its matrix; the first matrix also owns what precedes it.
+        let legend_from = if index == 0 { 0 } else { matrix.start };
+        let nics = nic_lines(&lines, legend_from..next_start, prefix);
+        // `nvidia-smi -L` printed before the matrix, else after it.
+        let model = gpu_names::model(&gpu_names, previous_end..matrix.start, prefix)
+            .or_else(|| gpu_names::model(&gpu_names, matrix.end..next_start, prefix));
+        let mut summary = summarise_matrix(matrix, nics);
+        summary.source = matrix.prefix.clone();
+        summary.gpu_model = model;
+        summaries.push(summary);
+    }
+    summaries
+}
+
+fn nic_lines(
+    lines: &[&str],
+    range: std::ops::Range<usize>,
+    prefix: Option<Option<&str>>,
+) -> Vec<String> {
+    lines[range]
+        .iter()
         .filter(|raw| raw.contains("NIC"))
-        .map(clean)
+        .filter(|raw| prefix.is_none_or(|prefix| pod_prefix(raw) == prefix))
+        .map(|raw| clean(raw))
         .filter_map(|line| {
             let (name, device) = line.trim().split_once(": ")?;
             (name.starts_with("NIC") && name[3..].parse::<u32>().is_ok())
                 .then(|| format!("{name}: {}", device.trim()))
         })
-        .collect();
-    let Some(matrix) = matrix else {
-        return summarise(Vec::new(), Vec::new(), nics, None);
-    };
+        .collect()
+}
+
+fn summarise_matrix(matrix: &Matrix, nics: Vec<String>) -> TopoSummary {
     let gpu_rows: Vec<_> = matrix
         .rows
         .iter()
@@ -204,7 +270,7 @@ pub fn parse(text: &str) -> TopoSummary {
             numa_affinity: rest.get(1).cloned().unwrap_or_else(|| "N/A".into()),
         })
         .collect();
-    summarise(pairs, affinity, nics, Some(matrix.header_line))
+    summarise(pairs, affinity, nics, Some(matrix.header_line.clone()))
 }
 
 fn summarise(
@@ -231,6 +297,8 @@ fn summarise(
     let p2p_possible = worst.is_some_and(Link::p2p_by_default);
     let (p2p_level, advice) = advise(best, worst, numa_nodes.len());
     TopoSummary {
+        source: None,
+        gpu_model: None,
         gpus: affinity.len(),
         nics,
         link_counts,
@@ -301,57 +369,4 @@ fn advise(best: Option<Link>, worst: Option<Link>, numa_nodes: usize) -> (String
         ));
     }
     (level.into(), advice)
-}
-
-pub(crate) fn check(summary: &TopoSummary, instance: Option<&Instance>) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let evidence = summary.header_line.clone();
-    if let Some(instance) = instance {
-        if instance.has_nvlink() && !summary.links.is_empty() && !summary.nvlink {
-            findings.push(
-                Finding::new(
-                    Severity::Warning,
-                    "topo-nvlink-missing",
-                    format!(
-                        "{} has NVSwitch NVLink, but no GPU pair shows NV#: NVLink is not usable",
-                        instance.name
-                    ),
-                    "Check NVIDIA Fabric Manager runs on the node (nvidia-smi -q | grep -i fabric) \
-                     and that the driver matches it."
-                        .into(),
-                )
-                .with_evidence(evidence.clone()),
-            );
-        }
-        if summary.gpus > 0 && (summary.gpus as u32) < instance.gpus {
-            findings.push(
-                Finding::new(
-                    Severity::Warning,
-                    "topo-partial-node",
-                    format!(
-                        "this pod sees {} of the {} GPUs of {}: its ranks reach the other GPUs only over the network",
-                        summary.gpus, instance.gpus, instance.name
-                    ),
-                    format!("Request nvidia.com/gpu: {} (the whole node) in one pod per node.", instance.gpus),
-                )
-                .with_evidence(evidence.clone()),
-            );
-        }
-    }
-    if !summary.links.is_empty() && !summary.p2p_possible {
-        findings.push(
-            Finding::new(
-                Severity::Info,
-                "topo-p2p-through-cpu",
-                format!(
-                    "GPU pairs over {} go through the CPU: NCCL picks SHM for them by default",
-                    summary.worst_link.clone().unwrap_or_default()
-                ),
-                "Expected on PCIe-only types; keep all GPUs of a node in one pod so they use SHM, not the network."
-                    .into(),
-            )
-            .with_evidence(evidence),
-        );
-    }
-    findings
 }

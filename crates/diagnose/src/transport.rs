@@ -1,7 +1,8 @@
 //! The `Channel NN/c : src[dev] -> dst[dev] [send] via TRANSPORT` connection lines.
 //!
 //! NCCL 2.18 prints the bus id in the brackets (`0[101c0]`), 2.19+ the device index
-//! (`3[3]`), which with one process per GPU is the local rank. Both are accepted.
+//! (`3[3]`), which with one process per GPU is the local rank. Both are accepted. Also the
+//! `NET/Plugin` line that says no external net plugin loaded (why NET is Socket or IB).
 
 use std::sync::LazyLock;
 
@@ -37,7 +38,7 @@ pub enum TransportClass {
 }
 
 impl TransportClass {
-    pub fn is_net(self) -> bool {
+    pub(crate) fn is_net(self) -> bool {
         matches!(
             self,
             Self::NetEfa | Self::NetIb | Self::NetSocket | Self::NetOther
@@ -46,7 +47,7 @@ impl TransportClass {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Transport {
+pub(crate) struct Transport {
     pub class: TransportClass,
     /// As NCCL printed it, e.g. `P2P/CUMEM/read`, `NET/Libfabric/0/GDRDMA`.
     pub label: String,
@@ -57,7 +58,7 @@ pub struct Transport {
 }
 
 impl Transport {
-    pub fn classify(via: &str) -> Self {
+    pub(crate) fn classify(via: &str) -> Self {
         let label = via.trim().to_string();
         let read = label.split('/').any(|part| part == "read");
         if let Some(caps) = NET.captures(&label) {
@@ -96,13 +97,13 @@ impl Transport {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Direction {
+pub(crate) enum Direction {
     Send,
     Receive,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Connection {
+pub(crate) struct Connection {
     pub channel: u32,
     pub src: u32,
     /// Device index of the source (2.19+), `None` when NCCL printed a bus id.
@@ -114,7 +115,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn parse(msg: &str) -> Option<Self> {
+    pub(crate) fn parse(msg: &str) -> Option<Self> {
         let caps = CHANNEL.captures(msg)?;
         let direction = caps.name("dir").map(|dir| match dir.as_str() {
             "send" => Direction::Send,
@@ -132,12 +133,21 @@ impl Connection {
     }
 
     /// The rank that printed the line: the receiver logs `[receive]`, everyone else sends.
-    pub fn printing_rank(&self) -> u32 {
+    pub(crate) fn printing_rank(&self) -> u32 {
         match self.direction {
             Some(Direction::Receive) => self.dst,
             _ => self.src,
         }
     }
+}
+
+/// NCCL's "no external net plugin" line, as 2.18-2.27 print it:
+/// `NET/Plugin : No plugin found (libnccl-net.so), using internal implementation` (2.18/2.19),
+/// `NET/Plugin: No plugin found (libnccl-net.so)` (2.20-2.22),
+/// `NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.` (2.23+).
+pub(crate) fn net_plugin_missing(msg: &str) -> bool {
+    msg.starts_with("NET/Plugin")
+        && (msg.contains("Could not find: libnccl-net") || msg.contains("No plugin found"))
 }
 
 /// Bus ids are hex and large (`101c0`); device indices are small decimals.
@@ -176,5 +186,26 @@ mod tests {
         let c = Connection::parse("Channel 00 : 0[101c0] -> 1[101d0] via P2P/IPC/read")
             .expect("connection");
         assert_eq!((c.src, c.dst, c.src_local), (0, 1, None));
+    }
+
+    #[test]
+    fn missing_net_plugin_lines_of_every_nccl_version() {
+        for msg in [
+            "NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file \
+             or directory No plugin found (libnccl-net.so), using internal implementation",
+            "NET/Plugin : No plugin found, using internal implementation",
+            "NET/Plugin: No plugin found (libnccl-net.so)",
+            "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",
+            "NET/Plugin: Could not find: libnccl-net-ofi.so. Using internal network plugin.",
+        ] {
+            assert!(net_plugin_missing(msg), "{msg}");
+        }
+        for msg in [
+            "NET/Plugin: Loaded net plugin Libfabric (v9)",
+            "PROFILER/Plugin: Could not find: libnccl-profiler.so.",
+            "TUNER/Plugin: Could not find: libnccl-tuner.so. Using internal tuner plugin.",
+        ] {
+            assert!(!net_plugin_missing(msg), "{msg}");
+        }
     }
 }

@@ -4,8 +4,7 @@ mod common;
 
 use common::{fixture, opts, opts_full, rules};
 use rstest::rstest;
-use trainplace_diagnose::transport::TransportClass;
-use trainplace_diagnose::{InputKind, Severity, diagnose};
+use trainplace_diagnose::{EnvSource, InputKind, Severity, TransportClass, diagnose};
 
 const E: Severity = Severity::Error;
 const W: Severity = Severity::Warning;
@@ -108,6 +107,9 @@ fn every_transport_string_is_recognised(
 #[case::stale_env_plugin_16("stale_env_ofi174.log", Some("p5.48xlarge"), Some("1.6.4"),
     vec![(W, "nccl-proto-forced"), (W, "nccl-topo-file"), (W, "stale-env"), (W, "stale-env")], 0)]
 #[case::ib_cluster("ib_cluster_net_ib.log", None, None, vec![], 0)]
+// Issue 12 item 14: `Using network Socket` alone (no plugin in the image, one node, every
+// pair over P2P) is not a fault.
+#[case::socket_net_unused_on_one_node("single_node_nvlink_socket_net_unused.log", None, None, vec![], 0)]
 fn findings_and_exit_code(
     #[case] name: &str,
     #[case] instance: Option<&str>,
@@ -206,7 +208,7 @@ fn seed_log_identity_lines() {
     let plugin: Vec<_> = log
         .env
         .iter()
-        .filter(|e| e.source == trainplace_diagnose::env::EnvSource::Plugin)
+        .filter(|e| e.source == EnvSource::Plugin)
         .map(|e| e.name.as_str())
         .collect();
     assert!(plugin.contains(&"NCCL_PROTO") && plugin.contains(&"NCCL_TOPO_FILE"));
@@ -286,4 +288,78 @@ fn per_pair_transports_list_channels() {
         .filter(|p| p.class == TransportClass::NetSocket)
         .collect();
     assert_eq!(socket.len(), 4);
+}
+
+fn net_socket(report: &trainplace_diagnose::Report) -> &trainplace_diagnose::Finding {
+    report
+        .findings
+        .iter()
+        .find(|f| f.rule == "net-socket")
+        .expect("net-socket")
+}
+
+#[test]
+fn socket_finding_quotes_the_measured_cost_and_the_missing_plugin() {
+    let text = fixture("p4d_2node_net_socket.log");
+    let report = diagnose(&text, None, &opts(None)).expect("report");
+    let socket = net_socket(&report);
+    for number in ["88x", "338.6", "3.9", "docs/measurements.md"] {
+        assert!(
+            socket.message.contains(number),
+            "{number}: {}",
+            socket.message
+        );
+    }
+    let plugin = socket
+        .evidence
+        .iter()
+        .find(|e| e.text.contains("Could not find: libnccl-net.so"))
+        .expect("the missing-plugin line is quoted");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[plugin.line - 1].trim_end(), plugin.text);
+    assert!(
+        socket
+            .evidence
+            .iter()
+            .any(|e| e.text.contains("via NET/Socket"))
+    );
+}
+
+#[test]
+fn socket_network_across_nodes_fires_without_channel_lines() {
+    // A log cut before the connection lines still shows a 2-node communicator on Socket.
+    let text: String = fixture("p4d_2node_net_socket.log")
+        .lines()
+        .filter(|line| !line.contains(" Channel "))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let report = diagnose(&text, None, &opts(None)).expect("report");
+    let socket = net_socket(&report);
+    assert_eq!(socket.severity, Severity::Error);
+    assert!(socket.message.contains("2 nodes"), "{}", socket.message);
+    assert!(
+        socket
+            .evidence
+            .iter()
+            .any(|e| e.text.contains("Using network Socket"))
+    );
+}
+
+#[test]
+fn single_node_socket_network_is_no_finding_but_stays_visible() {
+    let report = diagnose(
+        &fixture("single_node_nvlink_socket_net_unused.log"),
+        None,
+        &opts(Some("p5.48xlarge")),
+    )
+    .expect("report");
+    assert!(!report.has_rule("net-socket"));
+    let log = report.nccl_log.expect("log summary");
+    assert_eq!(log.networks, ["Socket"]);
+    assert!(
+        log.hosts[0]
+            .transports
+            .iter()
+            .all(|t| t.class == TransportClass::P2p)
+    );
 }

@@ -4,8 +4,7 @@ mod common;
 
 use common::{fixture, opts_full, rules};
 use rstest::rstest;
-use trainplace_diagnose::nccl_tests::Verdict;
-use trainplace_diagnose::{Basis, InputKind, Severity, diagnose};
+use trainplace_diagnose::{Basis, InputKind, Severity, Verdict, diagnose};
 
 #[rstest]
 #[case::p5_single(

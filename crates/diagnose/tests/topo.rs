@@ -123,3 +123,61 @@ fn single_gpu_has_no_pairs() {
     assert!(topo.pairs.is_empty());
     assert!(topo.advice[0].contains("one GPU"));
 }
+
+/// Issue 12 item 14: every matrix in an input is read (here one per pod, as
+/// `kubectl logs --prefix` prints them), and the GPU model comes from `nvidia-smi -L`.
+#[test]
+fn every_matrix_is_read_and_named_by_pod_and_gpu_model() {
+    let report = diagnose(
+        &fixture("topo_2pods_prefix_gpu_names.txt"),
+        None,
+        &opts(None),
+    )
+    .unwrap();
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["topo"]["gpus"], 8);
+    assert_eq!(json["topo"]["gpu_model"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(
+        json["topo"]["source"],
+        "pod/llama-train-worker-0-8xk2q/nccl-check"
+    );
+    let more = json["more_topo"].as_array().expect("the second matrix");
+    assert_eq!(more.len(), 1);
+    assert_eq!(more[0]["gpus"], 4);
+    assert_eq!(more[0]["gpu_model"], "NVIDIA H100 80GB HBM3");
+    // H100 80GB HBM3 x 8 is p5.48xlarge: the 4-GPU pod holds half a node.
+    assert_eq!(rules(&report), [(Severity::Warning, "topo-partial-node")]);
+    let partial = &report.findings[0];
+    assert!(
+        partial.message.contains("4 of the 8 GPUs of p5.48xlarge"),
+        "{}",
+        partial.message
+    );
+    assert!(
+        partial.message.contains("NVIDIA H100 80GB HBM3"),
+        "{}",
+        partial.message
+    );
+    assert!(partial.evidence[0].text.contains("llama-train-worker-1"));
+    let text = trainplace_diagnose::render_text(&report, "pods");
+    assert!(text.contains("NVIDIA H100 80GB HBM3"), "{text}");
+    assert!(text.contains("pod/llama-train-worker-1-m4tzp"), "{text}");
+    assert_eq!(report.exit_code(), 0);
+}
+
+#[test]
+fn the_flag_wins_over_the_gpu_model() {
+    let report = diagnose(
+        &fixture("topo_2pods_prefix_gpu_names.txt"),
+        None,
+        &opts(Some("p5.48xlarge")),
+    )
+    .unwrap();
+    let partial = &report.findings[0];
+    assert_eq!(partial.rule, "topo-partial-node");
+    assert!(
+        !partial.message.contains("from the GPU name"),
+        "{}",
+        partial.message
+    );
+}

@@ -5,7 +5,7 @@
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;
-use trainplace_engine::admission::{Endpoint, review};
+use trainplace_engine::{Endpoint, review};
 use trainplace_engine::{Policy, Requester, evaluate, evaluate_owned};
 
 const POD: &str = include_str!("../../../tests/fixtures/bench/training-pod-10k.json");
@@ -19,6 +19,7 @@ fn bench(c: &mut Criterion) {
         namespace_labels: None,
         groups: &groups,
         inventory: None,
+        marks: None,
     };
     let mutated = evaluate(&pod, &policy, &who).unwrap().object;
 
@@ -48,7 +49,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("AdmissionReview bytes -> response bytes (mutate)", |b| {
         b.iter(|| {
             let v: Value = serde_json::from_slice(black_box(&body)).unwrap();
-            let r = review(v, Endpoint::Mutate, &policy, None);
+            let r = review(v, Endpoint::Mutate, &policy, None, None);
             serde_json::to_vec(&r.body.unwrap()).unwrap()
         })
     });

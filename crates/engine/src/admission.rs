@@ -6,10 +6,13 @@ use kube_core::DynamicObject;
 use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::Value;
 
-use crate::engine::{Verdict, evaluate_owned};
+use crate::engine::evaluate_owned;
 use crate::inventory::Snapshot;
-use crate::policy::{Policy, Requester};
+use crate::mark::MarkKeys;
+use crate::policy::Policy;
+use crate::requester::Requester;
 use crate::response::{EncodeError, Limits, count_containers, encode_patch, review_json};
+use crate::verdict::Verdict;
 
 /// Which webhook is answering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,8 +85,9 @@ pub fn review(
     endpoint: Endpoint,
     policy: &Policy,
     inventory: Option<&Snapshot>,
+    marks: Option<&MarkKeys>,
 ) -> Reviewed {
-    review_with(body, endpoint, policy, inventory, &Limits::default())
+    review_with(body, endpoint, policy, inventory, marks, &Limits::default())
 }
 
 /// [`review`] with explicit size limits (the server's `--max-containers` and
@@ -93,6 +97,7 @@ pub fn review_with(
     endpoint: Endpoint,
     policy: &Policy,
     inventory: Option<&Snapshot>,
+    marks: Option<&MarkKeys>,
     limits: &Limits,
 ) -> Reviewed {
     let api = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -158,11 +163,25 @@ pub fn review_with(
         );
     }
     let namespace = req.namespace.clone().unwrap_or_default();
+    let (object, scale_note) = if req.sub_resource.as_deref() == Some("scale") {
+        match scaled_object(&req, &object, &namespace, inventory) {
+            Scaled::Judge(parent) => (parent, None),
+            Scaled::Pass(note) => (Value::Null, Some(note)),
+        }
+    } else {
+        (object, None)
+    };
+    if let Some(note) = scale_note {
+        let mut resp = base;
+        resp.warnings = Some(vec![note]);
+        return done(resp, Outcome::Passed { operation });
+    }
     let who = Requester {
         namespace: &namespace,
         namespace_labels: inventory.and_then(|i| i.namespace_labels(&namespace)),
         inventory,
         groups: &req.user_info.groups.clone().unwrap_or_default(),
+        marks,
     };
     let verdict = match evaluate_owned(object, policy, &who) {
         Ok(v) => v,
@@ -172,8 +191,11 @@ pub fn review_with(
             return done(resp, Outcome::BadObject { operation, message });
         }
     };
+    let is_scale = req.sub_resource.as_deref() == Some("scale");
     let resp = match endpoint {
-        Endpoint::Mutate if verdict.patch.0.is_empty() => base,
+        // A Scale is judged on the workload it scales; that workload's patch would not
+        // apply to the Scale object.
+        Endpoint::Mutate if verdict.patch.0.is_empty() || is_scale => base,
         Endpoint::Mutate => match encode_patch(&verdict.patch, limits.max_patch_bytes) {
             Ok(encoded) => {
                 return Reviewed {
@@ -214,6 +236,49 @@ pub fn review_with(
             verdict: Box::new(verdict),
         },
     )
+}
+
+/// What a Scale review is judged as.
+enum Scaled {
+    /// The workload it scales, with the new replica count written in.
+    Judge(Value),
+    /// Not judged (a scale-down, or a workload the inventory does not hold), with why.
+    Pass(String),
+}
+
+/// A Scale (`pytorchjobs/scale`) carries only a replica count: judge the PyTorchJob it
+/// scales, from the inventory, with `spec.pytorchReplicaSpecs.Worker.replicas` set to
+/// the new count, so `kubectl scale` or an autoscaler cannot grow a job past what its
+/// layout allows.
+fn scaled_object(
+    req: &AdmissionRequest<DynamicObject>,
+    scale: &Value,
+    namespace: &str,
+    inventory: Option<&Snapshot>,
+) -> Scaled {
+    let replicas = |v: &Value| v.pointer("/spec/replicas").and_then(Value::as_u64);
+    let Some(new) = replicas(scale) else {
+        return Scaled::Pass("trainplace: a Scale without spec.replicas was not judged.".into());
+    };
+    let resource = req.resource.resource.as_str();
+    let Some(parent) = inventory.and_then(|i| i.scalable(namespace, resource, &req.name)) else {
+        return Scaled::Pass(format!(
+            "trainplace could not judge this scale of {resource}/{}: the cluster inventory does not hold it (run the webhook with --inventory auto); the new size was not checked against the layout rules.",
+            req.name
+        ));
+    };
+    let mut parent = parent.clone();
+    match parent.pointer_mut("/spec/pytorchReplicaSpecs/Worker/replicas") {
+        Some(slot) => *slot = Value::from(new),
+        None => {
+            if let Some(worker) = parent.pointer_mut("/spec/pytorchReplicaSpecs/Worker")
+                && let Some(m) = worker.as_object_mut()
+            {
+                m.insert("replicas".into(), Value::from(new));
+            }
+        }
+    }
+    Scaled::Judge(parent)
 }
 
 fn deny(resp: AdmissionResponse, message: &str) -> AdmissionResponse {

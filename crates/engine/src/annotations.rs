@@ -1,6 +1,5 @@
 //! The public contract: annotation and label names trainplace reads and writes.
 
-pub const PREFIX: &str = "trainplace.io/";
 pub const ALLOW_PARTIAL_NODE: &str = "trainplace.io/allow-partial-node";
 pub const ALLOW_MULTI_AZ: &str = "trainplace.io/allow-multi-az";
 pub const SKIP: &str = "trainplace.io/skip";
@@ -9,26 +8,20 @@ pub const SHM_SIZE: &str = "trainplace.io/shm-size";
 pub const NCCL_DEBUG: &str = "trainplace.io/nccl-debug";
 pub const RESHAPE: &str = "trainplace.io/reshape";
 pub const TRAINING: &str = "trainplace.io/training";
+/// Annotations that change a verdict: covered by the admission mark.
+pub const OPT_INS: [&str; 4] = [ALLOW_PARTIAL_NODE, ALLOW_MULTI_AZ, SKIP, INSTANCE_TYPE];
 /// Written by trainplace: one line per change, with the reason.
 pub const MUTATED: &str = "trainplace.io/mutated";
-
-/// Every annotation a user may set (for `trainplace.io/` typo detection).
-pub const KNOWN: [&str; 9] = [
-    ALLOW_PARTIAL_NODE,
-    ALLOW_MULTI_AZ,
-    SKIP,
-    INSTANCE_TYPE,
-    SHM_SIZE,
-    NCCL_DEBUG,
-    RESHAPE,
-    TRAINING,
-    MUTATED,
-];
 
 pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
 pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
 pub const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
+/// AWS's zone id (`use1-az1`), the same zone under a name that is stable across accounts.
+/// https://docs.aws.amazon.com/eks/latest/userguide/ (well-known node labels on EKS)
+pub const LABEL_ZONE_ID: &str = "topology.k8s.aws/zone-id";
+/// Every node label that names a zone.
+pub const ZONE_KEYS: [&str; 3] = [LABEL_ZONE, LABEL_ZONE_BETA, LABEL_ZONE_ID];
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 
 pub const RES_NVIDIA_GPU: &str = "nvidia.com/gpu";
@@ -39,7 +32,13 @@ pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
 
 /// Labels that name the job a pod belongs to, most specific framework first. The
 /// value is what zone affinity and one-pod-per-node anti-affinity key on.
-pub const JOB_IDENTITY_LABELS: [(&str, &str); 7] = [
+/// The label whose value tells one LeaderWorkerSet group (replica) from another.
+pub const LWS_GROUP_KEY: &str = "leaderworkerset.sigs.k8s.io/group-key";
+/// KubeRay puts this on every pod of a RayCluster (head and workers).
+pub const LABEL_RAY_CLUSTER: &str = "ray.io/cluster";
+/// Volcano puts this on every pod of a Volcano Job.
+pub const LABEL_VOLCANO_JOB: &str = "volcano.sh/job-name";
+pub const JOB_IDENTITY_LABELS: [(&str, &str); 9] = [
     ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
     ("training.kubeflow.org/job-name", "Kubeflow training job"),
     (
@@ -50,6 +49,8 @@ pub const JOB_IDENTITY_LABELS: [(&str, &str); 7] = [
     ("trainer.kubeflow.org/trainjob-name", "Kubeflow TrainJob"),
     ("batch.kubernetes.io/job-name", "batch Job"),
     ("job-name", "batch Job"),
+    (LABEL_RAY_CLUSTER, "Ray cluster"),
+    (LABEL_VOLCANO_JOB, "Volcano job"),
 ];
 /// A pod of an Indexed Job carries this; with a job name it marks a multi-pod job.
 pub const LABEL_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";

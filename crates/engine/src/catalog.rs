@@ -77,28 +77,68 @@ pub struct EnvRule {
     pub source: String,
 }
 
+/// An extended resource that asks for accelerators. `name` is exact, or a prefix when
+/// it ends in `*` (`nvidia.com/mig-*`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AcceleratorResource {
+    pub name: String,
+    /// Devices of one vendor stack (`nvidia`, `neuron`, `amd`): a pod asking for one
+    /// family cannot run on an instance of another.
+    pub family: String,
+    /// A slice of a device (MIG instance, time-sliced replica, NeuronCore): a pod of
+    /// such resources never holds whole devices, whatever the count.
+    #[serde(default)]
+    pub shared: bool,
+    pub source: String,
+}
+
+impl AcceleratorResource {
+    pub fn matches(&self, resource: &str) -> bool {
+        match self.name.strip_suffix('*') {
+            Some(prefix) => resource.starts_with(prefix),
+            None => resource == self.name,
+        }
+    }
+}
+
 /// The on-disk shape of an `InstanceCatalog` file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CatalogFile {
-    #[allow(dead_code)]
     pub api_version: String,
-    #[allow(dead_code)]
     pub kind: String,
     #[serde(default)]
     pub instances: Vec<InstanceProfile>,
     #[serde(default)]
     pub nccl_env: Vec<EnvRule>,
+    /// Resource names that ask for accelerators; a file's entries replace the embedded
+    /// ones by name and add new ones.
+    #[serde(default)]
+    pub accelerator_resources: Vec<AcceleratorResource>,
 }
 
 /// A loaded catalog with parsed version requirements.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     instances: BTreeMap<String, InstanceProfile>,
+    accelerator_resources: Vec<AcceleratorResource>,
     env_rules: Vec<(EnvRule, Option<semver::VersionReq>)>,
 }
 
 impl Catalog {
+    /// What a resource name asks for, when it asks for accelerators.
+    pub fn accelerator(&self, resource: &str) -> Option<&AcceleratorResource> {
+        self.accelerator_resources
+            .iter()
+            .find(|r| r.matches(resource))
+    }
+
+    /// The device family of an instance's accelerator resource.
+    pub fn family_of(&self, resource: &str) -> Option<&str> {
+        self.accelerator(resource).map(|r| r.family.as_str())
+    }
+
     /// The catalog compiled into the binary.
     pub fn embedded() -> Self {
         Self::from_yaml(EMBEDDED_CATALOG, "policies/instances.yaml (embedded)")
@@ -106,9 +146,10 @@ impl Catalog {
     }
 
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, PolicyError> {
-        let file: CatalogFile = crate::policy::parse_yaml(text, origin)?;
+        let file: CatalogFile = crate::yaml::parse_yaml(text, origin)?;
         let mut catalog = Catalog {
             instances: BTreeMap::new(),
+            accelerator_resources: Vec::new(),
             env_rules: Vec::new(),
         };
         catalog.merge(file, origin)?;
@@ -117,6 +158,22 @@ impl Catalog {
 
     /// Add or replace entries from another catalog file (a policy directory's own).
     pub fn merge(&mut self, file: CatalogFile, origin: &str) -> Result<(), PolicyError> {
+        if file.api_version != crate::yaml::API_VERSION || file.kind != "InstanceCatalog" {
+            return Err(PolicyError::Invalid {
+                origin: origin.to_string(),
+                message: format!(
+                    "expected apiVersion {} kind InstanceCatalog, found {} {}",
+                    crate::yaml::API_VERSION,
+                    file.api_version,
+                    file.kind
+                ),
+            });
+        }
+        for r in file.accelerator_resources {
+            self.accelerator_resources
+                .retain(|have| have.name != r.name);
+            self.accelerator_resources.push(r);
+        }
         for profile in file.instances {
             if profile.accelerators == 0 {
                 return Err(PolicyError::Invalid {
@@ -183,6 +240,25 @@ impl Catalog {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_catalog_file_must_say_what_it_is() {
+        for (head, want) in [
+            (
+                "apiVersion: trainplace.io/v1alpha1\nkind: Policy\n",
+                "kind InstanceCatalog",
+            ),
+            (
+                "apiVersion: v1\nkind: InstanceCatalog\n",
+                "expected apiVersion trainplace.io/v1alpha1",
+            ),
+        ] {
+            let err = super::Catalog::from_yaml(&format!("{head}instances: []\n"), "c.yaml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("c.yaml") && err.contains(want), "{err}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -5,13 +5,14 @@ use serde_json::Value;
 
 use crate::annotations::{
     INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
-    LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE, LABEL_ZONE_BETA, TRAINING,
+    LABEL_INSTANCE_TYPE_BETA, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING, ZONE_KEYS,
 };
 use crate::catalog::InstanceProfile;
 use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
 use crate::podspec::PodView;
-use crate::policy::Effective;
+use crate::policy::{Effective, Recognizers};
+use crate::recognize::{JobSize, job_size};
 
 /// Where the target instance type came from (shown in explanations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +57,8 @@ pub struct Zones {
     pub spread: bool,
     /// A required pod affinity on the zone topology already holds the job together.
     pub held: bool,
+    /// A required pod anti-affinity on a zone key between the job's own pods.
+    pub anti: bool,
 }
 
 /// What the surrounding workload knows about this template (empty for a bare Pod).
@@ -65,27 +68,45 @@ pub struct SiteHints {
     pub pods: Option<u32>,
     /// The job identity label the operator will put on the pods.
     pub identity: Option<(String, String)>,
+    /// `trainplace.io/instance-type` on the workload's own metadata: used when the
+    /// template names no instance type itself.
+    pub instance_type: Option<String>,
+    /// A label whose value splits the workload into independent jobs (a LeaderWorkerSet
+    /// group): affinity terms match it with `matchLabelKeys`.
+    pub group_label: Option<String>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Shape<'c> {
     pub accel_resource: String,
     pub per_pod: u32,
+    /// The accelerators are slices of devices (MIG, time-slicing, NeuronCores): never a
+    /// whole node, whatever the count.
+    pub shared: bool,
     pub efa: u32,
     /// Pods in the job, when known.
     pub pods: Option<u32>,
     pub multi_pod: bool,
-    /// Why this is a training pod, for messages.
-    pub evidence: String,
     pub identity: Option<(String, String)>,
+    /// See [`SiteHints::group_label`].
+    pub group_label: Option<String>,
     pub target: Target<'c>,
     pub zones: Zones,
 }
 
 #[derive(Debug, Clone)]
 pub enum Class<'c> {
-    NotTraining(&'static str),
+    NotTraining,
     Training(Box<Shape<'c>>),
+}
+
+/// Ray and Volcano job labels count unless policy switches their recogniser off.
+fn label_recognized(key: &str, on: &Recognizers) -> bool {
+    match key {
+        LABEL_RAY_CLUSTER => on.ray.unwrap_or(true),
+        LABEL_VOLCANO_JOB => on.volcano.unwrap_or(true),
+        _ => true,
+    }
 }
 
 pub fn classify<'c>(
@@ -96,84 +117,66 @@ pub fn classify<'c>(
 ) -> Class<'c> {
     let (accel_resource, per_pod) = match view.accelerators() {
         Some((res, n)) => (res.to_string(), n),
-        None if view.efa() > 0 => (String::new(), 0),
-        None => return Class::NotTraining("requests no GPUs or EFA"),
+        None if view.efa() > 0 || view.claims > 0 => (String::new(), 0),
+        None => return Class::NotTraining,
     };
     let labels = view.labels();
+    let on = eff.policy.recognizers();
     let identity = hints.identity.clone().or_else(|| {
         JOB_IDENTITY_LABELS
             .iter()
+            .filter(|(k, _)| label_recognized(k, on))
             .find_map(|(k, _)| labels.get(*k).map(|v| (k.to_string(), v.clone())))
     });
-    let env_pods = env_pod_count(view, per_pod);
-    let pods = hints.pods.or(env_pods.as_ref().map(|(n, _)| *n));
-    let evidence = if let Some((key, value)) = &identity {
-        Some(format!("label {key}={value}"))
-    } else if labels.contains_key(LABEL_COMPLETION_INDEX) {
-        Some(format!("label {LABEL_COMPLETION_INDEX}"))
-    } else if let Some((n, why)) = &env_pods
-        && *n > 1
-    {
-        Some(why.clone())
-    } else if view.annotation(TRAINING) == Some("true") {
-        Some(format!("annotation {TRAINING}: \"true\""))
-    } else if eff.policy.training_selector_matches(&labels) {
-        Some("a training selector in the policy".to_string())
-    } else {
-        None
+    let size = job_size(view, per_pod, on);
+    let pods = hints.pods.or(size.and_then(JobSize::pods));
+    // Evidence that the pod belongs to a training job; without any, a GPU pod (an
+    // inference server, a notebook) is left alone.
+    let training = identity.is_some()
+        || labels.contains_key(LABEL_COMPLETION_INDEX)
+        || size.is_some_and(JobSize::multi_pod)
+        || view.annotation(TRAINING) == Some("true")
+        || eff.policy.training_selector_matches(&labels);
+    if !training {
+        return Class::NotTraining;
+    }
+    let multi_pod = match hints.pods {
+        Some(n) => n > 1,
+        None => pods.is_none_or(|n| n > 1),
     };
-    let Some(evidence) = evidence else {
-        return Class::NotTraining("not part of a multi-pod training job");
-    };
-    let multi_pod = pods.is_none_or(|n| n > 1);
-    let target = target(view, eff, inventory, &accel_resource);
+    let identity_ref = identity.as_ref().map(|(k, v)| (k.as_str(), v.as_str()));
+    let zones = zones(view.pod, identity_ref);
+    let target = target(view, hints, eff, inventory, &accel_resource);
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
+        shared: view.shared,
         efa: view.efa(),
         pods,
         multi_pod,
-        evidence,
         identity,
+        group_label: hints.group_label.clone(),
         target,
-        zones: zones(view.pod),
+        zones,
     }))
-}
-
-/// Pods in the job from torchrun/MPI-style env on the first device container.
-fn env_pod_count(view: &PodView<'_>, per_pod: u32) -> Option<(u32, String)> {
-    let c = view.device_containers().next()?.index;
-    if let Some(v) = view.env(c, "PET_NNODES") {
-        // torchrun accepts "N" or an elastic range "MIN:MAX"; the maximum bounds the job.
-        let max = v.rsplit(':').next()?.trim().parse::<u32>().ok()?;
-        return Some((max, format!("env PET_NNODES={v}")));
-    }
-    let world: u32 = view.env(c, "WORLD_SIZE")?.trim().parse().ok()?;
-    let per = view
-        .env(c, "PET_NPROC_PER_NODE")
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(per_pod)
-        .max(1);
-    let pods = world.div_ceil(per);
-    Some((
-        pods,
-        format!("env WORLD_SIZE={world} > the pod's {per} processes"),
-    ))
 }
 
 fn target<'c>(
     view: &PodView<'_>,
+    hints: &SiteHints,
     eff: &Effective<'c>,
     inventory: Option<&'c Snapshot>,
     resource: &str,
 ) -> Target<'c> {
     let catalog = &eff.policy.catalog;
     // The catalog first; a type it lacks may still be known from the nodes themselves.
-    let resolve = |name: String, src| match catalog.get(&name).or_else(|| inventory?.learned(&name))
-    {
-        Some(p) => Target::Known(p, src),
-        None => Target::Unknown(name, src),
-    };
+    // SageMaker HyperPod nodes label their type `ml.p5.48xlarge`: the EC2 type's facts.
+    let lookup = |name: &str| catalog.get(name).or_else(|| inventory?.learned(name));
+    let resolve =
+        |name: String, src| match lookup(&name).or_else(|| lookup(name.strip_prefix("ml.")?)) {
+            Some(p) => Target::Known(p, src),
+            None => Target::Unknown(name, src),
+        };
     for key in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
         if let Some(t) = str_at(view.pod, &["spec", "nodeSelector", key]) {
             return resolve(t.to_string(), InstanceSource::NodeSelector);
@@ -188,7 +191,10 @@ fn target<'c>(
             _ => return Target::Several(values),
         }
     }
-    if let Some(t) = view.annotation(INSTANCE_TYPE) {
+    if let Some(t) = view
+        .annotation(INSTANCE_TYPE)
+        .or(hints.instance_type.as_deref())
+    {
         return resolve(t.to_string(), InstanceSource::Annotation);
     }
     if let Some(t) = &eff.defaults.instance_type {
@@ -277,15 +283,42 @@ fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
     }
 }
 
-pub fn zones(pod: &Value) -> Zones {
+/// A pod affinity term that selects the job's own pods (its identity label), so it
+/// constrains the job and not some other workload.
+fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
+    let Some((key, value)) = identity else {
+        return false;
+    };
+    str_at(term, &["labelSelector", "matchLabels", key]) == Some(value)
+}
+
+fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] {
+    items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            kind,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ],
+    )
+}
+
+fn on_zone_key(term: &Value) -> bool {
+    term.get("topologyKey")
+        .and_then(Value::as_str)
+        .is_some_and(|k| ZONE_KEYS.contains(&k))
+}
+
+pub fn zones(pod: &Value, identity: Option<(&str, &str)>) -> Zones {
     let mut z = Zones::default();
-    for key in [LABEL_ZONE, LABEL_ZONE_BETA] {
+    for key in ZONE_KEYS {
         if let Some(v) = str_at(pod, &["spec", "nodeSelector", key]) {
             z.pinned = Some(v.to_string());
         }
     }
     if z.pinned.is_none() {
-        match affinity_values(pod, &[LABEL_ZONE, LABEL_ZONE_BETA]) {
+        match affinity_values(pod, &ZONE_KEYS) {
             Some(Allowed::Values(mut v)) => {
                 v.dedup();
                 if v.len() == 1 {
@@ -305,22 +338,14 @@ pub fn zones(pod: &Value) -> Zones {
     }
     z.spread = items(pod, &["spec", "topologySpreadConstraints"])
         .iter()
-        .any(|c| {
-            matches!(
-                c.get("topologyKey").and_then(Value::as_str),
-                Some(LABEL_ZONE | LABEL_ZONE_BETA)
-            )
-        });
-    z.held = items(
-        pod,
-        &[
-            "spec",
-            "affinity",
-            "podAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-        ],
-    )
-    .iter()
-    .any(|t| t.get("topologyKey").and_then(Value::as_str) == Some(LABEL_ZONE));
+        .any(on_zone_key);
+    // Only an affinity over the job's own pods holds the job in one zone: one with an
+    // empty selector or towards another workload (CoreDNS runs in every zone) does not.
+    z.held = required_pod_terms(pod, "podAffinity")
+        .iter()
+        .any(|t| on_zone_key(t) && selects_job(t, identity));
+    z.anti = required_pod_terms(pod, "podAntiAffinity")
+        .iter()
+        .any(|t| on_zone_key(t) && selects_job(t, identity));
     z
 }

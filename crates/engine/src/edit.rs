@@ -121,10 +121,6 @@ impl Ops {
         self.0.push((Op::Replace, ptr.to_string(), v));
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// Fold additions into containers added earlier in the same patch, so a new
     /// `affinity` arrives as one operation, then build the JSON Patch.
     pub fn into_patch(self) -> json_patch::Patch {

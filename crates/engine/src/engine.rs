@@ -1,84 +1,25 @@
 //! The pipeline: parse -> locate templates -> classify -> plan + apply -> rules ->
 //! verdict. Synchronous and pure; the same call serves webhook, CLI and advisor.
 
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::annotations::LABEL_ZONE;
-use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, MUTATED, SKIP};
-use crate::classify::{Class, Target, classify};
+use crate::annotations::{JOB_IDENTITY_LABELS, LABEL_ZONE, MUTATED, SKIP};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
-use crate::layout::{Change, Plan, shm_size};
+use crate::json::str_at;
+use crate::judge::{Ctx, Judgement, judge};
+use crate::layout::Change;
+use crate::mark::{ADMITTED, Claim};
 use crate::podspec::PodView;
-use crate::policy::Effective;
-use crate::policy::{Mode, OptIn, Policy, Requester};
-use crate::rules::{OptInState, RuleInput, check, opt_in_state};
+use crate::policy::{Mode, OptIn, Policy};
+use crate::requester::Requester;
+use crate::rules::{OptInState, opt_in_state};
+use crate::verdict::Verdict;
 use crate::workload::{Kind, Site, locate};
 
-/// The engine's answer for one object.
-#[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
-    #[serde(skip)]
-    pub kind_class: Kind,
-    pub kind: String,
-    pub name: String,
-    pub namespace: String,
-    pub allowed: bool,
-    pub findings: Vec<Finding>,
-    /// Informational lines shown as warnings (e.g. a kind we pass through).
-    pub notes: Vec<String>,
-    pub changes: Vec<Change>,
-    pub patch: json_patch::Patch,
-    /// The object after the patch.
-    pub object: Value,
-}
-
-impl Verdict {
-    /// An allowing verdict with nothing found yet, named after the object.
-    pub fn empty(object: &Value, kind: Kind, who: &Requester<'_>) -> Self {
-        let text = |v: Option<&str>| v.unwrap_or("").to_string();
-        Verdict {
-            kind: text(object.get("kind").and_then(Value::as_str)),
-            kind_class: kind,
-            name: text(meta_str(object, "name").or_else(|| meta_str(object, "generateName"))),
-            namespace: text(meta_str(object, "namespace").or(Some(who.namespace))),
-            allowed: true,
-            findings: Vec::new(),
-            notes: Vec::new(),
-            changes: Vec::new(),
-            patch: json_patch::Patch(Vec::new()),
-            object: Value::Null,
-        }
-    }
-
-    /// What the client sees as warnings: `warn` findings and notes.
-    pub fn warnings(&self) -> Vec<String> {
-        self.findings
-            .iter()
-            .filter(|f| f.mode == Mode::Warn)
-            .map(Finding::message)
-            .chain(self.notes.iter().cloned())
-            .collect()
-    }
-
-    /// Why the object is denied: `enforce` findings.
-    pub fn reasons(&self) -> Vec<String> {
-        self.findings
-            .iter()
-            .filter(|f| f.mode == Mode::Enforce)
-            .map(Finding::message)
-            .collect()
-    }
-}
-
-fn meta_str<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
-    obj.get("metadata")?.get(key)?.as_str()
-}
-
 fn annotation<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
-    obj.get("metadata")?.get("annotations")?.get(key)?.as_str()
+    str_at(obj, &["metadata", "annotations", key])
 }
 
 /// Evaluate one object against the policy (the object is cloned; see [`evaluate_owned`]).
@@ -88,15 +29,6 @@ pub fn evaluate(
     who: &Requester<'_>,
 ) -> Result<Verdict, ObjectError> {
     evaluate_owned(object.clone(), policy, who)
-}
-
-/// What every site of one object is judged with.
-pub(crate) struct Ctx<'a, 'p> {
-    pub eff: &'a Effective<'p>,
-    pub who: &'a Requester<'a>,
-    /// A pod its controller made from a template trainplace already judged.
-    pub judged_upstream: bool,
-    pub kind: Kind,
 }
 
 /// Evaluate an object the caller owns: the layout is written into it in place and
@@ -127,7 +59,8 @@ pub fn evaluate_owned(
     let ctx = Ctx {
         eff: &eff,
         who,
-        judged_upstream: judged_upstream(&object, kind) && policy.trusted_controller(who),
+        judged_upstream: policy.trusted_controller(who)
+            && judged_upstream(&object, kind, who, policy),
         kind,
     };
     let skip = annotation(&object, SKIP) == Some("true");
@@ -147,18 +80,15 @@ pub fn evaluate_owned(
     {
         sites = locate(&object)?.1;
     }
-    // Only workloads know how many pods a template makes; a bare Pod's count is unknown.
-    let total = if kind.is_workload() {
-        job_pods(&object, &sites)?
-    } else {
-        None
-    };
     let mut any_training = false;
     if kind == Kind::TrainJob {
         any_training |= crate::trainjob::evaluate(&mut object, &ctx, &mut verdict, &mut ops)?;
     }
-    for site in &sites {
-        any_training |= evaluate_site(&mut object, site, total, &ctx, &mut verdict, &mut ops)?;
+    // Read and judge every template once, then write the layouts.
+    let judged = judge_sites(&object, &sites, &ctx, &mut verdict)?;
+    any_training |= !judged.is_empty();
+    for (site, judgement) in judged {
+        write_site(&mut object, site, &judgement, &ctx, &mut verdict, &mut ops)?;
     }
     if skip && any_training {
         verdict.findings.push(Finding {
@@ -170,161 +100,141 @@ pub fn evaluate_owned(
             opt_in: None,
         });
     }
+    verdict.fold_repeats();
     verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
     verdict.patch = ops.into_patch();
     verdict.object = object;
     Ok(verdict)
 }
 
-impl<'a> Ctx<'a, '_> {
-    /// Zones where pods of the same job already run, from the inventory.
-    pub(crate) fn siblings(
-        &self,
-        namespace: &str,
-        shape: &crate::classify::Shape<'_>,
-    ) -> Option<&'a std::collections::BTreeSet<String>> {
-        let (key, value) = shape.identity.as_ref()?;
-        self.who.inventory?.sibling_zones(namespace, key, value)
-    }
-}
-
-/// A catalog type the cluster has no nodes of: the pods would stay Pending.
-pub(crate) fn not_in_cluster(
-    shape: &crate::classify::Shape<'_>,
-    ctx: &Ctx<'_, '_>,
-    site: &str,
-    verdict: &mut Verdict,
-) {
-    let (Some(inv), Target::Known(inst, _)) = (ctx.who.inventory, &shape.target) else {
-        return;
-    };
-    let mode = ctx.eff.mode_unknown_instance_type();
-    if inv.has_type(&inst.name) || mode == Mode::Off {
-        return;
-    }
-    let have: Vec<String> = inv.types.keys().cloned().collect();
-    verdict.findings.push(Finding {
-        rule: Rule::UnknownInstanceType,
-        mode: if mode == Mode::Enforce { Mode::Enforce } else { Mode::Warn },
-        site: site.to_string(),
-        found: format!(
-            "the cluster has no {} nodes (GPU types present: {}); the pods stay Pending until a node group or Karpenter NodePool provides them.",
-            inst.name,
-            if have.is_empty() { "none".to_string() } else { have.join(", ") }
-        ),
-        fix: "check the instance type, or create capacity for it (`trainplace advise` writes the eksctl/Karpenter config).".into(),
-        opt_in: None,
-    });
-}
-
 /// Pods in the whole job: the sum over templates that ask for accelerators or EFA.
-/// `None` when a template's count is unknown (a bare Pod).
-fn job_pods(object: &Value, sites: &[Site]) -> Result<Option<u32>, ObjectError> {
+/// `None` when a template's count is unknown (a bare Pod, or a workload that does not
+/// say how many pods a template makes).
+fn job_pods(kind: Kind, views: &[(&Site, PodView<'_>)]) -> Option<u32> {
+    if !kind.is_workload() {
+        return None;
+    }
     let mut total = 0u32;
-    for site in sites {
-        let Some(t) = object.pointer(&site.pointer) else {
-            continue;
-        };
-        let view = PodView::read(t, &site.field)?;
+    for (site, view) in views {
         if view.accelerators().is_none() && view.efa() == 0 {
             continue;
         }
-        total = total.saturating_add(match site.pods {
-            Some(n) => n,
-            None => return Ok(None),
+        total = total.saturating_add(site.pods?);
+    }
+    Some(total)
+}
+
+/// More pods than a Kubernetes cluster is tested to run at all (150,000 per cluster:
+/// https://github.com/kubernetes/community/blob/master/sig-scalability/configs-and-limits/thresholds.md).
+const MAX_JOB_PODS: u64 = 150_000;
+
+/// A size that no cluster can run is a finding of its own, not a count to wrap around.
+fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
+    for (site, view) in views {
+        if site.requested <= MAX_JOB_PODS || (view.accelerators().is_none() && view.efa() == 0) {
+            continue;
+        }
+        let knobs: Vec<String> = site.knobs.iter().map(|k| k.value.to_string()).collect();
+        verdict.findings.push(Finding {
+            rule: Rule::ImpossibleRequest,
+            mode: Mode::Enforce,
+            site: site.field.clone(),
+            found: format!(
+                "{} = {} pods from this template; a cluster runs at most {MAX_JOB_PODS} pods in all.",
+                knobs.join(" x "),
+                site.requested
+            ),
+            fix: "set replicas and parallelism to the job's real size.".into(),
+            opt_in: None,
         });
     }
-    Ok(Some(total))
 }
 
-/// A pod created by a controller from a template that carries trainplace's mark:
-/// the workload was judged at submit time with the submitter's identity, so the
-/// pod is not judged again for layout. The caller also checks that a trusted
-/// controller is asking: anyone can write the mark and an ownerReference on a pod.
-fn judged_upstream(object: &Value, kind: Kind) -> bool {
-    const OWNERS: [&str; 5] = [
-        "Job",
-        "PyTorchJob",
-        "MPIJob",
-        "StatefulSet",
-        "LeaderWorkerSet",
-    ];
-    kind == Kind::Pod
-        && annotation(object, MUTATED).is_some()
-        && crate::json::items(object, &["metadata", "ownerReferences"])
-            .iter()
-            .any(|o| {
-                o.get("controller").and_then(Value::as_bool) == Some(true)
-                    && o.get("kind")
-                        .and_then(Value::as_str)
-                        .is_some_and(|k| OWNERS.contains(&k))
-            })
+/// Read every template once and judge it; returns the training templates' judgements.
+fn judge_sites<'s, 'a>(
+    object: &Value,
+    sites: &'s [Site],
+    ctx: &Ctx<'a, '_>,
+    verdict: &mut Verdict,
+) -> Result<Vec<(&'s Site, Judgement<'a>)>, ObjectError> {
+    let mut views = Vec::with_capacity(sites.len());
+    for site in sites {
+        let template = object
+            .pointer(&site.pointer)
+            .ok_or_else(|| ObjectError::bad(&site.field, "missing"))?;
+        views.push((
+            site,
+            PodView::read(template, &site.field, &ctx.eff.policy.catalog)?,
+        ));
+    }
+    let total = job_pods(ctx.kind, &views);
+    absurd_size(&views, verdict);
+    let mut judged = Vec::new();
+    for (site, view) in &views {
+        let mut hints = site.hints.clone();
+        if ctx.kind.is_workload() {
+            hints.pods = total;
+        }
+        if let Some(j) = judge(view, &hints, object, ctx, verdict)? {
+            judged.push((*site, j));
+        }
+    }
+    Ok(judged)
 }
 
-/// Classify, plan, judge and rewrite one pod template. Returns whether it is training.
-fn evaluate_site(
+/// A pod its controller made from a template trainplace admitted: the pod carries a
+/// mark that verifies against its own namespace, job label, owner kind and judged
+/// fields (see `mark.rs`). Such a pod was judged at submit time with the submitter's
+/// identity and is not judged again for layout. The caller also checks that a trusted
+/// controller is asking. Anything else, a forged or copied mark included, is judged.
+fn judged_upstream(object: &Value, kind: Kind, who: &Requester<'_>, policy: &Policy) -> bool {
+    let (Kind::Pod, Some(keys), Some(mark)) = (kind, who.marks, annotation(object, ADMITTED))
+    else {
+        return false;
+    };
+    let Some(owner_kind) = crate::json::items(object, &["metadata", "ownerReferences"])
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|o| o.get("kind")?.as_str())
+    else {
+        return false;
+    };
+    let Ok(view) = PodView::read(object, "spec", &policy.catalog) else {
+        return false;
+    };
+    let digest = crate::mark::digest(&view);
+    let namespace =
+        crate::json::str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
+    JOB_IDENTITY_LABELS.iter().any(|(key, _)| {
+        view.labels().get(*key).is_some_and(|value| {
+            keys.verify(
+                mark,
+                &Claim {
+                    namespace,
+                    identity: (key, value),
+                    owner_kind,
+                    digest,
+                },
+            )
+        })
+    })
+}
+
+/// Write one judged template's layout, the Kueue topology ask and the explanation.
+fn write_site(
     object: &mut Value,
     site: &Site,
-    total: Option<u32>,
+    judgement: &Judgement<'_>,
     ctx: &Ctx<'_, '_>,
     verdict: &mut Verdict,
     ops: &mut Ops,
-) -> Result<bool, ObjectError> {
-    let eff = ctx.eff;
+) -> Result<(), ObjectError> {
+    if !judgement.has_layout() {
+        return Ok(());
+    }
     let missing = || ObjectError::bad(&site.field, "missing");
-    let original = object.pointer(&site.pointer).ok_or_else(missing)?;
-    let view = PodView::read(original, &site.field)?;
-    let mut hints = site.hints.clone();
-    if ctx.kind.is_workload() {
-        hints.pods = total;
-    }
-    let shape = match classify(&view, &hints, eff, ctx.who.inventory) {
-        Class::NotTraining(_) => return Ok(false),
-        Class::Training(shape) => shape,
-    };
-    let opt = |key: &str| view.annotation(key).or_else(|| annotation(object, key)) == Some("true");
-    let state = |set: bool, o: OptIn| {
-        if ctx.judged_upstream {
-            OptInState::Granted
-        } else {
-            opt_in_state(set, o, eff, ctx.who)
-        }
-    };
-    let partial_opt_in = state(opt(ALLOW_PARTIAL_NODE), OptIn::AllowPartialNode);
-    let multi_az_opt_in = state(opt(ALLOW_MULTI_AZ), OptIn::AllowMultiAz);
-    let plan = match &shape.target {
-        Target::Known(instance, source) => {
-            let shm = shm_size(&view, eff, instance).map_err(|e| {
-                ObjectError::bad(
-                    format!("metadata.annotations[{}]", crate::annotations::SHM_SIZE),
-                    e,
-                )
-            })?;
-            Some(Plan::new(&view, &shape, instance, *source, eff, shm))
-        }
-        _ => None,
-    };
-    // Rules judge the template as the validating webhook will see it after this
-    // mutation; of what they read, only the EFA count changes.
-    let mut after = (*shape).clone();
-    if let (Some(plan), Target::Known(instance, _)) = (&plan, &shape.target)
-        && plan.adds_efa()
-    {
-        after.efa = instance.max_efa;
-    }
-    let siblings = ctx.siblings(&verdict.namespace, &shape);
-    not_in_cluster(&shape, ctx, &view.base, verdict);
-    verdict.findings.extend(check(&RuleInput {
-        view: &view,
-        shape: &after,
-        eff,
-        partial_opt_in,
-        multi_az_opt_in,
-        siblings,
-    }));
-    let Some(plan) = plan else { return Ok(true) };
-    let site_value = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
-    let mut changes = plan.apply(Cursor::root(&mut *site_value, &site.pointer), ops);
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    let mut changes = judgement.write(ctx.eff, Cursor::root(template, &site.pointer), ops);
     if ctx.kind.is_workload() {
         kueue_topology(object, site, &mut changes, ops);
     }
@@ -337,7 +247,44 @@ fn evaluate_site(
         );
         verdict.changes.extend(changes);
     }
-    Ok(true)
+    mark_admitted(object, site, judgement, ctx, &verdict.namespace, ops)
+}
+
+/// Sign the template as trainplace admitted it, so the controller's pods can show it.
+fn mark_admitted(
+    object: &mut Value,
+    site: &Site,
+    judgement: &Judgement<'_>,
+    ctx: &Ctx<'_, '_>,
+    namespace: &str,
+    ops: &mut Ops,
+) -> Result<(), ObjectError> {
+    let (Some(keys), Some(owner_kind), Some((key, value))) = (
+        ctx.who.marks,
+        ctx.kind.pod_owner_kind(),
+        judgement.identity(),
+    ) else {
+        return Ok(());
+    };
+    let missing = || ObjectError::bad(&site.field, "missing");
+    let template = object.pointer(&site.pointer).ok_or_else(missing)?;
+    let view = PodView::read(template, &site.field, &ctx.eff.policy.catalog)?;
+    let mark = keys.sign(&Claim {
+        namespace,
+        identity: (key, value),
+        owner_kind,
+        digest: crate::mark::digest(&view),
+    });
+    if annotation(template, ADMITTED) == Some(mark.as_str()) {
+        return Ok(());
+    }
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    if let Some(mut ann) =
+        Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)
+    {
+        ann.set(ADMITTED, Value::String(mark), ops);
+    }
+    Ok(())
 }
 
 const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";

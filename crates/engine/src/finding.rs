@@ -15,19 +15,19 @@ pub enum Rule {
     OptOutRefused,
     Reshape,
     InvalidObject,
+    /// An EFA count that runs but is not the pod's share of the node (warning).
+    EfaCount,
+    /// `hostNetwork` without `ClusterFirstWithHostNet` (warning: runs, DNS breaks).
+    HostNetworkDns,
+    /// A memory-backed /dev/shm larger than the container's memory limit (warning).
+    ShmMemory,
+    /// Layout parts left out because the namespace's Pod Security level forbids them.
+    PodSecurity,
+    /// A training pod whose devices come through DRA claims trainplace cannot count.
+    DeviceClaims,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 7] = [
-        Rule::PartialNode,
-        Rule::MultiAz,
-        Rule::ImpossibleRequest,
-        Rule::UnknownInstanceType,
-        Rule::OptOutRefused,
-        Rule::Reshape,
-        Rule::InvalidObject,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Rule::PartialNode => "partial-node",
@@ -37,6 +37,11 @@ impl Rule {
             Rule::OptOutRefused => "opt-out-refused",
             Rule::Reshape => "reshape",
             Rule::InvalidObject => "invalid-object",
+            Rule::EfaCount => "efa-count",
+            Rule::HostNetworkDns => "host-network-dns",
+            Rule::ShmMemory => "shm-memory",
+            Rule::PodSecurity => "pod-security",
+            Rule::DeviceClaims => "device-claims",
         }
     }
 }

@@ -45,6 +45,20 @@ pub struct Snapshot {
     namespaces: HashMap<String, BTreeMap<String, String>>,
     /// Profiles for GPU types the catalog does not know, learned from allocatable.
     learned: BTreeMap<String, InstanceProfile>,
+    /// Workloads with a scale subresource, by (namespace, resource, name): what a
+    /// Scale review is judged against.
+    scalable: HashMap<(String, String, String), Value>,
+}
+
+/// The plural resource of a workload whose scale subresource changes its pod count.
+fn scale_resource(o: &Value) -> Option<&'static str> {
+    match (
+        str_at(o, &["apiVersion"])?.split('/').next()?,
+        str_at(o, &["kind"])?,
+    ) {
+        ("kubeflow.org", "PyTorchJob") => Some("pytorchjobs"),
+        _ => None,
+    }
 }
 
 fn labels(v: &Value) -> BTreeMap<String, String> {
@@ -167,6 +181,29 @@ impl Snapshot {
             items(pods, &["items"]),
             items(namespaces, &["items"]),
         )
+    }
+
+    /// Index workloads that can be scaled (PyTorchJobs) for Scale reviews.
+    pub fn add_scalable<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
+        for o in objects {
+            let Some(resource) = scale_resource(o) else {
+                continue;
+            };
+            let at = |k: &str| str_at(o, &["metadata", k]).unwrap_or("").to_string();
+            self.scalable.insert(
+                (at("namespace"), resource.to_string(), at("name")),
+                o.clone(),
+            );
+        }
+    }
+
+    /// The workload a Scale review scales, when the inventory holds it.
+    pub fn scalable(&self, namespace: &str, resource: &str, name: &str) -> Option<&Value> {
+        self.scalable.get(&(
+            namespace.to_string(),
+            resource.to_string(),
+            name.to_string(),
+        ))
     }
 
     /// A profile for a type the catalog lacks, from what the nodes advertise.

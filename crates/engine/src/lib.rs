@@ -1,33 +1,58 @@
 //! trainplace's one pure engine: a Kubernetes object in, a verdict out (allow or deny,
 //! findings, warnings, an RFC 6902 JSON Patch computed on the raw JSON). The webhook,
-//! the offline CLI and the advisor all call [`engine::evaluate`]. No I/O here beyond
-//! reading a policy directory on request.
+//! the offline CLI and the advisor all call [`evaluate`]. No I/O: callers read policy
+//! files and cluster state and hand them in.
+//!
+//! The contract, on one screen:
+//! - [`evaluate`] / [`evaluate_owned`]: judge and lay out one object -> [`Verdict`]
+//!   ([`Finding`]s by [`Rule`] and [`Mode`], [`Change`]s, the patch, the object after).
+//! - [`review`]: the same for an AdmissionReview (`/mutate`, `/validate`: [`Endpoint`]).
+//! - [`Policy`] (from [`PolicyDocument`]s or embedded) with its [`Catalog`] of
+//!   [`InstanceProfile`]s; [`Requester`]: who asks, where, with which [`Snapshot`] of
+//!   the cluster.
+//! - [`annotations`]: the public annotation and label names.
+//! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 #![forbid(unsafe_code)]
 
-pub mod admission;
+mod admission;
 pub mod annotations;
-pub mod catalog;
-pub mod error;
-pub mod json;
-pub mod policy;
-pub mod quantity;
-pub mod response;
+pub mod bandwidth;
+mod catalog;
+mod classify;
+mod edit;
+mod engine;
+mod error;
+mod finding;
+mod inventory;
+mod json;
+mod judge;
+mod layout;
+mod mark;
+mod podspec;
+mod policy;
+mod quantity;
+mod recognize;
+mod requester;
+mod reshape;
+mod response;
+mod rules;
+mod trainjob;
+mod verdict;
+mod workload;
+mod yaml;
 
-pub use catalog::{Catalog, InstanceProfile};
+pub use admission::{Endpoint, Outcome, Reviewed, review, review_with};
+pub use catalog::{Catalog, InstanceProfile, Rdma};
+pub use engine::{evaluate, evaluate_owned};
 pub use error::{ObjectError, PolicyError};
-pub use policy::{Mode, Policy, Requester};
-
-pub mod classify;
-pub mod edit;
-pub mod engine;
-pub mod finding;
-pub mod inventory;
-pub mod layout;
-pub mod podspec;
-pub mod reshape;
-pub mod rules;
-pub mod trainjob;
-pub mod workload;
-
-pub use engine::{Verdict, evaluate, evaluate_owned};
 pub use finding::{Finding, Rule};
+pub use inventory::Snapshot;
+pub use layout::Change;
+pub use mark::MarkKeys;
+pub use policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};
+pub use requester::Requester;
+pub use response::{
+    DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, EncodeError, Limits, count_containers,
+};
+pub use verdict::Verdict;
+pub use workload::Kind;

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::annotations::{ACCELERATOR_RESOURCES, RES_EFA};
+use crate::annotations::RES_EFA;
+use crate::catalog::Catalog;
 use crate::error::ObjectError;
 use crate::json::{items, str_at};
 use crate::quantity::parse_count;
@@ -26,61 +27,132 @@ pub struct ContainerUse {
 pub struct PodView<'a> {
     pub pod: &'a Value,
     pub base: String,
+    /// The app containers (`spec.containers`), which get the layout.
     pub containers: Vec<ContainerUse>,
+    /// Init containers: sidecars (`restartPolicy: Always`) run beside the app
+    /// containers, plain ones before them.
+    init: Vec<(ContainerUse, bool)>,
+    /// Some accelerator resource is a slice of a device (MIG, time-slicing, cores).
+    pub shared: bool,
+    /// DRA claims of the pod (`spec.resourceClaims`).
+    pub claims: usize,
+}
+
+/// One container's accelerator and EFA requests; `shared` when its accelerator
+/// resource is a slice of a device.
+fn read_container(
+    c: &Value,
+    index: usize,
+    at: &str,
+    catalog: &Catalog,
+) -> Result<(ContainerUse, bool), ObjectError> {
+    let name = c
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let mut accelerators = None;
+    let mut shared = false;
+    let keys = ["limits", "requests"]
+        .iter()
+        .filter_map(|w| c.get("resources")?.get(*w)?.as_object())
+        .flat_map(|m| m.keys());
+    for key in keys {
+        if let Some(r) = catalog.accelerator(key)
+            && let Some(n) = resource_count(c, key, at)?
+        {
+            shared |= r.shared;
+            accelerators = Some((key.clone(), n));
+            break;
+        }
+    }
+    let efa = resource_count(c, RES_EFA, at)?.unwrap_or(0);
+    Ok((
+        ContainerUse {
+            index,
+            name,
+            accelerators,
+            efa,
+        },
+        shared,
+    ))
 }
 
 impl<'a> PodView<'a> {
-    pub fn read(pod: &'a Value, base: &str) -> Result<Self, ObjectError> {
+    pub fn read(pod: &'a Value, base: &str, catalog: &Catalog) -> Result<Self, ObjectError> {
         let spec = pod.get("spec");
         if let Some(spec) = spec
             && !spec.is_object()
         {
             return Err(ObjectError::bad(base, "must be an object"));
         }
+        let mut shared = false;
         let mut containers = Vec::new();
         for (index, c) in items(pod, &["spec", "containers"]).iter().enumerate() {
-            let at = format!("{base}.containers[{index}]");
-            let name = c
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let mut accelerators = None;
-            for res in ACCELERATOR_RESOURCES {
-                if let Some(n) = resource_count(c, res, &at)? {
-                    accelerators = Some((res.to_string(), n));
-                    break;
-                }
-            }
-            let efa = resource_count(c, RES_EFA, &at)?.unwrap_or(0);
-            containers.push(ContainerUse {
+            let (used, s) =
+                read_container(c, index, &format!("{base}.containers[{index}]"), catalog)?;
+            shared |= s;
+            containers.push(used);
+        }
+        let mut init = Vec::new();
+        for (index, c) in items(pod, &["spec", "initContainers"]).iter().enumerate() {
+            let (used, s) = read_container(
+                c,
                 index,
-                name,
-                accelerators,
-                efa,
-            });
+                &format!("{base}.initContainers[{index}]"),
+                catalog,
+            )?;
+            shared |= s && used.accelerators.is_some();
+            let sidecar = c.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+            init.push((used, sidecar));
         }
         Ok(PodView {
             pod,
             base: base.to_string(),
             containers,
+            init,
+            shared,
+            claims: items(pod, &["spec", "resourceClaims"]).len(),
         })
     }
 
-    /// Total accelerators the pod asks for, and their resource name.
+    /// What the pod holds while it runs, as the scheduler counts it: app containers
+    /// and sidecars together, or the largest plain init container if that is more.
+    fn effective(&self, per: impl Fn(&ContainerUse) -> u32) -> u32 {
+        let running: u32 = self
+            .containers
+            .iter()
+            .chain(
+                self.init
+                    .iter()
+                    .filter(|(_, sidecar)| *sidecar)
+                    .map(|(c, _)| c),
+            )
+            .map(&per)
+            .fold(0, u32::saturating_add);
+        let init = self
+            .init
+            .iter()
+            .filter(|(_, sidecar)| !*sidecar)
+            .map(|(c, _)| per(c))
+            .max()
+            .unwrap_or(0);
+        running.max(init)
+    }
+
+    /// Accelerators the pod holds, and the resource name they are asked under.
     pub fn accelerators(&self) -> Option<(&str, u32)> {
-        let mut found: Option<(&str, u32)> = None;
-        for c in &self.containers {
-            if let Some((res, n)) = &c.accelerators {
-                let total = found.map_or(0, |(_, t)| t) + n;
-                found = Some((res.as_str(), total));
-            }
-        }
-        found.filter(|(_, n)| *n > 0)
+        let res = self
+            .containers
+            .iter()
+            .chain(self.init.iter().map(|(c, _)| c))
+            .find_map(|c| c.accelerators.as_ref().map(|(r, _)| r.as_str()))?;
+        let n = self.effective(|c| c.accelerators.as_ref().map_or(0, |(_, n)| *n));
+        (n > 0).then_some((res, n))
     }
 
     pub fn efa(&self) -> u32 {
-        self.containers.iter().map(|c| c.efa).sum()
+        self.effective(|c| c.efa)
     }
 
     /// Containers that get the GPU layout (they ask for accelerators or EFA).
@@ -102,10 +174,6 @@ impl<'a> PodView<'a> {
             .as_str()
     }
 
-    pub fn label(&self, key: &str) -> Option<&'a str> {
-        self.pod.get("metadata")?.get("labels")?.get(key)?.as_str()
-    }
-
     pub fn spec_str(&self, key: &str) -> Option<&'a str> {
         str_at(self.pod, &["spec", key])
     }
@@ -119,6 +187,40 @@ impl<'a> PodView<'a> {
         env_entry(self.container(container)?, name)?
             .get("value")
             .and_then(Value::as_str)
+    }
+
+    /// The size of the memory-backed volume a container mounts at /dev/shm, if it
+    /// mounts one with a sizeLimit.
+    pub fn shm_size_limit(&self, container: usize) -> Option<&'a str> {
+        let name = items(self.container(container)?, &["volumeMounts"])
+            .iter()
+            .find(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))?
+            .get("name")?
+            .as_str()?;
+        let volume = items(self.pod, &["spec", "volumes"])
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(name))?;
+        let dir = volume.get("emptyDir")?;
+        (dir.get("medium").and_then(Value::as_str) == Some("Memory"))
+            .then(|| dir.get("sizeLimit").and_then(Value::as_str))
+            .flatten()
+    }
+
+    /// Whether a container mounts anything at /dev/shm (then trainplace adds none).
+    pub fn mounts_shm(&self, container: usize) -> bool {
+        self.container(container).is_some_and(|c| {
+            items(c, &["volumeMounts"])
+                .iter()
+                .any(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))
+        })
+    }
+
+    /// A container's memory limit as written, if any.
+    pub fn memory_limit(&self, container: usize) -> Option<&'a str> {
+        str_at(
+            self.container(container)?,
+            &["resources", "limits", "memory"],
+        )
     }
 
     pub fn container(&self, index: usize) -> Option<&'a Value> {

@@ -7,9 +7,10 @@ use crate::classify::{Shape, Target};
 use crate::finding::{Finding, Rule};
 use crate::podspec::PodView;
 use crate::policy::{Effective, Mode, OptIn};
+use crate::quantity::parse_bytes;
 
 /// The measured cost of the wrong layout (docs/measurements.md: 4 x H200, NCCL all-reduce busbw).
-pub const MEASURED: &str = "measured on 4 x H200: 338.6 GB/s all-reduce inside one pod over NVLink vs 3.9 GB/s between 1-GPU pods over TCP, 88x slower";
+pub const MEASURED: &str = "measured on 4 x H200: one pod with all GPUs reaches 338.7 GB/s all-reduce over NVLink, 1-GPU pods ~3.3 GB/s over TCP, ~100x slower, with or without hostIPC; docs/measurements.md";
 
 /// Whether an opt-in annotation is set, and whether the requester may use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,17 +49,30 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
             fix: "use a type from `trainplace policy instances`, or add it to an InstanceCatalog file in the policy directory.".into(),
             opt_in: None,
         }),
-        Target::Several(types) => out.push(Finding {
-            rule: Rule::UnknownInstanceType,
-            mode: Mode::Warn,
-            site: site.clone(),
-            found: format!(
-                "required node affinity allows several instance types ({}); no layout was applied.",
-                types.join(", ")
-            ),
-            fix: "pin one instance type so every pod gets the same GPU and EFA count.".into(),
-            opt_in: None,
-        }),
+        Target::Several(types) => {
+            out.push(Finding {
+                rule: Rule::UnknownInstanceType,
+                mode: Mode::Warn,
+                site: site.clone(),
+                found: format!(
+                    "required node affinity allows several instance types ({}); no layout was applied.",
+                    types.join(", ")
+                ),
+                fix: "pin one instance type so every pod gets the same GPU and EFA count.".into(),
+                opt_in: None,
+            });
+            // The pods may land on any of them: the layout must hold on every one, so
+            // each listed type is judged and what fails on any is reported.
+            // Advice that depends on the one type (EFA counts) waits until it is pinned.
+            let mut on_any = Vec::new();
+            for name in types {
+                if let Some(instance) = input.eff.policy.catalog.get(name) {
+                    impossible(input, instance, &mut on_any);
+                    partial_node(input, instance, &mut on_any);
+                }
+            }
+            out.extend(on_any.into_iter().filter(|f| f.rule != Rule::EfaCount));
+        }
         Target::None => out.push(Finding {
             rule: Rule::UnknownInstanceType,
             mode: input.eff.mode_unknown_instance_type(),
@@ -72,6 +86,7 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
             opt_in: None,
         }),
     }
+    device_claims(input, &mut out);
     multi_az(input, &mut out);
     host_network(input, &mut out);
     // `off` means the rule is not evaluated at all: no finding, no metric, no audit row.
@@ -93,7 +108,16 @@ fn impossible_finding(site: &str, found: String, fix: String) -> Finding {
 fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
     let s = input.shape;
     let site = &input.view.base;
-    if !s.accel_resource.is_empty() && s.accel_resource != inst.accelerator_resource {
+    let catalog = &input.eff.policy.catalog;
+    let family = |r: &str| {
+        catalog
+            .family_of(r)
+            .map(String::from)
+            .unwrap_or_else(|| r.to_string())
+    };
+    if !s.accel_resource.is_empty()
+        && family(&s.accel_resource) != family(&inst.accelerator_resource)
+    {
         out.push(impossible_finding(
             site,
             format!(
@@ -107,7 +131,7 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         ));
         return;
     }
-    if s.per_pod > inst.accelerators {
+    if s.per_pod > inst.accelerators && !s.shared {
         out.push(impossible_finding(
             site,
             format!(
@@ -121,6 +145,7 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         ));
     }
     if s.efa == 0 {
+        no_efa(input, inst, out);
         return;
     }
     if !inst.has_efa() {
@@ -148,41 +173,113 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         ));
         return;
     }
+    efa_count(input, inst, out);
+}
+
+/// A pod of a multi-pod job on an EFA instance that gets no EFA interface (too few
+/// GPUs for a share, or the EFA mutation is off): its inter-node traffic uses TCP.
+fn no_efa(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
+    let s = input.shape;
+    // A pod that takes part of a node without the opt-in already gets the partial-node
+    // finding, whose fix (whole nodes) also brings EFA.
+    let partial = s.per_pod < inst.accelerators || s.shared;
+    let judged_otherwise = partial && input.partial_opt_in != OptInState::Granted;
+    if !s.multi_pod
+        || !inst.has_efa()
+        || s.per_pod == 0
+        || s.per_pod > inst.accelerators
+        || judged_otherwise
+    {
+        return;
+    }
+    out.push(Finding {
+        rule: Rule::EfaCount,
+        mode: Mode::Warn,
+        site: input.view.base.clone(),
+        found: format!(
+            "the pod gets no {RES_EFA} on {}: its traffic to the job's other nodes goes over TCP, not EFA.",
+            inst.name
+        ),
+        fix: format!(
+            "take whole nodes ({} GPUs and {} EFA per pod), or request at least {RES_EFA}: 1.",
+            inst.accelerators, inst.max_efa
+        ),
+        opt_in: None,
+    });
+}
+
+/// An EFA count the device plugin can grant (any count up to the node's) but that is
+/// not the pod's share of the node: it runs, so it is a warning with the count to use.
+fn efa_count(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
+    let s = input.shape;
+    let warn = |found: String, fix: String| Finding {
+        rule: Rule::EfaCount,
+        mode: Mode::Warn,
+        site: input.view.base.clone(),
+        found,
+        fix,
+        opt_in: None,
+    };
     if s.per_pod == 0 && s.accel_resource.is_empty() {
-        out.push(impossible_finding(
-            site,
+        out.push(warn(
             format!(
-                "the pod asks for {} {RES_EFA} but no accelerators on {}, a GPU instance.",
+                "the pod asks for {} {RES_EFA} but no accelerators on {}, a GPU instance; EFA serves GPU traffic.",
                 s.efa, inst.name
             ),
             format!(
-                "EFA serves GPU traffic: request {} too, or drop {RES_EFA}.",
+                "request {} too, or drop {RES_EFA} if the pod does not use it.",
                 inst.accelerator_resource
             ),
         ));
         return;
     }
-    let share = (inst.max_efa * s.per_pod / inst.accelerators).max(1);
-    if s.efa != share && s.per_pod <= inst.accelerators {
-        out.push(impossible_finding(
-            site,
-            format!(
-                "the pod asks for {} {RES_EFA} with {} of {} GPUs; its share of {}'s {} EFA interfaces is {share}.",
-                s.efa, s.per_pod, inst.accelerators, inst.name, inst.max_efa
-            ),
-            format!("request {RES_EFA}: {share} (requests = limits)."),
-        ));
+    let share = efa_share(inst, s.per_pod);
+    if s.efa == share || s.per_pod > inst.accelerators {
+        return;
     }
+    let effect = if s.efa > share {
+        format!(
+            "it holds interfaces that other pods on the node then cannot get (with {} of {} GPUs its share of {}'s {} EFA interfaces is {share})",
+            s.per_pod, inst.accelerators, inst.name, inst.max_efa
+        )
+    } else {
+        format!(
+            "it leaves inter-node bandwidth unused (with {} of {} GPUs its share of {}'s {} EFA interfaces is {share})",
+            s.per_pod, inst.accelerators, inst.name, inst.max_efa
+        )
+    };
+    out.push(warn(
+        format!("the pod asks for {} {RES_EFA}: {effect}.", s.efa),
+        format!(
+            "request {RES_EFA}: {share} (requests = limits) unless this pod is alone on the node."
+        ),
+    ));
+}
+
+/// A pod's share of the node's EFA interfaces: proportional to its GPUs, rounded
+/// down (0 when it holds too few GPUs for one interface).
+pub(crate) fn efa_share_floor(inst: &InstanceProfile, per_pod: u32) -> u32 {
+    let share = u64::from(inst.max_efa) * u64::from(per_pod) / u64::from(inst.accelerators.max(1));
+    u32::try_from(share).unwrap_or(u32::MAX)
+}
+
+/// The count to recommend: the share, at least one.
+fn efa_share(inst: &InstanceProfile, per_pod: u32) -> u32 {
+    efa_share_floor(inst, per_pod).max(1)
 }
 
 fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
     let s = input.shape;
-    if s.per_pod == 0 || s.per_pod >= inst.accelerators {
+    if s.per_pod == 0 || (s.per_pod >= inst.accelerators && !s.shared) {
         return;
     }
     let site = &input.view.base;
     let g = inst.accelerators;
-    let what = if s.accel_resource == RES_NVIDIA_GPU {
+    let slices;
+    let what = if s.shared {
+        slices = format!("{} slice", s.accel_resource);
+        slices.as_str()
+    } else if s.accel_resource == RES_NVIDIA_GPU {
         "GPU"
     } else {
         "accelerator"
@@ -213,25 +310,31 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
         None => format!("pods of {}", count(s.per_pod, what)),
     };
     let recommended = match s.pods {
+        _ if s.shared => format!(
+            "one pod per node with all {g} whole devices ({} instead of slices)",
+            inst.accelerator_resource
+        ),
         Some(n) => {
-            let total = n * s.per_pod;
-            if total.is_multiple_of(g) {
-                format!(
-                    "{} x {} (annotation {RESHAPE}: \"true\" rewrites it)",
-                    count(total / g, "pod"),
-                    count(g, what)
-                )
-            } else if total < g {
+            // u64: pods x GPUs per pod cannot overflow it.
+            let total = u64::from(n) * u64::from(s.per_pod);
+            let g64 = u64::from(g);
+            if total <= g64 {
                 format!(
                     "1 pod x {} on one node, so every rank talks over NVLink",
-                    count(total, what)
+                    count64(total, what)
+                )
+            } else if total.is_multiple_of(g64) {
+                format!(
+                    "{} x {} (annotation {RESHAPE}: \"true\" rewrites it)",
+                    count64(total / g64, "pod"),
+                    count(g, what)
                 )
             } else {
                 format!(
                     "{} x {} ({} do not fill whole nodes; this rounds up)",
-                    count(total.div_ceil(g), "pod"),
+                    count64(total.div_ceil(g64), "pod"),
                     count(g, what),
-                    count(total, what)
+                    count64(total, what)
                 )
             }
         }
@@ -279,7 +382,10 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     } else if let Some(text) = &z.allows_many {
         text.clone()
     } else if z.spread {
-        "a topologySpreadConstraint spreads pods over topology.kubernetes.io/zone".to_string()
+        "a topologySpreadConstraint spreads pods over zones".to_string()
+    } else if z.anti {
+        "a required pod anti-affinity on a zone key puts the job's pods in different zones"
+            .to_string()
     } else {
         return;
     };
@@ -307,6 +413,26 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     });
 }
 
+/// Devices claimed through DRA (`resourceClaims`) are not counted yet: say that the
+/// layout rules could not check the job, instead of passing it as a CPU pod.
+fn device_claims(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
+    let v = input.view;
+    if v.claims == 0 || input.shape.per_pod > 0 {
+        return;
+    }
+    out.push(Finding {
+        rule: Rule::DeviceClaims,
+        mode: input.eff.mode_device_claims(),
+        site: v.base.clone(),
+        found: format!(
+            "the training pod claims devices through {} DRA resourceClaim(s); trainplace cannot count DRA devices yet, so one-pod-per-node and partial-node were not checked.",
+            v.claims
+        ),
+        fix: "request GPUs as an extended resource (nvidia.com/gpu) to have the layout checked; a platform team can set rules.deviceClaims: enforce to refuse such jobs.".into(),
+        opt_in: None,
+    });
+}
+
 fn host_network(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     let v = input.view;
     if v.spec_bool("hostNetwork") != Some(true) {
@@ -316,14 +442,57 @@ fn host_network(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     if dns == Some("ClusterFirstWithHostNet") {
         return;
     }
-    out.push(impossible_finding(
-        &v.base,
-        format!(
-            "hostNetwork: true with dnsPolicy {}: the pod cannot resolve cluster names (the rendezvous address).",
+    // The pod runs; it resolves names through the node's resolv.conf, so a rendezvous
+    // address that is a Service name does not resolve. A warning, not a denial.
+    out.push(Finding {
+        rule: Rule::HostNetworkDns,
+        mode: Mode::Warn,
+        site: v.base.clone(),
+        found: format!(
+            "hostNetwork: true with dnsPolicy {}: the pod resolves names through the node, not cluster DNS, so a Service name as rendezvous address (MASTER_ADDR) does not resolve.",
             dns.unwrap_or("unset (ClusterFirst)")
         ),
-        "set dnsPolicy: ClusterFirstWithHostNet, or drop hostNetwork (EFA does not need it).".into(),
-    ));
+        fix: "set dnsPolicy: ClusterFirstWithHostNet, or drop hostNetwork (EFA does not need it).".into(),
+        opt_in: None,
+    });
+}
+
+/// A memory-backed /dev/shm larger than a GPU container's memory limit: tmpfs pages
+/// count against the limit, so filling /dev/shm gets the container OOM-killed.
+/// `planned` is the size trainplace writes when the pod has no /dev/shm of its own.
+pub(crate) fn shm_memory(view: &PodView<'_>, planned: Option<&str>, out: &mut Vec<Finding>) {
+    for c in view.device_containers() {
+        // Its own /dev/shm (a memory emptyDir with a size), or the one trainplace adds
+        // when it mounts none; a hostPath or disk-backed /dev/shm is not counted.
+        let shm = if view.mounts_shm(c.index) {
+            view.shm_size_limit(c.index)
+        } else {
+            planned
+        };
+        let (Some(shm), Some(limit)) = (shm, view.memory_limit(c.index)) else {
+            continue;
+        };
+        let (Ok(shm_bytes), Ok(limit_bytes)) = (parse_bytes(shm), parse_bytes(limit)) else {
+            continue;
+        };
+        if shm_bytes <= limit_bytes {
+            continue;
+        }
+        out.push(Finding {
+            rule: Rule::ShmMemory,
+            mode: Mode::Warn,
+            site: format!("{}.containers[{}]", view.base, c.index),
+            found: format!(
+                "container {}: /dev/shm is memory-backed with sizeLimit {shm} but the memory limit is {limit}; what NCCL and data loaders write to /dev/shm counts against that limit, so filling it gets the container OOM-killed.",
+                c.name
+            ),
+            fix: format!(
+                "raise resources.limits.memory above {shm} plus what the processes need, or lower {} / the volume's sizeLimit.",
+                crate::annotations::SHM_SIZE
+            ),
+            opt_in: None,
+        });
+    }
 }
 
 /// Resolve an opt-in annotation against the policy's grants.
@@ -331,7 +500,7 @@ pub fn opt_in_state(
     set: bool,
     opt: OptIn,
     eff: &Effective<'_>,
-    who: &crate::policy::Requester<'_>,
+    who: &crate::requester::Requester<'_>,
 ) -> OptInState {
     match (set, eff.policy.may_opt_in(opt, who)) {
         (false, _) => OptInState::Absent,
@@ -340,11 +509,16 @@ pub fn opt_in_state(
     }
 }
 
-/// "1 pod", "8 pods".
-pub fn count(n: u32, word: &str) -> String {
+/// [`count`] for counts that were multiplied in u64.
+pub fn count64(n: u64, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {
         format!("{n} {word}s")
     }
+}
+
+/// "1 pod", "8 pods".
+pub fn count(n: u32, word: &str) -> String {
+    count64(n.into(), word)
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::annotations::JOB_IDENTITY_LABELS;
+use crate::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LWS_GROUP_KEY};
 use crate::classify::SiteHints;
 use crate::error::ObjectError;
 use crate::json::{escape, items, str_at};
@@ -37,6 +37,17 @@ impl Kind {
         }
     }
 
+    /// The kind of controller that owns the pods made from this workload's templates.
+    pub fn pod_owner_kind(self) -> Option<&'static str> {
+        match self {
+            Kind::Job | Kind::JobSet => Some("Job"),
+            Kind::PyTorchJob => Some("PyTorchJob"),
+            Kind::MpiJob => Some("MPIJob"),
+            Kind::LeaderWorkerSet => Some("StatefulSet"),
+            Kind::Pod | Kind::TrainJob | Kind::Other => None,
+        }
+    }
+
     pub fn is_workload(self) -> bool {
         !matches!(self, Kind::Pod | Kind::Other)
     }
@@ -60,6 +71,8 @@ pub struct Site {
     pub hints: SiteHints,
     /// Pods this template makes, when the workload says.
     pub pods: Option<u32>,
+    /// The product of the size knobs, unbounded by u32 (to report absurd sizes).
+    pub requested: u64,
     /// The fields whose product is `pods`.
     pub knobs: Vec<Knob>,
 }
@@ -118,15 +131,24 @@ fn site(
             str_at(t, &["metadata", "labels", k]).map(|v| (k.to_string(), v.to_string()))
         })
     });
-    let pods = knobs.iter().map(|k| k.value).product::<u32>().into();
+    // In u64, saturating: replicas x parallelism overflows u32 (65536 x 65536 wraps to
+    // 0 there); a count past u32 is unknown, and an unknown count is judged as many pods.
+    let requested = knobs
+        .iter()
+        .fold(1u64, |acc, k| acc.saturating_mul(u64::from(k.value)));
+    let pods = u32::try_from(requested).ok();
     Site {
         pointer,
         field,
         hints: SiteHints {
             pods: None,
             identity: template_identity.or(identity),
+            instance_type: str_at(obj, &["metadata", "annotations", INSTANCE_TYPE])
+                .map(String::from),
+            group_label: None,
         },
         pods,
+        requested,
         knobs,
     }
 }
@@ -142,6 +164,7 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
             field: "spec".into(),
             hints: SiteHints::default(),
             pods: None,
+            requested: 1,
             knobs: Vec::new(),
         }],
         Kind::Job => vec![site(
@@ -190,37 +213,37 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
             out
         }
         Kind::LeaderWorkerSet => {
-            let replicas = count_at(obj, "/spec/replicas", 1)?;
+            // Replicas are independent groups (model replicas), not one job: the job is
+            // one group of `size` pods (the leader and size - 1 workers), and zone and
+            // host affinity are keyed per group.
             let size = count_at(obj, "/spec/leaderWorkerTemplate/size", 1)?;
             let has_leader = obj
                 .pointer("/spec/leaderWorkerTemplate/leaderTemplate")
                 .is_some();
-            let mut out = Vec::new();
             let ident = id("leaderworkerset.sigs.k8s.io/name");
-            if has_leader {
+            let mut out = Vec::new();
+            let workers = if has_leader {
                 out.push(site(
                     obj,
                     "/spec/leaderWorkerTemplate/leaderTemplate".into(),
                     ident.clone(),
-                    vec![replicas.clone()],
+                    Vec::new(),
                 ));
-                let workers = Knob {
+                Knob {
                     pointer: size.pointer.clone(),
                     value: size.value.saturating_sub(1),
-                };
-                out.push(site(
-                    obj,
-                    "/spec/leaderWorkerTemplate/workerTemplate".into(),
-                    ident,
-                    vec![replicas, workers],
-                ));
+                }
             } else {
-                out.push(site(
-                    obj,
-                    "/spec/leaderWorkerTemplate/workerTemplate".into(),
-                    ident,
-                    vec![replicas, size],
-                ));
+                size
+            };
+            out.push(site(
+                obj,
+                "/spec/leaderWorkerTemplate/workerTemplate".into(),
+                ident,
+                vec![workers],
+            ));
+            for s in &mut out {
+                s.hints.group_label = Some(LWS_GROUP_KEY.to_string());
             }
             out
         }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use rstest::rstest;
 use serde::Deserialize;
 use serde_json::Value;
-use trainplace_engine::inventory::Snapshot;
+use trainplace_engine::Snapshot;
 use trainplace_engine::{Catalog, Mode, Policy, Requester, Verdict, evaluate};
 
 #[derive(Debug, Deserialize, Default)]
@@ -27,6 +27,12 @@ struct Expect {
     no_changes: Vec<String>,
     #[serde(default)]
     messages: Vec<String>,
+    /// Text no finding may contain.
+    #[serde(default)]
+    no_messages: Vec<String>,
+    /// How many findings of a rule (one finding per cause).
+    #[serde(default)]
+    counts: BTreeMap<String, usize>,
     #[serde(default)]
     warnings: Vec<String>,
     #[serde(default)]
@@ -55,6 +61,9 @@ struct Case {
     /// A directory under tests/fixtures/cluster/ with kubectl -o json lists.
     cluster: Option<String>,
     expect: Expect,
+    /// Bypass fixtures run under the restricted policy (`expect`) and the embedded
+    /// default; this is what the default must answer when it differs.
+    expect_default: Option<Expect>,
     object: Value,
 }
 
@@ -102,16 +111,51 @@ fn workload_fixture(#[files("../../tests/fixtures/workloads/*.yaml")] path: Path
     run_case(&path);
 }
 
+/// Every attack on a guardrail, under the platform team's restricted policy and under
+/// the embedded default: it must hold under both.
+#[rstest]
+fn bypass_fixture(#[files("../../tests/fixtures/bypass/*.yaml")] path: PathBuf) {
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.starts_with("# Attack: "),
+        "{}: a bypass fixture starts with the attack it documents",
+        path.display()
+    );
+    let mut case: Case = serde_yaml_ng::from_str(&text).unwrap();
+    assert!(case.policy_file.is_none() && case.policy.is_none());
+    case.policy_file = Some("examples/policy-restricted.yaml".into());
+    judge_case(&path, &case, "restricted");
+    case.policy_file = None;
+    if let Some(e) = case.expect_default.take() {
+        case.expect = e;
+    }
+    judge_case(&path, &case, "default");
+}
+
 fn run_case(path: &Path) {
-    let name = path.file_stem().unwrap().to_string_lossy().to_string();
     let text = std::fs::read_to_string(path).unwrap();
-    let case: Case = serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let policy = policy_for(&case);
+    let case: Case =
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    judge_case(path, &case, "");
+}
+
+fn judge_case(path: &Path, case: &Case, under: &str) {
+    let name = format!(
+        "{}{}{under}",
+        path.file_stem().unwrap().to_string_lossy(),
+        if under.is_empty() {
+            ""
+        } else {
+            " under the policy: "
+        }
+    );
+    let policy = policy_for(case);
     let ns = case.object["metadata"]["namespace"]
         .as_str()
         .unwrap_or("default")
         .to_string();
     let snapshot = case.cluster.as_deref().map(cluster);
+    let name = name.as_str();
     let who = Requester {
         namespace: &ns,
         // As the webhook does: the namespace's labels come from the inventory.
@@ -121,6 +165,7 @@ fn run_case(path: &Path) {
             .or_else(|| snapshot.as_ref()?.namespace_labels(&ns)),
         groups: &case.groups,
         inventory: snapshot.as_ref(),
+        marks: None,
     };
     let e = &case.expect;
     let result = evaluate(&case.object, &policy, &who);
@@ -189,6 +234,20 @@ fn run_case(path: &Path) {
             "{name}: no message with {want:?} in {messages:#?}"
         );
     }
+    for unwanted in &e.no_messages {
+        assert!(
+            !messages.iter().any(|m| m.contains(unwanted.as_str())),
+            "{name}: a message has {unwanted:?}: {messages:#?}"
+        );
+    }
+    for (rule, n) in &e.counts {
+        let got = v
+            .findings
+            .iter()
+            .filter(|f| f.rule.as_str() == rule)
+            .count();
+        assert_eq!(got, *n, "{name}: {rule} findings: {messages:#?}");
+    }
     let warnings = v.warnings();
     for want in &e.warnings {
         assert!(
@@ -220,7 +279,7 @@ fn run_case(path: &Path) {
             "{name}: fixture lacks {pointer}"
         );
     }
-    invariants(&name, &case.object, &v, &policy, &who, e.reshaped);
+    invariants(name, &case.object, &v, &policy, &who, e.reshaped);
 }
 
 fn invariants(

@@ -5,8 +5,8 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use trainplace_engine::admission::{Endpoint, review};
 use trainplace_engine::{Catalog, Policy};
+use trainplace_engine::{Endpoint, review};
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -95,7 +95,7 @@ fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
 fn answered(body: Value) {
     let policy = Policy::embedded();
     for ep in [Endpoint::Mutate, Endpoint::Validate] {
-        let r = review(body.clone(), ep, &policy, None);
+        let r = review(body.clone(), ep, &policy, None, None);
         assert!(
             r.body.as_ref().expect("encoded")["response"]["allowed"].is_boolean(),
             "no answer for {body}"
@@ -132,7 +132,7 @@ proptest! {
 
     #[test]
     fn damaged_default_policy_never_panics(cut in 0usize..2000, insert in "[ -~\n]{0,8}") {
-        let mut text = trainplace_engine::policy::EMBEDDED_POLICY.to_string();
+        let mut text = trainplace_engine::EMBEDDED_POLICY.to_string();
         let at = cut.min(text.len());
         let at = (0..=at).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
         text.insert_str(at, &insert);

@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::pod::RES_EFA;
+use super::plugins::{node_labels, node_taints};
+use crate::capacity::block_sizes;
 use crate::recommend::{CapacityPlan, Recommendation, slug};
 use crate::regions::companion_zone;
 
@@ -13,17 +14,13 @@ pub fn reservation_placeholder(offering_id: &str) -> String {
     format!("REPLACE-WITH-cr-ID-OF-{offering_id}")
 }
 
-/// Kubernetes version for a new cluster. [tp-default]: a current EKS standard-support
-/// version; users with a cluster keep theirs.
-pub const EKS_VERSION: &str = "1.33";
-
 pub fn cluster_config(rec: &Recommendation) -> Value {
     let req = &rec.request;
     let zone = &rec.availability_zone;
     json!({
         "apiVersion": "eksctl.io/v1alpha5",
         "kind": "ClusterConfig",
-        "metadata": {"name": req.names.cluster, "region": req.region, "version": EKS_VERSION},
+        "metadata": {"name": req.names.cluster, "region": req.region, "version": req.eks_version},
         // eksctl needs two zones for the cluster VPC; the GPU nodes stay in one.
         "availabilityZones": [zone, companion_zone(zone, &req.region, &req.zones)],
         "managedNodeGroups": nodegroups(rec),
@@ -48,11 +45,19 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
             })
             .collect(),
         CapacityPlan::CapacityBlock { blocks: None, .. } => {
-            let mut ng = nodegroup(rec, &format!("{base}-cb"), rec.shape.nodes);
-            ng["capacityReservation"] = json!({"capacityReservationTarget": {
-                "capacityReservationID": reservation_placeholder("the-offering-you-buy")}});
-            ng["instanceMarketOptions"] = json!({"marketType": "capacity-block"});
-            vec![ng]
+            // One nodegroup per block to buy: a block holds at most 64 instances.
+            let sizes = block_sizes(rec.shape.nodes).unwrap_or_default();
+            sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    let mut ng = nodegroup(rec, &format!("{base}-cb{}", i + 1), n);
+                    ng["capacityReservation"] = json!({"capacityReservationTarget": {
+                        "capacityReservationID": reservation_placeholder(&format!("the-offering-you-buy-{}", i + 1))}});
+                    ng["instanceMarketOptions"] = json!({"marketType": "capacity-block"});
+                    ng
+                })
+                .collect()
         }
         CapacityPlan::Odcr { reservation_id } => {
             let mut ng = nodegroup(rec, &format!("{base}-odcr"), rec.shape.nodes);
@@ -60,6 +65,8 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
                 json!({"capacityReservationTarget": {"capacityReservationID": reservation_id}});
             vec![ng]
         }
+        // The nodes exist: a config for a new cluster would duplicate them.
+        CapacityPlan::Existing { .. } => Vec::new(),
         CapacityPlan::OnDemand => {
             let mut ng = nodegroup(rec, &base, rec.shape.nodes);
             if let Some(pg) = &rec.placement_group {
@@ -72,10 +79,10 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
 
 fn nodegroup(rec: &Recommendation, name: &str, count: u32) -> Value {
     let p = &rec.instance;
-    let mut taints =
-        vec![json!({"key": p.accelerator_resource, "value": "true", "effect": "NoSchedule"})];
-    if p.max_efa > 0 {
-        taints.push(json!({"key": RES_EFA, "value": "true", "effect": "NoSchedule"}));
+    let mut labels = serde_json::Map::new();
+    labels.insert("trainplace.io/nodegroup".into(), json!(name));
+    for (k, v) in node_labels(rec) {
+        labels.insert(k.into(), json!(v));
     }
     json!({
         "name": name,
@@ -88,7 +95,7 @@ fn nodegroup(rec: &Recommendation, name: &str, count: u32) -> Value {
         "privateNetworking": true,
         "efaEnabled": p.max_efa > 0,
         "volumeSize": 500,
-        "labels": {"trainplace.io/nodegroup": name},
-        "taints": taints,
+        "labels": labels,
+        "taints": node_taints(rec),
     })
 }

@@ -26,11 +26,12 @@ fn nproc(parts: &PodParts<'_>) -> u32 {
 }
 
 /// kubeflow.org/v1 PyTorchJob: the operator sets PET_NNODES / PET_NODE_RANK /
-/// PET_MASTER_ADDR; `nprocPerNode` and `--nproc_per_node` give one process per GPU.
+/// PET_MASTER_ADDR; `nprocPerNode` and `--nproc_per_node` give one process per GPU
+/// (per logical NeuronCore on Trainium).
 fn pytorchjob(parts: &PodParts<'_>) -> Value {
     let nproc_flag = format!("--nproc_per_node={}", nproc(parts));
     let cmd = ["torchrun", nproc_flag.as_str(), TRAIN_SCRIPT];
-    let image = &parts.rec.request.names.image;
+    let image = &parts.rec.image;
     let template = parts.template(parts.device_container("pytorch", image, &cmd, &[]));
     let nodes = parts.rec.shape.nodes;
     let mut replicas = serde_json::Map::new();
@@ -63,7 +64,7 @@ fn jobset(parts: &PodParts<'_>) -> Value {
         json!({"name": "PET_MASTER_ADDR", "value": format!("{name}-node-0-0.{name}")}),
         json!({"name": "PET_MASTER_PORT", "value": MASTER_PORT.to_string()}),
     ];
-    let image = &parts.rec.request.names.image;
+    let image = &parts.rec.image;
     let template =
         parts.template(parts.device_container("trainer", image, &["torchrun", TRAIN_SCRIPT], &env));
     json!({
@@ -106,7 +107,7 @@ fn trainjob(parts: &PodParts<'_>) -> Value {
         "spec": {
             "runtimeRef": {"name": "torch-distributed"},
             "trainer": {
-                "image": parts.rec.request.names.image,
+                "image": parts.rec.image,
                 "command": ["torchrun", TRAIN_SCRIPT],
                 "numNodes": parts.rec.shape.nodes,
                 "numProcPerNode": nproc(parts),
@@ -134,7 +135,7 @@ fn trainjob(parts: &PodParts<'_>) -> Value {
 
 /// kubeflow.org/v2beta1 MPIJob: workers run sshd; the launcher (no GPUs) runs mpirun.
 fn mpijob(parts: &PodParts<'_>) -> Value {
-    let np = parts.rec.shape.total_gpus.to_string();
+    let np = (parts.rec.shape.nodes * nproc(parts)).to_string();
     let per = nproc(parts).to_string();
     let launch = [
         "mpirun",
@@ -152,11 +153,20 @@ fn mpijob(parts: &PodParts<'_>) -> Value {
         "python",
         TRAIN_SCRIPT,
     ];
-    mpi_object(parts, parts.job(), &parts.rec.request.names.image, &launch)
+    mpi_object(parts, parts.job(), &parts.rec.image, &launch)
 }
 
 /// An MPIJob with one sshd worker per node and a CPU-only launcher running `launch`.
+/// Ranks start through sshd on the workers and do not see the worker container's env:
+/// the NCCL / libfabric env travels with `mpirun -x NAME=VALUE` from the launcher.
 pub fn mpi_object(parts: &PodParts<'_>, name: &str, image: &str, launch: &[&str]) -> Value {
+    let mut command: Vec<String> = launch.iter().take(1).map(|s| s.to_string()).collect();
+    for (n, v) in parts.nccl_env {
+        command.push("-x".into());
+        command.push(format!("{n}={v}"));
+    }
+    command.extend(launch.iter().skip(1).map(|s| s.to_string()));
+    let launch = command;
     let worker =
         parts.template(parts.device_container("worker", image, &["/usr/sbin/sshd", "-De"], &[]));
     json!({

@@ -1,9 +1,22 @@
 //! Karpenter `EC2NodeClass` + `NodePool` (karpenter.k8s.aws/v1, karpenter.sh/v1).
+//! What they assume (Karpenter >= 1.6, node role, discovery tags, device plugins) is
+//! checked and installed by `karpenter-prerequisites.sh` (`prereqs.rs`).
 
 use serde_json::{Value, json};
 
-use super::pod::RES_EFA;
+use super::plugins::{node_labels, node_taints};
 use crate::recommend::{CapacityPlan, Recommendation, slug};
+
+/// Root volume of the job's nodes: training images are 10-20 GB and checkpoints land
+/// on local disk; Karpenter's AL2023 default is 20 GiB
+/// (https://karpenter.sh/docs/concepts/nodeclasses/#specblockdevicemappings). 500 GiB
+/// matches the eksctl nodegroup's `volumeSize`.
+pub const ROOT_VOLUME: &str = "500Gi";
+
+/// Node role the Karpenter getting-started CloudFormation stack creates.
+pub fn node_role(rec: &Recommendation) -> String {
+    format!("KarpenterNodeRole-{}", rec.request.names.cluster)
+}
 
 /// Tag `aws-cli.sh` puts on purchased Capacity Blocks so the node class finds them.
 pub const RESERVATION_TAG: &str = "trainplace.io/reservation";
@@ -20,10 +33,17 @@ pub fn node_class(rec: &Recommendation) -> Value {
     let cluster = &rec.request.names.cluster;
     let discovery = json!([{"tags": {"karpenter.sh/discovery": cluster}}]);
     let mut spec = json!({
-        "role": format!("KarpenterNodeRole-{cluster}"),
+        "role": node_role(rec),
         "amiSelectorTerms": [{"alias": "al2023@latest"}],
         "subnetSelectorTerms": discovery,
         "securityGroupSelectorTerms": discovery,
+        "blockDeviceMappings": [{
+            "deviceName": "/dev/xvda",
+            "ebs": {"volumeSize": ROOT_VOLUME, "volumeType": "gp3", "encrypted": true, "deleteOnTermination": true},
+        }],
+        // Every type in the catalog has local NVMe instance storage (EC2 accelerated
+        // computing specs): RAID0 it for image layers and scratch.
+        "instanceStorePolicy": "RAID0",
     });
     match &rec.capacity {
         CapacityPlan::CapacityBlock { .. } => {
@@ -33,7 +53,7 @@ pub fn node_class(rec: &Recommendation) -> Value {
         CapacityPlan::Odcr { reservation_id } => {
             spec["capacityReservationSelectorTerms"] = json!([{"id": reservation_id}]);
         }
-        CapacityPlan::OnDemand => {
+        CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => {
             if let Some(pg) = &rec.placement_group {
                 spec["placementGroupSelector"] = json!({"name": pg});
             }
@@ -51,13 +71,20 @@ pub fn node_pool(rec: &Recommendation) -> Value {
     let p = &rec.instance;
     let capacity_type = match rec.capacity {
         CapacityPlan::CapacityBlock { .. } | CapacityPlan::Odcr { .. } => "reserved",
-        CapacityPlan::OnDemand => "on-demand",
+        CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => "on-demand",
     };
-    let mut taints =
-        vec![json!({"key": p.accelerator_resource, "value": "true", "effect": "NoSchedule"})];
-    if p.max_efa > 0 {
-        taints.push(json!({"key": RES_EFA, "value": "true", "effect": "NoSchedule"}));
+    let mut labels = serde_json::Map::new();
+    labels.insert("trainplace.io/nodepool".into(), json!(name(rec)));
+    for (k, v) in node_labels(rec) {
+        labels.insert(k.into(), json!(v));
     }
+    // A prepaid reservation is paid whether or not nodes run: never consolidate its
+    // nodes away between runs. On-demand nodes go once empty.
+    let disruption = if capacity_type == "reserved" {
+        json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"})
+    } else {
+        json!({"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"})
+    };
     let mut limits = serde_json::Map::new();
     limits.insert(
         p.accelerator_resource.clone(),
@@ -69,7 +96,7 @@ pub fn node_pool(rec: &Recommendation) -> Value {
         "metadata": {"name": name(rec)},
         "spec": {
             "template": {
-                "metadata": {"labels": {"trainplace.io/nodepool": name(rec)}},
+                "metadata": {"labels": labels},
                 "spec": {
                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name(rec)},
                     "requirements": [
@@ -77,12 +104,12 @@ pub fn node_pool(rec: &Recommendation) -> Value {
                         {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [rec.availability_zone]},
                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity_type]},
                     ],
-                    "taints": taints,
+                    "taints": node_taints(rec),
                 },
             },
             "limits": limits,
             // Training nodes are expensive to restart mid-run: only reclaim empty ones.
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"},
+            "disruption": disruption,
         },
     })
 }

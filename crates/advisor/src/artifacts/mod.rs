@@ -7,7 +7,9 @@ pub mod eksctl;
 pub mod jobs;
 pub mod karpenter;
 pub mod nccl_tests;
+pub mod plugins;
 pub mod pod;
+pub mod prereqs;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -92,12 +94,28 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
             ),
         },
         Artifact {
+            name: "karpenter-prerequisites.sh".into(),
+            content: prereqs::script(rec),
+        },
+        Artifact {
             name: "aws-cli.sh".into(),
             content: awscli::script(rec),
         },
     ];
-    let mut job_notes =
-        vec!["training job in the recommended layout: one pod per node, all GPUs and EFA"];
+    if rec.instance.max_efa > 0 {
+        let notes = plugins::efa_values_notes(rec);
+        let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
+        out.push(Artifact {
+            name: plugins::VALUES_FILE.into(),
+            content: yaml(&notes, &[&plugins::efa_values(rec)]),
+        });
+    }
+    let job_line = format!(
+        "training job in the recommended layout: one pod per node, all {} and EFA, {} processes per pod",
+        crate::shape::accelerator_word(&rec.instance),
+        rec.processes_per_pod
+    );
+    let mut job_notes = vec![job_line.as_str()];
     if rec.request.framework == crate::request::Framework::TrainJob {
         job_notes.push("hostIPC: true must be set in the torch-distributed ClusterTrainingRuntime (TrainJob cannot patch it)");
     }

@@ -5,10 +5,7 @@ use serde_json::Value;
 
 use super::jobs::mpi_object;
 use super::pod::PodParts;
-
-/// AWS's public nccl-tests image (aws-samples "awsome-distributed-training" EFA tests),
-/// with aws-ofi-nccl and nccl-tests under /opt.
-pub const NCCL_TESTS_IMAGE: &str = "public.ecr.aws/hpc-cloud/nccl-tests:latest";
+use crate::images::{ALL_REDUCE_PERF, GPU_IMAGE};
 
 pub fn nccl_tests(parts: &PodParts<'_>) -> Value {
     let name = format!("{}-nccl-tests", parts.job());
@@ -31,7 +28,7 @@ pub fn nccl_tests(parts: &PodParts<'_>) -> Value {
         "NCCL_DEBUG=INFO",
         "-x",
         "NCCL_DEBUG_SUBSYS=INIT,NET",
-        "/opt/nccl-tests/build/all_reduce_perf",
+        ALL_REDUCE_PERF,
         "-b",
         "8",
         "-e",
@@ -45,7 +42,8 @@ pub fn nccl_tests(parts: &PodParts<'_>) -> Value {
         "-n",
         "100",
     ];
-    mpi_object(parts, &name, NCCL_TESTS_IMAGE, &launch)
+    // The pinned DLC image carries EFA, aws-ofi-nccl, OpenMPI and all_reduce_perf.
+    mpi_object(parts, &name, GPU_IMAGE, &launch)
 }
 
 /// The header line saying what busbw to expect.

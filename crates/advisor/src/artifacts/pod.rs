@@ -25,7 +25,8 @@ impl PodParts<'_> {
         &self.rec.request.names.job
     }
 
-    /// `requests` = `limits`: every accelerator and every EFA interface of the node.
+    /// Every accelerator and every EFA interface of the node (`requests` = `limits`),
+    /// plus CPU, memory (covering /dev/shm) and EFA hugepages (`allocatable.rs`).
     pub fn device_resources(&self) -> Value {
         let p = &self.rec.instance;
         let mut map = serde_json::Map::new();
@@ -33,7 +34,12 @@ impl PodParts<'_> {
         if p.max_efa > 0 {
             map.insert(RES_EFA.into(), json!(p.max_efa));
         }
-        json!({"requests": map.clone(), "limits": map})
+        let (extra_requests, extra_limits) = crate::allocatable::extra_resources(p);
+        let mut requests = map.clone();
+        requests.extend(extra_requests);
+        let mut limits = map;
+        limits.extend(extra_limits);
+        json!({"requests": requests, "limits": limits})
     }
 
     pub fn env(&self, extra: &[Value]) -> Vec<Value> {

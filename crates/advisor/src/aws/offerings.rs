@@ -33,11 +33,25 @@ impl Offering {
 
 const KEY: &str = "CapacityBlockOfferings";
 
-/// Parse the CLI's JSON text.
+/// Parse the CLI's JSON text: one document, or several one after another (what
+/// `aws-cli.sh` appends for each block size when a job needs more than one block).
 pub fn parse_offerings(text: &str) -> Result<Vec<Offering>, InputError> {
-    let doc: Value = serde_json::from_str(text)
-        .map_err(|e| InputError::new(InputSource::Offerings, "$", format!("not JSON: {e}")))?;
-    from_value(&doc)
+    let mut out = Vec::new();
+    let mut docs = 0;
+    for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        let doc = doc
+            .map_err(|e| InputError::new(InputSource::Offerings, "$", format!("not JSON: {e}")))?;
+        out.extend(from_value(&doc)?);
+        docs += 1;
+    }
+    if docs == 0 {
+        return Err(InputError::new(
+            InputSource::Offerings,
+            "$",
+            "not JSON: empty",
+        ));
+    }
+    Ok(out)
 }
 
 pub fn from_value(doc: &Value) -> Result<Vec<Offering>, InputError> {

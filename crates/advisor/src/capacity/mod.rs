@@ -2,8 +2,11 @@
 //!
 //! Rules (AWS "Capacity Blocks for ML", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html): 1..=64 instances
 //! per block, at most 256 across blocks; durations in 1-day steps up to 14 days, then
-//! 7-day steps up to 182 days; a block lives in one AZ; EKS scales managed nodegroups
-//! to 0 forty minutes before the block ends, so that time is not usable by the job.
+//! 7-day steps up to 182 days; a block lives in one AZ. A job of D buys the block of D:
+//! the block's last 30 minutes (EC2 reclaims the instances), the EKS managed nodegroup's
+//! scale-to-0 at 40 minutes and the EventBridge warning at 40 minutes make the block's
+//! end minus 40 minutes a checkpoint deadline stated in the plan, not a reason to buy a
+//! longer block (the longer block is shown as an alternative with its cost).
 //! Several blocks in one AZ may be combined to reach N nodes when they all cover the
 //! job's window.
 
@@ -18,21 +21,48 @@ pub const MAX_INSTANCES_PER_BLOCK: u32 = 64;
 pub const MAX_INSTANCES_ACROSS_BLOCKS: u32 = 256;
 /// EKS scales the nodegroup to 0 this long before the block ends (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
 pub const EKS_SCALE_DOWN_MINUTES: i64 = 40;
+/// Capacity Blocks can be bought at most 8 weeks ahead (same AWS page).
+pub const MAX_WEEKS_AHEAD: i64 = 8;
+
+/// The latest start a block bought at `now` may have.
+pub fn latest_buyable_start(now: Timestamp) -> Timestamp {
+    now + SignedDuration::from_hours(MAX_WEEKS_AHEAD * 7 * 24)
+}
 
 /// Every duration AWS sells, in hours, shortest first.
 pub fn valid_block_hours() -> impl Iterator<Item = u32> {
     (1..=14).map(|d| d * 24).chain((3..=26).map(|w| w * 168))
 }
 
+/// Block sizes to ask for when `nodes` exceed one block: as few blocks as possible,
+/// each at most 64 instances (100 -> [64, 36]); `None` beyond 256 in all.
+pub fn block_sizes(nodes: u32) -> Option<Vec<u32>> {
+    if nodes > MAX_INSTANCES_ACROSS_BLOCKS {
+        return None;
+    }
+    let mut left = nodes;
+    let mut out = Vec::new();
+    while left > 0 {
+        let n = left.min(MAX_INSTANCES_PER_BLOCK);
+        out.push(n);
+        left -= n;
+    }
+    Some(out)
+}
+
 pub fn is_valid_block_hours(hours: u32) -> bool {
     valid_block_hours().any(|h| h == hours)
 }
 
-/// The shortest block that holds a job of `job_hours` once EKS's scale-down is taken
-/// off the end; `None` when the job is longer than the longest block.
+/// The shortest block that holds a job of `job_hours`; `None` when the job is longer
+/// than the longest block.
 pub fn block_hours_for(job_hours: u32) -> Option<u32> {
-    valid_block_hours()
-        .find(|&h| i64::from(h) * 60 - EKS_SCALE_DOWN_MINUTES >= i64::from(job_hours) * 60)
+    block_hours_with_margin(job_hours, 0)
+}
+
+/// The shortest block that holds the job plus `margin_min` minutes at its end.
+pub fn block_hours_with_margin(job_hours: u32, margin_min: i64) -> Option<u32> {
+    valid_block_hours().find(|&h| i64::from(h) * 60 >= i64::from(job_hours) * 60 + margin_min)
 }
 
 /// What the job needs from Capacity Blocks.
@@ -47,6 +77,12 @@ pub struct BlockNeed<'a> {
     pub latest_end: Option<Timestamp>,
     /// Allowed zones; empty = any.
     pub zones: &'a [String],
+    /// Minutes the blocks must hold after the job (0: the job's own length; 40: room
+    /// for the EKS scale-down, the longer alternative).
+    pub margin_minutes: i64,
+    /// When the plan is made: blocks that already started, or start more than 8
+    /// weeks later, cannot be bought.
+    pub now: Timestamp,
 }
 
 /// The blocks to buy: all in one AZ, together at least `nodes` instances.
@@ -61,6 +97,9 @@ pub struct BlockPlan {
     pub end: Timestamp,
     /// Hours the job may run: the window less the EKS scale-down.
     pub usable_hours: f64,
+    /// Checkpoint and stop by then: EKS scales the nodegroup to 0 and EventBridge
+    /// warns 40 minutes before the end; EC2 reclaims from 30 minutes before.
+    pub checkpoint_by: Timestamp,
     pub total_fee_usd: f64,
 }
 
@@ -81,10 +120,10 @@ pub fn choose_blocks(offers: &[Offering], need: &BlockNeed<'_>) -> BlockChoice {
         ));
         return BlockChoice::NoFit(reasons);
     }
-    let usable_min = i64::from(need.job_hours) * 60 + EKS_SCALE_DOWN_MINUTES;
-    if block_hours_for(need.job_hours).is_none() {
+    let usable_min = i64::from(need.job_hours) * 60 + need.margin_minutes;
+    if block_hours_with_margin(need.job_hours, need.margin_minutes).is_none() {
         reasons.push(format!(
-            "the job ({} h) is longer than the longest Capacity Block (182 days less 40 min)",
+            "the job ({} h) is longer than the longest Capacity Block (182 days)",
             need.job_hours
         ));
         return BlockChoice::NoFit(reasons);
@@ -139,7 +178,7 @@ fn filter<'o>(
     usable_min: i64,
     reasons: &mut Vec<String>,
 ) -> Vec<&'o Offering> {
-    let mut counts = [0usize; 5];
+    let mut counts = [0usize; 6];
     let mut out = Vec::new();
     for o in offers
         .iter()
@@ -161,6 +200,8 @@ fn filter<'o>(
             2
         } else if minutes < usable_min {
             3
+        } else if o.start < need.now || o.start > latest_buyable_start(need.now) {
+            4
         } else {
             out.push(o);
             continue;
@@ -171,7 +212,8 @@ fn filter<'o>(
         "in zones (or regions) the request does not allow",
         "outside the requested window",
         "not a valid Capacity Block (1-64 instances, sold durations, USD)",
-        "shorter than the job plus the 40 min EKS scale-down",
+        "shorter than the job",
+        "already started, or starting more than 8 weeks from now (not buyable today)",
     ];
     for (n, what) in counts.iter().zip(words) {
         if *n > 0 {
@@ -249,6 +291,7 @@ fn plan(set: Vec<&Offering>) -> BlockPlan {
         instances: set.iter().map(|o| o.instance_count).sum(),
         total_fee_usd: set.iter().map(|o| o.fee_cents()).sum::<u64>() as f64 / 100.0,
         usable_hours: minutes as f64 / 60.0,
+        checkpoint_by: end - SignedDuration::from_mins(EKS_SCALE_DOWN_MINUTES),
         start,
         end,
         offerings: set.into_iter().cloned().collect(),

@@ -89,10 +89,15 @@ pub fn fixture(name: &str) -> String {
     .unwrap()
 }
 
+/// The instant scenarios are planned at.
+pub const NOW: &str = "2026-11-22T00:00:00Z";
+
 /// A named scenario: request + facts.
 pub fn scenario(name: &str) -> (AdviceRequest, Facts) {
     let base = AdviceRequest {
         region: Some("us-east-1".into()),
+        // The fixtures' offerings start 2026-12-01: plan as of a fixed day before.
+        now: Some(NOW.into()),
         ..Default::default()
     };
     let offers = Facts {
@@ -149,8 +154,27 @@ pub fn scenario(name: &str) -> (AdviceRequest, Facts) {
             },
             Facts::default(),
         ),
+        "trainium" => (
+            AdviceRequest {
+                gpus: Some(32),
+                family: Some("trainium".into()),
+                duration_days: Some(2.0),
+                capacity: Some("on-demand".into()),
+                ..base
+            },
+            Facts::default(),
+        ),
         other => panic!("unknown scenario {other}"),
     }
+}
+
+/// The artifacts of a scenario, by file name.
+pub fn artifacts(name: &str, framework: &str) -> std::collections::BTreeMap<String, String> {
+    let rec = recommendation(name, framework);
+    trainplace_advisor::artifacts::artifacts(&rec, &Policy::embedded())
+        .into_iter()
+        .map(|a| (a.name, a.content))
+        .collect()
 }
 
 pub fn recommendation(name: &str, framework: &str) -> Recommendation {

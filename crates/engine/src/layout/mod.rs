@@ -4,7 +4,7 @@
 
 mod steps;
 
-use crate::annotations::{NCCL_DEBUG, SHM_SIZE};
+use crate::annotations::SHM_SIZE;
 use crate::catalog::InstanceProfile;
 use crate::classify::{InstanceSource, Shape};
 use crate::edit::{Cursor, Ops};
@@ -32,34 +32,18 @@ pub struct Plan<'a> {
     pub shm_size: String,
     /// NCCL_DEBUG level from the annotation.
     pub nccl_debug: Option<String>,
+    /// The namespace enforces a Pod Security level (baseline, restricted) that forbids
+    /// hostIPC and added capabilities: the apiserver would reject a pod with them.
+    pub host_access_forbidden: bool,
 }
 
 impl<'a> Plan<'a> {
-    pub fn new(
-        view: &PodView<'_>,
-        shape: &'a Shape<'a>,
-        instance: &'a InstanceProfile,
-        source: InstanceSource,
-        eff: &'a Effective<'a>,
-        shm_size: String,
-    ) -> Self {
-        Plan {
-            shape,
-            instance,
-            source,
-            eff,
-            containers: view.device_containers().map(|c| c.index).collect(),
-            shm_size,
-            nccl_debug: view.annotation(NCCL_DEBUG).map(String::from),
-        }
-    }
-
     fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
         self.eff.on(pick)
     }
 
     fn whole_node(&self) -> bool {
-        self.shape.per_pod == self.instance.accelerators
+        self.shape.per_pod == self.instance.accelerators && !self.shape.shared
     }
 
     /// Apply the layout to the pod template at `site`, recording each edit in `ops`.
@@ -89,13 +73,28 @@ impl<'a> Plan<'a> {
         out
     }
 
-    /// Whether the plan gives the pod EFA interfaces it did not ask for.
-    pub fn adds_efa(&self) -> bool {
-        self.on(|m| m.efa)
-            && self.whole_node()
+    /// How many EFA interfaces the plan gives a pod that asked for none: all of the
+    /// node's to a whole-node pod; its share (proportional to its GPUs, when that is
+    /// at least one) to a pod of a multi-pod job that takes part of a node, so its
+    /// cross-node traffic does not fall back to TCP.
+    pub fn added_efa(&self) -> Option<u32> {
+        if !(self.on(|m| m.efa)
             && self.shape.efa == 0
             && self.instance.has_efa()
-            && !self.containers.is_empty()
+            && !self.containers.is_empty())
+        {
+            return None;
+        }
+        if self.whole_node() {
+            return Some(self.instance.max_efa);
+        }
+        let share = crate::rules::efa_share_floor(self.instance, self.shape.per_pod);
+        (self.shape.multi_pod && self.shape.per_pod < self.instance.accelerators && share > 0)
+            .then_some(share)
+    }
+
+    pub fn adds_efa(&self) -> bool {
+        self.added_efa().is_some()
     }
 }
 

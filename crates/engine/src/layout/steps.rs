@@ -13,13 +13,30 @@ use crate::json::items;
 use crate::podspec::{command_line, env_entry};
 
 impl Plan<'_> {
-    pub(super) fn efa(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
-        if !self.adds_efa() {
-            return;
+    /// A pod affinity term over the job's own pods; per group where the workload has
+    /// independent groups (the scheduler fills `matchLabelKeys` from the pod's labels).
+    fn job_term(&self, key: &str, value: &str, topology: &str) -> Value {
+        let mut term =
+            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology});
+        if let Some(group) = &self.shape.group_label {
+            term["matchLabelKeys"] = json!([group]);
         }
+        term
+    }
+
+    fn per_group(&self) -> String {
+        match &self.shape.group_label {
+            Some(group) => format!(" and the same {group}"),
+            None => String::new(),
+        }
+    }
+
+    pub(super) fn efa(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+        let Some(n) = self.added_efa() else {
+            return;
+        };
         let first = self.containers[0];
         let name = container_name(spec.value, first);
-        let n = self.instance.max_efa;
         let has_requests = items(spec.value, &["containers"])
             .get(first)
             .and_then(|c| c.get("resources")?.get("requests"))
@@ -36,25 +53,39 @@ impl Plan<'_> {
                 map.insert_missing(RES_EFA, json!(n), ed.ops);
             }
         }
-        ed.change(
-            format!("container {name}: {RES_EFA}={n}"),
+        let why = if n == self.instance.max_efa {
             format!(
                 "the pod takes the whole {}, so it gets all {n} EFA interfaces for inter-node traffic",
                 self.instance.name
-            ),
-        );
+            )
+        } else {
+            format!(
+                "the pod takes {} of {}'s {} GPUs, so it gets its share of the {} EFA interfaces; without EFA its inter-node traffic falls back to TCP",
+                self.shape.per_pod,
+                self.instance.name,
+                self.instance.accelerators,
+                self.instance.max_efa
+            )
+        };
+        ed.change(format!("container {name}: {RES_EFA}={n}"), why);
     }
 
     pub(super) fn host_ipc(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+        if self.host_access_forbidden {
+            return;
+        }
         if spec.insert_missing("hostIPC", Value::Bool(true), ed.ops) {
             ed.change(
                 "hostIPC=true".into(),
-                "NCCL and the EFA plugin share memory between local ranks over host IPC".into(),
+                "part of the recommended layout (the field notes' working pods used it); NVLink inside the pod does not depend on it (measured 336.6 GB/s with host IPC, 338.7 GB/s without, docs/measurements.md)".into(),
             );
         }
     }
 
     pub(super) fn ipc_lock(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
+        if self.host_access_forbidden {
+            return;
+        }
         for &i in &self.containers {
             let name = container_name(spec.value, i);
             let has = items(spec.value, &["containers"])
@@ -73,7 +104,7 @@ impl Plan<'_> {
             add.push(json!("IPC_LOCK"), ed.ops);
             ed.change(
                 format!("container {name}: capability IPC_LOCK"),
-                "EFA/RDMA pins memory; without IPC_LOCK registration fails".into(),
+                "EFA/RDMA registration pins memory; IPC_LOCK lifts the RLIMIT_MEMLOCK cap on that (capabilities(7): https://man7.org/linux/man-pages/man7/capabilities.7.html) where the container runtime's memlock limit is low".into(),
             );
         }
     }
@@ -276,6 +307,7 @@ impl Plan<'_> {
         if !self.shape.multi_pod
             || z.pinned.is_some()
             || z.held
+            || z.anti
             || z.allows_many.is_some()
             || z.spread
         {
@@ -284,11 +316,13 @@ impl Plan<'_> {
         let Some((key, value)) = &self.shape.identity else {
             return;
         };
-        let term =
-            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": LABEL_ZONE});
+        let term = self.job_term(key, value, LABEL_ZONE);
         if push_required(spec, "podAffinity", term, ed.ops) {
             ed.change(
-                format!("podAffinity: pods with {key}={value} in one {LABEL_ZONE}"),
+                format!(
+                    "podAffinity: pods with {key}={value}{} in one {LABEL_ZONE}",
+                    self.per_group()
+                ),
                 "EFA traffic cannot cross availability zones".into(),
             );
         }
@@ -314,11 +348,13 @@ impl Plan<'_> {
         if exists {
             return;
         }
-        let term =
-            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": LABEL_HOSTNAME});
+        let term = self.job_term(key, value, LABEL_HOSTNAME);
         if push_required(spec, "podAntiAffinity", term, ed.ops) {
             ed.change(
-                format!("podAntiAffinity: one pod with {key}={value} per node"),
+                format!(
+                    "podAntiAffinity: one pod with {key}={value}{} per node",
+                    self.per_group()
+                ),
                 "one pod per node keeps every GPU of a node on NVLink inside one pod".into(),
             );
         }

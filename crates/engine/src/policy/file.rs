@@ -46,12 +46,20 @@ pub struct Defaults {
     pub node_pools: Option<Vec<String>>,
 }
 
+/// Rule modes. Keys are camelCase like every other key; the kebab-case spelling of
+/// earlier releases (`partial-node`) is still read, with a deprecation warning.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RuleModes {
+    #[serde(alias = "partial-node")]
     pub partial_node: Option<Mode>,
+    #[serde(alias = "multi-az")]
     pub multi_az: Option<Mode>,
+    #[serde(alias = "unknown-instance-type")]
     pub unknown_instance_type: Option<Mode>,
+    /// A training pod that claims devices through DRA `resourceClaims`, which trainplace
+    /// cannot count yet (default warn).
+    pub device_claims: Option<Mode>,
 }
 
 /// Each mutation can be switched off by policy.
@@ -71,6 +79,21 @@ pub struct Mutations {
     pub torchrun_env: Option<bool>,
 }
 
+/// Recognisers of multi-pod training jobs beyond the operators' labels; each is on
+/// unless switched off.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Recognizers {
+    /// `torchrun --nnodes`, `deepspeed --num_nodes`, `mpirun -np` in command or args.
+    pub command_line: Option<bool>,
+    /// `PET_NNODES` / `WORLD_SIZE` set through `valueFrom`.
+    pub env_value_from: Option<bool>,
+    /// KubeRay pods (`ray.io/cluster`).
+    pub ray: Option<bool>,
+    /// Volcano pods (`volcano.sh/job-name`).
+    pub volcano: Option<bool>,
+}
+
 /// Who may use an opt-in annotation: the namespace must be listed (or `*`) and the
 /// requesting user must be in a listed group (or `*`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,10 +105,14 @@ pub struct OptInGrant {
     pub groups: Vec<String>,
 }
 
+/// Opt-in grants (camelCase keys; `allow-partial-node` is read with a deprecation
+/// warning). An opt-in without a grant is granted to nobody.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OptIns {
+    #[serde(alias = "allow-partial-node")]
     pub allow_partial_node: Option<OptInGrant>,
+    #[serde(alias = "allow-multi-az")]
     pub allow_multi_az: Option<OptInGrant>,
     pub skip: Option<OptInGrant>,
     pub reshape: Option<OptInGrant>,
@@ -132,7 +159,8 @@ pub struct NamespaceOverride {
     pub mutations: Mutations,
 }
 
-/// A `Policy` file.
+/// A `Policy` file. A section the file omits keeps the embedded default (see
+/// [`PolicyFile::over`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyFile {
@@ -144,16 +172,66 @@ pub struct PolicyFile {
     pub rules: RuleModes,
     #[serde(default)]
     pub mutations: Mutations,
-    #[serde(default)]
-    pub opt_ins: OptIns,
+    pub opt_ins: Option<OptIns>,
     /// Extra label selectors that mark a GPU pod as a training pod.
-    #[serde(default)]
-    pub training_selectors: Vec<LabelSelectorSpec>,
+    pub training_selectors: Option<Vec<LabelSelectorSpec>>,
     /// Groups of the controllers that create pods from workload templates (the job
     /// controller, the Kubeflow, JobSet and LWS operators). Only their pods that carry
     /// trainplace's mark skip a second layout judgement; anyone else's are judged.
     pub trusted_controller_groups: Option<Vec<String>>,
     /// Applied in order; a later match overrides an earlier one field by field.
+    pub namespaces: Option<Vec<NamespaceOverride>>,
     #[serde(default)]
-    pub namespaces: Vec<NamespaceOverride>,
+    pub recognizers: Recognizers,
+}
+
+fn keep<T: Clone>(over: &mut Option<T>, base: &Option<T>) {
+    if over.is_none() {
+        over.clone_from(base);
+    }
+}
+
+impl PolicyFile {
+    /// This file laid over `base` (the embedded policy). The merge rule: `defaults`,
+    /// `rules`, `mutations` and `recognizers` merge key by key (a key the file sets wins); `optIns`,
+    /// `trainingSelectors`, `trustedControllerGroups` and `namespaces` replace the
+    /// base's whole when the file has them, and keep the base's when it does not. So a
+    /// file that only sets `defaults.instanceType` changes nothing else, and a file that
+    /// writes `optIns` decides every grant (an opt-in it leaves out is granted to nobody).
+    pub fn over(mut self, base: &PolicyFile) -> PolicyFile {
+        let (d, b) = (&mut self.defaults, &base.defaults);
+        keep(&mut d.instance_type, &b.instance_type);
+        keep(&mut d.aws_ofi_nccl_version, &b.aws_ofi_nccl_version);
+        keep(&mut d.shm_size, &b.shm_size);
+        keep(&mut d.node_pools, &b.node_pools);
+        let (r, b) = (&mut self.rules, &base.rules);
+        keep(&mut r.partial_node, &b.partial_node);
+        keep(&mut r.multi_az, &b.multi_az);
+        keep(&mut r.unknown_instance_type, &b.unknown_instance_type);
+        keep(&mut r.device_claims, &b.device_claims);
+        let (m, b) = (&mut self.mutations, &base.mutations);
+        keep(&mut m.efa, &b.efa);
+        keep(&mut m.host_ipc, &b.host_ipc);
+        keep(&mut m.ipc_lock, &b.ipc_lock);
+        keep(&mut m.shm, &b.shm);
+        keep(&mut m.nccl_env, &b.nccl_env);
+        keep(&mut m.tolerations, &b.tolerations);
+        keep(&mut m.pin_instance_type, &b.pin_instance_type);
+        keep(&mut m.zone_affinity, &b.zone_affinity);
+        keep(&mut m.node_anti_affinity, &b.node_anti_affinity);
+        keep(&mut m.torchrun_env, &b.torchrun_env);
+        let (r, b) = (&mut self.recognizers, &base.recognizers);
+        keep(&mut r.command_line, &b.command_line);
+        keep(&mut r.env_value_from, &b.env_value_from);
+        keep(&mut r.ray, &b.ray);
+        keep(&mut r.volcano, &b.volcano);
+        keep(&mut self.opt_ins, &base.opt_ins);
+        keep(&mut self.training_selectors, &base.training_selectors);
+        keep(
+            &mut self.trusted_controller_groups,
+            &base.trusted_controller_groups,
+        );
+        keep(&mut self.namespaces, &base.namespaces);
+        self
+    }
 }

@@ -5,24 +5,22 @@
 mod file;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube_core::{Selector, SelectorExt};
-use serde::de::DeserializeOwned;
 
 pub use file::{
-    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceMatch, NamespaceOverride, OptInGrant,
-    OptIns, PolicyFile, RuleModes,
+    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceOverride, PolicyFile, Recognizers,
+    RuleModes,
 };
 
 use crate::catalog::{Catalog, CatalogFile};
 use crate::error::PolicyError;
+use crate::requester::Requester;
+use crate::yaml::{API_VERSION, parse_yaml};
 
 /// The policy compiled into the binary (`policies/default.yaml`).
 pub const EMBEDDED_POLICY: &str = include_str!("../../../../policies/default.yaml");
-
-const API_VERSION: &str = "trainplace.io/v1alpha1";
 
 /// Service-account groups of the controllers that create training pods, in the
 /// namespaces their install manifests use.
@@ -34,20 +32,6 @@ const DEFAULT_CONTROLLER_GROUPS: [&str; 6] = [
     "system:serviceaccounts:jobset-system",
     "system:serviceaccounts:lws-system",
 ];
-
-/// Parse one YAML document into `T`, reporting `origin:line:column` on error.
-pub fn parse_yaml<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T, PolicyError> {
-    serde_yaml_ng::from_str(text).map_err(|e| {
-        let at = e
-            .location()
-            .map(|l| format!(":{}:{}", l.line(), l.column()))
-            .unwrap_or_default();
-        PolicyError::Parse {
-            origin: format!("{origin}{at}"),
-            message: e.to_string(),
-        }
-    })
-}
 
 /// Opt-in annotations the policy governs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,15 +53,12 @@ impl OptIn {
     }
 }
 
-/// Who is asking, and where: what the policy needs to resolve modes and grants.
-#[derive(Debug, Clone, Default)]
-pub struct Requester<'a> {
-    pub namespace: &'a str,
-    /// Labels of the namespace, when known (the webhook learns them from the cluster).
-    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
-    pub groups: &'a [String],
-    /// What the cluster holds, when a live cache or a fixture provides it.
-    pub inventory: Option<&'a crate::inventory::Snapshot>,
+/// One YAML file of a policy directory, as read by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    /// Where it came from (a path), for error messages.
+    pub origin: String,
+    pub text: String,
 }
 
 /// Everything the engine consults besides the object itself.
@@ -88,6 +69,7 @@ pub struct Policy {
     training_selectors: Vec<Selector>,
     plugin_version: semver::Version,
     pub catalog: Catalog,
+    warnings: Vec<String>,
 }
 
 /// The policy as it applies to one namespace.
@@ -109,6 +91,9 @@ impl Effective<'_> {
     }
     pub fn mode_unknown_instance_type(&self) -> Mode {
         self.modes.unknown_instance_type.unwrap_or(Mode::Warn)
+    }
+    pub fn mode_device_claims(&self) -> Mode {
+        self.modes.device_claims.unwrap_or(Mode::Warn)
     }
     /// Whether a mutation is on; every mutation defaults to on.
     pub fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
@@ -143,6 +128,57 @@ fn invalid(origin: &str, message: String) -> PolicyError {
     }
 }
 
+/// Keys spelled as earlier releases did (`partial-node` for `partialNode`): still read,
+/// reported so the file can be updated before the old spelling goes away.
+fn deprecated_keys(raw: &serde_yaml_ng::Value, origin: &str) -> Vec<String> {
+    let mut sections: Vec<(String, &serde_yaml_ng::Value)> = Vec::new();
+    for key in ["rules", "optIns"] {
+        if let Some(v) = raw.get(key) {
+            sections.push((key.to_string(), v));
+        }
+    }
+    if let Some(list) = raw.get("namespaces").and_then(|n| n.as_sequence()) {
+        for (i, ns) in list.iter().enumerate() {
+            if let Some(v) = ns.get("rules") {
+                sections.push((format!("namespaces[{i}].rules"), v));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (at, section) in sections {
+        let Some(map) = section.as_mapping() else {
+            continue;
+        };
+        for key in map
+            .keys()
+            .filter_map(|k| k.as_str())
+            .filter(|k| k.contains('-'))
+        {
+            out.push(format!(
+                "{origin}: {at}.{key} is the deprecated spelling; write {at}.{} (camelCase, like every other key)",
+                camel(key)
+            ));
+        }
+    }
+    out
+}
+
+fn camel(kebab: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in kebab.chars() {
+        if c == '-' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn merge_opt<T: Clone>(base: &mut Option<T>, over: &Option<T>) {
     if over.is_some() {
         base.clone_from(over);
@@ -160,9 +196,19 @@ impl Policy {
         .expect("embedded policy is validated by the test suite")
     }
 
+    /// A policy file laid over the embedded default (see [`PolicyFile::over`]).
     pub fn from_parts(text: &str, origin: &str, catalog: Catalog) -> Result<Self, PolicyError> {
         let file: PolicyFile = parse_yaml(text, origin)?;
-        Self::compile(file, origin, catalog)
+        let warnings = deprecated_keys(&parse_yaml(text, origin)?, origin);
+        let embedded: PolicyFile = parse_yaml(EMBEDDED_POLICY, "policies/default.yaml (embedded)")?;
+        let mut policy = Self::compile(file.over(&embedded), origin, catalog)?;
+        policy.warnings = warnings;
+        Ok(policy)
+    }
+
+    /// Deprecation notes about the file this policy came from (old key spellings).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     fn compile(file: PolicyFile, origin: &str, catalog: Catalog) -> Result<Self, PolicyError> {
@@ -197,7 +243,7 @@ impl Policy {
         };
         check_defaults(&file.defaults, "")?;
         let mut namespace_selectors = Vec::new();
-        for (i, ns) in file.namespaces.iter().enumerate() {
+        for (i, ns) in file.namespaces.iter().flatten().enumerate() {
             let at = format!("namespaces[{i}].");
             check_defaults(&ns.defaults, &at)?;
             if ns.matches.names.is_empty() && ns.matches.selector.is_none() {
@@ -214,6 +260,7 @@ impl Policy {
         let training_selectors = file
             .training_selectors
             .iter()
+            .flatten()
             .map(|s| selector(s, origin))
             .collect::<Result<_, _>>()?;
         let plugin_version = file
@@ -230,60 +277,56 @@ impl Policy {
             training_selectors,
             plugin_version,
             catalog,
+            warnings: Vec::new(),
         })
     }
 
-    /// Load a policy directory: every `*.yaml`/`*.yml` file is a `Policy` (at most one)
-    /// or an `InstanceCatalog` (merged over the embedded catalog). Hidden entries (the
-    /// `..data` links of a mounted ConfigMap) are skipped.
-    pub fn load_dir(dir: &Path) -> Result<Self, PolicyError> {
-        let io = |e: std::io::Error| PolicyError::Io {
-            path: dir.display().to_string(),
-            message: e.to_string(),
-        };
-        let mut paths: Vec<_> = std::fs::read_dir(dir)
-            .map_err(io)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                !name.starts_with('.') && (name.ends_with(".yaml") || name.ends_with(".yml"))
-            })
-            .collect();
-        paths.sort();
+    /// Build the policy from the YAML documents of a policy directory (`origin`), read
+    /// by the caller (the engine does no I/O): exactly one `Policy` and any number of
+    /// `InstanceCatalog`s (merged over the embedded catalog), in the order given.
+    ///
+    /// A directory without its Policy is an error, never the embedded default: the
+    /// default grants every opt-in, so a lost or renamed file would quietly loosen a
+    /// platform team's guardrails.
+    pub fn from_documents(origin: &str, docs: &[Document]) -> Result<Self, PolicyError> {
         let mut catalog = Catalog::embedded();
-        let mut policy: Option<(String, String)> = None;
-        for path in paths {
-            let origin = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| PolicyError::Io {
-                path: origin.clone(),
-                message: e.to_string(),
-            })?;
-            let head: serde_yaml_ng::Value = parse_yaml(&text, &origin)?;
+        let mut policy: Option<&Document> = None;
+        for doc in docs {
+            let head: serde_yaml_ng::Value = parse_yaml(&doc.text, &doc.origin)?;
             match head.get("kind").and_then(|k| k.as_str()) {
                 Some("Policy") => {
-                    if let Some((first, _)) = &policy {
+                    if let Some(first) = policy {
                         return Err(invalid(
-                            &origin,
-                            format!("a second Policy file; {first} is already the policy"),
+                            &doc.origin,
+                            format!(
+                                "a second Policy file; {} is already the policy",
+                                first.origin
+                            ),
                         ));
                     }
-                    policy = Some((origin, text));
+                    policy = Some(doc);
                 }
                 Some("InstanceCatalog") => {
-                    let file: CatalogFile = parse_yaml(&text, &origin)?;
-                    catalog.merge(file, &origin)?;
+                    let file: CatalogFile = parse_yaml(&doc.text, &doc.origin)?;
+                    catalog.merge(file, &doc.origin)?;
                 }
                 other => {
                     return Err(invalid(
-                        &origin,
+                        &doc.origin,
                         format!("kind must be Policy or InstanceCatalog, found {other:?}"),
                     ));
                 }
             }
         }
         match policy {
-            Some((origin, text)) => Self::from_parts(&text, &origin, catalog),
-            None => Self::from_parts(EMBEDDED_POLICY, "policies/default.yaml (embedded)", catalog),
+            Some(doc) => Self::from_parts(&doc.text, &doc.origin, catalog),
+            None => Err(invalid(
+                origin,
+                "the policy directory has no `kind: Policy` file. Add one (a file with only \
+                 `apiVersion: trainplace.io/v1alpha1` and `kind: Policy` means the embedded \
+                 defaults), or run without --policy-dir for the embedded policy."
+                    .into(),
+            )),
         }
     }
 
@@ -292,7 +335,11 @@ impl Policy {
         let mut defaults = self.file.defaults.clone();
         let mut modes = self.file.rules.clone();
         let mut mutations = self.file.mutations.clone();
-        for (ns, sel) in self.file.namespaces.iter().zip(&self.namespace_selectors) {
+        for (ns, sel) in self
+            .namespace_overrides()
+            .iter()
+            .zip(&self.namespace_selectors)
+        {
             if !self.namespace_matches(ns, sel.as_ref(), who) {
                 continue;
             }
@@ -309,6 +356,7 @@ impl Policy {
                 &mut modes.unknown_instance_type,
                 &ns.rules.unknown_instance_type,
             );
+            merge_opt(&mut modes.device_claims, &ns.rules.device_claims);
             let m = &ns.mutations;
             merge_opt(&mut mutations.efa, &m.efa);
             merge_opt(&mut mutations.host_ipc, &m.host_ipc);
@@ -355,7 +403,9 @@ impl Policy {
 
     /// Whether the requester may use an opt-in annotation. No grant = nobody may.
     pub fn may_opt_in(&self, opt: OptIn, who: &Requester<'_>) -> bool {
-        let o = &self.file.opt_ins;
+        let Some(o) = &self.file.opt_ins else {
+            return false;
+        };
         let grant = match opt {
             OptIn::AllowPartialNode => &o.allow_partial_node,
             OptIn::AllowMultiAz => &o.allow_multi_az,
@@ -390,8 +440,14 @@ impl Policy {
         self.training_selectors.iter().any(|s| s.matches(labels))
     }
 
-    pub fn file(&self) -> &PolicyFile {
-        &self.file
+    /// Which multi-pod recognisers are on.
+    pub fn recognizers(&self) -> &Recognizers {
+        &self.file.recognizers
+    }
+
+    /// The per-namespace overrides, in order.
+    pub fn namespace_overrides(&self) -> &[NamespaceOverride] {
+        self.file.namespaces.as_deref().unwrap_or_default()
     }
 }
 

@@ -59,6 +59,7 @@ fn namespace_overrides_by_name_and_label() {
         namespace_labels: Some(&labels),
         groups: &[],
         inventory: None,
+        marks: None,
     };
     let eff = p.effective(&sandbox);
     assert_eq!(eff.mode_partial_node(), Mode::Audit);
@@ -82,12 +83,14 @@ fn opt_in_grants_by_namespace_and_group() {
         namespace_labels: None,
         groups: &admins,
         inventory: None,
+        marks: None,
     };
     let user = Requester {
         namespace: "prod",
         namespace_labels: None,
         groups: &users,
         inventory: None,
+        marks: None,
     };
     assert!(p.may_opt_in(OptIn::Skip, &admin));
     assert!(!p.may_opt_in(OptIn::Skip, &user));
@@ -98,6 +101,7 @@ fn opt_in_grants_by_namespace_and_group() {
         namespace_labels: None,
         groups: &users,
         inventory: None,
+        marks: None,
     };
     assert!(p.may_opt_in(OptIn::AllowPartialNode, &research));
 }
@@ -111,4 +115,68 @@ fn training_selectors_match() {
     )]);
     assert!(p.training_selector_matches(&labels));
     assert!(!p.training_selector_matches(&BTreeMap::new()));
+}
+
+#[test]
+fn a_file_that_sets_one_default_keeps_every_other_section() {
+    let text = "apiVersion: trainplace.io/v1alpha1\nkind: Policy\ndefaults:\n  instanceType: p5.48xlarge\n";
+    let p = Policy::from_parts(text, "p.yaml", Catalog::embedded()).unwrap();
+    let who = Requester {
+        namespace: "team-a",
+        ..Default::default()
+    };
+    // Before the merge rule, omitting optIns revoked every opt-in.
+    assert!(p.may_opt_in(OptIn::AllowPartialNode, &who));
+    assert!(p.may_opt_in(OptIn::Skip, &who));
+    let eff = p.effective(&who);
+    assert_eq!(eff.defaults.instance_type.as_deref(), Some("p5.48xlarge"));
+    assert_eq!(eff.defaults.aws_ofi_nccl_version.as_deref(), Some("1.16.0"));
+    assert_eq!(eff.mode_partial_node(), Mode::Enforce);
+    assert!(p.warnings().is_empty());
+}
+
+#[test]
+fn a_file_that_writes_opt_ins_decides_every_grant() {
+    let text = "apiVersion: trainplace.io/v1alpha1\nkind: Policy\noptIns:\n  skip: { namespaces: [\"*\"], groups: [admins] }\nrules:\n  multiAz: warn\n";
+    let p = Policy::from_parts(text, "p.yaml", Catalog::embedded()).unwrap();
+    let who = Requester {
+        namespace: "team-a",
+        ..Default::default()
+    };
+    assert!(!p.may_opt_in(OptIn::AllowPartialNode, &who));
+    assert!(!p.may_opt_in(OptIn::Skip, &who));
+    let eff = p.effective(&who);
+    assert_eq!(eff.mode_multi_az(), Mode::Warn);
+    assert_eq!(eff.mode_partial_node(), Mode::Enforce);
+}
+
+#[test]
+fn kebab_case_keys_are_read_with_a_deprecation_warning() {
+    let old = "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nrules:\n  partial-node: warn\noptIns:\n  allow-multi-az: { namespaces: [\"*\"], groups: [\"*\"] }\nnamespaces:\n  - match: { names: [research] }\n    rules: { multi-az: audit }\n";
+    let p = Policy::from_parts(old, "old.yaml", Catalog::embedded()).unwrap();
+    let who = Requester {
+        namespace: "research",
+        ..Default::default()
+    };
+    assert_eq!(p.effective(&who).mode_partial_node(), Mode::Warn);
+    assert_eq!(p.effective(&who).mode_multi_az(), Mode::Audit);
+    assert!(p.may_opt_in(OptIn::AllowMultiAz, &who));
+    let w = p.warnings().join("\n");
+    assert!(
+        w.contains(
+            "old.yaml: rules.partial-node is the deprecated spelling; write rules.partialNode"
+        ),
+        "{w}"
+    );
+    assert!(
+        w.contains("optIns.allow-multi-az") && w.contains("optIns.allowMultiAz"),
+        "{w}"
+    );
+    assert!(w.contains("namespaces[0].rules.multi-az"), "{w}");
+    let new = old
+        .replace("partial-node", "partialNode")
+        .replace("allow-multi-az", "allowMultiAz")
+        .replace("multi-az", "multiAz");
+    let p = Policy::from_parts(&new, "new.yaml", Catalog::embedded()).unwrap();
+    assert!(p.warnings().is_empty(), "{:?}", p.warnings());
 }

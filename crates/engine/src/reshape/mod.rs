@@ -4,22 +4,25 @@
 //! command line that hides them in a longer string is refused with the line to edit.
 
 mod template;
+mod trainjob;
 
 use serde_json::{Value, json};
 
 use template::{commands_are_literal, rewrite_template};
 
 use crate::annotations::{MUTATED, RESHAPE};
+use crate::catalog::InstanceProfile;
 use crate::classify::{Class, SiteHints, Target, classify};
 use crate::edit::{Cursor, Ops};
-use crate::engine::{Ctx, Verdict};
 use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
 use crate::json::escape;
+use crate::judge::Ctx;
 use crate::layout::Change;
 use crate::podspec::PodView;
 use crate::policy::{Mode, OptIn};
-use crate::rules::{OptInState, count, opt_in_state};
+use crate::rules::{OptInState, count, count64, opt_in_state};
+use crate::verdict::Verdict;
 use crate::workload::{Kind, Site};
 
 /// The torchrun flags reshape rewrites when they stand as literal tokens.
@@ -69,7 +72,7 @@ pub(crate) fn apply(
         return Ok(false);
     }
     if kind == Kind::TrainJob {
-        return crate::trainjob::reshape(object, ctx, verdict, ops);
+        return trainjob::reshape(object, ctx, verdict, ops);
     }
     let mut gpu_sites = Vec::new();
     let mut instance = None;
@@ -77,7 +80,7 @@ pub(crate) fn apply(
         let Some(t) = object.pointer(&site.pointer) else {
             continue;
         };
-        let view = PodView::read(t, &site.field)?;
+        let view = PodView::read(t, &site.field, &ctx.eff.policy.catalog)?;
         let Class::Training(shape) = classify(
             &view,
             &SiteHints {
@@ -144,31 +147,28 @@ pub(crate) fn apply(
     if g == 0 || g >= big {
         return Ok(false);
     }
-    let pods: u32 = gpu_sites.iter().map(|s| s.pods).sum();
-    let gpus = pods * g;
-    if !gpus.is_multiple_of(big) {
-        let down = gpus / big;
-        let up = gpus.div_ceil(big);
+    // u64: counts from the object can be as large as u32 allows.
+    let pods: u64 = gpu_sites.iter().map(|s| u64::from(s.pods)).sum();
+    let gpus = pods * u64::from(g);
+    let big64 = u64::from(big);
+    if !gpus.is_multiple_of(big64) {
+        let (found, fix) = not_whole_nodes(pods, g, gpus, inst);
+        refuse(verdict, &gpu_sites[0].site.field, found, fix);
+        return Ok(false);
+    }
+    let Ok(new_pods) = u32::try_from(gpus / big64) else {
         refuse(
             verdict,
             &gpu_sites[0].site.field,
             format!(
-                "{} x {} = {gpus} GPUs do not fill whole {} nodes ({big} GPUs each).",
-                count(pods, "pod"),
-                count(g, "GPU"),
-                inst.name
+                "{} x {} is more pods than a cluster runs.",
+                count64(pods, "pod"),
+                count(g, "GPU")
             ),
-            format!(
-                "the nearest full-node shapes are {} x {big} GPUs ({} GPUs) and {} x {big} GPUs ({} GPUs); pick one and resubmit.",
-                count(down, "pod"),
-                down * big,
-                count(up, "pod"),
-                up * big
-            ),
+            "set the job's size to what it really needs.".into(),
         );
         return Ok(false);
-    }
-    let new_pods = gpus / big;
+    };
     let Some(plan) = distribute(object, kind, &gpu_sites, new_pods, big, verdict) else {
         return Ok(false);
     };
@@ -190,7 +190,7 @@ pub(crate) fn apply(
     }
     let why = format!(
         "reshaped {} x {} into {} x {big} GPUs on {}: the same {gpus} GPUs, now one pod per node on NVLink",
-        count(pods, "pod"),
+        count64(pods, "pod"),
         count(g, "GPU"),
         count(new_pods, "pod"),
         inst.name
@@ -202,14 +202,40 @@ pub(crate) fn apply(
     Ok(true)
 }
 
+/// Why `pods x g` GPUs cannot become whole nodes, and the nearest shapes that can.
+/// Never offers zero pods: below one node the only whole-node shape is one node.
+pub(super) fn not_whole_nodes(
+    pods: u64,
+    g: u32,
+    gpus: u64,
+    inst: &InstanceProfile,
+) -> (String, String) {
+    let big = u64::from(inst.accelerators);
+    let found = format!(
+        "{} x {} = {gpus} GPUs do not fill whole {} nodes ({big} GPUs each).",
+        count64(pods, "pod"),
+        count(g, "GPU"),
+        inst.name
+    );
+    let (down, up) = (gpus / big, gpus.div_ceil(big));
+    let fix = if down == 0 {
+        format!(
+            "use 1 pod x {big} GPUs (the whole node), or leave the job as it is without {RESHAPE}."
+        )
+    } else {
+        format!(
+            "the nearest full-node shapes are {} x {big} GPUs ({} GPUs) and {} x {big} GPUs ({} GPUs); pick one and resubmit.",
+            count64(down, "pod"),
+            down * big,
+            count64(up, "pod"),
+            up * big
+        )
+    };
+    (found, fix)
+}
+
 /// Explain a reshape on the workload itself: one annotation line per rewritten field.
-pub(crate) fn record(
-    object: &mut Value,
-    lines: Vec<String>,
-    why: &str,
-    verdict: &mut Verdict,
-    ops: &mut Ops,
-) {
+fn record(object: &mut Value, lines: Vec<String>, why: &str, verdict: &mut Verdict, ops: &mut Ops) {
     let text = lines
         .iter()
         .map(|l| format!("{l}: {why}"))

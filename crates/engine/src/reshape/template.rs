@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 use super::{NNODES_FLAG, NPROC_FLAGS, refuse};
 use crate::annotations::RES_EFA;
 use crate::edit::{Cursor, Ops};
-use crate::engine::Verdict;
 use crate::error::ObjectError;
 use crate::json::items;
+use crate::verdict::Verdict;
 use crate::workload::Site;
 
 /// Check that command lines hold the torchrun sizes only as literal tokens.

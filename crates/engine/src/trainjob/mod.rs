@@ -9,18 +9,17 @@ mod patches;
 
 use serde_json::{Map, Value, json};
 
-use patches::{delta, layout_spec, our_patch_index, patch_view, patched_layout, synthetic_pod};
+pub(crate) use patches::synthetic_pod;
+use patches::{delta, layout_spec, our_patch_index, patch_view, patched_layout};
 
-use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, MUTATED};
-use crate::classify::{Class, SiteHints, Target, classify};
+use crate::annotations::MUTATED;
+use crate::classify::SiteHints;
 use crate::edit::{Cursor, Ops};
-use crate::engine::{Ctx, Verdict};
 use crate::error::ObjectError;
 use crate::json::{items, str_at};
-use crate::layout::{Plan, shm_size};
+use crate::judge::{Ctx, judge};
 use crate::podspec::PodView;
-use crate::policy::OptIn;
-use crate::rules::{RuleInput, check, count, opt_in_state};
+use crate::verdict::Verdict;
 
 pub const MANAGER: &str = "trainplace.io/webhook";
 /// The replicated job and container names of Trainer's torch runtimes.
@@ -28,7 +27,7 @@ const NODE: &str = "node";
 /// Pod spec fields the runtime patch carries for us.
 const PATCH_SPEC: [&str; 4] = ["nodeSelector", "tolerations", "affinity", "volumes"];
 const PATCH_CONTAINER: [&str; 2] = ["securityContext", "volumeMounts"];
-const FIELD: &str = "spec.trainer";
+pub(crate) const FIELD: &str = "spec.trainer";
 
 /// Judge and lay out a TrainJob. Returns whether it is a training object.
 pub(crate) fn evaluate(
@@ -37,9 +36,8 @@ pub(crate) fn evaluate(
     verdict: &mut Verdict,
     ops: &mut Ops,
 ) -> Result<bool, ObjectError> {
-    let eff = ctx.eff;
     let before = synthetic_pod(object);
-    let view = PodView::read(&before, FIELD)?;
+    let view = PodView::read(&before, FIELD, &ctx.eff.policy.catalog)?;
     let nodes = match object.pointer("/spec/trainer/numNodes") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
@@ -53,47 +51,19 @@ pub(crate) fn evaluate(
     let hints = SiteHints {
         pods: nodes,
         identity: None,
+        instance_type: str_at(
+            object,
+            &["metadata", "annotations", crate::annotations::INSTANCE_TYPE],
+        )
+        .map(String::from),
+        group_label: None,
     };
-    let Class::Training(shape) = classify(&view, &hints, eff, ctx.who.inventory) else {
+    let Some(judgement) = judge(&view, &hints, object, ctx, verdict)? else {
         return Ok(false);
     };
-    let set = |k: &str| view.annotation(k) == Some("true");
-    let partial = opt_in_state(
-        set(ALLOW_PARTIAL_NODE),
-        OptIn::AllowPartialNode,
-        eff,
-        ctx.who,
-    );
-    let multi = opt_in_state(set(ALLOW_MULTI_AZ), OptIn::AllowMultiAz, eff, ctx.who);
-    let Target::Known(instance, source) = shape.target.clone() else {
-        verdict.findings.extend(check(&RuleInput {
-            view: &view,
-            shape: &shape,
-            eff,
-            partial_opt_in: partial,
-            multi_az_opt_in: multi,
-            siblings: ctx.siblings(&verdict.namespace, &shape),
-        }));
-        return Ok(true);
-    };
-    let shm = shm_size(&view, eff, instance)
-        .map_err(|e| ObjectError::bad("metadata.annotations[trainplace.io/shm-size]", e))?;
-    let plan = Plan::new(&view, &shape, instance, source, eff, shm);
-    let mut after_shape = (*shape).clone();
-    if plan.adds_efa() {
-        after_shape.efa = instance.max_efa;
-    }
-    verdict.findings.extend(check(&RuleInput {
-        view: &view,
-        shape: &after_shape,
-        eff,
-        partial_opt_in: partial,
-        multi_az_opt_in: multi,
-        siblings: ctx.siblings(&verdict.namespace, &shape),
-    }));
     let mut after = before.clone();
     let mut scratch = Ops::default();
-    let mut changes = plan.apply(Cursor::root(&mut after, ""), &mut scratch);
+    let mut changes = judgement.write(ctx.eff, Cursor::root(&mut after, ""), &mut scratch);
     if after.pointer("/spec/hostIPC").is_some() {
         changes.retain(|c| c.what != "hostIPC=true");
         let runtime =
@@ -195,93 +165,4 @@ fn write_back(
             }
         }
     }
-}
-
-/// Reshape a TrainJob: numNodes, numProcPerNode and resourcesPerNode.
-pub(crate) fn reshape(
-    object: &mut Value,
-    ctx: &Ctx<'_, '_>,
-    verdict: &mut Verdict,
-    ops: &mut Ops,
-) -> Result<bool, ObjectError> {
-    let pod = synthetic_pod(object);
-    let view = PodView::read(&pod, FIELD)?;
-    let Class::Training(shape) = classify(
-        &view,
-        &SiteHints {
-            pods: Some(2),
-            identity: None,
-        },
-        ctx.eff,
-        ctx.who.inventory,
-    ) else {
-        return Ok(false);
-    };
-    let Target::Known(inst, _) = shape.target else {
-        return Ok(false);
-    };
-    let (g, big) = (shape.per_pod, inst.accelerators);
-    let nodes = object
-        .pointer("/spec/trainer/numNodes")
-        .and_then(Value::as_u64)
-        .unwrap_or(1) as u32;
-    if g == 0 || g >= big {
-        return Ok(false);
-    }
-    let gpus = nodes * g;
-    if !gpus.is_multiple_of(big) {
-        verdict.findings.push(crate::finding::Finding {
-            rule: crate::finding::Rule::Reshape,
-            mode: crate::policy::Mode::Enforce,
-            site: FIELD.into(),
-            found: format!(
-                "{} x {} = {gpus} GPUs do not fill whole {} nodes.",
-                count(nodes, "node"),
-                count(g, "GPU"),
-                inst.name
-            ),
-            fix: format!(
-                "use numNodes {} or {} with {big} GPUs each.",
-                gpus / big,
-                gpus.div_ceil(big)
-            ),
-            opt_in: None,
-        });
-        return Ok(false);
-    }
-    let new_nodes = gpus / big;
-    let Some(mut trainer) = Cursor::root(object, "").objects(&["spec", "trainer"], ops) else {
-        return Ok(false);
-    };
-    trainer.set("numNodes", json!(new_nodes), ops);
-    trainer.set("numProcPerNode", json!(big), ops);
-    for w in ["limits", "requests"] {
-        let Some(m) = object.pointer_mut(&format!("/spec/trainer/resourcesPerNode/{w}")) else {
-            continue;
-        };
-        let mut cur = Cursor::root(m, &format!("/spec/trainer/resourcesPerNode/{w}"));
-        if cur.value.get("nvidia.com/gpu").is_some() {
-            cur.set("nvidia.com/gpu", json!(big), ops);
-        }
-        if cur.value.get(crate::annotations::RES_EFA).is_some() {
-            cur.set(crate::annotations::RES_EFA, json!(inst.max_efa), ops);
-        }
-    }
-    let why = format!(
-        "reshaped {} x {g} GPUs into {} x {big} GPUs on {}",
-        count(nodes, "node"),
-        count(new_nodes, "node"),
-        inst.name
-    );
-    verdict.notes.push(format!(
-        "{}: {why}. World size is unchanged; ranks per node went from {g} to {big}.",
-        crate::annotations::RESHAPE
-    ));
-    let lines = vec![
-        format!("spec.trainer.numNodes = {new_nodes}"),
-        format!("spec.trainer.numProcPerNode = {big}"),
-        format!("spec.trainer.resourcesPerNode nvidia.com/gpu = {big}"),
-    ];
-    crate::reshape::record(object, lines, &why, verdict, ops);
-    Ok(true)
 }

@@ -118,7 +118,7 @@ pub(super) fn layout_spec(layout: &Value, extra: &[(&str, &Value)]) -> Map<Strin
 }
 
 /// The pod the trainer nodes will be, as far as the TrainJob and its patches say.
-pub(super) fn synthetic_pod(object: &Value) -> Value {
+pub(crate) fn synthetic_pod(object: &Value) -> Value {
     let trainer = object
         .pointer("/spec/trainer")
         .cloned()

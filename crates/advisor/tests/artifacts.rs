@@ -1,0 +1,567 @@
+//! What the emitted setup needs to run a job: device plugins that land on the tainted
+//! nodes, the Karpenter prerequisites, a script that stops where it lacks an id, images
+//! with the collective stack, disks, NCCL env through mpirun.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{artifacts, recommendation};
+use serde_json::Value;
+use trainplace_advisor::artifacts::objects;
+use trainplace_engine::Policy;
+
+/// Kubernetes' toleration/taint match (k8s.io/api core/v1 `Toleration.ToleratesTaint`).
+fn tolerates(t: &Value, taint: &Value) -> bool {
+    let effect_ok = t
+        .get("effect")
+        .and_then(Value::as_str)
+        .is_none_or(|e| e.is_empty() || Some(e) == taint["effect"].as_str());
+    let key = t.get("key").and_then(Value::as_str).unwrap_or("");
+    let key_ok = key.is_empty() || Some(key) == taint["key"].as_str();
+    let op = t.get("operator").and_then(Value::as_str).unwrap_or("Equal");
+    let value_ok = match op {
+        "Exists" => true,
+        _ => {
+            t.get("value").and_then(Value::as_str).unwrap_or("")
+                == taint["value"].as_str().unwrap_or("")
+        }
+    };
+    effect_ok && key_ok && value_ok
+}
+
+#[test]
+fn efa_plugin_tolerates_every_taint_of_the_job_nodes() {
+    let policy = Policy::embedded();
+    for scenario in ["h100-blocks", "l40s-on-demand", "trainium", "a100-odcr"] {
+        let rec = recommendation(scenario, "pytorchjob");
+        let files = artifacts(scenario, "pytorchjob");
+        let values: Value = serde_yaml_ng::from_str(&files["efa-device-plugin-values.yaml"])
+            .unwrap_or_else(|e| panic!("{scenario}: {e}"));
+        // The chart's DaemonSet always tolerates CriticalAddonsOnly, then the values'.
+        let mut tolerations =
+            vec![serde_json::json!({"key": "CriticalAddonsOnly", "operator": "Exists"})];
+        tolerations.extend(values["tolerations"].as_array().unwrap().iter().cloned());
+        let o = objects(&rec, &policy);
+        let mut taints: Vec<Value> = Vec::new();
+        for ng in o.cluster_config["managedNodeGroups"].as_array().unwrap() {
+            taints.extend(ng["taints"].as_array().unwrap().iter().cloned());
+        }
+        taints.extend(
+            o.node_pool["spec"]["template"]["spec"]["taints"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .cloned(),
+        );
+        assert!(!taints.is_empty());
+        for taint in &taints {
+            assert!(
+                tolerations.iter().any(|t| tolerates(t, taint)),
+                "{scenario}: EFA plugin does not tolerate {taint}"
+            );
+        }
+        // The job pods tolerate them too.
+        let pod = &o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"];
+        for taint in &taints {
+            assert!(
+                pod["tolerations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| tolerates(t, taint))
+            );
+        }
+        let values_text = &files["efa-device-plugin-values.yaml"];
+        assert!(
+            values_text.contains("Insufficient vpc.amazonaws.com/efa"),
+            "{values_text}"
+        );
+        assert!(values_text.contains("--version v0.5.30"));
+        let script = &files["aws-cli.sh"];
+        if scenario != "h100-blocks" {
+            continue;
+        }
+        let delete = script
+            .find("delete daemonset aws-efa-k8s-device-plugin")
+            .unwrap();
+        let create = script.find("eksctl create cluster").unwrap();
+        let helm = script
+            .find("helm upgrade --install aws-efa-k8s-device-plugin eks/aws-efa-k8s-device-plugin --version v0.5.30 -n kube-system -f efa-device-plugin-values.yaml")
+            .unwrap();
+        assert!(create < delete && delete < helm, "{script}");
+    }
+}
+
+#[test]
+fn nvidia_nodes_carry_the_label_the_nvidia_chart_selects() {
+    let o = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    assert_eq!(
+        o.node_pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.present"],
+        "true"
+    );
+    for ng in o.cluster_config["managedNodeGroups"].as_array().unwrap() {
+        assert_eq!(ng["labels"]["nvidia.com/gpu.present"], "true");
+    }
+}
+
+#[test]
+fn karpenter_route_has_prerequisites_and_plugin_installs_with_versions() {
+    let gpu = &artifacts("h100-blocks", "pytorchjob")["karpenter-prerequisites.sh"];
+    for needle in [
+        "KarpenterNodeRole-training",
+        "karpenter.sh/discovery",
+        "older than 1.6",
+        "nvdp/nvidia-device-plugin --version 0.20.0",
+        "eks/aws-efa-k8s-device-plugin --version v0.5.30",
+        "-f efa-device-plugin-values.yaml",
+    ] {
+        assert!(gpu.contains(needle), "no {needle:?} in:\n{gpu}");
+    }
+    let trn = &artifacts("trainium", "pytorchjob")["karpenter-prerequisites.sh"];
+    assert!(
+        trn.contains("oci://public.ecr.aws/neuron/neuron-helm-chart --version 1.9.0"),
+        "{trn}"
+    );
+    assert!(!trn.contains("nvidia-device-plugin"));
+    // On-demand pools need no reserved-capacity Karpenter check.
+    let od = &artifacts("l40s-on-demand", "pytorchjob")["karpenter-prerequisites.sh"];
+    assert!(!od.contains("older than 1.6"));
+    // The version check parses real image tags.
+    for (image, ok) in [
+        (
+            "public.ecr.aws/karpenter/controller:1.14.1@sha256:abc",
+            true,
+        ),
+        ("public.ecr.aws/karpenter/controller:v1.6.0", true),
+        ("public.ecr.aws/karpenter/controller:1.5.2", false),
+        ("public.ecr.aws/karpenter/controller:0.37.0", false),
+    ] {
+        let check: Vec<&str> = gpu
+            .lines()
+            .filter(|l| l.starts_with("KV=") || l.starts_with("if [ -z \"$KV\""))
+            .collect();
+        let sh = format!("KARPENTER_IMAGE='{image}'\n{}\necho ok", check.join("\n"));
+        let out = Command::new("sh").arg("-c").arg(sh).output().unwrap();
+        assert_eq!(
+            out.status.success(),
+            ok,
+            "{image}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Fake `aws`, `eksctl`, `kubectl`, `helm`, `trainplace` that log their arguments.
+fn fake_tools(dir: &Path, diagnose_exit: i32, epoch: i64) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join("calls.log");
+    for tool in ["aws", "eksctl", "kubectl", "helm", "trainplace", "date"] {
+        let body = match tool {
+            "date" => format!("echo {epoch}"),
+            "aws" => "case \"$2\" in purchase-capacity-block) echo cr-0123456789abcdef1;; *) echo '{\"CapacityBlockOfferings\": []}';; esac".to_string(),
+            "trainplace" => format!("exit {diagnose_exit}"),
+            _ => String::new(),
+        };
+        let path = bin.join(tool);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho \"{tool} $*\" >> '{}'\n{body}\n",
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&path)
+            .status()
+            .unwrap();
+    }
+}
+
+/// 2026-12-01T11:30:00Z, when the fixture's chosen blocks start.
+const BLOCK_START: i64 = 1_796_124_600;
+
+fn run_script(
+    files: &std::collections::BTreeMap<String, String>,
+    diagnose_exit: i32,
+) -> (std::process::Output, String, tempfile::TempDir) {
+    run_script_at(files, diagnose_exit, BLOCK_START + 60, &[])
+}
+
+fn run_script_at(
+    files: &std::collections::BTreeMap<String, String>,
+    diagnose_exit: i32,
+    epoch: i64,
+    args: &[&str],
+) -> (std::process::Output, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    fake_tools(dir.path(), diagnose_exit, epoch);
+    let path = format!(
+        "{}:{}",
+        dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new("sh")
+        .arg("aws-cli.sh")
+        .args(args)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let calls = std::fs::read_to_string(dir.path().join("calls.log")).unwrap_or_default();
+    (out, calls, dir)
+}
+
+#[test]
+fn script_without_offerings_stops_before_anything_needing_an_id() {
+    let files = artifacts("h100-no-offerings", "pytorchjob");
+    let (out, calls, dir) = run_script(&files, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        calls
+            .lines()
+            .all(|l| l.starts_with("aws ec2 describe-capacity-block-offerings")),
+        "{calls}"
+    );
+    assert!(dir.path().join("offerings.json").exists());
+    assert!(
+        stdout.contains(
+            "trainplace advise --gpus 64 --instance-type p5.48xlarge --hours 168 --region us-east-1"
+        ) && stdout.contains("--offerings offerings.json --emit ."),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn script_buys_creates_checks_nccl_then_starts_the_job() {
+    let files = artifacts("h100-blocks", "pytorchjob");
+    let (out, calls, dir) = run_script(&files, 0);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let order = [
+        "aws ec2 purchase-capacity-block",
+        "eksctl create cluster -f eksctl-cluster.yaml",
+        "helm upgrade --install aws-efa-k8s-device-plugin",
+        "kubectl apply -f nccl-tests-mpijob.yaml",
+        "kubectl -n default wait --for=condition=Succeeded mpijob/train-nccl-tests",
+        "trainplace diagnose nccl-tests.log",
+        "kubectl apply -f job-pytorchjob.yaml",
+    ];
+    let at: Vec<usize> = order
+        .iter()
+        .map(|s| {
+            calls
+                .find(s)
+                .unwrap_or_else(|| panic!("no {s:?} in {calls}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{calls}");
+    let eksctl = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    assert!(!eksctl.contains("REPLACE-WITH"));
+    // Before the block starts the script stops after creating the cluster and says
+    // what to run; `run` then checks NCCL and starts the job.
+    let (out, calls, _dir) = run_script_at(&files, 0, BLOCK_START - 3600, &[]);
+    assert!(out.status.success());
+    assert!(
+        calls.contains("eksctl create cluster") && !calls.contains("nccl-tests"),
+        "{calls}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sh aws-cli.sh run"));
+    let (out, calls, _dir) = run_script_at(&files, 0, BLOCK_START + 60, &["run"]);
+    assert!(out.status.success());
+    assert!(
+        !calls.contains("purchase") && calls.contains("kubectl apply -f job-pytorchjob.yaml"),
+        "{calls}"
+    );
+    // A failing diagnosis stops the script before the training job.
+    let (out, calls, _dir) = run_script(&files, 1);
+    assert!(!out.status.success());
+    assert!(
+        calls.contains("trainplace diagnose") && !calls.contains("job-pytorchjob.yaml"),
+        "{calls}"
+    );
+}
+
+#[test]
+fn images_carry_the_collective_stack_and_are_pinned() {
+    let o = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let image = o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+        ["image"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        image,
+        "public.ecr.aws/deep-learning-containers/pytorch:2.13.0-cu133-amzn2023"
+    );
+    let tests = o.nccl_tests.unwrap();
+    let text = serde_json::to_string(&tests).unwrap();
+    assert!(!text.contains(":latest") && text.contains("/usr/local/bin/all_reduce_perf"));
+    let trn = objects(
+        &recommendation("trainium", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let image = trn.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"]
+        [0]["image"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        image,
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+    );
+}
+
+#[test]
+fn karpenter_nodes_get_disk_and_reserved_pools_are_kept() {
+    let blocks = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let bdm = &blocks.node_class["spec"]["blockDeviceMappings"][0];
+    assert_eq!(
+        (
+            bdm["deviceName"].as_str(),
+            bdm["ebs"]["volumeSize"].as_str()
+        ),
+        (Some("/dev/xvda"), Some("500Gi"))
+    );
+    assert_eq!(blocks.node_class["spec"]["instanceStorePolicy"], "RAID0");
+    assert_eq!(
+        blocks.node_pool["spec"]["disruption"]["consolidateAfter"],
+        "Never"
+    );
+    let od = objects(
+        &recommendation("l40s-on-demand", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    assert_eq!(
+        od.node_pool["spec"]["disruption"]["consolidateAfter"],
+        "10m"
+    );
+}
+
+#[test]
+fn mpijob_launcher_exports_the_nccl_env() {
+    let o = objects(
+        &recommendation("h100-blocks", "mpijob"),
+        &Policy::embedded(),
+    );
+    let cmd: Vec<&str> = o.job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let worker_env = o.job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+        [0]["env"]
+        .as_array()
+        .unwrap();
+    assert!(!worker_env.is_empty());
+    for e in worker_env {
+        let pair = format!(
+            "{}={}",
+            e["name"].as_str().unwrap(),
+            e["value"].as_str().unwrap()
+        );
+        let i = cmd
+            .iter()
+            .position(|c| *c == pair)
+            .unwrap_or_else(|| panic!("{pair} not exported: {cmd:?}"));
+        assert_eq!(cmd[i - 1], "-x");
+    }
+}
+
+#[test]
+fn eks_version_is_a_flag_with_a_current_default() {
+    let o = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    assert_eq!(o.cluster_config["metadata"]["version"], "1.35");
+    let (mut req, facts) = common::scenario("single-node");
+    req.eks_version = Some("1.34".into());
+    let policy = Policy::embedded();
+    let rec = trainplace_advisor::recommend(
+        &req.validate(&policy.catalog).unwrap(),
+        &policy.catalog,
+        &facts,
+    )
+    .unwrap();
+    assert_eq!(
+        objects(&rec, &policy).cluster_config["metadata"]["version"],
+        "1.34"
+    );
+    req.eks_version = Some("latest".into());
+    assert_eq!(
+        req.validate(&policy.catalog).unwrap_err().field,
+        "eksVersion"
+    );
+}
+
+#[test]
+fn trainium_runs_a_process_per_neuroncore_and_names_only_emitted_files() {
+    let policy = Policy::embedded();
+    let r = recommendation("trainium", "pytorchjob");
+    assert_eq!(
+        (r.instance.name.as_str(), r.shape.nodes),
+        ("trn2.48xlarge", 2)
+    );
+    assert_eq!(
+        r.processes_per_pod, 64,
+        "trn2: 64 logical NeuronCores (LNC=2)"
+    );
+    let o = objects(&r, &policy);
+    assert_eq!(o.job["spec"]["nprocPerNode"], "64");
+    let master =
+        &o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0];
+    assert!(
+        master["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "--nproc_per_node=64")
+    );
+    assert_eq!(master["resources"]["limits"]["aws.amazon.com/neuron"], 16);
+    let mpi = objects(&recommendation("trainium", "mpijob"), &policy);
+    let launch = serde_json::to_string(&mpi.job["spec"]["mpiReplicaSpecs"]["Launcher"]).unwrap();
+    assert!(launch.contains(r#""-np","128""#), "{launch}");
+    let advice = trainplace_advisor::Advice {
+        artifacts: trainplace_advisor::artifacts::artifacts(&r, &policy),
+        recommendation: r.clone(),
+        layout_svg: None,
+    };
+    let text = trainplace_advisor::render::text(&advice);
+    assert!(
+        text.starts_with("2 x trn2.48xlarge in us-east-1a (32 accelerators: 2 pods x 64 processes"),
+        "{text}"
+    );
+    assert!(!text.contains("GPU"), "{text}");
+    let svg = trainplace_advisor::svg::layout_svg(&r);
+    assert!(!svg.contains("GPUs"), "{svg}");
+    // Every file an artifact mentions was emitted (or is written by the script itself).
+    let files = artifacts("trainium", "pytorchjob");
+    let made_by_script = [
+        "offerings.json",
+        "nccl-tests.log",
+        "eksctl-cluster.yaml.new",
+        "cloudformation.yaml",
+    ];
+    let re = regex_lite(&files);
+    for (name, mention) in re {
+        assert!(
+            files.contains_key(&mention) || made_by_script.contains(&mention.as_str()),
+            "{name} mentions {mention}, which is not emitted"
+        );
+    }
+}
+
+/// (artifact, file name it mentions) for every `*.yaml` / `*.sh` / `*.json` token.
+fn regex_lite(files: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (name, text) in files {
+        for token in
+            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
+        {
+            let token = token.trim_matches('.');
+            if [".yaml", ".sh", ".json", ".log"].iter().any(|e| token.ends_with(e))
+                && !token.contains("amazonaws")
+                // The Karpenter API group / label domain, not a file.
+                && token != "karpenter.sh"
+            {
+                out.push((name.clone(), token.to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn job_pods_request_cpu_memory_for_shm_and_efa_hugepages() {
+    let o = objects(
+        &recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let res = &o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+        ["resources"];
+    // p5.48xlarge: 128Gi /dev/shm + 32000Mi for the processes; 90% of 191.45 cores.
+    assert_eq!(
+        res["requests"]["memory"],
+        format!("{}Mi", 128 * 1024 + 32_000)
+    );
+    assert_eq!(res["requests"]["cpu"], "172");
+    assert_eq!(res["requests"]["hugepages-2Mi"], "5120Mi");
+    assert_eq!(res["limits"]["hugepages-2Mi"], "5120Mi");
+    assert!(
+        res["limits"].get("memory").is_none(),
+        "no memory limit: {res}"
+    );
+    // A type without EFA gets no hugepages; a small node caps memory at 90%.
+    let (mut req, facts) = common::scenario("single-node");
+    req.family = Some("l40s".into());
+    req.gpus = Some(1);
+    let policy = Policy::embedded();
+    let r = trainplace_advisor::recommend(
+        &req.validate(&policy.catalog).unwrap(),
+        &policy.catalog,
+        &facts,
+    )
+    .unwrap();
+    assert_eq!(r.instance.name, "g6e.xlarge");
+    let o = objects(&r, &policy);
+    let res = &o.job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+        ["resources"];
+    assert!(res["requests"].get("hugepages-2Mi").is_none());
+    assert_eq!(
+        res["requests"]["memory"],
+        format!("{}Mi", 29_317 * 90 / 100)
+    );
+}
+
+#[test]
+fn every_emitted_script_parses_as_sh() {
+    for scenario in [
+        "h100-blocks",
+        "h100-no-offerings",
+        "l40s-on-demand",
+        "a100-odcr",
+        "single-node",
+        "trainium",
+    ] {
+        for (name, text) in artifacts(scenario, "mpijob") {
+            if !name.ends_with(".sh") {
+                continue;
+            }
+            let out = Command::new("sh")
+                .arg("-n")
+                .arg("-c")
+                .arg(&text)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{scenario}/{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}

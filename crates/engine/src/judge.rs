@@ -1,0 +1,240 @@
+//! Judging one pod template: classify -> opt-ins -> plan -> rules. The one sequence
+//! every template goes through, whether it sits in a Pod, a workload, or the synthetic
+//! pod of a TrainJob. Judging only reads; the caller writes the returned layout.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, SHM_SIZE};
+use crate::catalog::InstanceProfile;
+use crate::classify::{Class, InstanceSource, Shape, SiteHints, Target, classify};
+use crate::edit::{Cursor, Ops};
+use crate::error::ObjectError;
+use crate::finding::{Finding, Rule};
+use crate::json::str_at;
+use crate::layout::{Change, Plan, shm_size};
+use crate::podspec::PodView;
+use crate::policy::{Effective, Mode, OptIn};
+use crate::requester::Requester;
+use crate::rules::{OptInState, RuleInput, check, opt_in_state, shm_memory};
+use crate::verdict::Verdict;
+use crate::workload::Kind;
+
+/// What every template of one object is judged with.
+pub(crate) struct Ctx<'a, 'p> {
+    pub eff: &'a Effective<'p>,
+    pub who: &'a Requester<'a>,
+    /// A pod its controller made from a template trainplace already judged.
+    pub judged_upstream: bool,
+    pub kind: Kind,
+}
+
+impl<'a> Ctx<'a, '_> {
+    /// Zones where pods of the same job already run, from the inventory.
+    fn siblings(&self, namespace: &str, shape: &Shape<'_>) -> Option<&'a BTreeSet<String>> {
+        let (key, value) = shape.identity.as_ref()?;
+        self.who.inventory?.sibling_zones(namespace, key, value)
+    }
+
+    /// Whether an opt-in annotation is set and granted. Pods made from a judged
+    /// template carry the submitter's grant: they are not asked again.
+    fn opt_in(&self, set: bool, which: OptIn) -> OptInState {
+        if self.judged_upstream {
+            OptInState::Granted
+        } else {
+            opt_in_state(set, which, self.eff, self.who)
+        }
+    }
+}
+
+/// A judged training template: its shape and, on a known instance type, its layout.
+pub(crate) struct Judgement<'p> {
+    shape: Box<Shape<'p>>,
+    layout: Option<Layout<'p>>,
+}
+
+struct Layout<'p> {
+    host_access_forbidden: bool,
+    instance: &'p InstanceProfile,
+    source: InstanceSource,
+    shm_size: String,
+    containers: Vec<usize>,
+    nccl_debug: Option<String>,
+}
+
+impl<'p> Judgement<'p> {
+    /// The layout plan, on a known instance type.
+    fn plan<'a>(&'a self, eff: &'a Effective<'a>) -> Option<Plan<'a>> {
+        let l = self.layout.as_ref()?;
+        Some(Plan {
+            shape: &self.shape,
+            instance: l.instance,
+            source: l.source,
+            eff,
+            containers: l.containers.clone(),
+            shm_size: l.shm_size.clone(),
+            nccl_debug: l.nccl_debug.clone(),
+            host_access_forbidden: l.host_access_forbidden,
+        })
+    }
+
+    /// The job's identity label, when known.
+    pub fn identity(&self) -> Option<(&str, &str)> {
+        self.shape
+            .identity
+            .as_ref()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Whether the instance type is known, so there is a layout to write.
+    pub fn has_layout(&self) -> bool {
+        self.layout.is_some()
+    }
+
+    /// Write the layout into the template under `site`; returns the changes made.
+    pub fn write(&self, eff: &Effective<'_>, site: Cursor<'_>, ops: &mut Ops) -> Vec<Change> {
+        self.plan(eff).map_or_else(Vec::new, |p| p.apply(site, ops))
+    }
+}
+
+/// Judge one template: `None` when it is not a training pod. Findings go into the
+/// verdict; annotations are read from the template, then from the object around it.
+pub(crate) fn judge<'a>(
+    view: &PodView<'_>,
+    hints: &SiteHints,
+    object: &Value,
+    ctx: &Ctx<'a, '_>,
+    verdict: &mut Verdict,
+) -> Result<Option<Judgement<'a>>, ObjectError> {
+    let eff = ctx.eff;
+    let object_annotation = |key: &str| str_at(object, &["metadata", "annotations", key]);
+    let shape = match classify(view, hints, eff, ctx.who.inventory) {
+        Class::NotTraining => return Ok(None),
+        Class::Training(shape) => shape,
+    };
+    let set = |key: &str| view.annotation(key).or_else(|| object_annotation(key)) == Some("true");
+    let partial_opt_in = ctx.opt_in(set(ALLOW_PARTIAL_NODE), OptIn::AllowPartialNode);
+    let multi_az_opt_in = ctx.opt_in(set(ALLOW_MULTI_AZ), OptIn::AllowMultiAz);
+    // A pod whose devices are all DRA claims gets no layout: nothing it asks for is
+    // counted, so nothing would be laid out right.
+    let counted = view.accelerators().is_some() || view.efa() > 0;
+    let layout = match &shape.target {
+        Target::Known(instance, source) if counted => Some(Layout {
+            host_access_forbidden: pod_security(ctx).is_some(),
+            instance,
+            source: *source,
+            shm_size: shm_size(view, eff, instance)
+                .map_err(|e| ObjectError::bad(format!("metadata.annotations[{SHM_SIZE}]"), e))?,
+            containers: view.device_containers().map(|c| c.index).collect(),
+            nccl_debug: view
+                .annotation(crate::annotations::NCCL_DEBUG)
+                .map(String::from),
+        }),
+        _ => None,
+    };
+    let judgement = Judgement { shape, layout };
+    // Rules judge the template as the validating webhook will see it after this
+    // mutation; of what they read, only the EFA count changes.
+    let mut after = (*judgement.shape).clone();
+    if let Some(added) = judgement.plan(eff).and_then(|p| p.added_efa()) {
+        after.efa = added;
+    }
+    not_in_cluster(&judgement.shape, ctx, &view.base, verdict);
+    if judgement.layout.is_some() {
+        left_out_for_pod_security(view, ctx, verdict);
+    }
+    let planned_shm = judgement
+        .layout
+        .as_ref()
+        .filter(|_| eff.on(|m| m.shm))
+        .map(|l| l.shm_size.as_str());
+    shm_memory(view, planned_shm, &mut verdict.findings);
+    verdict.findings.extend(check(&RuleInput {
+        view,
+        shape: &after,
+        eff,
+        partial_opt_in,
+        multi_az_opt_in,
+        siblings: ctx.siblings(&verdict.namespace, &judgement.shape),
+    }));
+    Ok(Some(judgement))
+}
+
+/// The Pod Security Standards level the namespace enforces, when it forbids hostIPC
+/// and added capabilities (baseline and restricted both do).
+/// https://kubernetes.io/docs/concepts/security/pod-security-standards/
+fn pod_security<'a>(ctx: &Ctx<'a, '_>) -> Option<&'a str> {
+    let level = ctx
+        .who
+        .namespace_labels?
+        .get("pod-security.kubernetes.io/enforce")?
+        .as_str();
+    matches!(level, "baseline" | "restricted").then_some(level)
+}
+
+/// Say what the layout leaves out under the namespace's Pod Security level, or what
+/// the pod itself sets that the apiserver's PodSecurity admission will reject.
+fn left_out_for_pod_security(view: &PodView<'_>, ctx: &Ctx<'_, '_>, verdict: &mut Verdict) {
+    let Some(level) = pod_security(ctx) else {
+        return;
+    };
+    let eff = ctx.eff;
+    let user_host_ipc = view.spec_bool("hostIPC") == Some(true);
+    let mut left_out = Vec::new();
+    if eff.on(|m| m.host_ipc) && !user_host_ipc {
+        left_out.push("hostIPC");
+    }
+    if eff.on(|m| m.ipc_lock) {
+        left_out.push("the IPC_LOCK capability");
+    }
+    let (found, fix) = if user_host_ipc {
+        (
+            format!("the namespace enforces Pod Security \"{level}\", which forbids hostIPC: true; the apiserver will reject this pod."),
+            "remove hostIPC (one pod per node keeps NVLink without it: 338.7 GB/s measured in the pod's own IPC namespace, docs/measurements.md), or run the job in a namespace whose Pod Security level allows it.".to_string(),
+        )
+    } else if left_out.is_empty() {
+        return;
+    } else {
+        (
+            format!(
+                "the namespace enforces Pod Security \"{level}\", which forbids {}: trainplace left {} out so the pod is not rejected.",
+                left_out.join(" and "),
+                if left_out.len() > 1 { "them" } else { "it" }
+            ),
+            "nothing to do for bandwidth: one pod per node reaches the same NVLink bandwidth without hostIPC (338.7 GB/s vs 336.6 GB/s with it, docs/measurements.md); EFA needs IPC_LOCK only where the container runtime's memlock limit is too low to register memory (`ulimit -l` in a pod prints `unlimited` where it is not needed; capabilities(7): https://man7.org/linux/man-pages/man7/capabilities.7.html).".to_string(),
+        )
+    };
+    verdict.findings.push(Finding {
+        rule: Rule::PodSecurity,
+        mode: Mode::Warn,
+        site: view.base.clone(),
+        found,
+        fix,
+        opt_in: None,
+    });
+}
+
+/// A catalog type the cluster has no nodes of: the pods would stay Pending.
+fn not_in_cluster(shape: &Shape<'_>, ctx: &Ctx<'_, '_>, site: &str, verdict: &mut Verdict) {
+    let (Some(inv), Target::Known(inst, _)) = (ctx.who.inventory, &shape.target) else {
+        return;
+    };
+    let mode = ctx.eff.mode_unknown_instance_type();
+    if inv.has_type(&inst.name) || mode == Mode::Off {
+        return;
+    }
+    let have: Vec<String> = inv.types.keys().cloned().collect();
+    verdict.findings.push(Finding {
+        rule: Rule::UnknownInstanceType,
+        mode: if mode == Mode::Enforce { Mode::Enforce } else { Mode::Warn },
+        site: site.to_string(),
+        found: format!(
+            "the cluster has no {} nodes (GPU types present: {}); the pods stay Pending until a node group or Karpenter NodePool provides them.",
+            inst.name,
+            if have.is_empty() { "none".to_string() } else { have.join(", ") }
+        ),
+        fix: "check the instance type, or create capacity for it (`trainplace advise` writes the eksctl/Karpenter config).".into(),
+        opt_in: None,
+    });
+}

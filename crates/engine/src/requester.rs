@@ -1,0 +1,21 @@
+//! Who is asking, and where: what the policy needs to resolve modes and grants, and
+//! what the cluster holds when an inventory is at hand.
+
+use std::collections::BTreeMap;
+
+use crate::inventory::Snapshot;
+use crate::mark::MarkKeys;
+
+/// Who is asking, and where: what the policy needs to resolve modes and grants.
+#[derive(Debug, Clone, Default)]
+pub struct Requester<'a> {
+    pub namespace: &'a str,
+    /// Labels of the namespace, when known (the webhook learns them from the cluster).
+    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
+    pub groups: &'a [String],
+    /// What the cluster holds, when a live cache or a fixture provides it.
+    pub inventory: Option<&'a Snapshot>,
+    /// The webhook's keys for admission marks; without them nothing is marked and no
+    /// pod is trusted as made from an admitted template (the offline CLI).
+    pub marks: Option<&'a MarkKeys>,
+}

@@ -1,0 +1,179 @@
+//! Admission marks: a pod is trusted as made from an admitted template only when the
+//! mark trainplace wrote on that template verifies against the pod itself. The
+//! workload is admitted with the submitter's groups; its pods arrive from the operator's
+//! service account, which holds no opt-in grant of its own.
+
+use serde_json::{Value, json};
+use trainplace_engine::{Catalog, MarkKeys, Policy, Requester, evaluate};
+
+const POLICY: &str = "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+optIns:
+  allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }
+";
+const ADMITTED: &str = "trainplace.io/admitted";
+
+fn policy() -> Policy {
+    Policy::from_parts(POLICY, "test", Catalog::embedded()).unwrap()
+}
+
+fn keys(id: &str, byte: u8) -> MarkKeys {
+    MarkKeys::new((id.into(), vec![byte; 32]), Vec::new()).unwrap()
+}
+
+/// A PyTorchJob of 4 x 1-GPU workers on p5 that opts in to partial nodes.
+fn job() -> Value {
+    json!({
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "research"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 4, "template": {
+            "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+            "spec": {
+                "containers": [{"name": "pytorch", "image": "train:1",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}
+            }}}}}
+    })
+}
+
+/// Admit the job as a researcher; return the mutated worker template.
+fn admit(keys: &MarkKeys) -> Value {
+    let groups = ["ml-researchers".to_string()];
+    let who = Requester {
+        namespace: "research",
+        groups: &groups,
+        marks: Some(keys),
+        ..Default::default()
+    };
+    let v = evaluate(&job(), &policy(), &who).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    let template = v.object["spec"]["pytorchReplicaSpecs"]["Worker"]["template"].clone();
+    let mark = template["metadata"]["annotations"][ADMITTED]
+        .as_str()
+        .unwrap();
+    assert!(mark.starts_with("v1.k1."), "{mark}");
+    // A second pass over the admitted job writes nothing.
+    let again = evaluate(&v.object, &policy(), &who).unwrap();
+    assert!(again.patch.0.is_empty(), "{:?}", again.patch);
+    template
+}
+
+/// The pod the training operator makes from the template: its labels, owner, env and
+/// the tolerations admission plugins add.
+fn pod_from(template: &Value, owner_kind: &str) -> Value {
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": template["metadata"].clone(), "spec": template["spec"].clone()});
+    pod["metadata"]["name"] = json!("bert-worker-2");
+    pod["metadata"]["namespace"] = json!("research");
+    pod["metadata"]["labels"] = json!({
+        "training.kubeflow.org/job-name": "bert",
+        "training.kubeflow.org/replica-type": "worker",
+        "training.kubeflow.org/replica-index": "2"
+    });
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "kubeflow.org/v1", "kind": owner_kind,
+        "name": "bert", "uid": "6f7c2c1e-1111-4a2b-9c3d-000000000001", "controller": true}]);
+    pod["spec"]["containers"][0]["env"] =
+        json!([{"name": "WORLD_SIZE", "value": "4"}, {"name": "RANK", "value": "2"}]);
+    let tolerations = pod["spec"]["tolerations"].as_array_mut().unwrap();
+    tolerations.push(json!({"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+    pod["spec"]["dnsPolicy"] = json!("ClusterFirst");
+    pod
+}
+
+fn judge_pod(pod: &Value, keys: &MarkKeys) -> bool {
+    let groups = ["system:serviceaccounts:kubeflow".to_string()];
+    let who = Requester {
+        namespace: "research",
+        groups: &groups,
+        marks: Some(keys),
+        ..Default::default()
+    };
+    evaluate(pod, &policy(), &who).unwrap().allowed
+}
+
+#[test]
+fn the_operators_pod_from_an_admitted_template_is_trusted() {
+    let k = keys("k1", 7);
+    let pod = pod_from(&admit(&k), "PyTorchJob");
+    assert!(
+        judge_pod(&pod, &k),
+        "a pod of the admitted template was denied"
+    );
+}
+
+#[test]
+fn an_edited_pod_does_not_verify() {
+    let k = keys("k1", 7);
+    let mut pod = pod_from(&admit(&k), "PyTorchJob");
+    pod["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = json!("p4d.24xlarge");
+    assert!(
+        !judge_pod(&pod, &k),
+        "a pod edited after admission kept the trust"
+    );
+}
+
+#[test]
+fn a_mark_copied_to_another_controller_or_job_does_not_verify() {
+    let k = keys("k1", 7);
+    let template = admit(&k);
+    // The forged-StatefulSet attack: the same template under a controller trainplace
+    // never reviews.
+    assert!(!judge_pod(&pod_from(&template, "StatefulSet"), &k));
+    // The same mark on a pod of another job.
+    let mut other = pod_from(&template, "PyTorchJob");
+    other["metadata"]["labels"]["training.kubeflow.org/job-name"] = json!("gpt");
+    assert!(!judge_pod(&other, &k));
+    // The same mark in another namespace.
+    let mut elsewhere = pod_from(&template, "PyTorchJob");
+    elsewhere["metadata"]["namespace"] = json!("prod");
+    assert!(!judge_pod(&elsewhere, &k));
+}
+
+#[test]
+fn invented_and_old_style_marks_do_not_verify() {
+    let k = keys("k1", 7);
+    let template = admit(&k);
+    for forged in [
+        "v1.k1.AAAA",
+        "v1.k2.AAAA",
+        "x",
+        "",
+        "trainplace admitted this",
+    ] {
+        let mut pod = pod_from(&template, "PyTorchJob");
+        pod["metadata"]["annotations"][ADMITTED] = json!(forged);
+        assert!(!judge_pod(&pod, &k), "{forged:?} was trusted");
+    }
+    // The unsigned mark of earlier releases counts for nothing.
+    let mut pod = pod_from(&template, "PyTorchJob");
+    pod["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove(ADMITTED);
+    pod["metadata"]["annotations"]["trainplace.io/mutated"] = json!("hostIPC=true: ...");
+    assert!(!judge_pod(&pod, &k));
+}
+
+#[test]
+fn rotation_accepts_the_previous_key_until_it_is_removed() {
+    let old = keys("k1", 7);
+    let pod = pod_from(&admit(&old), "PyTorchJob");
+    let rotating =
+        MarkKeys::new(("k2".into(), vec![9; 32]), vec![("k1".into(), vec![7; 32])]).unwrap();
+    assert_eq!(rotating.current_id(), "k2");
+    assert!(
+        judge_pod(&pod, &rotating),
+        "the previous key no longer verifies during rotation"
+    );
+    assert!(
+        !judge_pod(&pod, &keys("k2", 9)),
+        "a removed key still verifies"
+    );
+    // Same id, other secret: does not verify.
+    assert!(!judge_pod(&pod, &keys("k1", 8)));
+}
+
+#[test]
+fn short_keys_are_refused() {
+    assert!(MarkKeys::new(("k".into(), vec![1; 16]), Vec::new()).is_none());
+    assert!(MarkKeys::new(("a.b".into(), vec![1; 32]), Vec::new()).is_none());
+}

@@ -1,0 +1,192 @@
+//! Manifests written by others (tests/fixtures/upstream, see its README for sources and
+//! licenses) through `check` and `mutate`: no panic, no input error, and an object is
+//! `invalid-object` only where the upstream file is a template that cannot be applied
+//! as it is; a core object (Pod, Job, Deployment, Service) that passes the official
+//! schema as kubectl reads it still passes after mutation. The YAML round trip over
+//! these files is in tests/yaml_round_trip.rs.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Files that are not meant to be applied as they are, and why.
+const NOT_APPLICABLE_AS_IS: [(&str, &str); 6] = [
+    (
+        "aws/pytorch/FSDP/llama2_7b-fsdp.yaml",
+        "replicas: $NUM_NODES (envsubst template)",
+    ),
+    (
+        "aws/pytorch/FSDP/llama3_1_70b-fsdp.yaml",
+        "replicas: $NUM_NODES (envsubst template)",
+    ),
+    (
+        "aws/pytorch/FSDP/llama3_1_8b-fsdp.yaml",
+        "replicas: $NUM_NODES (envsubst template)",
+    ),
+    (
+        "aws/pytorch/FSDP/llama3_2_1b-fsdp.yaml",
+        "replicas: $NUM_NODES (envsubst template)",
+    ),
+    (
+        "aws/pytorch/FSDP/mistral_8x7b-fsdp.yaml",
+        "replicas: $NUM_NODES (envsubst template)",
+    ),
+    (
+        "aws/4.validation_and_observability/5.nsight/EKS/fsdp.yaml",
+        "nvidia.com/gpu: null (the GPU count is left blank)",
+    ),
+];
+
+fn manifests() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "yaml") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join("tests/fixtures/upstream"), &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn every_upstream_manifest_is_judged_without_input_errors() {
+    let files = manifests();
+    assert!(files.len() >= 40, "only {} upstream manifests", files.len());
+    let mut objects = 0;
+    for path in &files {
+        let rel = path
+            .strip_prefix(root().join("tests/fixtures/upstream"))
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        for cmd in ["check", "mutate"] {
+            let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+                .args([cmd, "-f", path.to_str().unwrap(), "-o", "json"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                matches!(o.status.code(), Some(0 | 1)),
+                "{cmd} {rel}: exit {:?}: {err}",
+                o.status.code()
+            );
+            assert!(!err.contains("panicked"), "{cmd} {rel}: {err}");
+            let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+            assert!(!entries.is_empty(), "{rel}: no objects");
+            objects += entries.len();
+            let invalid: Vec<&Value> = entries
+                .iter()
+                .flat_map(|e| e["findings"].as_array().unwrap())
+                .filter(|f| f["rule"] == "invalid-object")
+                .collect();
+            let expected = NOT_APPLICABLE_AS_IS.iter().any(|(f, _)| *f == rel);
+            assert_eq!(
+                !invalid.is_empty(),
+                expected,
+                "{cmd} {rel}: invalid-object findings {invalid:?}"
+            );
+        }
+    }
+    assert!(objects > 2 * 45, "{objects} objects judged");
+}
+
+/// What kubectl reads from `path` (`kubectl label --local`, no cluster needed).
+fn kubectl_reading(path: &Path) -> Vec<Value> {
+    let o = Command::new("kubectl")
+        .args(["label", "--local", "-o", "json", "-f"])
+        .arg(path)
+        .arg("trainplace-test-none-")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("kubectl is installed");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::Deserializer::from_slice(&o.stdout)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .map(|mut v| {
+            if v["metadata"]["labels"] == serde_json::json!({}) {
+                v["metadata"].as_object_mut().unwrap().remove("labels");
+            }
+            v
+        })
+        .collect()
+}
+
+/// Files `kubernetes-validate --strict` rejects among `files`.
+fn invalid_files(files: &[PathBuf]) -> BTreeSet<String> {
+    let o = Command::new(common::kubernetes_validate())
+        .args(["--strict", "-k", "1.33.0", "--quiet"])
+        .args(files)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .chain(String::from_utf8_lossy(&o.stderr).lines())
+        .filter_map(|l| l.strip_prefix("ERROR ")?.split_whitespace().next())
+        .map(|f| {
+            Path::new(f)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn mutation_never_makes_a_valid_core_object_invalid() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (before_dir, after_dir) = (scratch.path().join("before"), scratch.path().join("after"));
+    std::fs::create_dir_all(&before_dir).unwrap();
+    std::fs::create_dir_all(&after_dir).unwrap();
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    for (i, path) in manifests().iter().enumerate() {
+        let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["mutate", "-f", path.to_str().unwrap(), "-o", "json"])
+            .output()
+            .unwrap();
+        let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+        for (j, (original, entry)) in kubectl_reading(path).iter().zip(&entries).enumerate() {
+            let core = matches!(
+                original["apiVersion"].as_str(),
+                Some("v1" | "apps/v1" | "batch/v1")
+            );
+            if !core || entry["allowed"] != true {
+                continue;
+            }
+            let name = format!("{i}-{j}.json");
+            let (b, a) = (before_dir.join(&name), after_dir.join(&name));
+            std::fs::write(&b, serde_json::to_vec(original).unwrap()).unwrap();
+            std::fs::write(&a, serde_json::to_vec(&entry["object"]).unwrap()).unwrap();
+            before.push(b);
+            after.push(a);
+        }
+    }
+    assert!(after.len() >= 6, "only {} core objects", after.len());
+    let was_invalid = invalid_files(&before);
+    let now_invalid = invalid_files(&after);
+    let broken: Vec<&String> = now_invalid.difference(&was_invalid).collect();
+    assert!(
+        broken.is_empty(),
+        "mutation made these valid objects invalid: {broken:?} (of {})",
+        after.len()
+    );
+    assert!(
+        was_invalid.len() < before.len(),
+        "the schema check rejects everything: {was_invalid:?}"
+    );
+}
