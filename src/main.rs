@@ -19,7 +19,7 @@ fn main() -> anyhow::Result<()> {
         Command::Audit(args) => audit::run(&args)?,
         Command::Serve(args) => {
             trainplace::server::init_tracing();
-            let config = args.into_config()?;
+            let config = (*args).into_config()?;
             runtime()?.block_on(trainplace::server::serve(config))?;
             ExitCode::Ok
         }

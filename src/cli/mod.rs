@@ -37,7 +37,7 @@ pub enum Command {
     /// Like check, and print the mutated objects (YAML, for `kubectl apply -f -`).
     Mutate(dryrun::DryRunArgs),
     /// Serve the mutating and validating admission webhook over HTTPS.
-    Serve(crate::server::config::ServeArgs),
+    Serve(Box<crate::server::config::ServeArgs>),
     /// Validate a policy directory, or list the instance catalog.
     Policy(policy_cmd::PolicyCommand),
     /// List existing workloads and pods that violate policy (changes nothing).
