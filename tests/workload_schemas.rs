@@ -90,6 +90,7 @@ fn mutated_workloads_validate_against_their_crds() {
             groups: &groups,
             inventory: None,
             marks: None,
+            now: None,
         };
         let v = evaluate(object, &policy, &who).unwrap();
         let kind = object["kind"].as_str().unwrap();
