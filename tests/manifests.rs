@@ -413,7 +413,8 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
         role["rules"],
         json!([
             {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["get", "list", "watch"]}
+            {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]}
         ])
     );
     let binding = object(&docs, "ClusterRoleBinding", Some("trainplace"));
