@@ -10,6 +10,8 @@
 //! - [`Policy`] (from [`PolicyDocument`]s or embedded) with its [`Catalog`] of
 //!   [`InstanceProfile`]s; [`Requester`]: who asks, where, with which [`Snapshot`] of
 //!   the cluster.
+//! - [`MarkKeys`]: the webhook's keys for signed admission marks; [`Reservations`]:
+//!   Capacity Blocks, read into the [`Snapshot`].
 //! - [`annotations`]: the public annotation and label names.
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 #![forbid(unsafe_code)]
