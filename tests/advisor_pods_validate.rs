@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use serde_json::{Value, json};
 use trainplace_advisor::{AdviceRequest, RawFacts, advise};
 use trainplace_engine::Policy;
@@ -83,17 +81,7 @@ fn job_pods_pass_strict_kubernetes_validation() {
             }
         }
     }
-    let v = Command::new(common::kubernetes_validate())
-        .args(["--strict", "-k", "1.33.0", "--quiet"])
-        .args(&files)
-        .output()
-        .unwrap();
-    assert!(
-        v.status.success(),
-        "kubernetes-validate --strict failed:\n{}\n{}",
-        String::from_utf8_lossy(&v.stdout),
-        String::from_utf8_lossy(&v.stderr)
-    );
+    common::assert_strictly_valid("emitted job pods", &files);
     // It would catch a broken pod: a string where a list belongs.
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
@@ -101,10 +89,5 @@ fn job_pods_pass_strict_kubernetes_validation() {
         "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers: [{name: c, image: x}]\n  tolerations: nvidia.com/gpu\n",
     )
     .unwrap();
-    let v = Command::new(common::kubernetes_validate())
-        .args(["--strict", "-k", "1.33.0", "--quiet"])
-        .arg(&bad)
-        .output()
-        .unwrap();
-    assert!(!v.status.success());
+    assert!(!common::strict_validate(&[&bad]).status.success());
 }

@@ -278,17 +278,7 @@ fn every_mutated_pod_passes_the_official_schema_strictly() {
         files.push(out);
     }
     assert!(files.len() > 30, "only {} fixtures", files.len());
-    let v = Command::new(common::kubernetes_validate())
-        .args(["--strict", "-k", "1.33.0", "--quiet"])
-        .args(&files)
-        .output()
-        .unwrap();
-    assert!(
-        v.status.success(),
-        "kubernetes-validate --strict failed:\n{}\n{}",
-        text(&v.stdout),
-        text(&v.stderr)
-    );
+    common::assert_strictly_valid("mutated pods", &files);
 }
 
 #[test]

@@ -103,17 +103,7 @@ fn every_overlay_renders_offline_and_core_objects_pass_strict_validation() {
             .map(|d| serde_yaml_ng::to_string(d).unwrap())
             .collect();
         std::fs::write(&file, yaml.join("---\n")).unwrap();
-        let v = Command::new(common::kubernetes_validate())
-            .args(["--strict", "-k", "1.33.0", "--quiet"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            v.status.success(),
-            "{name}: kubernetes-validate --strict failed:\n{}\n{}",
-            text(&v.stdout),
-            text(&v.stderr)
-        );
+        common::assert_strictly_valid(name, &[&file]);
     }
 }
 
@@ -413,7 +403,8 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
         role["rules"],
         json!([
             {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["get", "list", "watch"]}
+            {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]}
         ])
     );
     let binding = object(&docs, "ClusterRoleBinding", Some("trainplace"));

@@ -128,11 +128,7 @@ fn kubectl_reading(path: &Path) -> Vec<Value> {
 
 /// Files `kubernetes-validate --strict` rejects among `files`.
 fn invalid_files(files: &[PathBuf]) -> BTreeSet<String> {
-    let o = Command::new(common::kubernetes_validate())
-        .args(["--strict", "-k", "1.33.0", "--quiet"])
-        .args(files)
-        .output()
-        .unwrap();
+    let o = common::strict_validate(files);
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .chain(String::from_utf8_lossy(&o.stderr).lines())

@@ -90,6 +90,7 @@ fn mutated_workloads_validate_against_their_crds() {
             groups: &groups,
             inventory: None,
             marks: None,
+            now: None,
         };
         let v = evaluate(object, &policy, &who).unwrap();
         let kind = object["kind"].as_str().unwrap();
@@ -111,18 +112,7 @@ fn mutated_workloads_validate_against_their_crds() {
         }
     }
     assert!(checked >= 15, "only {checked} CRD workloads checked");
-    let validate = common::kubernetes_validate();
-    let o = std::process::Command::new(validate)
-        .args(["--strict", "-k", "1.33.0", "--quiet"])
-        .args(&jobs)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    common::assert_strictly_valid("mutated batch Jobs", &jobs);
 }
 
 #[test]

@@ -148,6 +148,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         namespace_labels: None,
         groups: &args.groups,
         inventory: snapshot.as_ref(),
+        now: Some(jiff::Timestamp::now()),
     };
     // Objects that are no workload (Services, ConfigMaps) are not listed; an object
     // that could not be read is, as a failure.

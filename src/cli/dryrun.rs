@@ -40,11 +40,50 @@ pub struct DryRunArgs {
     #[arg(long, value_parser = parse_labels)]
     pub namespace_labels: Option<BTreeMap<String, String>>,
     /// Cluster inventory from `kubectl get -o json` files: DIR/nodes.json (and optional
-    /// pods.json, namespaces.json) for instance types, sibling zones and namespace labels.
+    /// pods.json, namespaces.json, pytorchjobs.json, ec2nodeclasses.json) for instance
+    /// types, sibling zones, namespace labels and Capacity Blocks.
     #[arg(long, value_name = "DIR")]
     pub cluster: Option<std::path::PathBuf>,
+    /// Capacity Blocks from `aws ec2 describe-capacity-reservations --output json`.
+    #[arg(long, value_name = "FILE")]
+    pub reservations: Option<std::path::PathBuf>,
+    /// Judge as of this time (RFC 3339, e.g. 2026-11-23T09:00:00Z: "what if I submit
+    /// then"); default: now.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<jiff::Timestamp>,
     #[command(flatten)]
     pub policy: PolicyArgs,
+}
+
+/// Add the blocks of a describe-capacity-reservations file to the inventory (an empty
+/// one when no cluster directory was given).
+fn with_reservations(
+    inventory: Option<trainplace_engine::Snapshot>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<trainplace_engine::Snapshot>, String> {
+    let Some(file) = file else {
+        return Ok(inventory);
+    };
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
+    let output: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: not the JSON of `aws ec2 describe-capacity-reservations --output json`: {e}",
+            file.display()
+        )
+    })?;
+    if !output
+        .get("CapacityReservations")
+        .is_some_and(serde_json::Value::is_array)
+    {
+        return Err(format!(
+            "{}: no CapacityReservations array (expected `aws ec2 describe-capacity-reservations --output json`)",
+            file.display()
+        ));
+    }
+    let mut snap = inventory.unwrap_or_else(|| trainplace_engine::Snapshot::build(&[], &[], &[]));
+    snap.reservations_mut().add_describe_output(&output);
+    Ok(Some(snap))
 }
 
 fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
@@ -82,11 +121,19 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
         Ok(i) => i,
         Err(code) => return Ok(code),
     };
+    let inventory = match with_reservations(inventory, args.reservations.as_deref()) {
+        Ok(i) => i,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::BadInput);
+        }
+    };
     let submitter = Submitter {
         default_namespace: &args.namespace,
         namespace_labels: args.namespace_labels.as_ref(),
         groups: &args.groups,
         inventory: inventory.as_ref(),
+        now: Some(args.now.unwrap_or_else(jiff::Timestamp::now)),
     };
     let verdicts = judge(&docs, &policy, &submitter);
     let output = args

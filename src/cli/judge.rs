@@ -21,6 +21,8 @@ pub struct Submitter<'a> {
     pub namespace_labels: Option<&'a BTreeMap<String, String>>,
     pub groups: &'a [String],
     pub inventory: Option<&'a Snapshot>,
+    /// The time to judge time-bound rules at (Capacity Block ends).
+    pub now: Option<jiff::Timestamp>,
 }
 
 impl<'a> Submitter<'a> {
@@ -38,6 +40,7 @@ impl<'a> Submitter<'a> {
             inventory: self.inventory,
             // Offline there are no admission-mark keys: nothing is marked or trusted.
             marks: None,
+            now: self.now,
         }
     }
 }
@@ -83,6 +86,7 @@ mod tests {
             namespace_labels: labels,
             groups,
             inventory: None,
+            now: None,
         }
     }
 

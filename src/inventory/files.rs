@@ -41,8 +41,9 @@ fn read_list(path: &Path, required: bool) -> Result<Value, FilesError> {
     Ok(v)
 }
 
-/// Load `nodes.json` (required), `pods.json`, `namespaces.json` and `pytorchjobs.json`
-/// (optional; what `pytorchjobs/scale` reviews are judged against) from `dir`.
+/// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` (what
+/// `pytorchjobs/scale` reviews are judged against) and `ec2nodeclasses.json` (Karpenter's
+/// Capacity Blocks in `status.capacityReservations`) from `dir`; all but nodes optional.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes_path = dir.join("nodes.json");
     if !nodes_path.exists() {
@@ -54,6 +55,8 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let mut snap = Snapshot::from_lists(&nodes, &pods, &namespaces);
     let jobs = read_list(&dir.join("pytorchjobs.json"), false)?;
     snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
+    let classes = read_list(&dir.join("ec2nodeclasses.json"), false)?;
+    snap.reservations_mut().add_ec2nodeclasses(&classes);
     Ok(snap)
 }
 

@@ -1,5 +1,6 @@
 //! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
-//! Pods of training jobs and PyTorchJobs (for scale reviews). A ticker rebuilds the snapshot at most once a second when
+//! Pods of training jobs, PyTorchJobs (for scale reviews) and Karpenter EC2NodeClasses
+//! (Capacity Blocks). A ticker rebuilds the snapshot at most once a second when
 //! something changed; the request path only loads the newest snapshot (never waits on
 //! the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
@@ -100,12 +101,15 @@ where
     });
 }
 
-/// PyTorchJobs (kubeflow.org/v1), what `pytorchjobs/scale` reviews are judged against.
-/// A cluster without the CRD only logs the watch errors: scales then pass with a
-/// warning, the rest of the inventory is unaffected.
-fn watch_pytorchjobs(client: Client, inv: Arc<LiveInventory>) -> Store<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("kubeflow.org", "v1", "PyTorchJob");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "pytorchjobs");
+/// A watch of a CRD that may not be installed (PyTorchJobs for `pytorchjobs/scale`
+/// reviews, Karpenter's EC2NodeClasses for Capacity Blocks): errors are only logged.
+fn watch_optional(
+    client: Client,
+    inv: Arc<LiveInventory>,
+    (group, version, kind, plural): (&str, &str, &str, &str),
+) -> Store<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
     let api = Api::<DynamicObject>::all_with(client, &resource);
     let writer = reflector::store::Writer::new(resource);
     let reader = writer.as_reader();
@@ -162,7 +166,16 @@ impl LiveInventory {
                 )
             })
             .collect();
-        let jobs = watch_pytorchjobs(client.clone(), inv.clone());
+        let jobs = watch_optional(
+            client.clone(),
+            inv.clone(),
+            ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+        );
+        let node_classes = watch_optional(
+            client.clone(),
+            inv.clone(),
+            ("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"),
+        );
         let me = inv.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -176,6 +189,8 @@ impl LiveInventory {
                 let ns_values = values(&namespaces);
                 let mut snap = Snapshot::build(&node_values, &pod_values, &ns_values);
                 snap.add_scalable(&values(&jobs));
+                snap.reservations_mut()
+                    .add_ec2nodeclasses(&serde_json::json!({"items": values(&node_classes)}));
                 me.status.store(Arc::new(Status::Live {
                     nodes: node_values.len(),
                     gpu_types: snap.types.len(),

@@ -194,6 +194,28 @@ pub fn kubernetes_validate() -> PathBuf {
     venv
 }
 
+/// `kubernetes-validate --strict` with the Kubernetes 1.33 schemas over `files`.
+#[allow(dead_code)]
+pub fn strict_validate<P: AsRef<std::ffi::OsStr>>(files: &[P]) -> std::process::Output {
+    std::process::Command::new(kubernetes_validate())
+        .args(["--strict", "-k", "1.33.0", "--quiet"])
+        .args(files)
+        .output()
+        .expect("kubernetes-validate runs")
+}
+
+/// Fail with the validator's words unless every file passes strict validation.
+#[allow(dead_code)]
+pub fn assert_strictly_valid<P: AsRef<std::ffi::OsStr>>(context: &str, files: &[P]) {
+    let v = strict_validate(files);
+    assert!(
+        v.status.success(),
+        "{context}: kubernetes-validate --strict failed:\n{}\n{}",
+        String::from_utf8_lossy(&v.stdout),
+        String::from_utf8_lossy(&v.stderr)
+    );
+}
+
 /// A server on free ports serving a fresh CA-signed certificate from files on disk.
 /// Keep the TempDir alive as long as the server runs.
 pub async fn tls_server(policy_dir: Option<PathBuf>) -> (Running, Pki, tempfile::TempDir) {

@@ -20,6 +20,7 @@ fn bench(c: &mut Criterion) {
         groups: &groups,
         inventory: None,
         marks: None,
+        now: None,
     };
     let mutated = evaluate(&pod, &policy, &who).unwrap().object;
 

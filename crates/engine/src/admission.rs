@@ -182,6 +182,8 @@ pub fn review_with(
         inventory,
         groups: &req.user_info.groups.clone().unwrap_or_default(),
         marks,
+        // The webhook judges time-bound rules (Capacity Block ends) at the request's time.
+        now: Some(jiff::Timestamp::now()),
     };
     let verdict = match evaluate_owned(object, policy, &who) {
         Ok(v) => v,

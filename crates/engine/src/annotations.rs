@@ -8,6 +8,11 @@ pub const SHM_SIZE: &str = "trainplace.io/shm-size";
 pub const NCCL_DEBUG: &str = "trainplace.io/nccl-debug";
 pub const RESHAPE: &str = "trainplace.io/reshape";
 pub const TRAINING: &str = "trainplace.io/training";
+/// How long the job expects to run (`36h`): checked against the Capacity Block it runs on.
+pub const EXPECTED_DURATION: &str = "trainplace.io/expected-duration";
+/// Karpenter labels nodes of a capacity reservation with its id.
+/// https://karpenter.sh/docs/concepts/nodeclasses/ (capacityReservationSelectorTerms)
+pub const LABEL_RESERVATION_ID: &str = "karpenter.k8s.aws/capacity-reservation-id";
 /// Annotations that change a verdict: covered by the admission mark.
 pub const OPT_INS: [&str; 4] = [ALLOW_PARTIAL_NODE, ALLOW_MULTI_AZ, SKIP, INSTANCE_TYPE];
 /// Written by trainplace: one line per change, with the reason.

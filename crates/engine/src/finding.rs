@@ -25,6 +25,8 @@ pub enum Rule {
     PodSecurity,
     /// A training pod whose devices come through DRA claims trainplace cannot count.
     DeviceClaims,
+    /// A job expected to outlive the Capacity Block it can only run on.
+    CapacityBlockEnds,
 }
 
 impl Rule {
@@ -42,6 +44,7 @@ impl Rule {
             Rule::ShmMemory => "shm-memory",
             Rule::PodSecurity => "pod-security",
             Rule::DeviceClaims => "device-claims",
+            Rule::CapacityBlockEnds => "capacity-block-ends",
         }
     }
 }

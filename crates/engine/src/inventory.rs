@@ -16,6 +16,7 @@ use crate::annotations::{
 use crate::catalog::{InstanceProfile, Rdma};
 use crate::json::{items, str_at};
 use crate::quantity::parse_count;
+use crate::reservations::Reservations;
 
 /// Labels that say which node group / pool / reservation a node belongs to.
 const POOL_LABELS: [&str; 3] = [
@@ -48,6 +49,8 @@ pub struct Snapshot {
     /// Workloads with a scale subresource, by (namespace, resource, name): what a
     /// Scale review is judged against.
     scalable: HashMap<(String, String, String), Value>,
+    /// Capacity Blocks and when they end.
+    reservations: Reservations,
 }
 
 /// The plural resource of a workload whose scale subresource changes its pod count.
@@ -195,6 +198,15 @@ impl Snapshot {
                 o.clone(),
             );
         }
+    }
+
+    /// Capacity Blocks from EC2NodeClass statuses and/or describe-capacity-reservations.
+    pub fn reservations_mut(&mut self) -> &mut Reservations {
+        &mut self.reservations
+    }
+
+    pub fn reservations(&self) -> &Reservations {
+        &self.reservations
     }
 
     /// The workload a Scale review scales, when the inventory holds it.

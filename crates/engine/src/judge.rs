@@ -150,6 +150,24 @@ pub(crate) fn judge<'a>(
         .filter(|_| eff.on(|m| m.shm))
         .map(|l| l.shm_size.as_str());
     shm_memory(view, planned_shm, &mut verdict.findings);
+    if let (Some(inventory), Some(now)) = (ctx.who.inventory, ctx.who.now) {
+        let instance_type = match &judgement.shape.target {
+            Target::Known(i, _) => Some(i.name.as_str()),
+            Target::Unknown(name, _) => Some(name.as_str()),
+            _ => None,
+        };
+        crate::capacity_block::check(
+            &crate::capacity_block::BlockInput {
+                view,
+                object,
+                instance_type,
+                eff,
+                inventory,
+                now,
+            },
+            &mut verdict.findings,
+        );
+    }
     verdict.findings.extend(check(&RuleInput {
         view,
         shape: &after,

@@ -10,6 +10,8 @@
 //! - [`Policy`] (from [`PolicyDocument`]s or embedded) with its [`Catalog`] of
 //!   [`InstanceProfile`]s; [`Requester`]: who asks, where, with which [`Snapshot`] of
 //!   the cluster.
+//! - [`MarkKeys`]: the webhook's keys for signed admission marks; [`Reservations`]:
+//!   Capacity Blocks, read into the [`Snapshot`].
 //! - [`annotations`]: the public annotation and label names.
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 #![forbid(unsafe_code)]
@@ -17,6 +19,7 @@
 mod admission;
 pub mod annotations;
 pub mod bandwidth;
+mod capacity_block;
 mod catalog;
 mod classify;
 mod edit;
@@ -33,6 +36,7 @@ mod policy;
 mod quantity;
 mod recognize;
 mod requester;
+mod reservations;
 mod reshape;
 mod response;
 mod rules;
@@ -51,6 +55,7 @@ pub use layout::Change;
 pub use mark::MarkKeys;
 pub use policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};
 pub use requester::Requester;
+pub use reservations::{Reservation, Reservations};
 pub use response::{
     DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, EncodeError, Limits, count_containers,
 };

@@ -18,4 +18,7 @@ pub struct Requester<'a> {
     /// The webhook's keys for admission marks; without them nothing is marked and no
     /// pod is trusted as made from an admitted template (the offline CLI).
     pub marks: Option<&'a MarkKeys>,
+    /// The time rules that depend on it (Capacity Block ends) judge against; without
+    /// it they are not evaluated.
+    pub now: Option<jiff::Timestamp>,
 }

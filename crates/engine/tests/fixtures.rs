@@ -166,6 +166,7 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
         groups: &case.groups,
         inventory: snapshot.as_ref(),
         marks: None,
+        now: None,
     };
     let e = &case.expect;
     let result = evaluate(&case.object, &policy, &who);

@@ -60,6 +60,8 @@ pub struct RuleModes {
     /// A training pod that claims devices through DRA `resourceClaims`, which trainplace
     /// cannot count yet (default warn).
     pub device_claims: Option<Mode>,
+    /// A job expected to outlive its Capacity Block (default warn).
+    pub capacity_block_ends: Option<Mode>,
 }
 
 /// Each mutation can be switched off by policy.
@@ -209,6 +211,7 @@ impl PolicyFile {
         keep(&mut r.multi_az, &b.multi_az);
         keep(&mut r.unknown_instance_type, &b.unknown_instance_type);
         keep(&mut r.device_claims, &b.device_claims);
+        keep(&mut r.capacity_block_ends, &b.capacity_block_ends);
         let (m, b) = (&mut self.mutations, &base.mutations);
         keep(&mut m.efa, &b.efa);
         keep(&mut m.host_ipc, &b.host_ipc);

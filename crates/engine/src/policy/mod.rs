@@ -95,6 +95,9 @@ impl Effective<'_> {
     pub fn mode_device_claims(&self) -> Mode {
         self.modes.device_claims.unwrap_or(Mode::Warn)
     }
+    pub fn mode_capacity_block_ends(&self) -> Mode {
+        self.modes.capacity_block_ends.unwrap_or(Mode::Warn)
+    }
     /// Whether a mutation is on; every mutation defaults to on.
     pub fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
         pick(&self.mutations).unwrap_or(true)
@@ -357,6 +360,10 @@ impl Policy {
                 &ns.rules.unknown_instance_type,
             );
             merge_opt(&mut modes.device_claims, &ns.rules.device_claims);
+            merge_opt(
+                &mut modes.capacity_block_ends,
+                &ns.rules.capacity_block_ends,
+            );
             let m = &ns.mutations;
             merge_opt(&mut mutations.efa, &m.efa);
             merge_opt(&mut mutations.host_ipc, &m.host_ipc);

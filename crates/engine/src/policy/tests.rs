@@ -60,6 +60,7 @@ fn namespace_overrides_by_name_and_label() {
         groups: &[],
         inventory: None,
         marks: None,
+        now: None,
     };
     let eff = p.effective(&sandbox);
     assert_eq!(eff.mode_partial_node(), Mode::Audit);
@@ -84,6 +85,7 @@ fn opt_in_grants_by_namespace_and_group() {
         groups: &admins,
         inventory: None,
         marks: None,
+        now: None,
     };
     let user = Requester {
         namespace: "prod",
@@ -91,6 +93,7 @@ fn opt_in_grants_by_namespace_and_group() {
         groups: &users,
         inventory: None,
         marks: None,
+        now: None,
     };
     assert!(p.may_opt_in(OptIn::Skip, &admin));
     assert!(!p.may_opt_in(OptIn::Skip, &user));
@@ -102,6 +105,7 @@ fn opt_in_grants_by_namespace_and_group() {
         groups: &users,
         inventory: None,
         marks: None,
+        now: None,
     };
     assert!(p.may_opt_in(OptIn::AllowPartialNode, &research));
 }

@@ -1,0 +1,137 @@
+//! Capacity Blocks the cluster's GPU nodes belong to, and when they end. Read from what
+//! the platform already has: Karpenter's EC2NodeClass `status.capacityReservations[]`
+//! (`kubectl get ec2nodeclasses -o json`) and the aws CLI's
+//! `aws ec2 describe-capacity-reservations --output json` (for EKS managed node groups,
+//! whose nodes say only `eks.amazonaws.com/capacityType: CAPACITY_BLOCK`).
+//!
+//! AWS timings: 40 minutes before a block ends EC2 sends an EventBridge warning that its
+//! instances begin to terminate 10 minutes later, i.e. 30 minutes before the end
+//! (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html);
+//! EKS suggests scaling node groups to zero more than 30 minutes before the end
+//! (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks.html).
+
+use std::collections::BTreeMap;
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::Value;
+
+use crate::json::{items, str_at};
+
+/// EC2 begins reclaiming a block's instances this long before its end time.
+pub const RECLAIM_BEFORE_END: SignedDuration = SignedDuration::from_mins(30);
+
+/// One Capacity Block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    pub id: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub end: Timestamp,
+    /// `active`, or `expiring` once EC2's reclaim window has begun (Karpenter's word).
+    pub state: String,
+}
+
+impl Reservation {
+    /// When EC2 starts terminating its instances.
+    pub fn reclaim_at(&self) -> Timestamp {
+        self.end - RECLAIM_BEFORE_END
+    }
+
+    pub fn expiring(&self) -> bool {
+        self.state == "expiring"
+    }
+}
+
+/// Capacity Blocks by id.
+#[derive(Debug, Clone, Default)]
+pub struct Reservations {
+    by_id: BTreeMap<String, Reservation>,
+}
+
+impl Reservations {
+    /// Blocks from a `kubectl get ec2nodeclasses -o json` list (or one EC2NodeClass).
+    pub fn add_ec2nodeclasses(&mut self, list: &Value) {
+        let classes: Vec<&Value> = match list.get("items") {
+            Some(_) => items(list, &["items"]).iter().collect(),
+            None => vec![list],
+        };
+        for class in classes {
+            for r in items(class, &["status", "capacityReservations"]) {
+                if str_at(r, &["reservationType"]) != Some("capacity-block") {
+                    continue;
+                }
+                self.insert(
+                    str_at(r, &["id"]),
+                    str_at(r, &["instanceType"]),
+                    str_at(r, &["availabilityZone"]),
+                    str_at(r, &["endTime"]),
+                    str_at(r, &["state"]).unwrap_or("active"),
+                );
+            }
+        }
+    }
+
+    /// Blocks from `aws ec2 describe-capacity-reservations --output json`.
+    pub fn add_describe_output(&mut self, output: &Value) {
+        for r in items(output, &["CapacityReservations"]) {
+            if str_at(r, &["ReservationType"]) != Some("capacity-block") {
+                continue;
+            }
+            let state = match str_at(r, &["State"]) {
+                Some("active") => "active",
+                // scheduled/payment-pending blocks hold no nodes yet; ended ones none.
+                _ => continue,
+            };
+            self.insert(
+                str_at(r, &["CapacityReservationId"]),
+                str_at(r, &["InstanceType"]),
+                str_at(r, &["AvailabilityZone"]),
+                str_at(r, &["EndDate"]),
+                state,
+            );
+        }
+    }
+
+    fn insert(
+        &mut self,
+        id: Option<&str>,
+        instance_type: Option<&str>,
+        zone: Option<&str>,
+        end: Option<&str>,
+        state: &str,
+    ) {
+        let (Some(id), Some(end)) = (id, end.and_then(|e| e.parse::<Timestamp>().ok())) else {
+            return;
+        };
+        self.by_id.insert(
+            id.to_string(),
+            Reservation {
+                id: id.to_string(),
+                instance_type: instance_type.unwrap_or("").to_string(),
+                zone: zone.unwrap_or("").to_string(),
+                end,
+                state: state.to_string(),
+            },
+        );
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Reservation> {
+        self.by_id.get(id)
+    }
+
+    /// The block of an instance type (in a zone, when given) that ends first.
+    pub fn first_ending(&self, instance_type: &str, zone: Option<&str>) -> Option<&Reservation> {
+        self.by_id
+            .values()
+            .filter(|r| r.instance_type == instance_type && zone.is_none_or(|z| r.zone == z))
+            .min_by_key(|r| r.end)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Reservation> {
+        self.by_id.values()
+    }
+}

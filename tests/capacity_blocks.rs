@@ -1,0 +1,155 @@
+//! `capacity-block-ends` through the real binary: `trainplace check -f FILE --cluster DIR
+//! [--reservations FILE] [--now RFC3339]`. The cluster directory holds an EC2NodeClass
+//! list as Karpenter writes its status; the reservations file is
+//! `aws ec2 describe-capacity-reservations --output json` as the aws CLI prints it.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_trainplace");
+const DIR: &str = "tests/fixtures/capacity-blocks";
+/// 26 hours before the Karpenter block cr-0a1b2c3d4e5f60718 is reclaimed.
+const NOW: &str = "2026-11-23T09:00:00Z";
+
+fn check(job: &str, extra: &[&str]) -> Output {
+    let file = format!("{DIR}/job-{job}.yaml");
+    let cluster = format!("{DIR}/karpenter");
+    let mut args = vec!["check", "-f", &file, "--cluster", &cluster];
+    args.extend_from_slice(extra);
+    Command::new(BIN)
+        .args(&args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("trainplace runs")
+}
+
+fn findings(job: &str, extra: &[&str]) -> Vec<Value> {
+    let mut args = extra.to_vec();
+    args.extend_from_slice(&["-o", "json"]);
+    let o = check(job, &args);
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{job}: {e}: {}", String::from_utf8_lossy(&o.stderr)));
+    v[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "capacity-block-ends")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_job_that_outlives_its_block_is_told_when_the_block_ends_word_for_word() {
+    let o = check("outlives", &["--now", NOW]);
+    assert_eq!(o.status.code(), Some(0), "a warning does not deny");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(
+        "  warn [capacity-block-ends] spec.template.spec: the job can only run on Capacity Block cr-0a1b2c3d4e5f60718 (p5.48xlarge, us-east-1a), which ends 2026-11-24T11:30:00Z; EC2 starts terminating its instances at 2026-11-24T11:00:00Z, 26.0h from now, but the job expects to run 36.0h (trainplace.io/expected-duration: 36h).\n      fix: checkpoint often enough to lose little at 2026-11-24T11:00:00Z and resume on a later block, shorten the run to under 26.0h, or submit onto a block that ends after 2026-11-24T21:30:00Z.\n"
+    ), "{out}");
+}
+
+#[test]
+fn a_job_that_fits_its_block_gets_no_finding() {
+    assert!(findings("fits", &["--now", NOW]).is_empty());
+}
+
+#[test]
+fn the_deadline_counts_when_no_duration_is_written() {
+    let f = findings("deadline-outlives", &["--now", NOW]);
+    assert_eq!(f.len(), 1);
+    assert!(
+        f[0]["found"]
+            .as_str()
+            .unwrap()
+            .contains("activeDeadlineSeconds: 200000")
+    );
+}
+
+#[test]
+fn without_a_duration_only_a_block_ending_within_a_day_is_reported() {
+    assert!(
+        findings("no-duration", &["--now", NOW]).is_empty(),
+        "26h left"
+    );
+    // The same job submitted the next morning: 11h left.
+    let f = findings("no-duration", &["--now", "2026-11-24T00:00:00Z"]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0]["found"]
+            .as_str()
+            .unwrap()
+            .contains("11.0h from now, and the job states no expected run time")
+    );
+}
+
+#[test]
+fn an_expiring_block_is_reported_and_denied_in_enforce() {
+    let f = findings("expiring", &["--now", NOW]);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0]["mode"], "warn");
+    assert!(
+        f[0]["found"]
+            .as_str()
+            .unwrap()
+            .contains("already in its reclaim window")
+    );
+    let pol = tempfile::tempdir().unwrap();
+    std::fs::write(
+        pol.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nrules:\n  capacityBlockEnds: enforce\n",
+    )
+    .unwrap();
+    let o = check(
+        "expiring",
+        &["--now", NOW, "--policy-dir", pol.path().to_str().unwrap()],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+#[test]
+fn managed_node_group_blocks_come_from_describe_capacity_reservations() {
+    let f = findings(
+        "mng-block",
+        &[
+            "--now",
+            NOW,
+            "--reservations",
+            &format!("{DIR}/describe-capacity-reservations.json"),
+        ],
+    );
+    assert_eq!(f.len(), 1, "{f:?}");
+    let found = f[0]["found"].as_str().unwrap();
+    // The active block ends first; the scheduled one holds no nodes yet.
+    assert!(
+        found.contains("cr-0123456789abcdef0 (p5.48xlarge, us-east-1d)"),
+        "{found}"
+    );
+    assert!(found.contains("2.0h from now"), "{found}");
+}
+
+#[test]
+fn a_duration_that_is_not_one_says_so() {
+    let f = findings("bad-duration", &["--now", NOW]);
+    assert!(
+        f[0]["found"]
+            .as_str()
+            .unwrap()
+            .contains("\"three days\" is not a duration")
+    );
+}
+
+#[test]
+fn a_reservations_file_of_the_wrong_shape_is_refused() {
+    let o = check(
+        "fits",
+        &["--reservations", &format!("{DIR}/karpenter/nodes.json")],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no CapacityReservations array"));
+}
