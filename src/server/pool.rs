@@ -108,8 +108,11 @@ impl ReviewPool {
         }
         let (done, answer) = oneshot::channel();
         let job: Job = Box::new(move || {
-            let _ = done.send(work());
+            let answer = work();
+            // Free the slot before the caller can see the answer, so a caller that
+            // got its answer never finds its own review still counted.
             drop(pending);
+            let _ = done.send(answer);
         });
         if self.jobs.send(job).is_err() {
             return Err(PoolError::Failed("no review thread is running".into()));
