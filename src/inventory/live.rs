@@ -73,19 +73,21 @@ where
     reader
 }
 
-/// Run a reflector stream: every event marks the inventory dirty. A watch error of a
-/// `required` source marks the inventory down; an optional one (a CRD that may not be
-/// installed) is only logged.
-fn drive<S, T, E>(stream: S, inv: Arc<LiveInventory>, required: bool)
+/// Run a reflector stream: an event that completes a state (the end of a (re)list, an
+/// object changed or deleted) marks the inventory dirty. `Init`, which the watcher
+/// emits before every list attempt (also while the API is unreachable), does not, so
+/// a dead API stays reported as down. A watch error of a `required` source marks the
+/// inventory down; an optional one (a CRD that may not be installed) is only logged.
+fn drive<S, K>(stream: S, inv: Arc<LiveInventory>, required: bool)
 where
-    S: futures_util::Stream<Item = Result<T, E>> + Send + 'static,
-    T: Send,
-    E: std::fmt::Display + Send,
+    S: futures_util::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    K: Send,
 {
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(event) = stream.next().await {
             match event {
+                Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
                 Ok(_) => inv.dirty.store(true, Ordering::Release),
                 Err(error) if required => {
                     tracing::warn!(%error, "inventory watch failed; serving from the last snapshot or the embedded catalog");
