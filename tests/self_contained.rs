@@ -5,14 +5,15 @@
 use std::path::Path;
 use std::process::Command;
 
-/// Text that only makes sense on the authors' machines.
+/// Text that only makes sense on the authors' machines. Assembled from parts so that
+/// this file does not contain the literals it forbids.
 const FORBIDDEN: [&str; 6] = [
-    "../shared",
-    "/work/shared",
-    "/work/main",
-    "shared/seeds",
-    "DESIGN.md",
-    "DOMAIN.md",
+    concat!("..", "/shared"),
+    concat!("/work", "/shared"),
+    concat!("/work", "/main"),
+    concat!("shared", "/seeds"),
+    concat!("DESIGN", ".md"),
+    concat!("DOMAIN", ".md"),
 ];
 
 fn tracked_files(root: &Path) -> Vec<String> {
@@ -41,8 +42,8 @@ fn no_tracked_file_refers_outside_the_repository() {
     );
     let mut offenders = Vec::new();
     for file in &files {
-        // Vendored upstream data is copied byte-for-byte; this test file names the patterns.
-        if file.starts_with("schemas/") || file == "tests/self_contained.rs" {
+        // Vendored upstream data is copied byte-for-byte.
+        if file.starts_with("schemas/") {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(root.join(file)) else {
