@@ -5,7 +5,7 @@
 //! start: marks then verify only on the replica that wrote them, so other replicas
 //! judge such pods again (stricter, never looser).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ring::rand::{SecureRandom, SystemRandom};
 use trainplace_engine::MarkKeys;
@@ -21,28 +21,43 @@ pub enum KeyError {
     Empty { path: String },
 }
 
-/// Read every key of `dir`; the one whose name sorts last signs.
-pub fn load(dir: &Path) -> Result<MarkKeys, KeyError> {
+/// The files of a key directory that are keys: visible regular files, sorted by name.
+/// Hidden entries (the `..data` links and timestamped directories of a mounted Secret)
+/// are not. The loader and the reload watcher both use this, so they agree.
+pub fn key_files(dir: &Path) -> Result<Vec<PathBuf>, KeyError> {
     let io = |e: std::io::Error| KeyError::Io {
         path: dir.display().to_string(),
         message: e.to_string(),
     };
-    let mut keys = Vec::new();
+    let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let path = entry.map_err(io)?.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        if name.starts_with('.') || !path.is_file() {
-            continue;
+        let visible = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| !n.starts_with('.'));
+        if visible && path.is_file() {
+            files.push(path);
         }
-        let mut bytes = std::fs::read(&path).map_err(io)?;
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Read every key of `dir`; the one whose name sorts last signs.
+pub fn load(dir: &Path) -> Result<MarkKeys, KeyError> {
+    let mut keys = Vec::new();
+    for path in key_files(dir)? {
+        let mut bytes = std::fs::read(&path).map_err(|e| KeyError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
         if bytes.last() == Some(&b'\n') {
             bytes.pop();
         }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         keys.push((name.to_string(), bytes));
     }
-    keys.sort();
     let empty = || KeyError::Empty {
         path: dir.display().to_string(),
     };

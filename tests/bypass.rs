@@ -95,6 +95,8 @@ async fn only_pods_of_templates_this_webhook_admitted_are_trusted() {
     .unwrap();
     let keys = tempfile::tempdir().unwrap();
     std::fs::write(keys.path().join("2026-11-01"), [7u8; 32]).unwrap();
+    // As kubelet mounts a Secret: a hidden timestamped directory beside the keys.
+    std::fs::create_dir(keys.path().join("..2026_11_01_00_00_00.000000001")).unwrap();
     let mut cfg = config(None, Some(pol.path().to_path_buf()));
     cfg.mark_keys = Some(keys.path().to_path_buf());
     let srv = start(cfg).await.expect("server starts");

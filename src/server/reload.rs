@@ -120,12 +120,8 @@ pub fn watch_mark_keys(state: AppState, dir: PathBuf, every: Duration) {
     on_change(
         every,
         move || {
-            let mut names: Vec<PathBuf> = std::fs::read_dir(&d)
-                .ok()?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .collect();
-            names.sort();
-            let paths: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
+            let files = crate::mark_keys::key_files(&d).ok()?;
+            let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
             files_hash(&paths)
         },
         move || match crate::mark_keys::load(&dir) {

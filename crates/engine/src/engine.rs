@@ -205,8 +205,9 @@ fn judged_upstream(object: &Value, kind: Kind, who: &Requester<'_>, policy: &Pol
     let digest = crate::mark::digest(&view);
     let namespace =
         crate::json::str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
+    let labels = view.labels();
     JOB_IDENTITY_LABELS.iter().any(|(key, _)| {
-        view.labels().get(*key).is_some_and(|value| {
+        labels.get(*key).is_some_and(|value| {
             keys.verify(
                 mark,
                 &Claim {
