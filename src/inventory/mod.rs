@@ -5,6 +5,7 @@
 
 pub mod files;
 pub mod live;
+pub mod pods;
 
 use std::sync::Arc;
 

@@ -57,6 +57,11 @@ pub struct ServeArgs {
     /// Reviews that may wait for a slot; beyond that the answer is HTTP 503 at once.
     #[arg(long, env = "TRAINPLACE_REVIEW_QUEUE", default_value_t = 64)]
     pub review_queue: usize,
+    /// Reviews with a larger body (bytes) run in a lane of their own (one thread, a
+    /// quarter of --review-queue), so bursts of huge objects never delay ordinary
+    /// training pods (~5-15 KB); 0 = one lane for all.
+    #[arg(long, env = "TRAINPLACE_LARGE_REVIEW_BYTES", default_value_t = super::pool::DEFAULT_LARGE_REVIEW_BYTES)]
+    pub large_review_bytes: usize,
     /// Open HTTPS connections at most; further ones wait in the listen backlog.
     #[arg(long, env = "TRAINPLACE_MAX_CONNECTIONS", default_value_t = 1024)]
     pub max_connections: usize,
@@ -108,6 +113,7 @@ pub struct Config {
     pub limits: Limits,
     pub review_concurrency: usize,
     pub review_queue: usize,
+    pub large_review_bytes: usize,
     pub deadlines: Deadlines,
 }
 
@@ -128,6 +134,7 @@ impl ServeArgs {
             max_patch_bytes,
             review_concurrency,
             review_queue,
+            large_review_bytes,
             max_connections,
             first_byte_timeout,
             tls_handshake_timeout,
@@ -164,6 +171,7 @@ impl ServeArgs {
             },
             review_concurrency,
             review_queue,
+            large_review_bytes,
             deadlines: Deadlines {
                 max_connections,
                 first_byte: first_byte_timeout,

@@ -75,9 +75,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .with_context(|| format!("loading the policy from {:?}", config.policy_dir))?;
     let mut state = AppState::new(policy);
     state.limits = config.limits;
-    state.pool = Arc::new(pool::ReviewPool::new(
+    state.pool = Arc::new(pool::Lanes::new(
         config.review_concurrency,
         config.review_queue,
+        config.large_review_bytes,
     ));
     state.inventory = inventory(&config.inventory).await?;
     let (initial, cert_detail) = match &config.tls {

@@ -82,6 +82,7 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
         limits: Default::default(),
         review_concurrency: 0,
         review_queue: 64,
+        large_review_bytes: trainplace::server::pool::DEFAULT_LARGE_REVIEW_BYTES,
         deadlines: trainplace::server::config::Deadlines {
             header_read: Duration::from_secs(1),
             ..Default::default()

@@ -22,6 +22,7 @@ pub mod bandwidth;
 mod capacity_block;
 mod catalog;
 mod classify;
+pub mod cluster_objects;
 mod edit;
 mod engine;
 mod error;
