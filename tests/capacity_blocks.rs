@@ -125,12 +125,103 @@ fn managed_node_group_blocks_come_from_describe_capacity_reservations() {
     );
     assert_eq!(f.len(), 1, "{f:?}");
     let found = f[0]["found"].as_str().unwrap();
-    // The active block ends first; the scheduled one holds no nodes yet.
+    // The active block ends first; the scheduled one holds no nodes yet. A managed
+    // node group is scaled to 0 40 minutes before the end (11:30 - 0:40 = 10:50).
     assert!(
         found.contains("cr-0123456789abcdef0 (p5.48xlarge, us-east-1d)"),
         "{found}"
     );
-    assert!(found.contains("2.0h from now"), "{found}");
+    assert!(
+        found.contains("EKS scales its managed node group to 0 at 2026-11-23T10:50:00Z, 1.8h from now"),
+        "{found}"
+    );
+}
+
+fn mng(job: &str, extra: &[&str]) -> Vec<Value> {
+    let file = format!("{DIR}/job-{job}.yaml");
+    let cluster = format!("{DIR}/managed-node-group");
+    let reservations = format!("{DIR}/describe-capacity-reservations.json");
+    let mut args = vec![
+        "check",
+        "-f",
+        &file,
+        "--cluster",
+        &cluster,
+        "--reservations",
+        &reservations,
+        "-o",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let o = Command::new(BIN)
+        .args(&args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("trainplace runs");
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{job}: {e}: {}", String::from_utf8_lossy(&o.stderr)));
+    v[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "capacity-block-ends")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_node_group_that_only_has_block_nodes_counts_as_the_block() {
+    let f = mng("mng-nodegroup", &["--now", NOW]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    let found = f[0]["found"].as_str().unwrap();
+    assert!(
+        found.contains("Capacity Block cr-0123456789abcdef0")
+            && found.contains("the job expects to run 72.0h"),
+        "{found}"
+    );
+}
+
+#[test]
+fn a_node_group_with_on_demand_nodes_too_is_not_judged() {
+    assert!(mng("mng-mixed", &["--now", NOW]).is_empty());
+}
+
+#[test]
+fn a_nodepool_named_in_required_node_affinity_counts_as_its_block() {
+    let f = findings("nodepool-affinity", &["--now", NOW]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0]["found"]
+            .as_str()
+            .unwrap()
+            .contains("Capacity Block cr-0a1b2c3d4e5f60718 (p5.48xlarge, us-east-1a)")
+    );
+}
+
+#[test]
+fn the_horizon_for_jobs_without_a_duration_is_set_by_policy() {
+    let pol = tempfile::tempdir().unwrap();
+    std::fs::write(
+        pol.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\ndefaults:\n  capacityBlockHorizon: 48h\n",
+    )
+    .unwrap();
+    let dir = pol.path().to_str().unwrap();
+    // 26h left: beyond the default 24h, within 48h.
+    let f = findings("no-duration", &["--now", NOW, "--policy-dir", dir]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    std::fs::write(
+        pol.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\ndefaults:\n  capacityBlockHorizon: two days\n",
+    )
+    .unwrap();
+    let o = check("no-duration", &["--now", NOW, "--policy-dir", dir]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("defaults.capacityBlockHorizon \"two days\" is not a duration"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Prometheus metrics. Every label comes from a bounded set (endpoint, kind class,
-//! operation, verdict, rule, mode, outcome), never from object names or messages.
+//! operation, verdict, rule, mode, outcome, and the account's Capacity Block ids), never
+//! from object names or messages.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -35,6 +36,12 @@ pub struct OutcomeLabels {
     pub outcome: &'static str,
 }
 
+/// One Capacity Block: bounded by the blocks the account holds (a few, each days long).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReservationLabels {
+    pub reservation: String,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StageLabels {
     /// first_byte | tls_handshake | header_read | idle | drain
@@ -64,6 +71,11 @@ pub struct Metrics {
     pub deadlines: Family<StageLabels, Counter>,
     /// Days until the serving certificate expires (negative: expired).
     pub cert_days_left: Gauge,
+    /// Seconds until each Capacity Block in the inventory ends (set at scrape time
+    /// from the current snapshot, so a block that left it leaves the metric too).
+    pub block_seconds_left: Family<ReservationLabels, Gauge>,
+    /// Loads of the describe-capacity-reservations file.
+    pub reservations_reloads: Family<OutcomeLabels, Counter>,
 }
 
 impl Metrics {
@@ -86,6 +98,18 @@ impl Metrics {
         let connections = Gauge::default();
         let deadlines = Family::<StageLabels, Counter>::default();
         let cert_days_left = Gauge::default();
+        let block_seconds_left = Family::<ReservationLabels, Gauge>::default();
+        let reservations_reloads = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "capacity_block_seconds_remaining",
+            "Seconds until the Capacity Block ends (EC2 terminates its instances 30 minutes before; EKS managed node groups scale to 0 40 minutes before)",
+            block_seconds_left.clone(),
+        );
+        registry.register(
+            "reservations_reloads",
+            "Loads of the describe-capacity-reservations file",
+            reservations_reloads.clone(),
+        );
         registry.register(
             "reviews_saturated",
             "Reviews answered 503 because every review slot and queue place was taken",
@@ -166,6 +190,21 @@ impl Metrics {
             connections,
             deadlines,
             cert_days_left,
+            block_seconds_left,
+            reservations_reloads,
+        }
+    }
+
+    /// Set the Capacity Block gauges to the blocks of `snapshot` as of `now`, and drop
+    /// the series of blocks that are gone.
+    pub fn set_blocks(&self, snapshot: Option<&trainplace_engine::Snapshot>, now: jiff::Timestamp) {
+        self.block_seconds_left.clear();
+        for r in snapshot.iter().flat_map(|s| s.reservations().iter()) {
+            self.block_seconds_left
+                .get_or_create(&ReservationLabels {
+                    reservation: r.id.clone(),
+                })
+                .set(r.end.duration_since(now).as_secs());
         }
     }
 

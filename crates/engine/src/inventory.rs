@@ -13,6 +13,7 @@ use crate::annotations::{
     ACCELERATOR_RESOURCES, JOB_IDENTITY_LABELS, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA,
     RES_NVIDIA_GPU,
 };
+use crate::block_nodes::BlockNodes;
 use crate::catalog::{InstanceProfile, Rdma};
 use crate::json::{items, str_at};
 use crate::quantity::parse_count;
@@ -51,6 +52,8 @@ pub struct Snapshot {
     scalable: HashMap<(String, String, String), Value>,
     /// Capacity Blocks and when they end.
     reservations: Reservations,
+    /// Nodes on reserved capacity, and the node pools / groups that have nothing else.
+    block_nodes: BlockNodes,
 }
 
 /// The plural resource of a workload whose scale subresource changes its pod count.
@@ -96,6 +99,7 @@ impl Snapshot {
             let name = str_at(node, &["metadata", "name"])
                 .unwrap_or("")
                 .to_string();
+            s.block_nodes.add(&name, &l);
             if let Some(zone) = l.get(LABEL_ZONE) {
                 node_zone.insert(name, zone.clone());
             }
@@ -207,6 +211,11 @@ impl Snapshot {
 
     pub fn reservations(&self) -> &Reservations {
         &self.reservations
+    }
+
+    /// Which nodes run on reserved capacity (matched to blocks through `reservations`).
+    pub fn block_nodes(&self) -> &BlockNodes {
+        &self.block_nodes
     }
 
     /// The workload a Scale review scales, when the inventory holds it.
