@@ -111,3 +111,34 @@ fn the_plan_says_why_it_buys_nothing() {
         .unwrap_err();
     assert_eq!(err.to_string(), "existing reservations CapacityReservations: missing (is this the aws CLI's JSON output?)");
 }
+
+/// The HTTP face takes the same document as `existingReservations` in the body.
+#[tokio::test]
+async fn the_http_api_takes_existing_reservations() {
+    use axum::body::{Body, to_bytes};
+    use axum::http::{Request, StatusCode, header};
+    use tower::ServiceExt;
+
+    let held: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("existing-reservations.json")).unwrap())
+            .unwrap();
+    let body = serde_json::json!({"gpus": 64, "family": "h100", "durationDays": 7,
+        "existingReservations": held, "now": "2026-11-22T00:00:00Z"});
+    let req = Request::builder()
+        .method("POST")
+        .uri("/v1/recommendations")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let res = trainplace::advisor_server::router(trainplace::advisor_server::AppState::new())
+        .oneshot(req)
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let v: serde_json::Value =
+        serde_json::from_slice(&to_bytes(res.into_body(), usize::MAX).await.unwrap()).unwrap();
+    let blocks = &v["recommendation"]["capacity"]["blocks"];
+    assert_eq!(blocks["offerings"][0]["id"], "cr-0b7c6d5e4f3a21098", "{v}");
+    assert_eq!(blocks["offerings"][0]["held"], true);
+    assert_eq!(blocks["totalFeeUsd"], 0.0);
+}
