@@ -40,17 +40,23 @@ fn a_held_block_that_covers_the_week_is_used_and_nothing_is_bought() {
     let script = read(dir.path(), "aws-cli.sh");
     assert!(!script.contains("purchase-capacity-block"), "{script}");
     assert!(
-        script.contains("Nothing to buy: the account already holds cr-0b7c6d5e4f3a21098 in us-east-1b"),
+        script.contains(
+            "Nothing to buy: the account already holds cr-0b7c6d5e4f3a21098 in us-east-1b"
+        ),
         "{script}"
     );
     let eksctl = read(dir.path(), "eksctl-cluster.yaml");
     assert!(
-        eksctl.contains("capacityReservationID: cr-0b7c6d5e4f3a21098") && !eksctl.contains("REPLACE-WITH"),
+        eksctl.contains("capacityReservationID: cr-0b7c6d5e4f3a21098")
+            && !eksctl.contains("REPLACE-WITH"),
         "{eksctl}"
     );
     assert!(eksctl.contains("us-east-1b"), "{eksctl}");
     let karpenter = read(dir.path(), "karpenter.yaml");
-    assert!(karpenter.contains("id: cr-0b7c6d5e4f3a21098"), "{karpenter}");
+    assert!(
+        karpenter.contains("id: cr-0b7c6d5e4f3a21098"),
+        "{karpenter}"
+    );
     let job: serde_json::Value =
         serde_yaml_ng::from_str(&read(dir.path(), "job-pytorchjob.yaml")).unwrap();
     assert_eq!(
@@ -107,9 +113,14 @@ fn the_plan_says_why_it_buys_nothing() {
         ..args
     };
     let err = trainplace::cli::advise::inputs(&bad)
-        .and_then(|(r, f)| trainplace_advisor::advise(&r, &f, &trainplace_engine::Policy::embedded()))
+        .and_then(|(r, f)| {
+            trainplace_advisor::advise(&r, &f, &trainplace_engine::Policy::embedded())
+        })
         .unwrap_err();
-    assert_eq!(err.to_string(), "existing reservations CapacityReservations: missing (is this the aws CLI's JSON output?)");
+    assert_eq!(
+        err.to_string(),
+        "existing reservations CapacityReservations: missing (is this the aws CLI's JSON output?)"
+    );
 }
 
 /// The HTTP face takes the same document as `existingReservations` in the body.
@@ -119,9 +130,10 @@ async fn the_http_api_takes_existing_reservations() {
     use axum::http::{Request, StatusCode, header};
     use tower::ServiceExt;
 
-    let held: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("existing-reservations.json")).unwrap())
-            .unwrap();
+    let held: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("existing-reservations.json")).unwrap(),
+    )
+    .unwrap();
     let body = serde_json::json!({"gpus": 64, "family": "h100", "durationDays": 7,
         "existingReservations": held, "now": "2026-11-22T00:00:00Z"});
     let req = Request::builder()

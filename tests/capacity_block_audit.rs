@@ -47,7 +47,11 @@ fn the_table_lists_the_running_job_on_the_ending_block_once() {
         .unwrap_or_else(|| panic!("no section:\n{out}"))
         .1;
     let rows: Vec<&str> = section.lines().skip(1).collect();
-    assert_eq!(rows.len(), 1, "one job (its two pods), not the finished or the on-demand one:\n{section}");
+    assert_eq!(
+        rows.len(),
+        1,
+        "one job (its two pods), not the finished or the on-demand one:\n{section}"
+    );
     let cells: Vec<&str> = rows[0].split_whitespace().collect();
     assert_eq!(
         cells,
@@ -70,7 +74,9 @@ fn a_block_ending_later_than_the_window_is_not_listed() {
     let o = audit("2h", &[]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("JOBS ON CAPACITY BLOCKS ENDING WITHIN 2.0h (as of 2026-11-23T09:00:00Z)\nnone\n"),
+        out.contains(
+            "JOBS ON CAPACITY BLOCKS ENDING WITHIN 2.0h (as of 2026-11-23T09:00:00Z)\nnone\n"
+        ),
         "{out}"
     );
 }
@@ -117,5 +123,7 @@ fn ending_within_without_nodes_is_refused_clearly() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--ending-within needs the cluster's nodes"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--ending-within needs the cluster's nodes")
+    );
 }

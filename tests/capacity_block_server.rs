@@ -75,13 +75,21 @@ async fn the_reservations_file_is_reloaded_and_a_bad_one_keeps_the_last_good_blo
 
     // 200 h left: a 72 h job fits.
     assert_eq!(block_warnings(&url, "1").await, Vec::<String>::new());
-    let text = metrics_until(srv.probe_addr, "trainplace_reservations_reloads_total{outcome=\"success\"} 1").await;
+    let text = metrics_until(
+        srv.probe_addr,
+        "trainplace_reservations_reloads_total{outcome=\"success\"} 1",
+    )
+    .await;
     let left = gauge(&text);
     assert!((199 * 3600..=200 * 3600).contains(&left), "{left}");
 
     // The platform team's refresh: the block now ends in 3 h.
     write_atomic(&file, &describe(3));
-    metrics_until(srv.probe_addr, "trainplace_reservations_reloads_total{outcome=\"success\"} 2").await;
+    metrics_until(
+        srv.probe_addr,
+        "trainplace_reservations_reloads_total{outcome=\"success\"} 2",
+    )
+    .await;
     let warnings = block_warnings(&url, "2").await;
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
@@ -95,7 +103,11 @@ async fn the_reservations_file_is_reloaded_and_a_bad_one_keeps_the_last_good_blo
 
     // A broken refresh: the last good blocks still count, and it is reported.
     write_atomic(&file, b"{\"CapacityReservations\": ");
-    metrics_until(srv.probe_addr, "trainplace_reservations_reloads_total{outcome=\"failure\"} 1").await;
+    metrics_until(
+        srv.probe_addr,
+        "trainplace_reservations_reloads_total{outcome=\"failure\"} 1",
+    )
+    .await;
     assert_eq!(block_warnings(&url, "3").await.len(), 1);
     let ready: Value = reqwest::get(format!("http://{}/readyz", srv.probe_addr))
         .await
@@ -104,7 +116,9 @@ async fn the_reservations_file_is_reloaded_and_a_bad_one_keeps_the_last_good_blo
         .await
         .unwrap();
     assert_eq!(ready["ready"], true, "{ready}");
-    let why = ready["detail"]["reservationsError"].as_str().unwrap_or_default();
+    let why = ready["detail"]["reservationsError"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
         why.contains("not the JSON of `aws ec2 describe-capacity-reservations --output json`")
             && why.contains("keeping the last good blocks"),
@@ -113,14 +127,21 @@ async fn the_reservations_file_is_reloaded_and_a_bad_one_keeps_the_last_good_blo
 
     // Fixed again: the error clears.
     write_atomic(&file, &describe(3));
-    metrics_until(srv.probe_addr, "trainplace_reservations_reloads_total{outcome=\"success\"} 3").await;
+    metrics_until(
+        srv.probe_addr,
+        "trainplace_reservations_reloads_total{outcome=\"success\"} 3",
+    )
+    .await;
     let ready: Value = reqwest::get(format!("http://{}/readyz", srv.probe_addr))
         .await
         .unwrap()
         .json()
         .await
         .unwrap();
-    assert!(ready["detail"].get("reservationsError").is_none(), "{ready}");
+    assert!(
+        ready["detail"].get("reservationsError").is_none(),
+        "{ready}"
+    );
     srv.handle.shutdown();
 }
 

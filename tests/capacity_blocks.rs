@@ -132,7 +132,9 @@ fn managed_node_group_blocks_come_from_describe_capacity_reservations() {
         "{found}"
     );
     assert!(
-        found.contains("EKS scales its managed node group to 0 at 2026-11-23T10:50:00Z, 1.8h from now"),
+        found.contains(
+            "EKS scales its managed node group to 0 at 2026-11-23T10:50:00Z, 1.8h from now"
+        ),
         "{found}"
     );
 }
@@ -218,7 +220,8 @@ fn the_horizon_for_jobs_without_a_duration_is_set_by_policy() {
     let o = check("no-duration", &["--now", NOW, "--policy-dir", dir]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("defaults.capacityBlockHorizon \"two days\" is not a duration"),
+        String::from_utf8_lossy(&o.stderr)
+            .contains("defaults.capacityBlockHorizon \"two days\" is not a duration"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

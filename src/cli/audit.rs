@@ -167,8 +167,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let snapshot = match super::dryrun::with_reservations(snapshot, args.reservations.as_deref())
-    {
+    let snapshot = match super::dryrun::with_reservations(snapshot, args.reservations.as_deref()) {
         Ok(s) => s,
         Err(error) => {
             eprintln!("error: {error}");
@@ -195,10 +194,15 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|d| &d.object)
                 .filter(|o| o["kind"] == "Pod");
-            Some((trainplace_engine::ending_within(pods, snap, now, within), within))
+            Some((
+                trainplace_engine::ending_within(pods, snap, now, within),
+                within,
+            ))
         }
         (Some(_), None) => {
-            eprintln!("error: --ending-within needs the cluster's nodes: audit the live cluster, or give --cluster DIR with --from");
+            eprintln!(
+                "error: --ending-within needs the cluster's nodes: audit the live cluster, or give --cluster DIR with --from"
+            );
             return Ok(ExitCode::BadInput);
         }
         _ => None,

@@ -60,8 +60,10 @@ pub struct DryRunArgs {
 pub fn with_reservations(
     inventory: Option<trainplace_engine::Snapshot>,
     file: Option<&std::path::Path>,
-) -> Result<Option<trainplace_engine::Snapshot>, crate::inventory::reservations_file::ReservationsFileError>
-{
+) -> Result<
+    Option<trainplace_engine::Snapshot>,
+    crate::inventory::reservations_file::ReservationsFileError,
+> {
     let Some(file) = file else {
         return Ok(inventory);
     };

@@ -19,8 +19,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use trainplace_engine::{Reservations, Snapshot};
 use trainplace_engine::annotations::JOB_IDENTITY_LABELS;
+use trainplace_engine::{Reservations, Snapshot};
 
 use super::{InventorySource, Status};
 

@@ -24,7 +24,11 @@ use crate::reservations::Reservation;
 /// `karpenter.k8s.aws/capacity-reservation-type` is Karpenter's label for the kind of
 /// reservation (https://karpenter.sh/docs/reference/instance-types/, Karpenter >= 1.6).
 const BLOCK_ONLY: [(&str, &str, Provisioner); 3] = [
-    (LABEL_KARPENTER_CAPACITY_TYPE, "reserved", Provisioner::Karpenter),
+    (
+        LABEL_KARPENTER_CAPACITY_TYPE,
+        "reserved",
+        Provisioner::Karpenter,
+    ),
     (
         "karpenter.k8s.aws/capacity-reservation-type",
         "capacity-block",
@@ -99,10 +103,8 @@ fn block<'a>(input: &BlockInput<'a>) -> Option<(&'a Reservation, Provisioner)> {
         (allowed(pod, k).as_deref() == Some(&[v.to_string()][..])).then_some(*p)
     })?;
     let zone = allowed(pod, LABEL_ZONE).filter(|z| z.len() == 1);
-    let block = reservations.first_ending(
-        input.instance_type?,
-        zone.as_ref().map(|z| z[0].as_str()),
-    )?;
+    let block =
+        reservations.first_ending(input.instance_type?, zone.as_ref().map(|z| z[0].as_str()))?;
     Some((block, provisioner))
 }
 

@@ -111,15 +111,18 @@ pub fn ending_within<'v>(
             .unwrap_or("default")
             .to_string();
         let (kind, job) = job_of(pod);
-        let key = (namespace.clone(), kind.clone(), job.clone(), block.id.clone());
+        let key = (
+            namespace.clone(),
+            kind.clone(),
+            job.clone(),
+            block.id.clone(),
+        );
         let entry = jobs
             .entry(key)
             .or_insert_with(|| new_job(namespace, kind, job, block, node.provisioner));
-        entry.pods.push(
-            str_at(pod, &["metadata", "name"])
-                .unwrap_or("")
-                .to_string(),
-        );
+        entry
+            .pods
+            .push(str_at(pod, &["metadata", "name"]).unwrap_or("").to_string());
         entry
             .pod_uids
             .push(str_at(pod, &["metadata", "uid"]).map(String::from));

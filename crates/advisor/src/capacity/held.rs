@@ -27,6 +27,9 @@ fn as_offering(b: &HeldBlock) -> Offering {
     }
 }
 
+/// A candidate: (start, number of blocks, zone) orders them; the blocks.
+type Candidate<'h> = ((Timestamp, usize, &'h str), Vec<&'h HeldBlock>);
+
 /// The held blocks to use, or why none will do.
 pub fn choose_held(held: &[HeldBlock], need: &BlockNeed<'_>) -> Result<BlockPlan, String> {
     let run = SignedDuration::from_hours(i64::from(need.job_hours));
@@ -46,7 +49,7 @@ pub fn choose_held(held: &[HeldBlock], need: &BlockNeed<'_>) -> Result<BlockPlan
         ));
     }
     let earliest = need.earliest_start.unwrap_or(need.now).max(need.now);
-    let mut best: Option<((Timestamp, usize, &str), Vec<&HeldBlock>)> = None;
+    let mut best: Option<Candidate<'_>> = None;
     for (zone, blocks) in &by_zone {
         let mut anchors: Vec<Timestamp> = blocks.iter().map(|b| b.start.max(earliest)).collect();
         anchors.sort();
@@ -60,7 +63,11 @@ pub fn choose_held(held: &[HeldBlock], need: &BlockNeed<'_>) -> Result<BlockPlan
                 .copied()
                 .filter(|b| b.start <= anchor && b.end - scale_down >= anchor + run)
                 .collect();
-            covering.sort_by(|a, b| b.instance_count.cmp(&a.instance_count).then(a.id.cmp(&b.id)));
+            covering.sort_by(|a, b| {
+                b.instance_count
+                    .cmp(&a.instance_count)
+                    .then(a.id.cmp(&b.id))
+            });
             let mut set = Vec::new();
             let mut count = 0;
             for b in covering {
@@ -125,9 +132,27 @@ mod tests {
     #[test]
     fn a_held_block_that_covers_the_run_and_the_count_is_chosen() {
         let blocks = [
-            held("cr-short", "us-east-1a", 8, "2026-11-25T11:30:00Z", "2026-11-26T11:30:00Z"),
-            held("cr-week", "us-east-1b", 8, "2026-11-25T11:30:00Z", "2026-12-02T11:30:00Z"),
-            held("cr-small", "us-east-1a", 2, "2026-11-24T11:30:00Z", "2026-12-24T11:30:00Z"),
+            held(
+                "cr-short",
+                "us-east-1a",
+                8,
+                "2026-11-25T11:30:00Z",
+                "2026-11-26T11:30:00Z",
+            ),
+            held(
+                "cr-week",
+                "us-east-1b",
+                8,
+                "2026-11-25T11:30:00Z",
+                "2026-12-02T11:30:00Z",
+            ),
+            held(
+                "cr-small",
+                "us-east-1a",
+                2,
+                "2026-11-24T11:30:00Z",
+                "2026-12-24T11:30:00Z",
+            ),
         ];
         let p = choose_held(&blocks, &need(8, 48)).unwrap();
         assert_eq!(p.offerings.len(), 1);
@@ -136,24 +161,52 @@ mod tests {
         assert_eq!(p.total_fee_usd, 0.0);
         assert_eq!(p.checkpoint_by.to_string(), "2026-12-02T10:50:00Z");
         // The whole week less 40 minutes: 167 h 20 min.
-        assert!((p.usable_hours - (168.0 - 40.0 / 60.0)).abs() < 1e-9, "{}", p.usable_hours);
+        assert!(
+            (p.usable_hours - (168.0 - 40.0 / 60.0)).abs() < 1e-9,
+            "{}",
+            p.usable_hours
+        );
     }
 
     #[test]
     fn a_run_that_would_cross_the_scale_down_does_not_fit() {
         // 24 h block, 24 h job: EKS scales the group to 0 40 minutes before the end.
-        let blocks = [held("cr-day", "us-east-1a", 8, "2026-11-25T11:30:00Z", "2026-11-26T11:30:00Z")];
+        let blocks = [held(
+            "cr-day",
+            "us-east-1a",
+            8,
+            "2026-11-25T11:30:00Z",
+            "2026-11-26T11:30:00Z",
+        )];
         let why = choose_held(&blocks, &need(8, 24)).unwrap_err();
-        assert!(why.contains("none of the account's p5.48xlarge Capacity Blocks holds 8 instances"), "{why}");
+        assert!(
+            why.contains("none of the account's p5.48xlarge Capacity Blocks holds 8 instances"),
+            "{why}"
+        );
         assert!(choose_held(&blocks, &need(8, 23)).is_ok());
-        assert!(choose_held(&blocks, &need(9, 23)).is_err(), "8 instances are not 9");
+        assert!(
+            choose_held(&blocks, &need(9, 23)).is_err(),
+            "8 instances are not 9"
+        );
     }
 
     #[test]
     fn blocks_of_one_zone_combine_and_an_active_block_starts_now() {
         let blocks = [
-            held("cr-a", "us-east-1a", 4, "2026-11-20T11:30:00Z", "2026-11-27T11:30:00Z"),
-            held("cr-b", "us-east-1a", 4, "2026-11-21T11:30:00Z", "2026-11-28T11:30:00Z"),
+            held(
+                "cr-a",
+                "us-east-1a",
+                4,
+                "2026-11-20T11:30:00Z",
+                "2026-11-27T11:30:00Z",
+            ),
+            held(
+                "cr-b",
+                "us-east-1a",
+                4,
+                "2026-11-21T11:30:00Z",
+                "2026-11-28T11:30:00Z",
+            ),
         ];
         let p = choose_held(&blocks, &need(8, 72)).unwrap();
         assert_eq!(p.instances, 8);
