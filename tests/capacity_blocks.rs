@@ -67,6 +67,18 @@ fn the_deadline_counts_when_no_duration_is_written() {
 }
 
 #[test]
+fn a_jobset_child_job_deadline_counts() {
+    let f = findings("jobset-deadline", &["--now", NOW]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0]["found"].as_str().unwrap().contains(
+            "the job expects to run 48.0h (replicatedJobs[].template.spec.activeDeadlineSeconds: 172800)"
+        ),
+        "{f:?}"
+    );
+}
+
+#[test]
 fn without_a_duration_only_a_block_ending_within_a_day_is_reported() {
     assert!(
         findings("no-duration", &["--now", NOW]).is_empty(),
@@ -180,6 +192,43 @@ fn a_node_group_that_only_has_block_nodes_counts_as_the_block() {
         found.contains("Capacity Block cr-0123456789abcdef0")
             && found.contains("the job expects to run 72.0h"),
         "{found}"
+    );
+}
+
+#[test]
+fn a_job_that_ends_before_the_node_group_scales_to_zero_fits() {
+    // 1.5 h run, 1 h 50 min until EKS scales the node group to 0 at 10:50.
+    assert!(mng("mng-fits", &["--now", NOW]).is_empty());
+    // Submitted at 09:30 it would still be running at 10:50.
+    let f = mng("mng-fits", &["--now", "2026-11-23T09:30:00Z"]);
+    assert_eq!(f.len(), 1, "{f:?}");
+}
+
+#[test]
+fn a_managed_node_group_past_its_scale_down_is_denied_in_enforce() {
+    let pol = tempfile::tempdir().unwrap();
+    std::fs::write(
+        pol.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nrules:\n  capacityBlockEnds: enforce\n",
+    )
+    .unwrap();
+    let f = mng(
+        "mng-fits",
+        &[
+            "--now",
+            "2026-11-23T10:55:00Z",
+            "--policy-dir",
+            pol.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0]["mode"], "enforce");
+    assert!(
+        f[0]["found"]
+            .as_str()
+            .unwrap()
+            .contains("EKS scales its managed node group to 0 at 2026-11-23T10:50:00Z: the block is already in its reclaim window"),
+        "{f:?}"
     );
 }
 
