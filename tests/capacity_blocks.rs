@@ -151,6 +151,37 @@ fn managed_node_group_blocks_come_from_describe_capacity_reservations() {
     );
 }
 
+/// `--reservations` alone (no `--cluster`): the block is judged by instance type, and
+/// the missing node list is not read as "the cluster has no such nodes".
+#[test]
+fn reservations_without_a_cluster_judge_the_block_and_nothing_else() {
+    let file = format!("{DIR}/job-mng-block.yaml");
+    let reservations = format!("{DIR}/describe-capacity-reservations.json");
+    let o = Command::new(BIN)
+        .args([
+            "check",
+            "-f",
+            &file,
+            "--reservations",
+            &reservations,
+            "--now",
+            NOW,
+            "-o",
+            "json",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rules: Vec<&str> = v[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["capacity-block-ends"]);
+}
+
 fn mng(job: &str, extra: &[&str]) -> Vec<Value> {
     let file = format!("{DIR}/job-{job}.yaml");
     let cluster = format!("{DIR}/managed-node-group");

@@ -55,8 +55,8 @@ pub struct DryRunArgs {
     pub policy: PolicyArgs,
 }
 
-/// Add the blocks of a describe-capacity-reservations file to the inventory (an empty
-/// one when no cluster directory was given).
+/// Add the blocks of a describe-capacity-reservations file to the inventory (one of
+/// blocks only when no cluster directory was given).
 pub fn with_reservations(
     inventory: Option<trainplace_engine::Snapshot>,
     file: Option<&std::path::Path>,
@@ -68,9 +68,13 @@ pub fn with_reservations(
         return Ok(inventory);
     };
     let blocks = crate::inventory::reservations_file::load(file)?;
-    let mut snap = inventory.unwrap_or_else(|| trainplace_engine::Snapshot::build(&[], &[], &[]));
-    snap.reservations_mut().extend(&blocks);
-    Ok(Some(snap))
+    Ok(Some(match inventory {
+        Some(mut snap) => {
+            snap.reservations_mut().extend(&blocks);
+            snap
+        }
+        None => trainplace_engine::Snapshot::blocks_only(blocks),
+    }))
 }
 
 fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {

@@ -54,6 +54,9 @@ pub struct Snapshot {
     reservations: Reservations,
     /// Nodes on reserved capacity, and the node pools / groups that have nothing else.
     block_nodes: BlockNodes,
+    /// Whether the cluster's nodes were listed (false: Capacity Blocks only, from
+    /// `--reservations` without `--cluster`; nothing is known about node types).
+    nodes_listed: bool,
 }
 
 /// The plural resource of a workload whose scale subresource changes its pod count.
@@ -92,7 +95,10 @@ impl Snapshot {
         pods: impl IntoIterator<Item = &'v Value>,
         namespaces: impl IntoIterator<Item = &'v Value>,
     ) -> Self {
-        let mut s = Snapshot::default();
+        let mut s = Snapshot {
+            nodes_listed: true,
+            ..Snapshot::default()
+        };
         let mut node_zone: HashMap<String, String> = HashMap::new();
         for node in nodes {
             let l = labels(node);
@@ -202,6 +208,20 @@ impl Snapshot {
                 o.clone(),
             );
         }
+    }
+
+    /// Capacity Blocks and nothing else: the CLI's `--reservations` without `--cluster`.
+    /// Rules that need the node list (`unknown-instance-type`) stay silent.
+    pub fn blocks_only(reservations: Reservations) -> Self {
+        Snapshot {
+            reservations,
+            ..Snapshot::default()
+        }
+    }
+
+    /// Whether the snapshot holds the cluster's node list.
+    pub fn nodes_listed(&self) -> bool {
+        self.nodes_listed
     }
 
     /// Capacity Blocks from EC2NodeClass statuses and/or describe-capacity-reservations.
