@@ -99,8 +99,11 @@ fn block<'a>(input: &BlockInput<'a>) -> Option<(&'a Reservation, Provisioner)> {
             }
         }
     }
+    // Only that value allowed: `In [reserved, on-demand]` may land elsewhere.
     let provisioner = BLOCK_ONLY.iter().find_map(|(k, v, p)| {
-        (allowed(pod, k).as_deref() == Some(&[v.to_string()][..])).then_some(*p)
+        allowed(pod, k)
+            .is_some_and(|vals| vals == [*v])
+            .then_some(*p)
     })?;
     let zone = allowed(pod, LABEL_ZONE).filter(|z| z.len() == 1);
     let block =
