@@ -251,5 +251,8 @@ async fn a_held_block_pasted_into_the_form_is_used_before_buying() {
         "no headline in DOM:\n{dom}"
     );
     assert!(dom.contains("cr-0b7c6d5e4f3a21098"), "{dom}");
-    assert!(dom.contains("nothing to buy: the account already holds"), "{dom}");
+    assert!(
+        dom.contains("nothing to buy: the account already holds"),
+        "{dom}"
+    );
 }
