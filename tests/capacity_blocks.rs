@@ -9,7 +9,8 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_trainplace");
 const DIR: &str = "tests/fixtures/capacity-blocks";
-/// 26 hours before the Karpenter block cr-0a1b2c3d4e5f60718 is reclaimed.
+/// 25 h 50 min before Karpenter drains the nodes of block cr-0a1b2c3d4e5f60718 (it ends
+/// 2026-11-24T11:30Z; Karpenter drains 40 minutes before, EC2 terminates 30 before).
 const NOW: &str = "2026-11-23T09:00:00Z";
 
 fn check(job: &str, extra: &[&str]) -> Output {
@@ -45,7 +46,7 @@ fn a_job_that_outlives_its_block_is_told_when_the_block_ends_word_for_word() {
     assert_eq!(o.status.code(), Some(0), "a warning does not deny");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains(
-        "  warn [capacity-block-ends] spec.template.spec: the job can only run on Capacity Block cr-0a1b2c3d4e5f60718 (p5.48xlarge, us-east-1a), which ends 2026-11-24T11:30:00Z; EC2 starts terminating its instances at 2026-11-24T11:00:00Z, 26.0h from now, but the job expects to run 36.0h (trainplace.io/expected-duration: 36h).\n      fix: checkpoint often enough to lose little at 2026-11-24T11:00:00Z and resume on a later block, shorten the run to under 26.0h, or submit onto a block that ends after 2026-11-24T21:30:00Z.\n"
+        "  warn [capacity-block-ends] spec.template.spec: the job can only run on Capacity Block cr-0a1b2c3d4e5f60718 (p5.48xlarge, us-east-1a), which ends 2026-11-24T11:30:00Z; Karpenter drains its nodes (10 minutes before EC2 terminates them) at 2026-11-24T10:50:00Z, 25.8h from now, but the job expects to run 36.0h (trainplace.io/expected-duration: 36h).\n      fix: checkpoint often enough to lose little at 2026-11-24T10:50:00Z and resume on a later block, shorten the run to under 25.8h, or submit onto a block that ends after 2026-11-24T21:40:00Z.\n"
     ), "{out}");
 }
 
@@ -82,16 +83,16 @@ fn a_jobset_child_job_deadline_counts() {
 fn without_a_duration_only_a_block_ending_within_a_day_is_reported() {
     assert!(
         findings("no-duration", &["--now", NOW]).is_empty(),
-        "26h left"
+        "25.8h left"
     );
-    // The same job submitted the next morning: 11h left.
+    // The same job submitted the next morning: 10.8h left.
     let f = findings("no-duration", &["--now", "2026-11-24T00:00:00Z"]);
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(
         f[0]["found"]
             .as_str()
             .unwrap()
-            .contains("11.0h from now, and the job states no expected run time")
+            .contains("10.8h from now, and the job states no expected run time")
     );
 }
 
@@ -104,7 +105,7 @@ fn an_expiring_block_is_reported_and_denied_in_enforce() {
         f[0]["found"]
             .as_str()
             .unwrap()
-            .contains("already in its reclaim window")
+            .contains("its nodes are already being drained or reclaimed")
     );
     let pol = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -258,7 +259,7 @@ fn a_managed_node_group_past_its_scale_down_is_denied_in_enforce() {
         f[0]["found"]
             .as_str()
             .unwrap()
-            .contains("EKS scales its managed node group to 0 at 2026-11-23T10:50:00Z: the block is already in its reclaim window"),
+            .contains("EKS scales its managed node group to 0 at 2026-11-23T10:50:00Z: its nodes are already being drained or reclaimed"),
         "{f:?}"
     );
 }
@@ -289,7 +290,7 @@ fn the_horizon_for_jobs_without_a_duration_is_set_by_policy() {
     )
     .unwrap();
     let dir = pol.path().to_str().unwrap();
-    // 26h left: beyond the default 24h, within 48h.
+    // 25.8h left: beyond the default 24h, within 48h.
     let f = findings("no-duration", &["--now", NOW, "--policy-dir", dir]);
     assert_eq!(f.len(), 1, "{f:?}");
     std::fs::write(

@@ -102,7 +102,7 @@ impl Metrics {
         let reservations_reloads = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "capacity_block_seconds_remaining",
-            "Seconds until the Capacity Block ends (EC2 terminates its instances 30 minutes before; EKS managed node groups scale to 0 40 minutes before)",
+            "Seconds until the Capacity Block ends (Karpenter drains and EKS managed node groups scale to 0 40 minutes before; EC2 terminates from 30 minutes before)",
             block_seconds_left.clone(),
         );
         registry.register(

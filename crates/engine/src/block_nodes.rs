@@ -26,10 +26,16 @@ pub(crate) const LABEL_NODEGROUP: &str = "eks.amazonaws.com/nodegroup";
 /// Before Reservation End"): https://docs.aws.amazon.com/eks/latest/userguide/ml-node-groups.html
 pub const NODE_GROUP_SCALEDOWN_BEFORE_END: SignedDuration = SignedDuration::from_mins(40);
 
+/// Karpenter (>= 1.6, the first with Capacity Blocks) starts draining a block's nodes
+/// 10 minutes before EC2 starts terminating them, i.e. this long before the end:
+/// https://karpenter.sh/docs/tasks/odcrs/ ("Expiration", "Capacity Blocks").
+pub const KARPENTER_DRAIN_BEFORE_END: SignedDuration =
+    SignedDuration::from_mins(RECLAIM_BEFORE_END.as_mins() + 10);
+
 /// What puts block nodes into the cluster, which decides when their pods stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Provisioner {
-    /// Karpenter: the nodes run until EC2 terminates them, 30 minutes before the end.
+    /// Karpenter: drains the nodes 40 minutes before the end.
     Karpenter,
     /// An EKS managed node group: scaled to 0 40 minutes before the end.
     ManagedNodeGroup,
@@ -39,15 +45,17 @@ impl Provisioner {
     /// How long before the block's end the job's pods stop running.
     pub fn stop_before_end(self) -> SignedDuration {
         match self {
-            Provisioner::Karpenter => RECLAIM_BEFORE_END,
+            Provisioner::Karpenter => KARPENTER_DRAIN_BEFORE_END,
             Provisioner::ManagedNodeGroup => NODE_GROUP_SCALEDOWN_BEFORE_END,
         }
     }
 
-    /// Who stops the pods, for messages ("… at 11:00Z").
+    /// Who stops the pods, for messages ("… at 10:50Z").
     pub fn stopper(self) -> &'static str {
         match self {
-            Provisioner::Karpenter => "EC2 starts terminating its instances",
+            Provisioner::Karpenter => {
+                "Karpenter drains its nodes (10 minutes before EC2 terminates them)"
+            }
             Provisioner::ManagedNodeGroup => "EKS scales its managed node group to 0",
         }
     }

@@ -1,8 +1,8 @@
 //! Rule `capacity-block-ends`: a job that can only run on Capacity Block nodes must not
 //! be expected to outlive the block. A block ends at a fixed time and EC2 reclaims its
-//! instances 30 minutes before (see `reservations.rs`); an EKS managed node group is
-//! scaled to 0 already 40 minutes before (see `block_nodes.rs`). Whatever the job did
-//! since its last checkpoint is lost.
+//! instances 30 minutes before (see `reservations.rs`); Karpenter drains them and an EKS
+//! managed node group is scaled to 0 already 40 minutes before (see `block_nodes.rs`).
+//! Whatever the job did since its last checkpoint is lost.
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
@@ -196,7 +196,7 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
     };
     if block.expiring() || left <= SignedDuration::ZERO {
         out.push(finding(
-            format!("{on}: the block is already in its reclaim window, so new pods will not run to completion."),
+            format!("{on}: its nodes are already being drained or reclaimed, so new pods will not run to completion."),
             "submit onto a later block or other capacity.".into(),
         ));
         return;
