@@ -221,3 +221,53 @@ impl Default for Metrics {
         Self::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use trainplace_engine::{Reservations, Snapshot};
+
+    use super::*;
+
+    fn blocks(ids: &[(&str, &str)]) -> Snapshot {
+        let mut r = Reservations::default();
+        let items: Vec<_> = ids
+            .iter()
+            .map(|(id, end)| {
+                json!({"CapacityReservationId": id, "InstanceType": "p5.48xlarge",
+                "AvailabilityZone": "us-east-1a", "State": "active", "EndDate": end,
+                "ReservationType": "capacity-block"})
+            })
+            .collect();
+        r.add_describe_output(&json!({ "CapacityReservations": items }));
+        Snapshot::blocks_only(r)
+    }
+
+    #[test]
+    fn one_series_per_block_and_a_block_that_left_leaves_the_metric() {
+        let m = Metrics::new();
+        let now: jiff::Timestamp = "2026-11-23T09:00:00Z".parse().unwrap();
+        m.set_blocks(
+            Some(&blocks(&[
+                ("cr-1", "2026-11-23T11:30:00Z"),
+                ("cr-2", "2026-11-24T09:00:00Z"),
+            ])),
+            now,
+        );
+        let text = m.encode();
+        assert!(
+            text.contains("trainplace_capacity_block_seconds_remaining{reservation=\"cr-1\"} 9000"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "trainplace_capacity_block_seconds_remaining{reservation=\"cr-2\"} 86400"
+            )
+        );
+        m.set_blocks(Some(&blocks(&[("cr-2", "2026-11-24T09:00:00Z")])), now);
+        let text = m.encode();
+        assert!(!text.contains("reservation=\"cr-1\""), "{text}");
+        m.set_blocks(None, now);
+        assert!(!m.encode().contains("reservation=\"cr-2\""));
+    }
+}
