@@ -1,6 +1,7 @@
 //! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
 //! Pods of training jobs, PyTorchJobs (for scale reviews) and Karpenter EC2NodeClasses
-//! (Capacity Blocks). A ticker rebuilds the snapshot at most once a second when
+//! (Capacity Blocks; blocks from a describe-capacity-reservations file are laid over
+//! them). A ticker rebuilds the snapshot at most once a second when
 //! something changed; the request path only loads the newest snapshot (never waits on
 //! the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
@@ -19,14 +20,16 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use trainplace_engine::Snapshot;
 use trainplace_engine::annotations::JOB_IDENTITY_LABELS;
+use trainplace_engine::{Reservations, Snapshot};
 
 use super::pods::{PodIndex, PodPlacement};
 use super::{InventorySource, Status};
 
 pub struct LiveInventory {
     current: ArcSwapOption<Snapshot>,
+    /// Blocks from the describe-capacity-reservations file, laid over every rebuild.
+    described: ArcSwap<Reservations>,
     status: ArcSwap<Status>,
     dirty: AtomicBool,
     built: ArcSwapOption<Instant>,
@@ -51,6 +54,11 @@ impl InventorySource for LiveInventory {
             },
             (s, _) => s,
         }
+    }
+    fn set_described(&self, reservations: Arc<Reservations>) -> bool {
+        self.described.store(reservations);
+        self.dirty.store(true, Ordering::Release);
+        true
     }
 }
 
@@ -242,6 +250,7 @@ impl LiveInventory {
     pub fn start(client: Client) -> Arc<Self> {
         let inv = Arc::new(LiveInventory {
             current: ArcSwapOption::empty(),
+            described: ArcSwap::from_pointee(Reservations::default()),
             status: ArcSwap::from_pointee(Status::Syncing),
             dirty: AtomicBool::new(false),
             built: ArcSwapOption::empty(),
@@ -292,9 +301,11 @@ impl LiveInventory {
                 }
                 // A rebuild over a large cluster takes tens of ms: off the async workers.
                 let build = caches.clone();
-                let Ok(snap) = tokio::task::spawn_blocking(move || build.snapshot()).await else {
+                let Ok(mut snap) = tokio::task::spawn_blocking(move || build.snapshot()).await
+                else {
                     continue;
                 };
+                snap.reservations_mut().extend(&me.described.load());
                 me.status.store(Arc::new(Status::Live {
                     nodes: caches.nodes.state().len(),
                     gpu_types: snap.types.len(),

@@ -41,6 +41,12 @@ pub struct ServeArgs {
     /// key per process (pods of admitted workloads are then re-judged on other replicas).
     #[arg(long, env = "TRAINPLACE_MARK_KEYS")]
     pub mark_keys: Option<PathBuf>,
+    /// Capacity Blocks from `aws ec2 describe-capacity-reservations --output json` (a
+    /// ConfigMap the platform team refreshes, mounted as a file; reloaded on change; a
+    /// bad file keeps the last good blocks). For EKS managed node groups, whose nodes
+    /// do not say which block they run on or when it ends.
+    #[arg(long, env = "TRAINPLACE_RESERVATIONS", value_name = "FILE")]
+    pub reservations: Option<PathBuf>,
     /// Largest AdmissionReview body accepted (bytes); larger gets HTTP 413.
     #[arg(long, env = "TRAINPLACE_MAX_BODY", default_value_t = 4 * 1024 * 1024)]
     pub max_body: usize,
@@ -104,6 +110,7 @@ pub struct Config {
     pub tls: Option<(PathBuf, PathBuf)>,
     pub policy_dir: Option<PathBuf>,
     pub mark_keys: Option<PathBuf>,
+    pub reservations: Option<PathBuf>,
     pub reload_interval: Duration,
     pub shutdown_grace: Duration,
     pub max_body: usize,
@@ -128,6 +135,7 @@ impl ServeArgs {
             reload_interval,
             shutdown_grace,
             mark_keys,
+            reservations,
             max_body,
             inventory,
             max_containers,
@@ -156,6 +164,7 @@ impl ServeArgs {
             tls: tls_cert.zip(tls_key),
             policy_dir,
             mark_keys,
+            reservations,
             reload_interval,
             shutdown_grace,
             max_body,

@@ -57,7 +57,7 @@ async fn inventory(mode: &config::InventoryMode) -> anyhow::Result<Arc<dyn Inven
         config::InventoryMode::Off => Arc::new(NoCluster),
         config::InventoryMode::Files(dir) => {
             let snap = crate::inventory::files::load_dir(dir)?;
-            Arc::new(StaticInventory(Arc::new(snap)))
+            Arc::new(StaticInventory::new(snap))
         }
         config::InventoryMode::Auto => match kube::Client::try_default().await {
             Ok(client) => LiveInventory::start(client),
@@ -131,6 +131,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     }
     if let Some(dir) = &config.policy_dir {
         reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);
+    }
+    if let Some(file) = &config.reservations {
+        reload::watch_reservations(state.clone(), file.clone(), config.reload_interval);
     }
     match &config.mark_keys {
         Some(dir) => {

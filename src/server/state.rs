@@ -39,6 +39,12 @@ pub struct Detail {
     /// still serves. `None` once a reload succeeds.
     #[serde(rename = "policyError", skip_serializing_if = "Option::is_none")]
     pub policy_error: Option<String>,
+    /// The describe-capacity-reservations file, when one is given.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reservations: String,
+    /// Why that file's current content was rejected; the last good blocks still count.
+    #[serde(rename = "reservationsError", skip_serializing_if = "Option::is_none")]
+    pub reservations_error: Option<String>,
 }
 
 impl AppState {

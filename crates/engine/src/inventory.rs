@@ -13,6 +13,7 @@ use crate::annotations::{
     ACCELERATOR_RESOURCES, JOB_IDENTITY_LABELS, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA,
     RES_NVIDIA_GPU,
 };
+use crate::block_nodes::BlockNodes;
 use crate::catalog::{InstanceProfile, Rdma};
 use crate::cluster_objects::{NamespaceFacts, NodeFacts, PodFacts};
 use crate::json::{items, str_at};
@@ -53,6 +54,11 @@ pub struct Snapshot {
     scalable: HashMap<(String, String, String), Value>,
     /// Capacity Blocks and when they end.
     reservations: Reservations,
+    /// Nodes on reserved capacity, and the node pools / groups that have nothing else.
+    block_nodes: BlockNodes,
+    /// Whether the cluster's nodes were listed (false: Capacity Blocks only, from
+    /// `--reservations` without `--cluster`; nothing is known about node types).
+    nodes_listed: bool,
 }
 
 /// The plural resource of a workload whose scale subresource changes its pod count.
@@ -88,10 +94,14 @@ impl Snapshot {
         P: PodFacts + 'v,
         S: NamespaceFacts + 'v,
     {
-        let mut s = Snapshot::default();
+        let mut s = Snapshot {
+            nodes_listed: true,
+            ..Snapshot::default()
+        };
         // Hashed with foldhash: over 100,000 pods SipHash was most of a rebuild.
         let mut node_zone: HashMap<&'v str, &'v str, Fold> = HashMap::default();
         for node in nodes {
+            s.block_nodes.add(node.name(), |k| node.label(k));
             let zone = node.label(LABEL_ZONE);
             if let Some(zone) = zone {
                 node_zone.insert(node.name(), zone);
@@ -211,6 +221,20 @@ impl Snapshot {
         }
     }
 
+    /// Capacity Blocks and nothing else: the CLI's `--reservations` without `--cluster`.
+    /// Rules that need the node list (`unknown-instance-type`) stay silent.
+    pub fn blocks_only(reservations: Reservations) -> Self {
+        Snapshot {
+            reservations,
+            ..Snapshot::default()
+        }
+    }
+
+    /// Whether the snapshot holds the cluster's node list.
+    pub fn nodes_listed(&self) -> bool {
+        self.nodes_listed
+    }
+
     /// Capacity Blocks from EC2NodeClass statuses and/or describe-capacity-reservations.
     pub fn reservations_mut(&mut self) -> &mut Reservations {
         &mut self.reservations
@@ -218,6 +242,11 @@ impl Snapshot {
 
     pub fn reservations(&self) -> &Reservations {
         &self.reservations
+    }
+
+    /// Which nodes run on reserved capacity (matched to blocks through `reservations`).
+    pub fn block_nodes(&self) -> &BlockNodes {
+        &self.block_nodes
     }
 
     /// The workload a Scale review scales, when the inventory holds it.
