@@ -1,6 +1,6 @@
 //! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
-//! Pods of training jobs, PyTorchJobs (for scale reviews) and Karpenter EC2NodeClasses
-//! (Capacity Blocks). A ticker rebuilds the snapshot at most once a second when
+//! Pods of training jobs, PyTorchJobs (for scale reviews), Karpenter EC2NodeClasses
+//! (Capacity Blocks) and Trainer runtimes (what TrainJobs inherit). A ticker rebuilds the snapshot at most once a second when
 //! something changed; the request path only loads the newest snapshot (never waits on
 //! the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
@@ -178,6 +178,17 @@ impl LiveInventory {
             inv.clone(),
             ("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"),
         );
+        let runtimes = [
+            ("TrainingRuntime", "trainingruntimes"),
+            ("ClusterTrainingRuntime", "clustertrainingruntimes"),
+        ]
+        .map(|(kind, plural)| {
+            watch_optional(
+                client.clone(),
+                inv.clone(),
+                ("trainer.kubeflow.org", "v1alpha1", kind, plural),
+            )
+        });
         let me = inv.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -191,6 +202,9 @@ impl LiveInventory {
                 let ns_values = values(&namespaces);
                 let mut snap = Snapshot::build(&node_values, &pod_values, &ns_values);
                 snap.add_scalable(&values(&jobs));
+                for store in &runtimes {
+                    snap.add_runtimes(&values(store));
+                }
                 snap.reservations_mut()
                     .add_ec2nodeclasses(&serde_json::json!({"items": values(&node_classes)}));
                 me.status.store(Arc::new(Status::Live {
