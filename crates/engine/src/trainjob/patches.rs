@@ -76,14 +76,16 @@ pub(super) fn delta(after: &Value, base: &Value) -> Option<Value> {
     }
 }
 
-/// The runtime's `node` pod template as this TrainJob will get it: the fields the
-/// TrainJob's trainer sets (resources, command, args) replace the runtime's.
+/// The runtime's `node` pod template as this TrainJob will get it: the TrainJob's
+/// command and args replace the runtime's; its `resourcesPerNode` is merged over the
+/// runtime's resources key by key (Trainer's `MergeResourceRequirements`,
+/// https://github.com/kubeflow/trainer/blob/8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3/pkg/runtime/core/trainingruntime.go).
 fn runtime_base(object: &Value, runtime: Option<&Value>) -> Value {
     let Some(mut base) = runtime.and_then(runtime_node_template).cloned() else {
         return json!({});
     };
     let trainer = object.pointer("/spec/trainer");
-    let overridden: Vec<&str> = [("resourcesPerNode", "resources"), ("command", "command"), ("args", "args")]
+    let overridden: Vec<&str> = [("command", "command"), ("args", "args")]
         .iter()
         .filter(|(from, _)| trainer.and_then(|t| t.get(*from)).is_some())
         .map(|(_, to)| *to)
