@@ -171,7 +171,11 @@ fn assert_rules(name: &str, rules: &Value) {
         let ops = &rule["operations"];
         // Only the cluster-scoped ClusterTrainingRuntime has a Cluster rule.
         let cluster_scoped = rule["resources"] == json!(["clustertrainingruntimes"]);
-        let scope = if cluster_scoped { "Cluster" } else { "Namespaced" };
+        let scope = if cluster_scoped {
+            "Cluster"
+        } else {
+            "Namespaced"
+        };
         assert_eq!(rule["scope"], scope, "{name}: {rule}");
         for group in rule["apiGroups"].as_array().unwrap() {
             for resource in rule["resources"].as_array().unwrap() {

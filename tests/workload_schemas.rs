@@ -144,7 +144,12 @@ fn mutated_workloads_validate_against_their_crds() {
         };
         if kind == "HyperPodPyTorchJob" {
             let pod_template = pod_template_validator();
-            for (i, spec) in v.object["spec"]["replicaSpecs"].as_array().unwrap().iter().enumerate() {
+            for (i, spec) in v.object["spec"]["replicaSpecs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+            {
                 let errors: Vec<String> = pod_template
                     .iter_errors(&spec["template"])
                     .map(|e| format!("{e} at {}", e.instance_path()))

@@ -225,7 +225,11 @@ impl Snapshot {
     /// The runtime a TrainJob in `namespace` names (`kind` TrainingRuntime or
     /// ClusterTrainingRuntime), when the inventory holds it.
     pub fn runtime(&self, namespace: &str, kind: &str, name: &str) -> Option<&Value> {
-        let namespace = if kind == "ClusterTrainingRuntime" { "" } else { namespace };
+        let namespace = if kind == "ClusterTrainingRuntime" {
+            ""
+        } else {
+            namespace
+        };
         self.runtimes
             .get(&(namespace.to_string(), kind.to_string(), name.to_string()))
     }

@@ -58,7 +58,11 @@ fn env_size(view: &PodView<'_>, c: usize, per_pod: u32, on: &Recognizers) -> Opt
     }
     let volcano = view.labels().contains_key(LABEL_VOLCANO_JOB) && on.volcano.unwrap_or(true);
     // Volcano's `mpi` plugin gives the master the worker hosts, comma-separated.
-    if volcano && view.env(c, "MPI_HOST").is_some_and(|h| !h.trim().is_empty()) {
+    if volcano
+        && view
+            .env(c, "MPI_HOST")
+            .is_some_and(|h| !h.trim().is_empty())
+    {
         return Some(JobSize::Several);
     }
     let world: u32 = view.env(c, "WORLD_SIZE")?.trim().parse().ok()?;

@@ -39,8 +39,10 @@ pub(crate) fn runtime<'a>(object: &Value, ctx: &Ctx<'a, '_>, namespace: &str) ->
 
 /// Say which runtime the verdict took the pod template from, or that it could not.
 fn runtime_note(object: &Value, ctx: &Ctx<'_, '_>, found: bool, verdict: &mut Verdict) {
-    let (Some(_), Some(name)) = (ctx.who.inventory, str_at(object, &["spec", "runtimeRef", "name"]))
-    else {
+    let (Some(_), Some(name)) = (
+        ctx.who.inventory,
+        str_at(object, &["spec", "runtimeRef", "name"]),
+    ) else {
         return;
     };
     let kind = str_at(object, &["spec", "runtimeRef", "kind"]).unwrap_or("ClusterTrainingRuntime");
@@ -77,7 +79,11 @@ pub(crate) fn evaluate(
     let nodes = match count_at(object, "/spec/trainer/numNodes", "spec.trainer.numNodes")? {
         Some(n) => Some(n),
         None => match runtime {
-            Some(r) => count_at(r, "/spec/mlPolicy/numNodes", "runtime spec.mlPolicy.numNodes")?,
+            Some(r) => count_at(
+                r,
+                "/spec/mlPolicy/numNodes",
+                "runtime spec.mlPolicy.numNodes",
+            )?,
             None => None,
         },
     };

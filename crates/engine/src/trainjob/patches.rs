@@ -90,7 +90,10 @@ fn runtime_base(object: &Value, runtime: Option<&Value>) -> Value {
         .filter(|(from, _)| trainer.and_then(|t| t.get(*from)).is_some())
         .map(|(_, to)| *to)
         .collect();
-    if let Some(containers) = base.pointer_mut("/spec/containers").and_then(Value::as_array_mut) {
+    if let Some(containers) = base
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)
+    {
         for c in containers
             .iter_mut()
             .filter(|c| c.get("name").and_then(Value::as_str) == Some(NODE))

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::{Kind, Knob, Site, count_at, site};
 use crate::annotations::{
-    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE,
-    LABEL_REPLICATED_JOB, LABEL_VOLCANO_JOB, TRAINING,
+    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_REPLICATED_JOB,
+    LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::error::ObjectError;
 use crate::json::{items, str_at};
@@ -51,7 +51,10 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
         ),
     };
     let identity = identity.filter(|_| trains);
-    let autoscaling = cluster.get("enableInTreeAutoscaling").and_then(Value::as_bool) == Some(true);
+    let autoscaling = cluster
+        .get("enableInTreeAutoscaling")
+        .and_then(Value::as_bool)
+        == Some(true);
     let mut out = Vec::new();
     if cluster.get("headGroupSpec").is_some() {
         out.push(site(
@@ -75,10 +78,24 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
         } else {
             // KubeRay holds replicas between the bounds.
             let value = replicas.value.max(min.value).min(max.value);
-            let from = if value == replicas.value { replicas } else if value == min.value { min } else { max.clone() };
-            Knob { pointer: from.pointer, value }
+            let from = if value == replicas.value {
+                replicas
+            } else if value == min.value {
+                min
+            } else {
+                max.clone()
+            };
+            Knob {
+                pointer: from.pointer,
+                value,
+            }
         };
-        let mut s = site(obj, format!("{g}/template"), identity.clone(), vec![per_group, hosts]);
+        let mut s = site(
+            obj,
+            format!("{g}/template"),
+            identity.clone(),
+            vec![per_group, hosts],
+        );
         if autoscaling && !max_set {
             s.pods = None;
         }
@@ -97,8 +114,8 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
 /// `volcano.sh/job-name: <job name>`.
 /// https://github.com/volcano-sh/volcano/blob/ed72c7c815a9fd547a787134676f73d42e9d049c/pkg/apis/batch/v1alpha1/labels.go
 pub(super) fn volcano(obj: &Value) -> Result<Vec<Site>, ObjectError> {
-    let identity = str_at(obj, &["metadata", "name"])
-        .map(|n| (LABEL_VOLCANO_JOB.to_string(), n.to_string()));
+    let identity =
+        str_at(obj, &["metadata", "name"]).map(|n| (LABEL_VOLCANO_JOB.to_string(), n.to_string()));
     let mut out = Vec::new();
     for i in 0..items(obj, &["spec", "tasks"]).len() {
         let base = format!("/spec/tasks/{i}");
@@ -117,8 +134,8 @@ pub(super) fn volcano(obj: &Value) -> Result<Vec<Site>, ObjectError> {
 /// a job's pods by).
 /// https://github.com/aws/sagemaker-hyperpod-cli/blob/011ca927123e02b35a399935bbb3ab1905fe33c7/src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py
 pub(super) fn hyperpod(obj: &Value) -> Result<Vec<Site>, ObjectError> {
-    let identity = str_at(obj, &["metadata", "name"])
-        .map(|n| (LABEL_HYPERPOD_JOB.to_string(), n.to_string()));
+    let identity =
+        str_at(obj, &["metadata", "name"]).map(|n| (LABEL_HYPERPOD_JOB.to_string(), n.to_string()));
     let mut out = Vec::new();
     for i in 0..items(obj, &["spec", "replicaSpecs"]).len() {
         let base = format!("/spec/replicaSpecs/{i}");
@@ -147,7 +164,8 @@ pub(super) fn runtime(obj: &Value) -> Result<Vec<Site>, ObjectError> {
     for (i, job) in jobs.iter().enumerate() {
         let base = format!("/spec/template/spec/replicatedJobs/{i}");
         let name = job.get("name").and_then(Value::as_str).unwrap_or("");
-        let knobs = if name == TRAINER_NODE_JOB && obj.pointer("/spec/mlPolicy/numNodes").is_some() {
+        let knobs = if name == TRAINER_NODE_JOB && obj.pointer("/spec/mlPolicy/numNodes").is_some()
+        {
             vec![count_at(obj, "/spec/mlPolicy/numNodes", 1)?]
         } else {
             vec![
@@ -155,9 +173,14 @@ pub(super) fn runtime(obj: &Value) -> Result<Vec<Site>, ObjectError> {
                 count_at(obj, &format!("{base}/template/spec/parallelism"), 1)?,
             ]
         };
-        let identity = (!name.is_empty())
-            .then(|| (LABEL_REPLICATED_JOB.to_string(), name.to_string()));
-        let mut s = site(obj, format!("{base}/template/spec/template"), identity, knobs);
+        let identity =
+            (!name.is_empty()).then(|| (LABEL_REPLICATED_JOB.to_string(), name.to_string()));
+        let mut s = site(
+            obj,
+            format!("{base}/template/spec/template"),
+            identity,
+            knobs,
+        );
         s.hints.group_label = Some(LABEL_JOBSET_NAME.to_string());
         out.push(s);
     }
