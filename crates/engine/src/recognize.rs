@@ -2,8 +2,8 @@
 //! MPI env (`PET_NNODES`, `WORLD_SIZE`, literal or `valueFrom`) and the command line
 //! (`torchrun --nnodes`, `deepspeed --num_nodes`, `mpirun -np`). A pod that says it is
 //! one of several is a multi-pod training job even without a label trainplace knows.
-//! Volcano's `pytorch` and `mpi` plugins write their own env into the pods of a Volcano
-//! Job. Each recogniser can be switched off in policy (`recognizers`).
+//! Volcano's `pytorch` plugin writes its own `WORLD_SIZE` (a pod count) into the pods
+//! of a Volcano Job. Each recogniser can be switched off in policy (`recognizers`).
 
 use crate::annotations::LABEL_VOLCANO_JOB;
 use crate::podspec::{PodView, command_line, env_entry};
@@ -57,14 +57,6 @@ fn env_size(view: &PodView<'_>, c: usize, per_pod: u32, on: &Recognizers) -> Opt
         return Some(JobSize::Several);
     }
     let volcano = view.labels().contains_key(LABEL_VOLCANO_JOB) && on.volcano.unwrap_or(true);
-    // Volcano's `mpi` plugin gives the master the worker hosts, comma-separated.
-    if volcano
-        && view
-            .env(c, "MPI_HOST")
-            .is_some_and(|h| !h.trim().is_empty())
-    {
-        return Some(JobSize::Several);
-    }
     let world: u32 = view.env(c, "WORLD_SIZE")?.trim().parse().ok()?;
     // Volcano's `pytorch` plugin sets WORLD_SIZE to the job's pod count (the sum of its
     // tasks' replicas), not to a process count.
