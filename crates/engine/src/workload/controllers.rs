@@ -73,6 +73,7 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
             .is_some_and(|v| !v.is_null());
         let max = count_at(obj, &format!("{g}/maxReplicas"), i32::MAX as u32)?;
         let hosts = count_at(obj, &format!("{g}/numOfHosts"), 1)?;
+        let now = u64::from(replicas.value.max(min.value)) * u64::from(hosts.value);
         let per_group = if autoscaling {
             max.clone()
         } else {
@@ -97,7 +98,9 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
             vec![per_group, hosts],
         );
         if autoscaling && !max_set {
+            // No bound: an unknown count (judged as many pods), not an absurd one.
             s.pods = None;
+            s.requested = now;
         }
         out.push(s);
     }
