@@ -44,6 +44,8 @@ pub const LABEL_RAY_CLUSTER: &str = "ray.io/cluster";
 /// KubeRay puts this on every Ray pod, of whatever cluster.
 /// https://github.com/ray-project/kuberay/blob/feeaf72facab4881ba2b179248bb67315634e229/ray-operator/controllers/ray/common/pod.go (labelPod)
 pub const LABEL_RAY_NODE: &str = "ray.io/is-ray-node";
+/// KubeRay labels the RayCluster a RayJob or RayService makes with the kind it came from.
+pub const LABEL_RAY_ORIGIN: &str = "ray.io/originated-from-crd";
 /// Volcano puts this on every pod of a Volcano Job.
 pub const LABEL_VOLCANO_JOB: &str = "volcano.sh/job-name";
 /// SageMaker HyperPod's training operator puts this on the pods of a HyperPodPyTorchJob.

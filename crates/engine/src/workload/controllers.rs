@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{Kind, Knob, Site, count_at, site};
 use crate::annotations::{
-    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_REPLICATED_JOB,
+    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN, LABEL_REPLICATED_JOB,
     LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::error::ObjectError;
@@ -39,7 +39,11 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
         return Ok(Vec::new());
     };
     let name = str_at(obj, &["metadata", "name"]).map(String::from);
-    let serve = kind == Kind::RayService;
+    // The RayCluster a RayService makes carries the RayService's labels and annotations
+    // and `ray.io/originated-from-crd: RayService` (rayservice_controller.go,
+    // constructRayClusterForRayService): it serves as its RayService does.
+    let serve = kind == Kind::RayService
+        || str_at(obj, &["metadata", "labels", LABEL_RAY_ORIGIN]) == Some("RayService");
     // A RayService serves models: its replicas are independent, not one job, unless
     // the owner says it trains.
     let trains = !serve || str_at(obj, &["metadata", "annotations", TRAINING]) == Some("true");
