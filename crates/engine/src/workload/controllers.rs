@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::{Kind, Knob, Site, count_at, site};
 use crate::annotations::{
-    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN, LABEL_REPLICATED_JOB,
-    LABEL_VOLCANO_JOB, TRAINING,
+    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN,
+    LABEL_REPLICATED_JOB, LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::error::ObjectError;
 use crate::json::{items, str_at};
