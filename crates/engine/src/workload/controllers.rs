@@ -22,10 +22,13 @@ fn ray_cluster_spec(kind: Kind) -> &'static str {
     }
 }
 
+/// `maxReplicas`' CRD default: no bound.
+const UNBOUNDED: u32 = i32::MAX as u32;
+
 /// KubeRay: the head group and each worker group. A worker group makes
 /// `replicas` (held between `minReplicas` and `maxReplicas`) x `numOfHosts` pods; with
 /// the in-tree autoscaler on, it may grow to `maxReplicas`, so the job is judged there
-/// (unbounded when `maxReplicas` is unset: the CRD's default is 2^31 - 1).
+/// (unbounded when `maxReplicas` is unset or the CRD's default, 2^31 - 1).
 /// https://github.com/ray-project/kuberay/blob/feeaf72facab4881ba2b179248bb67315634e229/ray-operator/apis/ray/v1/raycluster_types.go
 ///
 /// Every pod carries `ray.io/cluster: <RayCluster name>`. A RayJob's or RayService's
@@ -72,10 +75,10 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
         let g = format!("{base}/workerGroupSpecs/{i}");
         let replicas = count_at(obj, &format!("{g}/replicas"), 0)?;
         let min = count_at(obj, &format!("{g}/minReplicas"), 0)?;
-        let max_set = obj
-            .pointer(&format!("{g}/maxReplicas"))
-            .is_some_and(|v| !v.is_null());
-        let max = count_at(obj, &format!("{g}/maxReplicas"), i32::MAX as u32)?;
+        // Unset, the API server fills in the CRD's default (2^31 - 1) before admission:
+        // either way, no bound.
+        let max = count_at(obj, &format!("{g}/maxReplicas"), UNBOUNDED)?;
+        let max_set = max.value != UNBOUNDED;
         let hosts = count_at(obj, &format!("{g}/numOfHosts"), 1)?;
         let now = u64::from(replicas.value.max(min.value)) * u64::from(hosts.value);
         let per_group = if autoscaling {
