@@ -85,10 +85,9 @@ fn runtime_base(object: &Value, runtime: Option<&Value>) -> Value {
         return json!({});
     };
     let trainer = object.pointer("/spec/trainer");
-    let overridden: Vec<&str> = [("command", "command"), ("args", "args")]
-        .iter()
-        .filter(|(from, _)| trainer.and_then(|t| t.get(*from)).is_some())
-        .map(|(_, to)| *to)
+    let overridden: Vec<&str> = ["command", "args"]
+        .into_iter()
+        .filter(|key| trainer.and_then(|t| t.get(*key)).is_some())
         .collect();
     if let Some(containers) = base
         .pointer_mut("/spec/containers")
