@@ -42,11 +42,19 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
         return Ok(Vec::new());
     };
     let name = str_at(obj, &["metadata", "name"]).map(String::from);
-    // The RayCluster a RayService makes carries the RayService's labels and annotations
-    // and `ray.io/originated-from-crd: RayService` (rayservice_controller.go,
-    // constructRayClusterForRayService): it serves as its RayService does.
-    let serve = kind == Kind::RayService
-        || str_at(obj, &["metadata", "labels", LABEL_RAY_ORIGIN]) == Some("RayService");
+    // The RayCluster a RayService makes carries the RayService's labels and annotations,
+    // `ray.io/originated-from-crd: RayService` and the RayService as its controller
+    // (rayservice_controller.go, constructRayClusterForRayService): it serves as its
+    // RayService does. The label alone is anyone's to write: it takes both.
+    let made_by_service = str_at(obj, &["metadata", "labels", LABEL_RAY_ORIGIN])
+        == Some("RayService")
+        && items(obj, &["metadata", "ownerReferences"])
+            .iter()
+            .any(|o| {
+                o.get("controller").and_then(Value::as_bool) == Some(true)
+                    && str_at(o, &["kind"]) == Some("RayService")
+            });
+    let serve = kind == Kind::RayService || made_by_service;
     // A RayService serves models: its replicas are independent, not one job, unless
     // the owner says it trains.
     let trains = !serve || str_at(obj, &["metadata", "annotations", TRAINING]) == Some("true");
