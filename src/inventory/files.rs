@@ -43,8 +43,10 @@ fn read_list(path: &Path, required: bool) -> Result<Value, FilesError> {
 }
 
 /// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` (what
-/// `pytorchjobs/scale` reviews are judged against) and `ec2nodeclasses.json` (Karpenter's
-/// Capacity Blocks in `status.capacityReservations`) from `dir`; all but nodes optional.
+/// `pytorchjobs/scale` reviews are judged against), `ec2nodeclasses.json` (Karpenter's
+/// Capacity Blocks in `status.capacityReservations`) and `trainingruntimes.json` /
+/// `clustertrainingruntimes.json` (the runtimes TrainJobs inherit their pod template
+/// from) from `dir`; all but nodes optional.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes_path = dir.join("nodes.json");
     if !nodes_path.exists() {
@@ -58,6 +60,10 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
     let classes = read_list(&dir.join("ec2nodeclasses.json"), false)?;
     snap.reservations_mut().add_ec2nodeclasses(&classes);
+    for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
+        let runtimes = read_list(&dir.join(file), false)?;
+        snap.add_runtimes(runtimes["items"].as_array().into_iter().flatten());
+    }
     Ok(snap)
 }
 

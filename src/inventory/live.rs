@@ -1,7 +1,8 @@
 //! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
-//! Pods of training jobs, PyTorchJobs (for scale reviews) and Karpenter EC2NodeClasses
+//! Pods of training jobs, PyTorchJobs (for scale reviews), Karpenter EC2NodeClasses
 //! (Capacity Blocks; blocks from a describe-capacity-reservations file are laid over
-//! them). A ticker rebuilds the snapshot at most once a second when
+//! them) and Trainer runtimes (what TrainJobs inherit). A ticker rebuilds the snapshot
+//! at most once a second when
 //! something changed; the request path only loads the newest snapshot (never waits on
 //! the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
@@ -218,6 +219,8 @@ pub struct Caches {
     pub pods: Vec<Arc<RwLock<PodIndex>>>,
     pub jobs: Store<DynamicObject>,
     pub node_classes: Store<DynamicObject>,
+    /// TrainingRuntimes and ClusterTrainingRuntimes.
+    pub runtimes: [Store<DynamicObject>; 2],
 }
 
 impl Caches {
@@ -239,6 +242,9 @@ impl Caches {
             namespaces.iter().map(Arc::as_ref),
         );
         snap.add_scalable(&values(&self.jobs));
+        for store in &self.runtimes {
+            snap.add_runtimes(&values(store));
+        }
         snap.reservations_mut()
             .add_ec2nodeclasses(&serde_json::json!({"items": values(&self.node_classes)}));
         snap
@@ -268,10 +274,11 @@ impl LiveInventory {
                 slim_namespace,
                 inv.clone(),
             ),
-            // Only pods of training jobs matter: one watch per job identity label.
+            // Only pods of training jobs matter: one watch per job identity label
+            // (`job-name` repeats `batch.kubernetes.io/job-name` on the same pods).
             pods: JOB_IDENTITY_LABELS
                 .iter()
-                .filter(|(k, _)| k.contains('/'))
+                .filter(|(k, _)| *k != "job-name")
                 .map(|(k, _)| {
                     watch_pods(
                         Api::<PodPlacement>::all(client.clone()),
@@ -290,6 +297,17 @@ impl LiveInventory {
                 inv.clone(),
                 ("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"),
             ),
+            runtimes: [
+                ("TrainingRuntime", "trainingruntimes"),
+                ("ClusterTrainingRuntime", "clustertrainingruntimes"),
+            ]
+            .map(|(kind, plural)| {
+                watch_optional(
+                    client.clone(),
+                    inv.clone(),
+                    ("trainer.kubeflow.org", "v1alpha1", kind, plural),
+                )
+            }),
         });
         let me = inv.clone();
         tokio::spawn(async move {

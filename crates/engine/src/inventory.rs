@@ -59,6 +59,9 @@ pub struct Snapshot {
     /// Whether the cluster's nodes were listed (false: Capacity Blocks only, from
     /// `--reservations` without `--cluster`; nothing is known about node types).
     nodes_listed: bool,
+    /// Kubeflow Trainer runtimes by (namespace, kind, name); a ClusterTrainingRuntime
+    /// has namespace "". What a TrainJob's `runtimeRef` inherits its pod template from.
+    runtimes: HashMap<(String, String, String), Value>,
 }
 
 /// The plural resource of a workload whose scale subresource changes its pod count.
@@ -233,6 +236,37 @@ impl Snapshot {
     /// Whether the snapshot holds the cluster's node list.
     pub fn nodes_listed(&self) -> bool {
         self.nodes_listed
+    }
+
+    /// Index TrainingRuntimes and ClusterTrainingRuntimes (other objects are ignored).
+    pub fn add_runtimes<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
+        for o in objects {
+            let (Some(kind), Some(name)) = (str_at(o, &["kind"]), str_at(o, &["metadata", "name"]))
+            else {
+                continue;
+            };
+            let namespace = match kind {
+                "TrainingRuntime" => str_at(o, &["metadata", "namespace"]).unwrap_or("default"),
+                "ClusterTrainingRuntime" => "",
+                _ => continue,
+            };
+            self.runtimes.insert(
+                (namespace.to_string(), kind.to_string(), name.to_string()),
+                o.clone(),
+            );
+        }
+    }
+
+    /// The runtime a TrainJob in `namespace` names (`kind` TrainingRuntime or
+    /// ClusterTrainingRuntime), when the inventory holds it.
+    pub fn runtime(&self, namespace: &str, kind: &str, name: &str) -> Option<&Value> {
+        let namespace = if kind == "ClusterTrainingRuntime" {
+            ""
+        } else {
+            namespace
+        };
+        self.runtimes
+            .get(&(namespace.to_string(), kind.to_string(), name.to_string()))
     }
 
     /// Capacity Blocks from EC2NodeClass statuses and/or describe-capacity-reservations.

@@ -35,6 +35,7 @@ mod json;
 mod judge;
 mod layout;
 mod mark;
+mod owner;
 mod podspec;
 mod policy;
 mod quantity;

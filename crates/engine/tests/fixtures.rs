@@ -90,11 +90,16 @@ fn cluster(name: &str) -> Snapshot {
             .map(|t| serde_json::from_str(&t).expect("valid JSON list"))
             .unwrap_or_else(|_| serde_json::json!({"items": []}))
     };
-    Snapshot::from_lists(
+    let mut snapshot = Snapshot::from_lists(
         &list("nodes.json"),
         &list("pods.json"),
         &list("namespaces.json"),
-    )
+    );
+    for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
+        let runtimes = list(file);
+        snapshot.add_runtimes(runtimes["items"].as_array().into_iter().flatten());
+    }
+    snapshot
 }
 
 fn changes_text(v: &Verdict) -> Vec<String> {
