@@ -14,6 +14,7 @@
 //!   Capacity Blocks, read into the [`Snapshot`].
 //! - [`annotations`]: the public annotation and label names.
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
+//! - [`vap`]: the deny rules CEL can express, as ValidatingAdmissionPolicies.
 #![forbid(unsafe_code)]
 
 mod admission;
@@ -41,6 +42,7 @@ mod reshape;
 mod response;
 mod rules;
 mod trainjob;
+pub mod vap;
 mod verdict;
 mod workload;
 mod yaml;
