@@ -213,8 +213,47 @@ fn templates(policy: &Policy) -> Result<String, ExportError> {
     ))
 }
 
+/// Launchers and flags of `recognize::command_size`: torchrun / deepspeed node counts,
+/// and MPI's process count (when the line mentions mpi). `SEP` splits tokens as the
+/// engine does (whitespace, quotes, `;`).
+const LAUNCHERS: [&str; 5] = ["torchrun", "deepspeed", "mpirun", "mpiexec", "torch.distributed.run"];
+const SEP: &str = r#"[\s"';]"#;
+const NODE_FLAGS: &str = "--nnodes|--num_nodes|--num-nodes";
+const PROCESS_FLAGS: &str = "-np|-n|--np";
+
+/// `podLine`, `podFlag`: the first device container's command line, and its first
+/// size flag with its value (the Kubernetes regex library's `find`).
+fn pod_command(policy: &Policy) -> (String, String) {
+    let c = "variables.pods[0].dc[0].c";
+    let line = format!(
+        "object.kind == 'Pod' && size(variables.pods) == 1 && size(variables.pods[0].dc) > 0 ? ((has({c}.command) ? {c}.command : []) + (has({c}.args) ? {c}.args : [])).join(' ') : ''"
+    );
+    if !policy.recognizers().command_line.unwrap_or(true) {
+        return (line, "''".into());
+    }
+    let flag = |flags: &str| lit(&format!("(^|{SEP})({flags})(=|{SEP}+)[^\\s\"';]+"));
+    let flag_text = format!(
+        "{list}.exists(l, variables.podLine.contains(l)) ? variables.podLine.find(variables.podLine.contains('mpi') ? {all} : {node}) : ''",
+        list = list(&LAUNCHERS),
+        all = flag(&format!("{NODE_FLAGS}|{PROCESS_FLAGS}")),
+        node = flag(NODE_FLAGS),
+    );
+    (line, flag_text)
+}
+
+/// The job size a launcher flag says: a node count (the maximum of `MIN:MAX`), or
+/// processes over the pod's GPUs; not a number = several pods.
+fn flag_size() -> String {
+    let value = lit("[^\\s\"';=]+$");
+    let node = lit(&format!("(^|{SEP})({NODE_FLAGS})(=|{SEP})"));
+    format!(
+        "(variables.podFlag.matches({node}) ? (variables.podFlag.find({value}).find('[^:]*$').matches('^0*[01]$') ? 0 : 1) : (variables.podFlag.find({value}).matches('^[0-9]{{1,9}}$') && int(variables.podFlag.find({value})) <= [variables.pods[0].g, 1].max() ? 0 : 1))"
+    )
+}
+
 /// `podEnv`, `podSize`: a bare Pod's job size from its first device container's
-/// launcher env (`recognize::env_size`): -1 unknown, 0 one pod, 1 several.
+/// launcher env (`recognize::env_size`), then its command line: -1 unknown, 0 one
+/// pod, 1 several.
 fn pod_size(policy: &Policy) -> (String, String) {
     let env = "object.kind == 'Pod' && size(variables.pods) == 1 && size(variables.pods[0].dc) > 0 && has(variables.pods[0].dc[0].c.env) ? variables.pods[0].dc[0].c.env : []".to_string();
     let value_from = policy.file().recognizers.env_value_from.unwrap_or(true);
@@ -224,11 +263,13 @@ fn pod_size(policy: &Policy) -> (String, String) {
         "(size({np}) > 0 && has({np}[0].value) && {np}[0].value.matches('^[0-9]{{1,9}}$') ? [int({np}[0].value), 1].max() : [variables.pods[0].g, 1].max())"
     );
     let size = format!(
-        "object.kind != 'Pod' || size(variables.podEnv) == 0 ? -1
+        "object.kind != 'Pod' || size(variables.pods) != 1 || size(variables.pods[0].dc) == 0 ? -1
 : size({nn}) > 0 && has({nn}[0].value) ? ({nn}[0].value.matches('^(.*:)?[ \\t]*[+]?(0+|0*1)[ \\t]*$') ? 0 : 1)
 : {value_from} && ((size({nn}) > 0 && has({nn}[0].valueFrom)) || (size({ws}) > 0 && has({ws}[0].valueFrom))) ? 1
 : size({ws}) > 0 && has({ws}[0].value) && {ws}[0].value.matches('^[0-9]{{1,9}}$') ? (int({ws}[0].value) > {per} ? 1 : 0)
-: -1"
+: variables.podFlag != '' ? {flag}
+: -1",
+        flag = flag_size()
     );
     (env, size)
 }
@@ -270,6 +311,7 @@ pub(crate) fn skip_granted(policy: &Policy) -> String {
 /// Every variable, in evaluation order.
 pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
     let (env, size) = pod_size(policy);
+    let (line, flag) = pod_command(policy);
     let v = |name, expression| Variable { name, expression };
     let names: Vec<&str> = policy.catalog.instances().map(|i| i.name.as_str()).collect();
     Ok(vec![
@@ -281,12 +323,15 @@ pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
         v("defaultType", default_type(policy)?),
         v("grantPartialNode", grant_of(policy, OptIn::AllowPartialNode)),
         v("grantMultiAz", grant_of(policy, OptIn::AllowMultiAz)),
+        v("runtimeSpecs", crate::vap::sites::runtime_specs()),
         v("sites", crate::vap::sites::sites()),
         v("containers", crate::vap::sites::containers(&policy.catalog)),
         v("devices", crate::vap::sites::devices()),
         v("pods", pods(policy)),
         v("templates", templates(policy)?),
         v("podEnv", env),
+        v("podLine", line),
+        v("podFlag", flag),
         v("podSize", size),
         v(
             "total",

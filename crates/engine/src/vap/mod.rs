@@ -44,6 +44,7 @@ fn resource_rules() -> Value {
         rule("jobset.x-k8s.io", "*", &["jobsets"], &both),
         rule("kubeflow.org", "*", &["pytorchjobs", "mpijobs"], &both),
         rule("leaderworkerset.x-k8s.io", "*", &["leaderworkersets"], &both),
+        rule("trainer.kubeflow.org", "*", &["trainjobs"], &both),
     ])
 }
 

@@ -62,16 +62,65 @@ fn leader_worker_set() -> String {
     )
 }
 
+/// `runtimeSpecs`: the pod specs a TrainJob's runtime patches give the `node` job, in
+/// the order the engine merges them (others' patches, then trainplace's own).
+pub(crate) fn runtime_specs() -> String {
+    let has_node = "has(p.trainingRuntimeSpec) && has(p.trainingRuntimeSpec.template) && has(p.trainingRuntimeSpec.template.spec) && has(p.trainingRuntimeSpec.template.spec.replicatedJobs) && p.trainingRuntimeSpec.template.spec.replicatedJobs.exists(j, has(j.name) && j.name == 'node') && has(p.trainingRuntimeSpec.template.spec.replicatedJobs.filter(j, has(j.name) && j.name == 'node')[0].template.spec.template.spec)";
+    let node_spec = "p.trainingRuntimeSpec.template.spec.replicatedJobs.filter(j, has(j.name) && j.name == 'node')[0].template.spec.template.spec";
+    let ours = format!("(has(p.manager) && p.manager == {})", lit(crate::trainjob::MANAGER));
+    let patches = "object.spec.runtimePatches";
+    format!(
+        "object.kind == 'TrainJob' && has(object.spec.runtimePatches) ? {patches}.filter(p, !{ours} && {has_node}).map(p, {node_spec}) + {patches}.filter(p, {ours} && {has_node}).map(p, {node_spec}) : []"
+    )
+}
+
+/// A TrainJob has no template: the pod is `spec.trainer` (devices, env, command) on
+/// the layout of `runtimeSpecs` (the last spec that sets `nodeSelector`, node
+/// affinity or pod anti-affinity wins; the engine merges them), as the engine's
+/// `synthetic_pod`.
+fn train_job() -> String {
+    let tr = "object.spec.trainer";
+    let field = |f: &str| format!("(has({tr}.{f}) ? {tr}.{f} : [])");
+    // The value of a (dotted) field in the last spec that sets it.
+    let last_set = |f: &str| {
+        let mut guard = Vec::new();
+        let mut path = String::from("s");
+        for part in f.split('.') {
+            path = format!("{path}.{part}");
+            guard.push(format!("has({path})"));
+        }
+        let guard = guard.join(" && ");
+        format!("(variables.runtimeSpecs.exists(s, {guard}) ? variables.runtimeSpecs.filter(s, {guard})[size(variables.runtimeSpecs.filter(s, {guard})) - 1].{f} : {{}})")
+    };
+    let affinity = format!(
+        "{{'nodeAffinity': {}, 'podAntiAffinity': {}}}",
+        last_set("affinity.nodeAffinity"),
+        last_set("affinity.podAntiAffinity")
+    );
+    format!(
+        "(has(object.spec.trainer) ? [{{'t': {{'metadata': {{'labels': has(object.metadata.name) ? {{'jobset.sigs.k8s.io/jobset-name': object.metadata.name}} : {{}}, 'annotations': has(object.metadata.annotations) ? object.metadata.annotations : {{}}}},
+   'spec': {{'containers': [{{'name': 'node', 'resources': has({tr}.resourcesPerNode) ? {tr}.resourcesPerNode : {{}}, 'env': {env}, 'command': {command}, 'args': {args}}}], 'nodeSelector': {ns}, 'affinity': {aff}}}}},
+  'n': has({tr}.numNodes) ? {tr}.numNodes : 2, 'f': 'spec.trainer',
+  'id': has(object.metadata.name) ? ['jobset.sigs.k8s.io/jobset-name', object.metadata.name] : []}}] : [])",
+        env = field("env"),
+        command = field("command"),
+        args = field("args"),
+        ns = last_set("nodeSelector"),
+        aff = affinity,
+    )
+}
+
 /// `sites`: the templates of the object under review.
 pub(crate) fn sites() -> String {
     format!(
-        "object.kind == 'Pod' ? [{{'t': object, 'n': 1, 'f': 'spec', 'id': {pod}}}]\n: object.kind == 'Job' ? {job}\n: object.kind == 'JobSet' ? {jobset}\n: object.kind == 'PyTorchJob' ? {pt}\n: object.kind == 'MPIJob' ? {mpi}\n: object.kind == 'LeaderWorkerSet' ? {lws}\n: []",
+        "object.kind == 'Pod' ? [{{'t': object, 'n': 1, 'f': 'spec', 'id': {pod}}}]\n: object.kind == 'Job' ? {job}\n: object.kind == 'JobSet' ? {jobset}\n: object.kind == 'PyTorchJob' ? {pt}\n: object.kind == 'MPIJob' ? {mpi}\n: object.kind == 'LeaderWorkerSet' ? {lws}\n: object.kind == 'TrainJob' ? {tj}\n: []",
         pod = POD_ID,
         job = job(),
         jobset = jobset(),
         pt = replica_specs("pytorchReplicaSpecs"),
         mpi = replica_specs("mpiReplicaSpecs"),
         lws = leader_worker_set(),
+        tj = train_job(),
     )
 }
 

@@ -3,7 +3,7 @@
 //! bound as in the apiserver's admission CEL environment, `variables` evaluated in
 //! order, then matchConditions and validations; a binding applies when its
 //! namespaceSelector matches the namespace's labels. The Kubernetes list library's
-//! `sum()` and `max()` and the cel-go strings extension are installed, as in the
+//! `sum()` and `max()`, its regex library's `find()` and the cel-go strings extension are installed, as in the
 //! apiserver (https://kubernetes.io/docs/reference/using-api/cel/).
 
 use std::collections::{BTreeMap, HashMap};
@@ -75,8 +75,19 @@ fn max(This(this): This<Cel>) -> Result<Cel, ExecutionError> {
         .ok_or_else(|| ExecutionError::function_error("max", "empty list"))
 }
 
+/// The Kubernetes regex library's `find`: the first match, or `''`.
+fn find(This(this): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, ExecutionError> {
+    let re = regex::Regex::new(&pattern)
+        .map_err(|e| ExecutionError::function_error("find", e.to_string()))?;
+    Ok(Cel::String(Arc::new(
+        re.find(&this).map_or(String::new(), |m| m.as_str().to_string()),
+    )))
+}
+
 pub struct Apiserver {
     env: Arc<Env>,
+    /// Compiled programs by source: the apiserver compiles a policy once, too.
+    programs: std::sync::Mutex<HashMap<String, Arc<cel::Program>>>,
 }
 
 /// Who asks, in which namespace.
@@ -91,7 +102,10 @@ impl Apiserver {
         let mut env = Env::stdlib();
         env.add_extension(cel::extensions::strings)
             .expect("strings extension");
-        Apiserver { env: Arc::new(env) }
+        Apiserver {
+            env: Arc::new(env),
+            programs: std::sync::Mutex::new(HashMap::new()),
+        }
     }
 
     /// Compile every expression of an exported policy (what the apiserver does when
@@ -108,7 +122,15 @@ impl Apiserver {
     }
 
     fn eval(&self, ctx: &Context<'_, '_>, expr: &str) -> Result<Cel, String> {
-        let program = self.env.compile(expr).map_err(|e| format!("{e:?}"))?;
+        let cached = self.programs.lock().unwrap().get(expr).cloned();
+        let program = match cached {
+            Some(p) => p,
+            None => {
+                let p = Arc::new(self.env.compile(expr).map_err(|e| format!("{e:?}"))?);
+                self.programs.lock().unwrap().insert(expr.to_string(), p.clone());
+                p
+            }
+        };
         program.execute(ctx).map_err(|e| format!("{e:?}"))
     }
 
@@ -123,6 +145,7 @@ impl Apiserver {
         let mut ctx = Context::with_env(self.env.clone());
         ctx.add_function("sum", sum).map_err(|e| format!("{e:?}"))?;
         ctx.add_function("max", max).map_err(|e| format!("{e:?}"))?;
+        ctx.add_function("find", find).map_err(|e| format!("{e:?}"))?;
         ctx.add_variable_from_value("object", to_cel(object));
         ctx.add_variable_from_value("oldObject", Cel::Null);
         ctx.add_variable_from_value("params", Cel::Null);
