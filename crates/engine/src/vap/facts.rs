@@ -204,7 +204,7 @@ fn templates(policy: &Policy) -> Result<String, ExportError> {
    : (x.tc && x.tb && x.tv.exists(l, size(l) > 0)) ? variables.catalogNames.filter(n, x.tv.exists(l, n in l || ('ml.' + n) in l))
    : x.annType != '' ? {ann}
    : variables.defaultType != '' ? {def} : [],
- 'zmany': !x.zpin && x.zc && (!x.zb || x.zv.exists(l, l.exists(v, x.zv.exists(l2, l2.exists(w, w != v)))))}})",
+ 'zmany': !x.zpin && x.zc && (!x.zb || (x.zv.exists(l, size(l) > 0) && x.zv.exists(l, l.exists(v, v != x.zv.filter(l2, size(l2) > 0)[0][0]))))}})",
         fam = resource_fact(policy, "x.res", "family"),
         train = training.join(" || "),
         ns = named("x.nsType"),
