@@ -69,7 +69,13 @@ fn restricted_dir() -> tempfile::TempDir {
 
 fn kinds(docs: &[Value]) -> Vec<String> {
     docs.iter()
-        .map(|d| format!("{}/{}", d["kind"].as_str().unwrap(), d["metadata"]["name"].as_str().unwrap()))
+        .map(|d| {
+            format!(
+                "{}/{}",
+                d["kind"].as_str().unwrap(),
+                d["metadata"]["name"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -81,12 +87,18 @@ fn exported_objects_pass_strict_schema_validation() {
         ("embedded", stdout_ok(&export(&[]))),
         (
             "restricted",
-            stdout_ok(&export(&["--policy-dir", restricted.path().to_str().unwrap()])),
+            stdout_ok(&export(&[
+                "--policy-dir",
+                restricted.path().to_str().unwrap(),
+            ])),
         ),
     ];
     for (name, yaml) in &cases {
         let docs = documents(yaml);
-        let policies = docs.iter().filter(|d| d["kind"] == "ValidatingAdmissionPolicy").count();
+        let policies = docs
+            .iter()
+            .filter(|d| d["kind"] == "ValidatingAdmissionPolicy")
+            .count();
         assert_eq!(policies, 3, "{name}: {:?}", kinds(&docs));
         // One file per object, as kubernetes-validate reads them.
         let mut files = Vec::new();
@@ -111,10 +123,24 @@ fn exported_objects_pass_strict_schema_validation() {
             )
         })
         .collect();
-    let find = |n: &str| bindings.iter().find(|b| b.0 == n).unwrap_or_else(|| panic!("{n}: {bindings:?}"));
-    assert_eq!(find("trainplace-partial-node-ns1").1, serde_json::json!(["Audit"]));
-    assert_eq!(find("trainplace-partial-node-ns0").1, serde_json::json!(["Warn"]));
-    assert_eq!(find("trainplace-partial-node").1, serde_json::json!(["Deny"]));
+    let find = |n: &str| {
+        bindings
+            .iter()
+            .find(|b| b.0 == n)
+            .unwrap_or_else(|| panic!("{n}: {bindings:?}"))
+    };
+    assert_eq!(
+        find("trainplace-partial-node-ns1").1,
+        serde_json::json!(["Audit"])
+    );
+    assert_eq!(
+        find("trainplace-partial-node-ns0").1,
+        serde_json::json!(["Warn"])
+    );
+    assert_eq!(
+        find("trainplace-partial-node").1,
+        serde_json::json!(["Deny"])
+    );
     assert_eq!(
         find("trainplace-partial-node").2["matchExpressions"],
         serde_json::json!([
@@ -122,7 +148,10 @@ fn exported_objects_pass_strict_schema_validation() {
             {"key": "trainplace.io/tier", "operator": "NotIn", "values": ["sandbox"]},
         ])
     );
-    assert_eq!(find("trainplace-impossible-request").1, serde_json::json!(["Deny"]));
+    assert_eq!(
+        find("trainplace-impossible-request").1,
+        serde_json::json!(["Deny"])
+    );
 }
 
 #[test]
@@ -161,14 +190,24 @@ fn guardrails_overlay_renders_policies_next_to_the_webhook() {
         assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
     }
     // Cluster-scoped: kustomize must not have put them in the trainplace namespace.
-    for d in docs.iter().filter(|d| d["kind"].as_str().unwrap().starts_with("ValidatingAdmissionPolicy")) {
+    for d in docs.iter().filter(|d| {
+        d["kind"]
+            .as_str()
+            .unwrap()
+            .starts_with("ValidatingAdmissionPolicy")
+    }) {
         assert!(d["metadata"].get("namespace").is_none(), "{d}");
     }
     let tmp = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     for (i, d) in docs
         .iter()
-        .filter(|d| d["apiVersion"].as_str().unwrap().starts_with("admissionregistration.k8s.io/"))
+        .filter(|d| {
+            d["apiVersion"]
+                .as_str()
+                .unwrap()
+                .starts_with("admissionregistration.k8s.io/")
+        })
         .enumerate()
     {
         let path = tmp.path().join(format!("{i}.yaml"));
@@ -189,6 +228,9 @@ fn an_override_no_namespace_selector_can_say_is_refused_by_name() {
     let out = export(&["--policy-dir", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("namespaces[0]") && err.contains("cannot be exported"), "{err}");
+    assert!(
+        err.contains("namespaces[0]") && err.contains("cannot be exported"),
+        "{err}"
+    );
     assert!(Path::new(BIN).exists());
 }

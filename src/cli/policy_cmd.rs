@@ -79,7 +79,10 @@ fn export(policy_dir: Option<&std::path::Path>, output: ExportOutput) -> ExitCod
         }
         ExportOutput::Json => {
             let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
-            println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&list).unwrap_or_default()
+            );
         }
     }
     ExitCode::Ok

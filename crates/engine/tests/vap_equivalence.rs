@@ -10,79 +10,82 @@
 mod vap_support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::Value;
 use trainplace_engine::annotations::ALLOW_PARTIAL_NODE;
 use trainplace_engine::vap::{Check, RULE_LABEL, export};
-use trainplace_engine::{Catalog, Mode, Policy, Requester, Snapshot, evaluate};
+use trainplace_engine::{Mode, Requester, evaluate};
+use vap_support::corpus::{Case, cluster, corpus, policy_for, repo_root, with_stack};
 use vap_support::{Apiserver, Outcome, Request, selects};
 
 /// Fixture (`dir/file@policy`), rule, stage (`raw` / `mutated`): what CEL cannot
 /// decide like the engine, and why. Kept in step with the README's list.
 const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
-    ("pods/inventory-siblings-other-zone.yaml", "multi-az", "raw", SIBLINGS),
-    ("pods/inventory-siblings-other-zone.yaml", "multi-az", "mutated", SIBLINGS),
-    ("pods/requests-limits-mismatch.yaml", "partial-node", "raw", REQUESTS),
-    ("pods/requests-limits-mismatch.yaml", "multi-az", "raw", REQUESTS),
-    ("pods/requests-limits-mismatch.yaml", "impossible-request", "raw", REQUESTS),
+    (
+        "pods/inventory-siblings-other-zone.yaml",
+        "multi-az",
+        "raw",
+        SIBLINGS,
+    ),
+    (
+        "pods/inventory-siblings-other-zone.yaml",
+        "multi-az",
+        "mutated",
+        SIBLINGS,
+    ),
+    (
+        "pods/requests-limits-mismatch.yaml",
+        "partial-node",
+        "raw",
+        REQUESTS,
+    ),
+    (
+        "pods/requests-limits-mismatch.yaml",
+        "multi-az",
+        "raw",
+        REQUESTS,
+    ),
+    (
+        "pods/requests-limits-mismatch.yaml",
+        "impossible-request",
+        "raw",
+        REQUESTS,
+    ),
     ("pods/shm-size-bad.yaml", "partial-node", "raw", SHM),
     ("pods/shm-size-bad.yaml", "multi-az", "raw", SHM),
     ("pods/shm-size-bad.yaml", "impossible-request", "raw", SHM),
     ("workloads/job-reshape.yaml", "partial-node", "raw", RESHAPE),
-    ("workloads/jobset-reshape.yaml", "partial-node", "raw", RESHAPE),
-    ("workloads/mpijob-reshape.yaml", "partial-node", "raw", RESHAPE),
-    ("workloads/pytorchjob-reshape.yaml", "partial-node", "raw", RESHAPE),
-    ("workloads/trainjob-reshape.yaml", "partial-node", "raw", RESHAPE),
+    (
+        "workloads/jobset-reshape.yaml",
+        "partial-node",
+        "raw",
+        RESHAPE,
+    ),
+    (
+        "workloads/mpijob-reshape.yaml",
+        "partial-node",
+        "raw",
+        RESHAPE,
+    ),
+    (
+        "workloads/pytorchjob-reshape.yaml",
+        "partial-node",
+        "raw",
+        RESHAPE,
+    ),
+    (
+        "workloads/trainjob-reshape.yaml",
+        "partial-node",
+        "raw",
+        RESHAPE,
+    ),
 ];
 
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
-const SHM: &str = "an unreadable trainplace.io/shm-size is an input error of the layout rewrite, not a deny rule";
+const SHM: &str =
+    "an unreadable trainplace.io/shm-size is an input error of the layout rewrite, not a deny rule";
 const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Case {
-    policy_file: Option<String>,
-    policy: Option<Value>,
-    namespace_labels: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    groups: Vec<String>,
-    cluster: Option<String>,
-    object: Value,
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn policy_for(case: &Case) -> Policy {
-    if let Some(file) = &case.policy_file {
-        let text = std::fs::read_to_string(repo_root().join(file)).expect("policy file");
-        return Policy::from_parts(&text, file, Catalog::embedded()).expect("policy loads");
-    }
-    if let Some(inline) = &case.policy {
-        let text = serde_yaml_ng::to_string(inline).unwrap();
-        return Policy::from_parts(&text, "inline", Catalog::embedded()).expect("policy loads");
-    }
-    Policy::embedded()
-}
-
-fn cluster(name: &str) -> Snapshot {
-    let dir = repo_root().join("tests/fixtures/cluster").join(name);
-    let list = |f: &str| -> Value {
-        std::fs::read_to_string(dir.join(f))
-            .map(|t| serde_json::from_str(&t).expect("valid JSON list"))
-            .unwrap_or_else(|_| serde_json::json!({"items": []}))
-    };
-    Snapshot::from_lists(
-        &list("nodes.json"),
-        &list("pods.json"),
-        &list("namespaces.json"),
-    )
-}
 
 fn mode_name(mode: Mode) -> &'static str {
     match mode {
@@ -95,7 +98,10 @@ fn mode_name(mode: Mode) -> &'static str {
 
 /// The engine's verdict for one rule: the deny-rule findings only (partial-node's
 /// single-pod note is a warning of its own, not the rule the policy exports).
-fn engine_outcome(verdict: &Result<trainplace_engine::Verdict, impl std::fmt::Debug>, check: Check) -> Outcome {
+fn engine_outcome(
+    verdict: &Result<trainplace_engine::Verdict, impl std::fmt::Debug>,
+    check: Check,
+) -> Outcome {
     let Ok(v) = verdict else {
         return Outcome::Refused;
     };
@@ -117,9 +123,9 @@ fn vap_outcome(
     req: &Request<'_>,
 ) -> (Outcome, Option<String>) {
     let of_rule = |kind: &'static str| {
-        exported
-            .iter()
-            .filter(move |o| o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.rule())
+        exported.iter().filter(move |o| {
+            o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.rule()
+        })
     };
     let Some(policy) = of_rule("ValidatingAdmissionPolicy").next() else {
         return (Outcome::Pass, None);
@@ -132,7 +138,10 @@ fn vap_outcome(
                 .filter(|b| selects(b, &req.namespace_labels))
                 .collect();
             assert!(bound.len() <= 1, "bindings overlap for {}", req.namespace);
-            let outcome = match bound.first().map(|b| b["spec"]["validationActions"][0].as_str()) {
+            let outcome = match bound
+                .first()
+                .map(|b| b["spec"]["validationActions"][0].as_str())
+            {
                 None => Outcome::Pass,
                 Some(Some("Deny")) => Outcome::Flag("enforce"),
                 Some(Some("Warn")) => Outcome::Flag("warn"),
@@ -157,15 +166,29 @@ struct Tally {
 /// The VAP's message carries the webhook's wording: the rule, the fix (where the
 /// engine's does not depend on the job's size), the refused opt-in and the opt-in.
 fn same_wording(name: &str, check: Check, verdict: &trainplace_engine::Verdict, message: &str) {
-    let Some(f) = verdict.findings.iter().find(|f| f.rule.as_str() == check.rule()) else {
+    let Some(f) = verdict
+        .findings
+        .iter()
+        .find(|f| f.rule.as_str() == check.rule())
+    else {
         return;
     };
-    assert!(message.starts_with(&format!("[{}] ", check.rule())), "{name}: {message}");
+    assert!(
+        message.starts_with(&format!("[{}] ", check.rule())),
+        "{name}: {message}"
+    );
     if check != Check::PartialNode {
-        assert!(message.contains(&f.fix), "{name}: {message:?} lacks the fix {:?}", f.fix);
+        assert!(
+            message.contains(&f.fix),
+            "{name}: {message:?} lacks the fix {:?}",
+            f.fix
+        );
     }
     if let Some(a) = f.opt_in {
-        assert!(message.contains(&format!("Opt in: {a}: \"true\".")), "{name}: {message}");
+        assert!(
+            message.contains(&format!("Opt in: {a}: \"true\".")),
+            "{name}: {message}"
+        );
     }
     assert_eq!(
         f.found.contains("is not permitted"),
@@ -230,44 +253,6 @@ fn judge(api: &Apiserver, name: &str, case: &Case, out: &mut Vec<Mismatch>, tall
     }
 }
 
-fn corpus() -> Vec<(String, Case)> {
-    let mut out = Vec::new();
-    for dir in ["pods", "workloads", "bypass"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(repo_root().join("tests/fixtures").join(dir))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-            .collect();
-        files.sort();
-        for path in files {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let file = path.file_name().unwrap().to_string_lossy();
-            let case: Case = serde_yaml_ng::from_str(&text)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            if dir == "bypass" {
-                let mut restricted: Case = serde_yaml_ng::from_str(&text).unwrap();
-                restricted.policy_file = Some("examples/policy-restricted.yaml".into());
-                out.push((format!("{dir}/{file}@restricted"), restricted));
-                out.push((format!("{dir}/{file}@default"), case));
-            } else {
-                out.push((format!("{dir}/{file}"), case));
-            }
-        }
-    }
-    out
-}
-
-/// The `cel` crate's parser and interpreter recurse; debug builds need more than the
-/// test thread's default stack for the longest exported expressions.
-fn with_stack(f: impl FnOnce() + Send + 'static) {
-    std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(f)
-        .unwrap()
-        .join()
-        .unwrap_or_else(|e| std::panic::resume_unwind(e));
-}
-
 #[test]
 fn exported_policies_decide_like_the_engine_on_every_fixture() {
     with_stack(every_fixture);
@@ -305,12 +290,19 @@ fn every_fixture() {
     for check in Check::ALL {
         for stage in ["raw", "mutated"] {
             let key = (check.rule(), stage);
-            assert!(tally.flagged.get(&key).copied().unwrap_or(0) >= 3, "{key:?}: too few flags");
-            assert!(tally.passed.get(&key).copied().unwrap_or(0) >= 3, "{key:?}: too few passes");
+            assert!(
+                tally.flagged.get(&key).copied().unwrap_or(0) >= 3,
+                "{key:?}: too few flags"
+            );
+            assert!(
+                tally.passed.get(&key).copied().unwrap_or(0) >= 3,
+                "{key:?}: too few passes"
+            );
         }
     }
     assert_eq!(
-        got_keys, listed,
+        got_keys,
+        listed,
         "VAP verdicts that differ from the engine's:\n{}",
         got.join("\n")
     );
@@ -327,76 +319,9 @@ fn readme_lists_what_stays_webhook_only() {
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
     for (fixture, ..) in WEBHOOK_ONLY {
         let file = fixture.rsplit('/').next().unwrap();
-        assert!(section.contains(file), "README's guardrails section does not list {file}");
+        assert!(
+            section.contains(file),
+            "README's guardrails section does not list {file}"
+        );
     }
-}
-
-/// Macros that iterate (comprehensions).
-const COMPREHENSIONS: [&str; 5] = ["exists_one", "exists", "all", "map", "filter"];
-
-/// How deep comprehensions nest in `expr` (string literals skipped).
-fn comprehension_depth(expr: &str) -> usize {
-    let chars: Vec<char> = expr.chars().collect();
-    let (mut stack, mut max, mut word, mut i) = (Vec::<bool>::new(), 0, String::new(), 0);
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\'' || c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != c {
-                i += if chars[i] == '\\' { 2 } else { 1 };
-            }
-            word.clear();
-        } else if c.is_alphanumeric() || c == '_' {
-            word.push(c);
-        } else {
-            if c == '(' {
-                stack.push(COMPREHENSIONS.contains(&word.as_str()));
-                max = max.max(stack.iter().filter(|m| **m).count());
-            } else if c == ')' {
-                stack.pop();
-            }
-            word.clear();
-        }
-        i += 1;
-    }
-    max
-}
-
-/// Every exported expression compiles (as the apiserver compiles a policy when it is
-/// created), and its cost stays bounded by shape: comprehensions nest at most three
-/// deep (templates x containers x resource names), four only over node-affinity terms
-/// and their values (lists of a few entries), and env is only ever iterated for one
-/// container, never inside a comprehension over containers.
-#[test]
-fn every_expression_compiles_and_nests_boundedly() {
-    with_stack(|| {
-        let api = Apiserver::new();
-        let restricted = std::fs::read_to_string(repo_root().join("examples/policy-restricted.yaml")).unwrap();
-        for policy in [
-            Policy::embedded(),
-            Policy::from_parts(&restricted, "restricted", Catalog::embedded()).unwrap(),
-        ] {
-            for object in export(&policy).unwrap() {
-                if object["kind"] != "ValidatingAdmissionPolicy" {
-                    continue;
-                }
-                let n = api.compile_all(&object).unwrap_or_else(|e| panic!("{e}"));
-                assert!(n > 10, "{n} expressions");
-                for v in object["spec"]["variables"].as_array().unwrap() {
-                    let (name, expr) = (v["name"].as_str().unwrap(), v["expression"].as_str().unwrap());
-                    let depth = comprehension_depth(expr);
-                    // Node-affinity facts: templates x terms x values x expressions.
-                    let bound = if name == "pods" || name == "templates" { 4 } else { 3 };
-                    assert!(depth <= bound, "{name}: comprehensions nest {depth} deep");
-                    if expr.contains("e.name ==") {
-                        assert_eq!(depth, 1, "{name}: env iterated inside another comprehension");
-                        assert!(expr.contains("variables.podEnv.filter"), "{name}: env of one container only");
-                    }
-                }
-                for e in vap_support::expressions(&object) {
-                    assert!(e.len() < 100_000, "an expression of {} characters", e.len());
-                }
-            }
-        }
-    });
 }

@@ -72,7 +72,9 @@ fn selecting(m: &NamespaceMatch, origin: &str) -> Result<Option<Vec<Value>>, Exp
         (None, true) => Ok(None),
         (Some(_), false) => Err(ExportError::Inexpressible {
             origin: origin.into(),
-            message: "a match by names or by a selector is an OR, which one namespaceSelector cannot say".into(),
+            message:
+                "a match by names or by a selector is an OR, which one namespaceSelector cannot say"
+                    .into(),
         }),
     }
 }

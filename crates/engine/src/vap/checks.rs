@@ -88,7 +88,9 @@ fn partial_message() -> String {
     let fix = format!(
         "(y.p.shared ? 'one pod per node with all ' + string({g}) + ' whole devices (' + variables.catalog[n].resource + ' instead of slices)' : 'one pod per node with all ' + {all} + {reshape})",
         all = count(g, &what),
-        reshape = lit(&format!(" (annotation {RESHAPE}: \"true\" rewrites a job whose GPUs fill whole nodes)")),
+        reshape = lit(&format!(
+            " (annotation {RESHAPE}: \"true\" rewrites a job whose GPUs fill whole nodes)"
+        )),
     );
     let msg = format!(
         "'[partial-node] ' + y.p.f + ': pods of ' + {per} + ' on ' + n + ' (' + string({g}) + ' per node): ranks on one node talk over EFA/TCP instead of NVLink (' + {measured} + ').' + {refused} + ' Fix: use ' + {fix} + '.' + {opt}",

@@ -3,8 +3,8 @@
 //! opt-ins, and the policy's constants (catalog, job labels, default type, grants).
 
 use crate::annotations::{
-    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, INSTANCE_TYPE, JOB_IDENTITY_LABELS,
-    LABEL_COMPLETION_INDEX, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING,
+    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX,
+    LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::policy::{OptIn, Policy};
 use crate::vap::error::ExportError;
@@ -90,7 +90,8 @@ pub(crate) fn namespace_match(
         any.push(format!("request.namespace in {}", list(&m.names)));
     }
     if let Some(sel) = &m.selector {
-        let labels = "(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})";
+        let labels =
+            "(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})";
         any.push(format!("({})", selector(sel, labels, origin)?));
     }
     Ok(if any.is_empty() {
@@ -102,11 +103,20 @@ pub(crate) fn namespace_match(
 
 /// `defaultType`: the policy's `defaults.instanceType` for the request's namespace.
 fn default_type(policy: &Policy) -> Result<String, ExportError> {
-    let mut out = lit(policy.file().defaults.instance_type.as_deref().unwrap_or(""));
+    let mut out = lit(policy
+        .file()
+        .defaults
+        .instance_type
+        .as_deref()
+        .unwrap_or(""));
     for (i, ns) in policy.namespace_overrides().iter().enumerate() {
         if let Some(t) = &ns.defaults.instance_type {
             let origin = format!("namespaces[{i}]");
-            out = format!("({} ? {} : {out})", namespace_match(&ns.matches, &origin)?, lit(t));
+            out = format!(
+                "({} ? {} : {out})",
+                namespace_match(&ns.matches, &origin)?,
+                lit(t)
+            );
         }
     }
     Ok(out)
@@ -216,7 +226,13 @@ fn templates(policy: &Policy) -> Result<String, ExportError> {
 /// Launchers and flags of `recognize::command_size`: torchrun / deepspeed node counts,
 /// and MPI's process count (when the line mentions mpi). `SEP` splits tokens as the
 /// engine does (whitespace, quotes, `;`).
-const LAUNCHERS: [&str; 5] = ["torchrun", "deepspeed", "mpirun", "mpiexec", "torch.distributed.run"];
+const LAUNCHERS: [&str; 5] = [
+    "torchrun",
+    "deepspeed",
+    "mpirun",
+    "mpiexec",
+    "torch.distributed.run",
+];
 const SEP: &str = r#"[\s"';]"#;
 const NODE_FLAGS: &str = "--nnodes|--num_nodes|--num-nodes";
 const PROCESS_FLAGS: &str = "-np|-n|--np";
@@ -258,7 +274,11 @@ fn pod_size(policy: &Policy) -> (String, String) {
     let env = "object.kind == 'Pod' && size(variables.pods) == 1 && size(variables.pods[0].dc) > 0 && has(variables.pods[0].dc[0].c.env) ? variables.pods[0].dc[0].c.env : []".to_string();
     let value_from = policy.file().recognizers.env_value_from.unwrap_or(true);
     let first = |name: &str| format!("variables.podEnv.filter(e, e.name == {})", lit(name));
-    let (nn, ws, np) = (first("PET_NNODES"), first("WORLD_SIZE"), first("PET_NPROC_PER_NODE"));
+    let (nn, ws, np) = (
+        first("PET_NNODES"),
+        first("WORLD_SIZE"),
+        first("PET_NPROC_PER_NODE"),
+    );
     let per = format!(
         "(size({np}) > 0 && has({np}[0].value) && {np}[0].value.matches('^[0-9]{{1,9}}$') ? [int({np}[0].value), 1].max() : [variables.pods[0].g, 1].max())"
     );
@@ -313,7 +333,11 @@ pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
     let (env, size) = pod_size(policy);
     let (line, flag) = pod_command(policy);
     let v = |name, expression| Variable { name, expression };
-    let names: Vec<&str> = policy.catalog.instances().map(|i| i.name.as_str()).collect();
+    let names: Vec<&str> = policy
+        .catalog
+        .instances()
+        .map(|i| i.name.as_str())
+        .collect();
     Ok(vec![
         v("accel", accel(policy)),
         v("catalog", catalog(policy)),
@@ -321,7 +345,10 @@ pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
         v("jobLabels", job_labels(policy, false)),
         v("podJobLabels", job_labels(policy, true)),
         v("defaultType", default_type(policy)?),
-        v("grantPartialNode", grant_of(policy, OptIn::AllowPartialNode)),
+        v(
+            "grantPartialNode",
+            grant_of(policy, OptIn::AllowPartialNode),
+        ),
         v("grantMultiAz", grant_of(policy, OptIn::AllowMultiAz)),
         v("runtimeSpecs", crate::vap::sites::runtime_specs()),
         v("sites", crate::vap::sites::sites()),

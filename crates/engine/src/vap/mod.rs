@@ -34,16 +34,19 @@ pub fn policy_name(check: Check) -> String {
 }
 
 fn resource_rules() -> Value {
-    let rule = |group: &str, version: &str, resources: &[&str], ops: &[&str]| {
-        json!({"apiGroups": [group], "apiVersions": [version], "operations": ops, "resources": resources, "scope": "Namespaced"})
-    };
+    let rule = |group: &str, version: &str, resources: &[&str], ops: &[&str]| json!({"apiGroups": [group], "apiVersions": [version], "operations": ops, "resources": resources, "scope": "Namespaced"});
     let both = ["CREATE", "UPDATE"];
     json!([
         rule("", "v1", &["pods"], &["CREATE"]),
         rule("batch", "v1", &["jobs"], &both),
         rule("jobset.x-k8s.io", "*", &["jobsets"], &both),
         rule("kubeflow.org", "*", &["pytorchjobs", "mpijobs"], &both),
-        rule("leaderworkerset.x-k8s.io", "*", &["leaderworkersets"], &both),
+        rule(
+            "leaderworkerset.x-k8s.io",
+            "*",
+            &["leaderworkersets"],
+            &both
+        ),
         rule("trainer.kubeflow.org", "*", &["trainjobs"], &both),
     ])
 }

@@ -67,7 +67,10 @@ fn leader_worker_set() -> String {
 pub(crate) fn runtime_specs() -> String {
     let has_node = "has(p.trainingRuntimeSpec) && has(p.trainingRuntimeSpec.template) && has(p.trainingRuntimeSpec.template.spec) && has(p.trainingRuntimeSpec.template.spec.replicatedJobs) && p.trainingRuntimeSpec.template.spec.replicatedJobs.exists(j, has(j.name) && j.name == 'node') && has(p.trainingRuntimeSpec.template.spec.replicatedJobs.filter(j, has(j.name) && j.name == 'node')[0].template.spec.template.spec)";
     let node_spec = "p.trainingRuntimeSpec.template.spec.replicatedJobs.filter(j, has(j.name) && j.name == 'node')[0].template.spec.template.spec";
-    let ours = format!("(has(p.manager) && p.manager == {})", lit(crate::trainjob::MANAGER));
+    let ours = format!(
+        "(has(p.manager) && p.manager == {})",
+        lit(crate::trainjob::MANAGER)
+    );
     let patches = "object.spec.runtimePatches";
     format!(
         "object.kind == 'TrainJob' && has(object.spec.runtimePatches) ? {patches}.filter(p, !{ours} && {has_node}).map(p, {node_spec}) + {patches}.filter(p, {ours} && {has_node}).map(p, {node_spec}) : []"
@@ -90,7 +93,9 @@ fn train_job() -> String {
             guard.push(format!("has({path})"));
         }
         let guard = guard.join(" && ");
-        format!("(variables.runtimeSpecs.exists(s, {guard}) ? variables.runtimeSpecs.filter(s, {guard})[size(variables.runtimeSpecs.filter(s, {guard})) - 1].{f} : {{}})")
+        format!(
+            "(variables.runtimeSpecs.exists(s, {guard}) ? variables.runtimeSpecs.filter(s, {guard})[size(variables.runtimeSpecs.filter(s, {guard})) - 1].{f} : {{}})"
+        )
     };
     let affinity = format!(
         "{{'nodeAffinity': {}, 'podAntiAffinity': {}}}",
@@ -134,10 +139,7 @@ fn accel_key(catalog: &Catalog, m: &str) -> String {
                 "{m}.exists(k, k.startsWith({p})) ? {m}.filter(k, k.startsWith({p}))[0] : ",
                 p = lit(prefix)
             )),
-            None => out.push_str(&format!(
-                "{n} in {m} ? {n} : ",
-                n = lit(&r.name)
-            )),
+            None => out.push_str(&format!("{n} in {m} ? {n} : ", n = lit(&r.name))),
         }
     }
     out.push_str("''");
@@ -151,7 +153,9 @@ pub(crate) fn containers(catalog: &Catalog) -> String {
         l = accel_key(catalog, "c.resources.limits"),
         r = accel_key(catalog, "c.resources.requests"),
     );
-    let rec = format!("{{'c': c, 'key': {key}, 'side': has(c.restartPolicy) && c.restartPolicy == 'Always'}}");
+    let rec = format!(
+        "{{'c': c, 'key': {key}, 'side': has(c.restartPolicy) && c.restartPolicy == 'Always'}}"
+    );
     format!(
         "variables.sites.map(s, {{'site': s,\n 'app': (has(s.t.spec) && has(s.t.spec.containers)) ? s.t.spec.containers.map(c, {rec}) : [],\n 'init': (has(s.t.spec) && has(s.t.spec.initContainers)) ? s.t.spec.initContainers.map(c, {rec}) : []}})"
     )

@@ -44,7 +44,11 @@ pub(crate) fn selector(
 ) -> Result<String, ExportError> {
     let mut terms = Vec::new();
     for (k, v) in &spec.match_labels {
-        terms.push(format!("({k} in {labels} && {labels}[{k}] == {v})", k = lit(k), v = lit(v)));
+        terms.push(format!(
+            "({k} in {labels} && {labels}[{k}] == {v})",
+            k = lit(k),
+            v = lit(v)
+        ));
     }
     for r in &spec.match_expressions {
         let k = lit(&r.key);

@@ -3,8 +3,13 @@
 //! bound as in the apiserver's admission CEL environment, `variables` evaluated in
 //! order, then matchConditions and validations; a binding applies when its
 //! namespaceSelector matches the namespace's labels. The Kubernetes list library's
-//! `sum()` and `max()`, its regex library's `find()` and the cel-go strings extension are installed, as in the
-//! apiserver (https://kubernetes.io/docs/reference/using-api/cel/).
+//! `sum()` and `max()`, its regex library's `find()` and the cel-go strings extension
+//! are installed, as in the apiserver (https://kubernetes.io/docs/reference/using-api/cel/).
+
+// Shared by vap_equivalence.rs and vap_cel_shape.rs; each uses a part of it.
+#![allow(dead_code)]
+
+pub mod corpus;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -80,7 +85,8 @@ fn find(This(this): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, Exec
     let re = regex::Regex::new(&pattern)
         .map_err(|e| ExecutionError::function_error("find", e.to_string()))?;
     Ok(Cel::String(Arc::new(
-        re.find(&this).map_or(String::new(), |m| m.as_str().to_string()),
+        re.find(&this)
+            .map_or(String::new(), |m| m.as_str().to_string()),
     )))
 }
 
@@ -127,7 +133,10 @@ impl Apiserver {
             Some(p) => p,
             None => {
                 let p = Arc::new(self.env.compile(expr).map_err(|e| format!("{e:?}"))?);
-                self.programs.lock().unwrap().insert(expr.to_string(), p.clone());
+                self.programs
+                    .lock()
+                    .unwrap()
+                    .insert(expr.to_string(), p.clone());
                 p
             }
         };
@@ -145,7 +154,8 @@ impl Apiserver {
         let mut ctx = Context::with_env(self.env.clone());
         ctx.add_function("sum", sum).map_err(|e| format!("{e:?}"))?;
         ctx.add_function("max", max).map_err(|e| format!("{e:?}"))?;
-        ctx.add_function("find", find).map_err(|e| format!("{e:?}"))?;
+        ctx.add_function("find", find)
+            .map_err(|e| format!("{e:?}"))?;
         ctx.add_variable_from_value("object", to_cel(object));
         ctx.add_variable_from_value("oldObject", Cel::Null);
         ctx.add_variable_from_value("params", Cel::Null);
@@ -168,10 +178,10 @@ impl Apiserver {
             })),
         );
         let spec = &policy["spec"];
-        let ns_excluded = spec["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]
-            ["values"]
-            .as_array()
-            .is_some_and(|v| v.iter().any(|n| n == req.namespace));
+        let ns_excluded =
+            spec["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|n| n == req.namespace));
         if ns_excluded || !matched(spec, group, kind) {
             return Ok(None);
         }
@@ -217,7 +227,6 @@ impl Apiserver {
         }
         Ok(None)
     }
-
 }
 
 /// Whether the policy's resourceRules match the object's group and kind.
@@ -237,9 +246,15 @@ fn matched(spec: &Value, group: &str, kind: &str) -> bool {
         .into_iter()
         .flatten()
         .any(|r| {
-            r["apiGroups"].as_array().is_some_and(|g| g.iter().any(|g| g == group))
-                && r["resources"].as_array().is_some_and(|x| x.iter().any(|x| x == resource))
-                && r["operations"].as_array().is_some_and(|o| o.iter().any(|o| o == "CREATE"))
+            r["apiGroups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g == group))
+                && r["resources"]
+                    .as_array()
+                    .is_some_and(|x| x.iter().any(|x| x == resource))
+                && r["operations"]
+                    .as_array()
+                    .is_some_and(|o| o.iter().any(|o| o == "CREATE"))
         })
 }
 
@@ -265,7 +280,8 @@ pub fn expressions(policy: &Value) -> Vec<String> {
 
 /// A binding's namespaceSelector (matchExpressions only, as exported) over labels.
 pub fn selects(binding: &Value, labels: &BTreeMap<String, String>) -> bool {
-    let Some(exprs) = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"].as_array()
+    let Some(exprs) =
+        binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"].as_array()
     else {
         return true;
     };
