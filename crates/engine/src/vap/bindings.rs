@@ -145,3 +145,48 @@ pub(crate) fn regions(policy: &Policy, check: Check) -> Result<Vec<Region>, Expo
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::regions;
+    use crate::catalog::Catalog;
+    use crate::policy::{Mode, Policy};
+    use crate::vap::checks::Check;
+
+    fn policy(namespaces: &str) -> Policy {
+        let text =
+            format!("apiVersion: trainplace.io/v1alpha1\nkind: Policy\nnamespaces:\n{namespaces}");
+        Policy::from_parts(&text, "test", Catalog::embedded()).unwrap()
+    }
+
+    #[test]
+    fn off_has_no_binding_and_a_later_star_override_replaces_the_base() {
+        let p = policy(
+            "  - match: { names: [a] }\n    rules: { multiAz: off }\n  - match: { names: ['*'] }\n    rules: { partialNode: warn }\n",
+        );
+        let partial = regions(&p, Check::PartialNode).unwrap();
+        assert_eq!(partial.len(), 1);
+        assert_eq!(
+            (partial[0].suffix.as_str(), partial[0].mode),
+            ("-ns1", Mode::Warn)
+        );
+        assert!(partial[0].selector.is_none());
+        let zones = regions(&p, Check::MultiAz).unwrap();
+        assert_eq!(zones.len(), 1, "the `off` namespace gets no binding");
+        assert_eq!(zones[0].mode, Mode::Enforce);
+        assert_eq!(
+            zones[0].selector.as_ref().unwrap()["matchExpressions"][0]["operator"],
+            "NotIn"
+        );
+    }
+
+    #[test]
+    fn a_later_selector_of_several_requirements_cannot_be_subtracted() {
+        let p = policy(
+            "  - match: { selector: { matchLabels: { a: x, b: y } } }\n    rules: { multiAz: warn }\n",
+        );
+        let err = regions(&p, Check::MultiAz).err().unwrap().to_string();
+        assert!(err.contains("namespaces[0]"), "{err}");
+        assert!(regions(&p, Check::PartialNode).is_ok());
+    }
+}
