@@ -163,8 +163,8 @@ struct Tally {
     passed: BTreeMap<(&'static str, &'static str), usize>,
 }
 
-/// The VAP's message carries the webhook's wording: the rule, the fix (where the
-/// engine's does not depend on the job's size), the refused opt-in and the opt-in.
+/// The VAP's message carries the webhook's wording: the rule, the fix, the refused
+/// opt-in and the opt-in.
 fn same_wording(name: &str, check: Check, verdict: &trainplace_engine::Verdict, message: &str) {
     let Some(f) = verdict
         .findings
@@ -177,7 +177,15 @@ fn same_wording(name: &str, check: Check, verdict: &trainplace_engine::Verdict, 
         message.starts_with(&format!("[{}] ", check.rule())),
         "{name}: {message}"
     );
-    if check != Check::PartialNode {
+    // A bare pod's count comes from its launcher settings, which the message does not
+    // repeat, and a job past 2^32 pods is not counted by the engine (impossible-request
+    // says so); every other fix is the webhook's word for word.
+    let uncounted = verdict.kind == "Pod"
+        || verdict
+            .findings
+            .iter()
+            .any(|f| f.found.contains("pods from this template"));
+    if check != Check::PartialNode || !uncounted {
         assert!(
             message.contains(&f.fix),
             "{name}: {message:?} lacks the fix {:?}",

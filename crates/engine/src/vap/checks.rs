@@ -79,22 +79,38 @@ fn opt_in(annotation: &str) -> String {
     lit(&format!(" Opt in: {annotation}: \"true\"."))
 }
 
+/// The engine's partial-node wording: for a workload the job's pods and the whole-node
+/// layout they fill (`rules::partial_node`); for a bare pod, whose pod count the engine
+/// reads from launcher settings, one pod per node.
 fn partial_message() -> String {
     let what = format!(
         "(y.p.shared ? y.p.res + ' slice' : (y.p.res == {} ? 'GPU' : 'accelerator'))",
         lit(RES_NVIDIA_GPU)
     );
     let g = "variables.catalog[n].gpus";
-    let fix = format!(
-        "(y.p.shared ? 'one pod per node with all ' + string({g}) + ' whole devices (' + variables.catalog[n].resource + ' instead of slices)' : 'one pod per node with all ' + {all} + {reshape})",
+    let total = "(variables.total * y.p.g)";
+    let pod = lit("pod");
+    let whole = format!(
+        "{total} <= {g} ? '1 pod x ' + {all_total} + ' on one node, so every rank talks over NVLink'
+ : {total} % {g} == 0 ? {pods_whole} + ' x ' + {all} + {reshape}
+ : {pods_up} + ' x ' + {all} + ' (' + {all_total} + ' do not fill whole nodes; this rounds up)'",
+        all_total = count(total, &what),
+        pods_whole = count(&format!("({total} / {g})"), &pod),
+        pods_up = count(&format!("(({total} + {g} - 1) / {g})"), &pod),
         all = count(g, &what),
-        reshape = lit(&format!(
-            " (annotation {RESHAPE}: \"true\" rewrites a job whose GPUs fill whole nodes)"
-        )),
+        reshape = lit(&format!(" (annotation {RESHAPE}: \"true\" rewrites it)")),
+    );
+    let fix = format!(
+        "(y.p.shared ? 'one pod per node with all ' + string({g}) + ' whole devices (' + variables.catalog[n].resource + ' instead of slices)' : object.kind == 'Pod' ? 'one pod per node with all ' + {all} : ({whole}))",
+        all = count(g, &what),
+    );
+    let pods_text = format!(
+        "(object.kind == 'Pod' ? 'pods of ' + {per} : {pods} + ' x ' + {per})",
+        per = count("y.p.g", &what),
+        pods = count("variables.total", &pod),
     );
     let msg = format!(
-        "'[partial-node] ' + y.p.f + ': pods of ' + {per} + ' on ' + n + ' (' + string({g}) + ' per node): ranks on one node talk over EFA/TCP instead of NVLink (' + {measured} + ').' + {refused} + ' Fix: use ' + {fix} + '.' + {opt}",
-        per = count("y.p.g", &what),
+        "'[partial-node] ' + y.p.f + ': ' + {pods_text} + ' on ' + n + ' (' + string({g}) + ' per node): ranks on one node talk over EFA/TCP instead of NVLink (' + {measured} + ').' + {refused} + ' Fix: use ' + {fix} + '.' + {opt}",
         measured = lit(MEASURED),
         refused = refused(ALLOW_PARTIAL_NODE, "y.p.optP"),
         opt = opt_in(ALLOW_PARTIAL_NODE),
