@@ -11,7 +11,8 @@
 //!   [`InstanceProfile`]s; [`Requester`]: who asks, where, with which [`Snapshot`] of
 //!   the cluster.
 //! - [`MarkKeys`]: the webhook's keys for signed admission marks; [`Reservations`]:
-//!   Capacity Blocks, read into the [`Snapshot`].
+//!   Capacity Blocks, read into the [`Snapshot`]; [`BlockNodes`]: the nodes on them;
+//!   [`ending_within`]: running jobs on blocks that end soon.
 //! - [`annotations`]: the public annotation and label names.
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 //! - [`vap`]: the deny rules CEL can express, as ValidatingAdmissionPolicies.
@@ -20,10 +21,13 @@
 mod admission;
 pub mod annotations;
 pub mod bandwidth;
+mod block_nodes;
 mod capacity_block;
 mod catalog;
 mod classify;
+pub mod cluster_objects;
 mod edit;
+mod ending;
 mod engine;
 mod error;
 mod finding;
@@ -48,7 +52,9 @@ mod workload;
 mod yaml;
 
 pub use admission::{Endpoint, Outcome, Reviewed, review, review_with};
+pub use block_nodes::{BlockNode, BlockNodes, Provisioner};
 pub use catalog::{Catalog, InstanceProfile, Rdma};
+pub use ending::{EndingJob, ending_within};
 pub use engine::{evaluate, evaluate_owned};
 pub use error::{ObjectError, PolicyError};
 pub use finding::{Finding, Rule};

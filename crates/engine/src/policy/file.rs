@@ -44,6 +44,10 @@ pub struct Defaults {
     /// reservation label). Limits the GPU types the inventory offers a pod that names
     /// no instance type.
     pub node_pools: Option<Vec<String>>,
+    /// Rule `capacity-block-ends` on a job that states no expected run time: report
+    /// only a block whose pods stop within this long (a duration, e.g. `24h`; the
+    /// default).
+    pub capacity_block_horizon: Option<String>,
 }
 
 /// Rule modes. Keys are camelCase like every other key; the kebab-case spelling of
@@ -206,6 +210,7 @@ impl PolicyFile {
         keep(&mut d.aws_ofi_nccl_version, &b.aws_ofi_nccl_version);
         keep(&mut d.shm_size, &b.shm_size);
         keep(&mut d.node_pools, &b.node_pools);
+        keep(&mut d.capacity_block_horizon, &b.capacity_block_horizon);
         let (r, b) = (&mut self.rules, &base.rules);
         keep(&mut r.partial_node, &b.partial_node);
         keep(&mut r.multi_az, &b.multi_az);
