@@ -31,8 +31,7 @@ const MAX_JOB_PODS: u64 = 150_000;
 
 /// Several pods: a bare Pod's launcher says so; a workload's count is over 1 or
 /// unknown (`total` -1).
-const MULTI_POD: &str =
-    "(object.kind == 'Pod' ? variables.podSize != 0 : (variables.total > 1 || variables.total < 0))";
+const MULTI_POD: &str = "(object.kind == 'Pod' ? variables.podSize != 0 : (variables.total > 1 || variables.total < 0))";
 const TRAINING: &str = "(y.dev && (y.train || (object.kind == 'Pod' && variables.podSize == 1)))";
 
 /// Instance type `n` is too small or of another kind for the pod of `y`.

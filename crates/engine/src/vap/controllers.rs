@@ -5,8 +5,8 @@
 //! `sites`.
 
 use crate::annotations::{
-    LABEL_HYPERPOD_JOB, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN,
-    LABEL_REPLICATED_JOB, LABEL_VOLCANO_JOB, TRAINING,
+    LABEL_HYPERPOD_JOB, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN, LABEL_REPLICATED_JOB,
+    LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::vap::ident::{template_id, workload_id};
 use crate::vap::text::{fill, lit};

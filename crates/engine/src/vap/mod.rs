@@ -93,6 +93,18 @@ fn resource_rules() -> Value {
     ])
 }
 
+/// The resource rules of namespaced kinds.
+fn namespaced_rules() -> Value {
+    let rules = resource_rules();
+    let all = rules.as_array().map(Vec::as_slice).unwrap_or_default();
+    Value::Array(
+        all.iter()
+            .filter(|r| r["scope"] == "Namespaced")
+            .cloned()
+            .collect(),
+    )
+}
+
 /// Objects the webhook leaves alone: a granted `skip`, and pods a trusted controller
 /// makes from a template that carries trainplace's admission mark (their template
 /// was judged with the submitter's grants; CEL cannot verify the mark's HMAC).
@@ -164,6 +176,9 @@ pub fn export(policy: &Policy) -> Result<Vec<Value>, ExportError> {
             });
             if let Some(sel) = r.selector {
                 spec["matchResources"] = json!({"namespaceSelector": sel});
+            }
+            if r.namespaced_only {
+                spec["matchResources"]["resourceRules"] = namespaced_rules();
             }
             out_bindings.push(json!({
                 "apiVersion": API_VERSION,
