@@ -62,14 +62,13 @@ fn ray(c: &str, field: &str) -> String {
                 ),
             ),
             ("NOW", "[has(g.replicas) ? g.replicas : 0, has(g.minReplicas) ? g.minReplicas : 0].max()"),
+            // Before `UNB`: `MAX` holds `@UNB@`.
             ("MAX", "(has(g.maxReplicas) ? g.maxReplicas : @UNB@)"),
             ("UNB", &UNBOUNDED.to_string()),
             ("F", field),
             ("ID", &ray_id("g.template")),
         ],
     );
-    // `MAX` holds `@UNB@`: fill again.
-    let worker = fill(&worker, &[("UNB", &UNBOUNDED.to_string())]);
     format!(
         "(has({head}) && has({head}.template) ? [{{'t': {head}.template, 'n': 1, 'u': false, 'f': '{field}headGroupSpec.template.spec', 'id': {hid}}}] : [])
  + (has({c}.workerGroupSpecs) ? {c}.workerGroupSpecs.filter(g, has(g.template)).map(g, {worker}) : [])",
