@@ -335,7 +335,10 @@ fn a_reservations_file_of_the_wrong_shape_is_refused() {
 #[test]
 fn a_run_time_past_the_end_of_the_clock_is_reported_not_a_panic() {
     for (job, source) in [
-        ("huge-deadline", "activeDeadlineSeconds: 9223372036854775807"),
+        (
+            "huge-deadline",
+            "activeDeadlineSeconds: 9223372036854775807",
+        ),
         (
             "huge-duration",
             "trainplace.io/expected-duration: 9223372036854775807s",

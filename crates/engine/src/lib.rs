@@ -45,6 +45,7 @@ mod reservations;
 mod reshape;
 mod response;
 mod rules;
+mod split_zones;
 mod trainjob;
 mod verdict;
 mod workload;
