@@ -15,6 +15,7 @@
 //!   [`ending_within`]: running jobs on blocks that end soon.
 //! - [`annotations`]: the public annotation and label names.
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
+//! - [`vap`]: the deny rules CEL can express, as ValidatingAdmissionPolicies.
 #![forbid(unsafe_code)]
 
 mod admission;
@@ -47,6 +48,7 @@ mod response;
 mod rules;
 mod split_zones;
 mod trainjob;
+pub mod vap;
 mod verdict;
 mod workload;
 mod yaml;

@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube_core::{Selector, SelectorExt};
 
 pub use file::{
-    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceOverride, PolicyFile, Recognizers,
-    RuleModes,
+    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceMatch, NamespaceOverride, OptInGrant,
+    PolicyFile, Recognizers, RuleModes,
 };
 
 use crate::catalog::{Catalog, CatalogFile};
@@ -482,6 +482,19 @@ impl Policy {
     /// The per-namespace overrides, in order.
     pub fn namespace_overrides(&self) -> &[NamespaceOverride] {
         self.file.namespaces.as_deref().unwrap_or_default()
+    }
+
+    /// The merged policy file (for exporting it as admission policies).
+    pub(crate) fn file(&self) -> &PolicyFile {
+        &self.file
+    }
+
+    /// The groups whose pods [`Policy::trusted_controller`] trusts.
+    pub(crate) fn controller_groups(&self) -> Vec<String> {
+        match &self.file.trusted_controller_groups {
+            Some(groups) => groups.clone(),
+            None => DEFAULT_CONTROLLER_GROUPS.map(String::from).to_vec(),
+        }
     }
 }
 
