@@ -74,10 +74,46 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         RESHAPE,
     ),
     (
+        "workloads/rayservice-launcher-evidence.yaml",
+        "partial-node",
+        "raw",
+        LAUNCHER,
+    ),
+    (
+        "workloads/rayservice-launcher-evidence.yaml",
+        "partial-node",
+        "mutated",
+        LAUNCHER,
+    ),
+    (
         "workloads/trainjob-reshape.yaml",
         "partial-node",
         "raw",
         RESHAPE,
+    ),
+    (
+        "workloads/trainjob-runtime-limits-only.yaml",
+        "partial-node",
+        "raw",
+        RUNTIME,
+    ),
+    (
+        "workloads/trainjob-runtime-limits-only.yaml",
+        "partial-node",
+        "mutated",
+        RUNTIME,
+    ),
+    (
+        "workloads/trainjob-runtime-partial-node.yaml",
+        "partial-node",
+        "raw",
+        RUNTIME,
+    ),
+    (
+        "workloads/trainjob-runtime-partial-node.yaml",
+        "partial-node",
+        "mutated",
+        RUNTIME,
     ),
     (
         "bypass/pytorchjob-master-worker-in-two-zones.yaml@restricted",
@@ -158,6 +194,8 @@ const REQUESTS: &str = "the engine refuses requests != limits for a device; the 
 const SHM: &str =
     "an unreadable trainplace.io/shm-size is an input error of the layout rewrite, not a deny rule";
 const SPLIT_ZONES: &str = "templates of one job pinned to different zones: the engine compares the zones across a job's templates; the exported policies judge each template alone (VAP looser)";
+const LAUNCHER: &str = "a RayService serves unless it says it trains; the engine also takes a worker template's launcher (PET_NNODES, WORLD_SIZE, torchrun --nnodes) as training evidence, which CEL would have to read from env and command line inside the loop over templates, past the cost bound (VAP looser)";
+const RUNTIME: &str = "the TrainJob's node template (instance type, layout) and default node count come from its TrainingRuntime in the cluster inventory; a VAP sees only the TrainJob (VAP looser; the runtime itself is guarded when it is created)";
 const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";
 
 fn mode_name(mode: Mode) -> &'static str {
