@@ -42,8 +42,8 @@ fn read_list(path: &Path, required: bool) -> Result<Value, FilesError> {
     Ok(v)
 }
 
-/// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` (what
-/// `pytorchjobs/scale` reviews are judged against), `ec2nodeclasses.json` (Karpenter's
+/// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` and
+/// `paddlejobs.json` (what their `/scale` reviews are judged against), `ec2nodeclasses.json` (Karpenter's
 /// Capacity Blocks in `status.capacityReservations`) and `trainingruntimes.json` /
 /// `clustertrainingruntimes.json` (the runtimes TrainJobs inherit their pod template
 /// from) from `dir`; all but nodes optional.
@@ -56,8 +56,10 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let pods = read_list(&dir.join("pods.json"), false)?;
     let namespaces = read_list(&dir.join("namespaces.json"), false)?;
     let mut snap = Snapshot::from_lists(&nodes, &pods, &namespaces);
-    let jobs = read_list(&dir.join("pytorchjobs.json"), false)?;
-    snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
+    for file in ["pytorchjobs.json", "paddlejobs.json"] {
+        let jobs = read_list(&dir.join(file), false)?;
+        snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
+    }
     let classes = read_list(&dir.join("ec2nodeclasses.json"), false)?;
     snap.reservations_mut().add_ec2nodeclasses(&classes);
     for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
