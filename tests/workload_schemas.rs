@@ -91,6 +91,7 @@ fn mutated_workloads_validate_against_their_crds() {
             inventory: None,
             marks: None,
             now: None,
+            claims: None,
         };
         let v = evaluate(object, &policy, &who).unwrap();
         let kind = object["kind"].as_str().unwrap();

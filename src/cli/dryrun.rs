@@ -40,8 +40,9 @@ pub struct DryRunArgs {
     #[arg(long, value_parser = parse_labels)]
     pub namespace_labels: Option<BTreeMap<String, String>>,
     /// Cluster inventory from `kubectl get -o json` files: DIR/nodes.json (and optional
-    /// pods.json, namespaces.json, pytorchjobs.json, ec2nodeclasses.json) for instance
-    /// types, sibling zones, namespace labels and Capacity Blocks.
+    /// pods.json, namespaces.json, pytorchjobs.json, ec2nodeclasses.json,
+    /// resourceclaimtemplates.json, resourceclaims.json, computedomains.json) for instance
+    /// types, sibling zones, namespace labels, Capacity Blocks and DRA claims.
     #[arg(long, value_name = "DIR")]
     pub cluster: Option<std::path::PathBuf>,
     /// Capacity Blocks from `aws ec2 describe-capacity-reservations --output json`.

@@ -41,9 +41,18 @@ fn read_list(path: &Path, required: bool) -> Result<Value, FilesError> {
     Ok(v)
 }
 
+/// DRA objects pods' `resourceClaims` are counted through: `kubectl get
+/// resourceclaimtemplates,resourceclaims -A -o json` and `kubectl get computedomains -A -o json`.
+const DRA_FILES: [&str; 3] = [
+    "resourceclaimtemplates.json",
+    "resourceclaims.json",
+    "computedomains.json",
+];
+
 /// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` (what
 /// `pytorchjobs/scale` reviews are judged against) and `ec2nodeclasses.json` (Karpenter's
-/// Capacity Blocks in `status.capacityReservations`) from `dir`; all but nodes optional.
+/// Capacity Blocks in `status.capacityReservations`) and the [`DRA_FILES`] from `dir`;
+/// all but nodes optional.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes_path = dir.join("nodes.json");
     if !nodes_path.exists() {
@@ -57,6 +66,10 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
     let classes = read_list(&dir.join("ec2nodeclasses.json"), false)?;
     snap.reservations_mut().add_ec2nodeclasses(&classes);
+    for file in DRA_FILES {
+        let list = read_list(&dir.join(file), false)?;
+        snap.add_claims(list["items"].as_array().into_iter().flatten());
+    }
     Ok(snap)
 }
 

@@ -1,6 +1,6 @@
 //! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
-//! Pods of training jobs, PyTorchJobs (for scale reviews) and Karpenter EC2NodeClasses
-//! (Capacity Blocks). A ticker rebuilds the snapshot at most once a second when
+//! Pods of training jobs, PyTorchJobs (for scale reviews), Karpenter EC2NodeClasses
+//! (Capacity Blocks) and DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains. A ticker rebuilds the snapshot at most once a second when
 //! something changed; the request path only loads the newest snapshot (never waits on
 //! the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
@@ -178,6 +178,26 @@ impl LiveInventory {
             inv.clone(),
             ("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"),
         );
+        // DRA objects pods' resourceClaims are counted through (resource.k8s.io/v1 from
+        // Kubernetes 1.34; NVIDIA's ComputeDomain CRD where its DRA driver runs).
+        let dra: Vec<Store<DynamicObject>> = [
+            (
+                "resource.k8s.io",
+                "v1",
+                "ResourceClaimTemplate",
+                "resourceclaimtemplates",
+            ),
+            ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+            (
+                "resource.nvidia.com",
+                "v1beta1",
+                "ComputeDomain",
+                "computedomains",
+            ),
+        ]
+        .into_iter()
+        .map(|gvk| watch_optional(client.clone(), inv.clone(), gvk))
+        .collect();
         let me = inv.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -191,6 +211,9 @@ impl LiveInventory {
                 let ns_values = values(&namespaces);
                 let mut snap = Snapshot::build(&node_values, &pod_values, &ns_values);
                 snap.add_scalable(&values(&jobs));
+                for store in &dra {
+                    snap.add_claims(&values(store));
+                }
                 snap.reservations_mut()
                     .add_ec2nodeclasses(&serde_json::json!({"items": values(&node_classes)}));
                 me.status.store(Arc::new(Status::Live {

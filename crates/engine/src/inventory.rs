@@ -14,6 +14,7 @@ use crate::annotations::{
     RES_NVIDIA_GPU,
 };
 use crate::catalog::{InstanceProfile, Rdma};
+use crate::dra::Claims;
 use crate::json::{items, str_at};
 use crate::quantity::parse_count;
 use crate::reservations::Reservations;
@@ -51,6 +52,12 @@ pub struct Snapshot {
     scalable: HashMap<(String, String, String), Value>,
     /// Capacity Blocks and when they end.
     reservations: Reservations,
+    /// DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains.
+    claims: Claims,
+    /// Every instance type with nodes (also those whose devices come through DRA and
+    /// so advertise no extended resource), with the most `vpc.amazonaws.com/efa` any
+    /// of its nodes advertises.
+    node_efa: BTreeMap<String, u32>,
 }
 
 /// The plural resource of a workload whose scale subresource changes its pod count.
@@ -102,6 +109,8 @@ impl Snapshot {
             let Some(itype) = l.get(LABEL_INSTANCE_TYPE) else {
                 continue;
             };
+            let efa = s.node_efa.entry(itype.clone()).or_default();
+            *efa = (*efa).max(allocatable(node, RES_EFA));
             let Some((res, count)) = ACCELERATOR_RESOURCES
                 .iter()
                 .map(|r| (*r, allocatable(node, r)))
@@ -163,6 +172,7 @@ impl Snapshot {
                     memory_gi_b: None,
                     intra_node: "unknown".into(),
                     nvlink: false,
+                    nvlink_domain_instances: None,
                     max_efa: t.efa,
                     network_gbps: None,
                     rdma: Rdma::None,
@@ -198,6 +208,16 @@ impl Snapshot {
                 o.clone(),
             );
         }
+    }
+
+    /// Index DRA objects (ResourceClaimTemplates, ResourceClaims, ComputeDomains) that
+    /// pods' `resourceClaims` are counted through.
+    pub fn add_claims<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
+        self.claims.add(objects, "default");
+    }
+
+    pub fn claims(&self) -> &Claims {
+        &self.claims
     }
 
     /// Capacity Blocks from EC2NodeClass statuses and/or describe-capacity-reservations.
@@ -245,8 +265,16 @@ impl Snapshot {
             .collect()
     }
 
+    /// Whether the cluster has nodes of this type (with devices through device plugins
+    /// or DRA).
     pub fn has_type(&self, name: &str) -> bool {
-        self.types.contains_key(name)
+        self.types.contains_key(name) || self.node_efa.contains_key(name)
+    }
+
+    /// Whether nodes of this type advertise `vpc.amazonaws.com/efa`; `None` when the
+    /// cluster has none of them.
+    pub fn advertises_efa(&self, name: &str) -> Option<bool> {
+        self.node_efa.get(name).map(|n| *n > 0)
     }
 
     /// Zones where pods of this job are already bound.

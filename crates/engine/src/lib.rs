@@ -13,6 +13,8 @@
 //! - [`MarkKeys`]: the webhook's keys for signed admission marks; [`Reservations`]:
 //!   Capacity Blocks, read into the [`Snapshot`].
 //! - [`annotations`]: the public annotation and label names.
+//! - [`Claims`]: DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains that
+//!   pods' `resourceClaims` are counted through (input files, or the [`Snapshot`]).
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 #![forbid(unsafe_code)]
 
@@ -22,6 +24,7 @@ pub mod bandwidth;
 mod capacity_block;
 mod catalog;
 mod classify;
+mod dra;
 mod edit;
 mod engine;
 mod error;
@@ -31,6 +34,7 @@ mod json;
 mod judge;
 mod layout;
 mod mark;
+mod nvlink;
 mod podspec;
 mod policy;
 mod quantity;
@@ -47,6 +51,7 @@ mod yaml;
 
 pub use admission::{Endpoint, Outcome, Reviewed, review, review_with};
 pub use catalog::{Catalog, InstanceProfile, Rdma};
+pub use dra::Claims;
 pub use engine::{evaluate, evaluate_owned};
 pub use error::{ObjectError, PolicyError};
 pub use finding::{Finding, Rule};

@@ -10,7 +10,7 @@ use rstest::rstest;
 use serde::Deserialize;
 use serde_json::Value;
 use trainplace_engine::Snapshot;
-use trainplace_engine::{Catalog, Mode, Policy, Requester, Verdict, evaluate};
+use trainplace_engine::{Catalog, Claims, Mode, Policy, Requester, Verdict, evaluate};
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -65,6 +65,10 @@ struct Case {
     /// default; this is what the default must answer when it differs.
     expect_default: Option<Expect>,
     object: Value,
+    /// Objects submitted alongside (DRA ResourceClaimTemplates, ComputeDomains), as
+    /// in one CLI input file.
+    #[serde(default)]
+    objects: Vec<Value>,
 }
 
 fn repo_root() -> PathBuf {
@@ -90,11 +94,19 @@ fn cluster(name: &str) -> Snapshot {
             .map(|t| serde_json::from_str(&t).expect("valid JSON list"))
             .unwrap_or_else(|_| serde_json::json!({"items": []}))
     };
-    Snapshot::from_lists(
+    let mut snapshot = Snapshot::from_lists(
         &list("nodes.json"),
         &list("pods.json"),
         &list("namespaces.json"),
-    )
+    );
+    for file in [
+        "resourceclaimtemplates.json",
+        "resourceclaims.json",
+        "computedomains.json",
+    ] {
+        snapshot.add_claims(list(file)["items"].as_array().into_iter().flatten());
+    }
+    snapshot
 }
 
 fn changes_text(v: &Verdict) -> Vec<String> {
@@ -155,6 +167,8 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
         .unwrap_or("default")
         .to_string();
     let snapshot = case.cluster.as_deref().map(cluster);
+    let mut claims = Claims::default();
+    claims.add(&case.objects, &ns);
     let name = name.as_str();
     let who = Requester {
         namespace: &ns,
@@ -167,6 +181,7 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
         inventory: snapshot.as_ref(),
         marks: None,
         now: None,
+        claims: Some(&claims),
     };
     let e = &case.expect;
     let result = evaluate(&case.object, &policy, &who);

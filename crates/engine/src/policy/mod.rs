@@ -353,6 +353,7 @@ impl Policy {
                 &ns.defaults.aws_ofi_nccl_version,
             );
             merge_opt(&mut defaults.node_pools, &ns.defaults.node_pools);
+            merge_opt(&mut defaults.efa_through_dra, &ns.defaults.efa_through_dra);
             merge_opt(&mut modes.partial_node, &ns.rules.partial_node);
             merge_opt(&mut modes.multi_az, &ns.rules.multi_az);
             merge_opt(
