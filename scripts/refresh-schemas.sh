@@ -18,4 +18,5 @@ fetch kubeflow/mpi-operator caa3c47fc42eb762635f78045ec0fcd1a89eb038 manifests/b
 fetch kubeflow/trainer 8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3 manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml trainer.kubeflow.org_trainjobs.yaml
 fetch kubeflow/trainer 8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3 manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml trainer.kubeflow.org_clustertrainingruntimes.yaml
 fetch kubernetes-sigs/lws 060ab4da17eea1f0865fcbd3236bb1075e2cea32 config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml leaderworkerset.x-k8s.io_leaderworkersets.yaml
+fetch NVIDIA/k8s-dra-driver-gpu 22407113785e78c7763b4637689a201eb39c6199 deployments/helm/dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomains.yaml resource.nvidia.com_computedomains.yaml
 echo "done: run the tests (cargo test --workspace) to see whether trainplace's output still validates"
