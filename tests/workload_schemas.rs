@@ -165,7 +165,11 @@ fn submitted_dra_objects_validate() {
             }
         }
     }
-    assert!(domains >= 5 && templates.len() >= 8, "{domains} domains, {} templates", templates.len());
+    assert!(
+        domains >= 5 && templates.len() >= 8,
+        "{domains} domains, {} templates",
+        templates.len()
+    );
     let v = std::process::Command::new(common::kubernetes_validate())
         .args(["--strict", "-k", "1.34.0"])
         .args(&templates)
