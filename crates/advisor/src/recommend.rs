@@ -178,7 +178,7 @@ pub fn recommend(
         reasons.push(format!(
             "EFA through the EFA DRA driver: pods claim all {} interfaces with a ResourceClaimTemplate (device class {}, allocationMode All) instead of vpc.amazonaws.com/efa (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)",
             profile.max_efa,
-            crate::artifacts::pod::EFA_CLASS
+            trainplace_engine::annotations::DRA_CLASS_EFA
         ));
     }
     Ok(Recommendation {

@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use crate::annotations::{
-    INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
+    INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_CLIQUE, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
     LABEL_INSTANCE_TYPE_BETA, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING, ZONE_KEYS,
 };
-use crate::catalog::InstanceProfile;
+use crate::catalog::{Catalog, InstanceProfile};
 use crate::dra::{Channel, Count};
 use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
@@ -112,11 +112,6 @@ pub struct Shape<'c> {
     pub clique_held: bool,
 }
 
-/// The node label NVIDIA's GPU feature discovery sets to a node's NVLink domain
-/// (clique): pods held on one value share one NVLink domain across instances.
-/// https://github.com/NVIDIA/k8s-dra-driver-gpu (ComputeDomain, cliqueID)
-pub const LABEL_CLIQUE: &str = "nvidia.com/gpu.clique";
-
 #[derive(Debug, Clone)]
 pub enum Class<'c> {
     NotTraining,
@@ -191,7 +186,8 @@ pub fn classify<'c>(
     let efa = view
         .efa()
         .saturating_add(dra.efa.map_or(0, |c| c.on(known.map_or(0, |p| p.max_efa))));
-    let efa_resource_absent = known.and_then(|p| efa_resource_absent(p, eff, inventory));
+    let efa_resource_absent =
+        known.and_then(|p| crate::efa_source::efa_resource_absent(p, eff, inventory));
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
@@ -209,28 +205,6 @@ pub fn classify<'c>(
         channel: dra.channel.clone(),
         clique_held,
     }))
-}
-
-/// Why nodes of `p` cannot grant `vpc.amazonaws.com/efa`, when so: the policy says the
-/// cluster gives EFA through DRA, or the cluster's nodes of the type advertise none.
-fn efa_resource_absent(
-    p: &InstanceProfile,
-    eff: &Effective<'_>,
-    inventory: Option<&Snapshot>,
-) -> Option<String> {
-    if !p.has_efa() {
-        return None;
-    }
-    if eff.defaults.efa_through_dra == Some(true) {
-        return Some("the policy says this cluster gives EFA through the EFA DRA driver (defaults.efaThroughDra)".into());
-    }
-    (inventory?.advertises_efa(&p.name) == Some(false)).then(|| {
-        format!(
-            "the cluster's {} nodes advertise no {} (EFA through the EFA DRA driver, or no EFA device plugin)",
-            p.name,
-            crate::annotations::RES_EFA
-        )
-    })
 }
 
 fn target<'c>(
@@ -272,17 +246,10 @@ fn target<'c>(
     }
     // An IMEX channel or an NVLink clique exists only on multi-node NVLink instances: a
     // GB200 job is judged against GB200 facts, not the namespace's default type.
-    if view.devices.channel.is_some() || clique_held {
-        let domains: Vec<&InstanceProfile> = catalog
-            .instances()
-            .filter(|p| p.nvlink_domain().is_some())
-            .filter(|p| inventory.is_none_or(|s| s.has_type(&p.name)))
-            .collect();
-        match domains.as_slice() {
-            [only] => return Target::Known(only, InstanceSource::NvlinkDomain),
-            [] => {}
-            several => return Target::Several(several.iter().map(|p| p.name.clone()).collect()),
-        }
+    if (view.devices.channel.is_some() || clique_held)
+        && let Some(t) = domain_target(catalog, inventory)
+    {
+        return t;
     }
     if let Some(t) = &eff.defaults.instance_type {
         return resolve(t.clone(), InstanceSource::PolicyDefault);
@@ -294,6 +261,23 @@ fn target<'c>(
             Target::Several(several.iter().map(|t| t.name.clone()).collect())
         }
         _ => Target::None,
+    }
+}
+
+/// The catalog's multi-node NVLink type (present in the cluster, when an inventory is
+/// at hand) for a pod that claims an IMEX channel or is held in a clique.
+fn domain_target<'c>(catalog: &'c Catalog, inventory: Option<&'c Snapshot>) -> Option<Target<'c>> {
+    let domains: Vec<&InstanceProfile> = catalog
+        .instances()
+        .filter(|p| p.nvlink_domain().is_some())
+        .filter(|p| inventory.is_none_or(|s| s.has_type(&p.name)))
+        .collect();
+    match domains.as_slice() {
+        [only] => Some(Target::Known(only, InstanceSource::NvlinkDomain)),
+        [] => None,
+        several => Some(Target::Several(
+            several.iter().map(|p| p.name.clone()).collect(),
+        )),
     }
 }
 

@@ -187,14 +187,18 @@ pub(crate) fn judge<'a>(
             &mut verdict.findings,
         );
     }
-    verdict.findings.extend(check(&RuleInput {
+    let input = RuleInput {
         view,
         shape: &after,
         eff,
         partial_opt_in,
         multi_az_opt_in,
         siblings: ctx.siblings(&verdict.namespace, &judgement.shape),
-    }));
+    };
+    verdict.findings.extend(check(&input));
+    if let Target::Known(instance, _) = &after.target {
+        crate::nvlink::check(&input, instance, &mut verdict.findings);
+    }
     Ok(Some(judgement))
 }
 

@@ -26,6 +26,7 @@ mod catalog;
 mod classify;
 mod dra;
 mod edit;
+mod efa_source;
 mod engine;
 mod error;
 mod finding;

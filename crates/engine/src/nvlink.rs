@@ -7,8 +7,8 @@
 //! affinity on `nvidia.com/gpu.clique`.
 //! https://github.com/NVIDIA/k8s-dra-driver-gpu (ComputeDomain CRD, demo/specs/imex)
 
+use crate::annotations::LABEL_CLIQUE;
 use crate::catalog::InstanceProfile;
-use crate::classify::LABEL_CLIQUE;
 use crate::finding::{Finding, Rule};
 use crate::policy::Mode;
 use crate::rules::{RuleInput, count, count64};

@@ -1,10 +1,11 @@
 //! Validation rules for one training pod template, evaluated on the mutated template
 //! (what the validating webhook sees after the mutating one ran).
 
-use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, RES_EFA, RES_NVIDIA_GPU, RESHAPE};
+use crate::annotations::{
+    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, DRA_CLASS_EFA, RES_EFA, RES_NVIDIA_GPU, RESHAPE,
+};
 use crate::catalog::InstanceProfile;
 use crate::classify::{Shape, Target};
-use crate::dra::EFA_CLASS;
 use crate::finding::{Finding, Rule};
 use crate::podspec::PodView;
 use crate::policy::{Effective, Mode, OptIn};
@@ -38,7 +39,6 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
         Target::Known(instance, _) => {
             impossible(input, instance, &mut out);
             partial_node(input, instance, &mut out);
-            crate::nvlink::check(input, instance, &mut out);
         }
         Target::Unknown(name, src) => out.push(Finding {
             rule: Rule::UnknownInstanceType,
@@ -206,7 +206,7 @@ fn no_efa(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>)
                 inst.name
             ),
             format!(
-                "claim EFA through DRA: a ResourceClaimTemplate with a request `exactly: {{deviceClassName: {EFA_CLASS}, allocationMode: All}}` (all {} interfaces for a pod with all {} GPUs; the driver pairs them with their GPUs), named in the pod's resourceClaims and the container's resources.claims (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html).",
+                "claim EFA through DRA: a ResourceClaimTemplate with a request `exactly: {{deviceClassName: {DRA_CLASS_EFA}, allocationMode: All}}` (all {} interfaces for a pod with all {} GPUs; the driver pairs them with their GPUs), named in the pod's resourceClaims and the container's resources.claims (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html).",
                 inst.max_efa, inst.accelerators
             ),
         ),
@@ -275,7 +275,7 @@ fn efa_count(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findin
         (
             format!("{} EFA interfaces through its DRA claim", s.efa),
             format!(
-                "claim {share} devices of class {EFA_CLASS} (allocationMode: All when the pod takes the whole node) unless this pod is alone on the node."
+                "claim {share} devices of class {DRA_CLASS_EFA} (allocationMode: All when the pod takes the whole node) unless this pod is alone on the node."
             ),
         )
     } else {

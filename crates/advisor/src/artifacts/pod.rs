@@ -5,12 +5,11 @@
 
 use serde_json::{Value, json};
 
+use trainplace_engine::annotations::DRA_CLASS_EFA;
+
 use crate::recommend::Recommendation;
 
 pub const RES_EFA: &str = "vpc.amazonaws.com/efa";
-/// The EFA DRA driver's device class on EKS.
-/// https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
-pub const EFA_CLASS: &str = "efa.networking.k8s.aws";
 /// The pod's claim on the EFA ResourceClaimTemplate, when EFA comes through DRA.
 pub const EFA_CLAIM: &str = "efa";
 pub const SHM_VOLUME: &str = "dshm";
@@ -61,7 +60,7 @@ impl PodParts<'_> {
                 "kind": "ResourceClaimTemplate",
                 "metadata": {"name": self.efa_template_name(), "namespace": self.rec.request.names.namespace},
                 "spec": {"spec": {"devices": {"requests": [
-                    {"name": "efa", "exactly": {"deviceClassName": EFA_CLASS, "allocationMode": "All"}}
+                    {"name": "efa", "exactly": {"deviceClassName": DRA_CLASS_EFA, "allocationMode": "All"}}
                 ]}}},
             })
         })

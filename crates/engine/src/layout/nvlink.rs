@@ -4,7 +4,7 @@
 
 use super::steps::push_required;
 use super::{Edit, Plan};
-use crate::classify::LABEL_CLIQUE;
+use crate::annotations::LABEL_CLIQUE;
 use crate::edit::Cursor;
 
 impl Plan<'_> {
