@@ -1,6 +1,9 @@
-//! DRA claims through the real binary: a ResourceClaimTemplate or ComputeDomain in the
-//! same input file or in `--cluster DIR` counts the devices of the pods that claim it;
-//! one found nowhere is reported, not passed as a CPU pod.
+//! DRA claims through the real binary and the server: a ResourceClaimTemplate or
+//! ComputeDomain in the same input file, in `--cluster DIR` or in the server's inventory
+//! counts the devices of the pods that claim it; one found nowhere is reported, not
+//! passed as a CPU pod.
+
+mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -112,4 +115,39 @@ fn the_upstream_gb200_sample_is_judged_on_gb200_even_with_a_p5_default() {
     let job = entry(&entries, "MPIJob");
     assert!(rules(job).is_empty(), "{job:#}");
     assert!(job.to_string().contains("p6e-gb200.36xlarge"), "{job:#}");
+}
+
+/// The webhook reads the template from its inventory (here the file inventory, which
+/// shares the snapshot code with the live watch).
+#[tokio::test]
+async fn the_server_counts_a_claim_through_its_inventory() {
+    use trainplace::server::config::InventoryMode;
+    let pod = common::fixture_object("dra-gpu-template-from-cluster");
+    let validate = |cfg| async move {
+        let srv = common::serve(cfg).await;
+        let c = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        let url = format!("https://127.0.0.1:{}/validate", srv.addr.port());
+        let body: Value = c
+            .post(&url)
+            .json(&common::review_for(&pod, "dra"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        body
+    };
+    let mut cfg = common::config(None, None);
+    cfg.inventory = InventoryMode::Files(root().join("tests/fixtures/cluster/eks-p5-dra"));
+    let body = validate(cfg).await;
+    assert_eq!(body["response"]["allowed"], false, "{body:#}");
+    assert!(body.to_string().contains("partial-node"), "{body:#}");
+    // Without an inventory the claim is not counted: allowed, with a warning.
+    let body = validate(common::config(None, None)).await;
+    assert_eq!(body["response"]["allowed"], true, "{body:#}");
+    assert!(body.to_string().contains("device-claims"), "{body:#}");
 }
