@@ -123,31 +123,30 @@ fn the_upstream_gb200_sample_is_judged_on_gb200_even_with_a_p5_default() {
 async fn the_server_counts_a_claim_through_its_inventory() {
     use trainplace::server::config::InventoryMode;
     let pod = common::fixture_object("dra-gpu-template-from-cluster");
-    let validate = |cfg| async move {
-        let srv = common::serve(cfg).await;
-        let c = reqwest::Client::builder()
-            .danger_accept_invalid_certs(true)
-            .build()
-            .unwrap();
-        let url = format!("https://127.0.0.1:{}/validate", srv.addr.port());
-        let body: Value = c
-            .post(&url)
-            .json(&common::review_for(&pod, "dra"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        body
-    };
     let mut cfg = common::config(None, None);
     cfg.inventory = InventoryMode::Files(root().join("tests/fixtures/cluster/eks-p5-dra"));
-    let body = validate(cfg).await;
+    let body = validate(cfg, &pod).await;
     assert_eq!(body["response"]["allowed"], false, "{body:#}");
     assert!(body.to_string().contains("partial-node"), "{body:#}");
     // Without an inventory the claim is not counted: allowed, with a warning.
-    let body = validate(common::config(None, None)).await;
+    let body = validate(common::config(None, None), &pod).await;
     assert_eq!(body["response"]["allowed"], true, "{body:#}");
     assert!(body.to_string().contains("device-claims"), "{body:#}");
+}
+
+async fn validate(cfg: trainplace::server::Config, pod: &Value) -> Value {
+    let srv = common::serve(cfg).await;
+    let c = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let url = format!("https://127.0.0.1:{}/validate", srv.addr.port());
+    c.post(&url)
+        .json(&common::review_for(pod, "dra"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }

@@ -264,14 +264,21 @@ fn target<'c>(
     }
 }
 
-/// The catalog's multi-node NVLink type (present in the cluster, when an inventory is
-/// at hand) for a pod that claims an IMEX channel or is held in a clique.
+/// The catalog's multi-node NVLink type for a pod that claims an IMEX channel or is
+/// held in a clique.
 fn domain_target<'c>(catalog: &'c Catalog, inventory: Option<&'c Snapshot>) -> Option<Target<'c>> {
-    let domains: Vec<&InstanceProfile> = catalog
+    let all: Vec<&InstanceProfile> = catalog
         .instances()
         .filter(|p| p.nvlink_domain().is_some())
-        .filter(|p| inventory.is_none_or(|s| s.has_type(&p.name)))
         .collect();
+    // Those the cluster has, when it has any; else the catalog's (and the job is told
+    // the cluster has none).
+    let present: Vec<&InstanceProfile> = all
+        .iter()
+        .copied()
+        .filter(|p| inventory.is_some_and(|s| s.has_type(&p.name)))
+        .collect();
+    let domains = if present.is_empty() { all } else { present };
     match domains.as_slice() {
         [only] => Some(Target::Known(only, InstanceSource::NvlinkDomain)),
         [] => None,
