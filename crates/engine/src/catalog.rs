@@ -31,6 +31,10 @@ pub struct InstanceProfile {
     /// Extended resource the device plugin advertises (`nvidia.com/gpu`, `aws.amazon.com/neuron`).
     pub accelerator_resource: String,
     pub accelerators: u32,
+    /// Cores of all its accelerators as the device plugin counts them
+    /// (`aws.amazon.com/neuroncore`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator_cores: Option<u32>,
     pub accelerator_memory_gi_b: Option<u32>,
     pub memory_gi_b: Option<u32>,
     pub intra_node: String,
@@ -102,6 +106,10 @@ pub struct AcceleratorResource {
     /// such resources never holds whole devices, whatever the count.
     #[serde(default)]
     pub shared: bool,
+    /// Counts cores of devices (NeuronCores): a pod with all of an instance's
+    /// `acceleratorCores` holds every device, the whole node.
+    #[serde(default)]
+    pub cores: bool,
     pub source: String,
 }
 

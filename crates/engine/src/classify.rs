@@ -183,6 +183,20 @@ pub fn classify<'c>(
     if accel_all && let Some(p) = known {
         per_pod = per_pod.saturating_add(p.accelerators);
     }
+    // Every NeuronCore of the node is every device: the whole node, not a slice.
+    let mut shared = view.shared || claimed.is_some_and(|c| c.shared);
+    let cores = eff
+        .policy
+        .catalog
+        .accelerator(&accel_resource)
+        .is_some_and(|r| r.cores);
+    if cores
+        && let Some(p) = known
+        && p.accelerator_cores == Some(per_pod)
+    {
+        per_pod = p.accelerators;
+        shared = false;
+    }
     let efa = view
         .efa()
         .saturating_add(dra.efa.map_or(0, |c| c.on(known.map_or(0, |p| p.max_efa))));
@@ -191,7 +205,7 @@ pub fn classify<'c>(
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
-        shared: view.shared || claimed.is_some_and(|c| c.shared),
+        shared,
         efa,
         pods,
         multi_pod,

@@ -173,6 +173,7 @@ impl Snapshot {
                     intra_node: "unknown".into(),
                     nvlink: false,
                     nvlink_domain_instances: None,
+                    accelerator_cores: None,
                     max_efa: t.efa,
                     network_gbps: None,
                     rdma: Rdma::None,
