@@ -249,6 +249,30 @@ fn efa_through_dra_emits_a_claim_the_engine_counts() {
         }
     }
     assert!(checked >= 2);
+    let files: Vec<String> = trainplace_advisor::artifacts::artifacts(&rec, &policy)
+        .into_iter()
+        .map(|a| {
+            if a.name == "aws-cli.sh" {
+                let claim = a.content.find("kubectl apply -f efa-claim-template.yaml");
+                let job = a.content.find("kubectl apply -f job-");
+                assert!(claim.is_some() && claim < job, "{}", a.content);
+                assert!(
+                    !a.content.contains("efa-device-plugin-values"),
+                    "{}",
+                    a.content
+                );
+            }
+            a.name
+        })
+        .collect();
+    assert!(
+        files.contains(&"efa-claim-template.yaml".to_string()),
+        "{files:?}"
+    );
+    assert!(
+        !files.contains(&"efa-device-plugin-values.yaml".to_string()),
+        "{files:?}"
+    );
     // Unasked, nodes of the chosen type that advertise no EFA choose the DRA form too.
     let mut facts = facts;
     req.efa_dra = None;
