@@ -154,13 +154,15 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         no_efa(input, inst, out);
         return;
     }
+    let asked = if s.efa_claimed {
+        format!("{} EFA interfaces (with its DRA claims)", s.efa)
+    } else {
+        format!("{} {RES_EFA}", s.efa)
+    };
     if !inst.has_efa() {
         out.push(impossible_finding(
             site,
-            format!(
-                "the pod asks for {} {RES_EFA} but {} has no EFA.",
-                s.efa, inst.name
-            ),
+            format!("the pod asks for {asked} but {} has no EFA.", inst.name),
             format!("remove {RES_EFA} or pick an EFA instance type."),
         ));
         return;
@@ -169,8 +171,8 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         out.push(impossible_finding(
             site,
             format!(
-                "the pod asks for {} {RES_EFA} but {} has {}.",
-                s.efa, inst.name, inst.max_efa
+                "the pod asks for {asked} but {} has {}.",
+                inst.name, inst.max_efa
             ),
             format!(
                 "ask for {} (all of them) with all {} GPUs.",
