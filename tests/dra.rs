@@ -150,3 +150,137 @@ async fn validate(cfg: trainplace::server::Config, pod: &Value) -> Value {
         .await
         .unwrap()
 }
+
+/// A Kubernetes API stand-in for the live inventory: lists answer from fixed objects,
+/// watches stay open and send nothing, every other path is 404 (as for a CRD that is
+/// not installed).
+async fn fake_api(objects: std::collections::HashMap<&'static str, Value>) -> std::net::SocketAddr {
+    use axum::body::{Body, Bytes};
+    use axum::http::{Response, StatusCode, Uri};
+    let objects = std::sync::Arc::new(objects);
+    let app = axum::Router::new().fallback(move |uri: Uri| {
+        let objects = objects.clone();
+        async move {
+            let json = |status: StatusCode, v: Value| {
+                Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(Body::from(v.to_string()))
+                    .unwrap()
+            };
+            let Some(items) = objects.get(uri.path()) else {
+                return json(
+                    StatusCode::NOT_FOUND,
+                    serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
+                );
+            };
+            if uri.query().is_some_and(|q| q.contains("watch=true")) {
+                let quiet = futures_util::stream::pending::<Result<Bytes, std::convert::Infallible>>();
+                return Response::builder()
+                    .header("content-type", "application/json")
+                    .body(Body::from_stream(quiet))
+                    .unwrap();
+            }
+            json(
+                StatusCode::OK,
+                serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": items}),
+            )
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// The live inventory watches ResourceClaimTemplates: the webhook counts a pod's claim
+/// through the template it read from the API, and without it cannot.
+#[tokio::test]
+async fn the_live_inventory_watches_claim_templates() {
+    let body = live_verdict(true).await;
+    assert_eq!(body["response"]["allowed"], false, "{body:#}");
+    assert!(body.to_string().contains("partial-node"), "{body:#}");
+    let body = live_verdict(false).await;
+    assert_eq!(body["response"]["allowed"], true, "{body:#}");
+    assert!(body.to_string().contains("device-claims"), "{body:#}");
+}
+
+/// The verdict on the one-GPU DRA pod from a server whose live inventory reads a fake
+/// API (with or without the pod's ResourceClaimTemplate).
+async fn live_verdict(with_template: bool) -> Value {
+    let cluster = root().join("tests/fixtures/cluster/eks-p5-dra");
+    let list = |f: &str| -> Value {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(cluster.join(f)).unwrap()).unwrap();
+        v["items"].clone()
+    };
+    let mut objects = std::collections::HashMap::from([
+        ("/api/v1/nodes", list("nodes.json")),
+        (
+            "/api/v1/namespaces",
+            serde_json::json!([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod", "resourceVersion": "1"}}]),
+        ),
+        ("/api/v1/pods", serde_json::json!([])),
+    ]);
+    if with_template {
+        objects.insert(
+            "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+            list("resourceclaimtemplates.json"),
+        );
+    }
+    let api = fake_api(objects).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{api}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: c\n  context: {{cluster: fake, user: u}}\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    let [addr, probe] = common::free_addrs().map(|a| a.port());
+    let mut child = std::process::Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{addr}"),
+            "--probe-addr",
+            &format!("127.0.0.1:{probe}"),
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("TRAINPLACE_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let readyz = format!("http://127.0.0.1:{probe}/readyz");
+    let mut live = false;
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if let Ok(r) = reqwest::get(&readyz).await
+            && let Ok(v) = r.json::<Value>().await
+            && v["inventory"]["state"] == "live"
+        {
+            live = true;
+            break;
+        }
+    }
+    let c = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let pod = common::fixture_object("dra-gpu-template-from-cluster");
+    let body: Result<Value, _> = async {
+        c.post(format!("https://127.0.0.1:{addr}/validate"))
+            .json(&common::review_for(&pod, "live"))
+            .send()
+            .await?
+            .json()
+            .await
+    }
+    .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(live, "the inventory never went live against the fake API");
+    body.unwrap()
+}
