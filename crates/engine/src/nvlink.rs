@@ -56,6 +56,10 @@ pub(crate) fn check(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec
         }
     }
     let Some(channel) = &s.channel else {
+        // A claim that could not be read may be the channel: device-claims names it.
+        if !input.view.devices.unresolved.is_empty() {
+            return;
+        }
         out.push(warn(
             format!(
                 "the pod claims no IMEX channel on {}: NCCL cannot reach the other instances' GPUs over the NVLink domain (multi-node NVLink needs IMEX) and talks over EFA.",
