@@ -233,3 +233,26 @@ async fn layout_labels_are_readable_at_1280_px() {
         }
     }
 }
+
+/// The form's "Capacity Blocks the account holds" box: a held block is used, nothing
+/// is bought.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_block_pasted_into_the_form_is_used_before_buying() {
+    let base = serve().await;
+    let held = include_str!("../crates/advisor/fixtures/existing-reservations.json");
+    let url = format!(
+        "{base}/?gpus=64&family=h100&durationDays=7&now=2026-11-22T00:00:00Z&existingReservations={}&auto=1",
+        encode(held)
+    );
+    let profile = tempfile::tempdir().unwrap();
+    let dom = run_chromium(profile.path(), &["--dump-dom".into()], &url).await;
+    assert!(
+        dom.contains("8 x p5.48xlarge in us-east-1b"),
+        "no headline in DOM:\n{dom}"
+    );
+    assert!(dom.contains("cr-0b7c6d5e4f3a21098"), "{dom}");
+    assert!(
+        dom.contains("nothing to buy: the account already holds"),
+        "{dom}"
+    );
+}

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_trainplace");
 const DIR: &str = "tests/fixtures/capacity-blocks";
-/// 26 hours before the Karpenter block cr-0a1b2c3d4e5f60718 is reclaimed.
+/// 25 h 50 min before Karpenter drains the nodes of block cr-0a1b2c3d4e5f60718 (it ends
+/// 2026-11-24T11:30Z; Karpenter drains 40 minutes before, EC2 terminates 30 before).
 const NOW: &str = "2026-11-23T09:00:00Z";
 
 fn check(job: &str, extra: &[&str]) -> Output {
@@ -45,7 +46,7 @@ fn a_job_that_outlives_its_block_is_told_when_the_block_ends_word_for_word() {
     assert_eq!(o.status.code(), Some(0), "a warning does not deny");
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains(
-        "  warn [capacity-block-ends] spec.template.spec: the job can only run on Capacity Block cr-0a1b2c3d4e5f60718 (p5.48xlarge, us-east-1a), which ends 2026-11-24T11:30:00Z; EC2 starts terminating its instances at 2026-11-24T11:00:00Z, 26.0h from now, but the job expects to run 36.0h (trainplace.io/expected-duration: 36h).\n      fix: checkpoint often enough to lose little at 2026-11-24T11:00:00Z and resume on a later block, shorten the run to under 26.0h, or submit onto a block that ends after 2026-11-24T21:30:00Z.\n"
+        "  warn [capacity-block-ends] spec.template.spec: the job can only run on Capacity Block cr-0a1b2c3d4e5f60718 (p5.48xlarge, us-east-1a), which ends 2026-11-24T11:30:00Z; Karpenter drains its nodes (10 minutes before EC2 terminates them) at 2026-11-24T10:50:00Z, 25.8h from now, but the job expects to run 36.0h (trainplace.io/expected-duration: 36h).\n      fix: checkpoint often enough to lose little at 2026-11-24T10:50:00Z and resume on a later block, shorten the run to under 25.8h, or submit onto a block that ends after 2026-11-24T21:40:00Z.\n"
     ), "{out}");
 }
 
@@ -67,19 +68,31 @@ fn the_deadline_counts_when_no_duration_is_written() {
 }
 
 #[test]
+fn a_jobset_child_job_deadline_counts() {
+    let f = findings("jobset-deadline", &["--now", NOW]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0]["found"].as_str().unwrap().contains(
+            "the job expects to run 48.0h (replicatedJobs[].template.spec.activeDeadlineSeconds: 172800)"
+        ),
+        "{f:?}"
+    );
+}
+
+#[test]
 fn without_a_duration_only_a_block_ending_within_a_day_is_reported() {
     assert!(
         findings("no-duration", &["--now", NOW]).is_empty(),
-        "26h left"
+        "25.8h left"
     );
-    // The same job submitted the next morning: 11h left.
+    // The same job submitted the next morning: 10.8h left.
     let f = findings("no-duration", &["--now", "2026-11-24T00:00:00Z"]);
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(
         f[0]["found"]
             .as_str()
             .unwrap()
-            .contains("11.0h from now, and the job states no expected run time")
+            .contains("10.8h from now, and the job states no expected run time")
     );
 }
 
@@ -92,7 +105,7 @@ fn an_expiring_block_is_reported_and_denied_in_enforce() {
         f[0]["found"]
             .as_str()
             .unwrap()
-            .contains("already in its reclaim window")
+            .contains("its nodes are already being drained or reclaimed")
     );
     let pol = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -125,12 +138,174 @@ fn managed_node_group_blocks_come_from_describe_capacity_reservations() {
     );
     assert_eq!(f.len(), 1, "{f:?}");
     let found = f[0]["found"].as_str().unwrap();
-    // The active block ends first; the scheduled one holds no nodes yet.
+    // The active block ends first; the scheduled one holds no nodes yet. A managed
+    // node group is scaled to 0 40 minutes before the end (11:30 - 0:40 = 10:50).
     assert!(
         found.contains("cr-0123456789abcdef0 (p5.48xlarge, us-east-1d)"),
         "{found}"
     );
-    assert!(found.contains("2.0h from now"), "{found}");
+    assert!(
+        found.contains(
+            "EKS scales its managed node group to 0 at 2026-11-23T10:50:00Z, 1.8h from now"
+        ),
+        "{found}"
+    );
+}
+
+/// `--reservations` alone (no `--cluster`): the block is judged by instance type, and
+/// the missing node list is not read as "the cluster has no such nodes".
+#[test]
+fn reservations_without_a_cluster_judge_the_block_and_nothing_else() {
+    let file = format!("{DIR}/job-mng-block.yaml");
+    let reservations = format!("{DIR}/describe-capacity-reservations.json");
+    let o = Command::new(BIN)
+        .args([
+            "check",
+            "-f",
+            &file,
+            "--reservations",
+            &reservations,
+            "--now",
+            NOW,
+            "-o",
+            "json",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rules: Vec<&str> = v[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["capacity-block-ends"]);
+}
+
+fn mng(job: &str, extra: &[&str]) -> Vec<Value> {
+    let file = format!("{DIR}/job-{job}.yaml");
+    let cluster = format!("{DIR}/managed-node-group");
+    let reservations = format!("{DIR}/describe-capacity-reservations.json");
+    let mut args = vec![
+        "check",
+        "-f",
+        &file,
+        "--cluster",
+        &cluster,
+        "--reservations",
+        &reservations,
+        "-o",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let o = Command::new(BIN)
+        .args(&args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("trainplace runs");
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{job}: {e}: {}", String::from_utf8_lossy(&o.stderr)));
+    v[0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "capacity-block-ends")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_node_group_that_only_has_block_nodes_counts_as_the_block() {
+    let f = mng("mng-nodegroup", &["--now", NOW]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    let found = f[0]["found"].as_str().unwrap();
+    assert!(
+        found.contains("Capacity Block cr-0123456789abcdef0")
+            && found.contains("the job expects to run 72.0h"),
+        "{found}"
+    );
+}
+
+#[test]
+fn a_job_that_ends_before_the_node_group_scales_to_zero_fits() {
+    // 1.5 h run, 1 h 50 min until EKS scales the node group to 0 at 10:50.
+    assert!(mng("mng-fits", &["--now", NOW]).is_empty());
+    // Submitted at 09:30 it would still be running at 10:50.
+    let f = mng("mng-fits", &["--now", "2026-11-23T09:30:00Z"]);
+    assert_eq!(f.len(), 1, "{f:?}");
+}
+
+#[test]
+fn a_managed_node_group_past_its_scale_down_is_denied_in_enforce() {
+    let pol = tempfile::tempdir().unwrap();
+    std::fs::write(
+        pol.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nrules:\n  capacityBlockEnds: enforce\n",
+    )
+    .unwrap();
+    let f = mng(
+        "mng-fits",
+        &[
+            "--now",
+            "2026-11-23T10:55:00Z",
+            "--policy-dir",
+            pol.path().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0]["mode"], "enforce");
+    assert!(
+        f[0]["found"]
+            .as_str()
+            .unwrap()
+            .contains("EKS scales its managed node group to 0 at 2026-11-23T10:50:00Z: its nodes are already being drained or reclaimed"),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_node_group_with_on_demand_nodes_too_is_not_judged() {
+    assert!(mng("mng-mixed", &["--now", NOW]).is_empty());
+}
+
+#[test]
+fn a_nodepool_named_in_required_node_affinity_counts_as_its_block() {
+    let f = findings("nodepool-affinity", &["--now", NOW]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0]["found"]
+            .as_str()
+            .unwrap()
+            .contains("Capacity Block cr-0a1b2c3d4e5f60718 (p5.48xlarge, us-east-1a)")
+    );
+}
+
+#[test]
+fn the_horizon_for_jobs_without_a_duration_is_set_by_policy() {
+    let pol = tempfile::tempdir().unwrap();
+    std::fs::write(
+        pol.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\ndefaults:\n  capacityBlockHorizon: 48h\n",
+    )
+    .unwrap();
+    let dir = pol.path().to_str().unwrap();
+    // 25.8h left: beyond the default 24h, within 48h.
+    let f = findings("no-duration", &["--now", NOW, "--policy-dir", dir]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    std::fs::write(
+        pol.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\ndefaults:\n  capacityBlockHorizon: two days\n",
+    )
+    .unwrap();
+    let o = check("no-duration", &["--now", NOW, "--policy-dir", dir]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("defaults.capacityBlockHorizon \"two days\" is not a duration"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

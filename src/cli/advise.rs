@@ -94,6 +94,10 @@ pub struct AdviseArgs {
     /// JSON of `aws ec2 describe-capacity-block-offerings`.
     #[arg(long)]
     pub offerings: Option<PathBuf>,
+    /// JSON of `aws ec2 describe-capacity-reservations`: Capacity Blocks the account
+    /// already holds, used (matching type, zone, count and window) before buying.
+    #[arg(long, value_name = "FILE")]
+    pub existing_reservations: Option<PathBuf>,
     /// JSON of `aws ec2 describe-instance-types`.
     #[arg(long)]
     pub instance_types: Option<PathBuf>,
@@ -196,6 +200,11 @@ pub fn inputs(args: &AdviseArgs) -> Result<(AdviceRequest, RawFacts), InputError
         |p: &Option<PathBuf>, input, flag| p.as_ref().map(|p| read(p, input, flag)).transpose();
     let facts = RawFacts {
         offerings: doc(&args.offerings, InputSource::Offerings, "--offerings")?,
+        reservations: doc(
+            &args.existing_reservations,
+            InputSource::Reservations,
+            "--existing-reservations",
+        )?,
         instance_types: doc(
             &args.instance_types,
             InputSource::InstanceTypes,

@@ -28,7 +28,8 @@ pub struct AuditArgs {
     /// Only this namespace (live mode); default: all namespaces.
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
-    /// Inventory files for `--from` (DIR/nodes.json, pods.json, namespaces.json).
+    /// Inventory files for `--from` (DIR/nodes.json, pods.json, namespaces.json,
+    /// ec2nodeclasses.json).
     #[arg(long, value_name = "DIR")]
     pub cluster: Option<PathBuf>,
     /// Groups assumed for the objects' submitters (decides which opt-ins count).
@@ -36,6 +37,17 @@ pub struct AuditArgs {
     pub groups: Vec<String>,
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     pub output: AuditOutput,
+    /// Also list running jobs on Capacity Blocks that end within this long (e.g. 6h),
+    /// in the table and as `capacity-block-ends` results of the PolicyReport.
+    #[arg(long, value_name = "DURATION")]
+    pub ending_within: Option<jiff::SignedDuration>,
+    /// Capacity Blocks from `aws ec2 describe-capacity-reservations --output json`
+    /// (EKS managed node groups); Karpenter's come from EC2NodeClasses.
+    #[arg(long, value_name = "FILE")]
+    pub reservations: Option<PathBuf>,
+    /// Audit as of this time (RFC 3339); default: now.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<jiff::Timestamp>,
     #[command(flatten)]
     pub policy: PolicyArgs,
 }
@@ -93,7 +105,7 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
         }
     }
     let nodes: Api<DynamicObject> = Api::all_with(
-        client,
+        client.clone(),
         &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Node"), "nodes"),
     );
     let node_values: Vec<Value> = nodes
@@ -108,11 +120,23 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
         .filter(|d| d.object["kind"] == "Pod")
         .map(|d| d.object.clone())
         .collect();
-    Ok((
-        docs,
-        Snapshot::build(&node_values, &pods, &namespaces),
-        notes,
-    ))
+    let mut snapshot = Snapshot::build(&node_values, &pods, &namespaces);
+    // Karpenter's Capacity Blocks; a cluster without Karpenter has no such CRD.
+    let classes: Api<DynamicObject> = Api::all_with(
+        client,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("karpenter.k8s.aws", "v1", "EC2NodeClass"),
+            "ec2nodeclasses",
+        ),
+    );
+    match classes.list(&ListParams::default()).await {
+        Ok(list) => snapshot
+            .reservations_mut()
+            .add_ec2nodeclasses(&json!({ "items": serde_json::to_value(&list.items)? })),
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(anyhow::anyhow!("cannot list ec2nodeclasses: {e}")),
+    }
+    Ok((docs, snapshot, notes))
 }
 
 pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
@@ -143,12 +167,20 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    let snapshot = match super::dryrun::with_reservations(snapshot, args.reservations.as_deref()) {
+        Ok(s) => s,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Ok(ExitCode::BadInput);
+        }
+    };
+    let now = args.now.unwrap_or_else(jiff::Timestamp::now);
     let submitter = Submitter {
         default_namespace: "default",
         namespace_labels: None,
         groups: &args.groups,
         inventory: snapshot.as_ref(),
-        now: Some(jiff::Timestamp::now()),
+        now: Some(now),
     };
     // Objects that are no workload (Services, ConfigMaps) are not listed; an object
     // that could not be read is, as a failure.
@@ -156,9 +188,44 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .filter(|v| v.kind_class != trainplace_engine::Kind::Other || !v.allowed)
         .collect();
+    let ending = match (args.ending_within, &snapshot) {
+        (Some(within), Some(snap)) => {
+            let pods = docs
+                .iter()
+                .map(|d| &d.object)
+                .filter(|o| o["kind"] == "Pod");
+            Some((
+                trainplace_engine::ending_within(pods, snap, now, within),
+                within,
+            ))
+        }
+        (Some(_), None) => {
+            eprintln!(
+                "error: --ending-within needs the cluster's nodes: audit the live cluster, or give --cluster DIR with --from"
+            );
+            return Ok(ExitCode::BadInput);
+        }
+        _ => None,
+    };
     match args.output {
-        AuditOutput::Table => print!("{}", table(&verdicts)),
-        AuditOutput::Json => println!("{}", serde_json::to_string_pretty(&report(&verdicts))?),
+        AuditOutput::Table => {
+            print!("{}", table(&verdicts));
+            if let Some((jobs, within)) = &ending {
+                print!("{}", super::ending::table(jobs, *within, now));
+            }
+        }
+        AuditOutput::Json => {
+            let mut report = report(&verdicts);
+            if let Some((jobs, _)) = &ending {
+                let results = super::ending::results(jobs, now);
+                let warn = report["summary"]["warn"].as_u64().unwrap_or(0);
+                report["summary"]["warn"] = json!(warn + results.len() as u64);
+                if let Some(all) = report["results"].as_array_mut() {
+                    all.extend(results);
+                }
+            }
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
     }
     for n in notes {
         eprintln!("note: {n}");

@@ -56,35 +56,26 @@ pub struct DryRunArgs {
     pub policy: PolicyArgs,
 }
 
-/// Add the blocks of a describe-capacity-reservations file to the inventory (an empty
-/// one when no cluster directory was given).
-fn with_reservations(
+/// Add the blocks of a describe-capacity-reservations file to the inventory (one of
+/// blocks only when no cluster directory was given).
+pub fn with_reservations(
     inventory: Option<trainplace_engine::Snapshot>,
     file: Option<&std::path::Path>,
-) -> Result<Option<trainplace_engine::Snapshot>, String> {
+) -> Result<
+    Option<trainplace_engine::Snapshot>,
+    crate::inventory::reservations_file::ReservationsFileError,
+> {
     let Some(file) = file else {
         return Ok(inventory);
     };
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
-    let output: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}: not the JSON of `aws ec2 describe-capacity-reservations --output json`: {e}",
-            file.display()
-        )
-    })?;
-    if !output
-        .get("CapacityReservations")
-        .is_some_and(serde_json::Value::is_array)
-    {
-        return Err(format!(
-            "{}: no CapacityReservations array (expected `aws ec2 describe-capacity-reservations --output json`)",
-            file.display()
-        ));
-    }
-    let mut snap = inventory.unwrap_or_else(|| trainplace_engine::Snapshot::build(&[], &[], &[]));
-    snap.reservations_mut().add_describe_output(&output);
-    Ok(Some(snap))
+    let blocks = crate::inventory::reservations_file::load(file)?;
+    Ok(Some(match inventory {
+        Some(mut snap) => {
+            snap.reservations_mut().extend(&blocks);
+            snap
+        }
+        None => trainplace_engine::Snapshot::blocks_only(blocks),
+    }))
 }
 
 fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
@@ -124,8 +115,8 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
     };
     let inventory = match with_reservations(inventory, args.reservations.as_deref()) {
         Ok(i) => i,
-        Err(message) => {
-            eprintln!("error: {message}");
+        Err(error) => {
+            eprintln!("error: {error}");
             return Ok(ExitCode::BadInput);
         }
     };

@@ -5,6 +5,7 @@ pub mod advise;
 pub mod audit;
 pub mod diagnose;
 pub mod dryrun;
+mod ending;
 pub mod input;
 pub mod judge;
 pub mod policy_cmd;

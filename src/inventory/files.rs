@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use serde_json::Value;
 use thiserror::Error;
-use trainplace_engine::Snapshot;
+use trainplace_engine::{Reservations, Snapshot};
 
 use super::{InventorySource, Status};
 
@@ -73,16 +74,36 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     Ok(snap)
 }
 
-/// A fixed snapshot.
-pub struct StaticInventory(pub Arc<Snapshot>);
+/// A snapshot loaded once from files, with the describe-capacity-reservations blocks
+/// laid over it (replaced when that file is reloaded).
+pub struct StaticInventory {
+    base: Arc<Snapshot>,
+    current: ArcSwap<Snapshot>,
+}
+
+impl StaticInventory {
+    pub fn new(snapshot: Snapshot) -> Self {
+        let base = Arc::new(snapshot);
+        StaticInventory {
+            current: ArcSwap::new(base.clone()),
+            base,
+        }
+    }
+}
 
 impl InventorySource for StaticInventory {
     fn snapshot(&self) -> Option<Arc<Snapshot>> {
-        Some(self.0.clone())
+        Some(self.current.load_full())
     }
     fn status(&self) -> Status {
         Status::Static {
-            gpu_types: self.0.types.len(),
+            gpu_types: self.base.types.len(),
         }
+    }
+    fn set_described(&self, reservations: Arc<Reservations>) -> bool {
+        let mut snap = (*self.base).clone();
+        snap.reservations_mut().extend(&reservations);
+        self.current.store(Arc::new(snap));
+        true
     }
 }

@@ -5,11 +5,13 @@
 
 pub mod files;
 pub mod live;
+pub mod pods;
+pub mod reservations_file;
 
 use std::sync::Arc;
 
 use serde::Serialize;
-use trainplace_engine::Snapshot;
+use trainplace_engine::{Reservations, Snapshot};
 
 /// Where the inventory stands, for `/readyz` and metrics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -35,6 +37,12 @@ pub enum Status {
 pub trait InventorySource: Send + Sync {
     fn snapshot(&self) -> Option<Arc<Snapshot>>;
     fn status(&self) -> Status;
+    /// Capacity Blocks from a describe-capacity-reservations file, to lay over what the
+    /// source itself knows (EC2NodeClass statuses) in every snapshot from now on.
+    /// Returns false when the source has no snapshot to put them in.
+    fn set_described(&self, _reservations: Arc<Reservations>) -> bool {
+        false
+    }
 }
 
 /// No cluster: the embedded catalog only.

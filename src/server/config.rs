@@ -41,6 +41,12 @@ pub struct ServeArgs {
     /// key per process (pods of admitted workloads are then re-judged on other replicas).
     #[arg(long, env = "TRAINPLACE_MARK_KEYS")]
     pub mark_keys: Option<PathBuf>,
+    /// Capacity Blocks from `aws ec2 describe-capacity-reservations --output json` (a
+    /// ConfigMap the platform team refreshes, mounted as a file; reloaded on change; a
+    /// bad file keeps the last good blocks). For EKS managed node groups, whose nodes
+    /// do not say which block they run on or when it ends.
+    #[arg(long, env = "TRAINPLACE_RESERVATIONS", value_name = "FILE")]
+    pub reservations: Option<PathBuf>,
     /// Largest AdmissionReview body accepted (bytes); larger gets HTTP 413.
     #[arg(long, env = "TRAINPLACE_MAX_BODY", default_value_t = 4 * 1024 * 1024)]
     pub max_body: usize,
@@ -57,6 +63,11 @@ pub struct ServeArgs {
     /// Reviews that may wait for a slot; beyond that the answer is HTTP 503 at once.
     #[arg(long, env = "TRAINPLACE_REVIEW_QUEUE", default_value_t = 64)]
     pub review_queue: usize,
+    /// Reviews with a larger body (bytes) run in a lane of their own (one thread, a
+    /// quarter of --review-queue), so bursts of huge objects never delay ordinary
+    /// training pods (~5-15 KB); 0 = one lane for all.
+    #[arg(long, env = "TRAINPLACE_LARGE_REVIEW_BYTES", default_value_t = super::pool::DEFAULT_LARGE_REVIEW_BYTES)]
+    pub large_review_bytes: usize,
     /// Open HTTPS connections at most; further ones wait in the listen backlog.
     #[arg(long, env = "TRAINPLACE_MAX_CONNECTIONS", default_value_t = 1024)]
     pub max_connections: usize,
@@ -99,6 +110,7 @@ pub struct Config {
     pub tls: Option<(PathBuf, PathBuf)>,
     pub policy_dir: Option<PathBuf>,
     pub mark_keys: Option<PathBuf>,
+    pub reservations: Option<PathBuf>,
     pub reload_interval: Duration,
     pub shutdown_grace: Duration,
     pub max_body: usize,
@@ -108,6 +120,7 @@ pub struct Config {
     pub limits: Limits,
     pub review_concurrency: usize,
     pub review_queue: usize,
+    pub large_review_bytes: usize,
     pub deadlines: Deadlines,
 }
 
@@ -122,12 +135,14 @@ impl ServeArgs {
             reload_interval,
             shutdown_grace,
             mark_keys,
+            reservations,
             max_body,
             inventory,
             max_containers,
             max_patch_bytes,
             review_concurrency,
             review_queue,
+            large_review_bytes,
             max_connections,
             first_byte_timeout,
             tls_handshake_timeout,
@@ -149,6 +164,7 @@ impl ServeArgs {
             tls: tls_cert.zip(tls_key),
             policy_dir,
             mark_keys,
+            reservations,
             reload_interval,
             shutdown_grace,
             max_body,
@@ -164,6 +180,7 @@ impl ServeArgs {
             },
             review_concurrency,
             review_queue,
+            large_review_bytes,
             deadlines: Deadlines {
                 max_connections,
                 first_byte: first_byte_timeout,

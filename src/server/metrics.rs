@@ -1,5 +1,6 @@
 //! Prometheus metrics. Every label comes from a bounded set (endpoint, kind class,
-//! operation, verdict, rule, mode, outcome), never from object names or messages.
+//! operation, verdict, rule, mode, outcome, and the account's Capacity Block ids), never
+//! from object names or messages.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -35,6 +36,12 @@ pub struct OutcomeLabels {
     pub outcome: &'static str,
 }
 
+/// One Capacity Block: bounded by the blocks the account holds (a few, each days long).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReservationLabels {
+    pub reservation: String,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StageLabels {
     /// first_byte | tls_handshake | header_read | idle | drain
@@ -64,6 +71,11 @@ pub struct Metrics {
     pub deadlines: Family<StageLabels, Counter>,
     /// Days until the serving certificate expires (negative: expired).
     pub cert_days_left: Gauge,
+    /// Seconds until each Capacity Block in the inventory ends (set at scrape time
+    /// from the current snapshot, so a block that left it leaves the metric too).
+    pub block_seconds_left: Family<ReservationLabels, Gauge>,
+    /// Loads of the describe-capacity-reservations file.
+    pub reservations_reloads: Family<OutcomeLabels, Counter>,
 }
 
 impl Metrics {
@@ -86,6 +98,18 @@ impl Metrics {
         let connections = Gauge::default();
         let deadlines = Family::<StageLabels, Counter>::default();
         let cert_days_left = Gauge::default();
+        let block_seconds_left = Family::<ReservationLabels, Gauge>::default();
+        let reservations_reloads = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "capacity_block_seconds_remaining",
+            "Seconds until the Capacity Block ends (Karpenter drains and EKS managed node groups scale to 0 40 minutes before; EC2 terminates from 30 minutes before)",
+            block_seconds_left.clone(),
+        );
+        registry.register(
+            "reservations_reloads",
+            "Loads of the describe-capacity-reservations file",
+            reservations_reloads.clone(),
+        );
         registry.register(
             "reviews_saturated",
             "Reviews answered 503 because every review slot and queue place was taken",
@@ -166,6 +190,21 @@ impl Metrics {
             connections,
             deadlines,
             cert_days_left,
+            block_seconds_left,
+            reservations_reloads,
+        }
+    }
+
+    /// Set the Capacity Block gauges to the blocks of `snapshot` as of `now`, and drop
+    /// the series of blocks that are gone.
+    pub fn set_blocks(&self, snapshot: Option<&trainplace_engine::Snapshot>, now: jiff::Timestamp) {
+        self.block_seconds_left.clear();
+        for r in snapshot.iter().flat_map(|s| s.reservations().iter()) {
+            self.block_seconds_left
+                .get_or_create(&ReservationLabels {
+                    reservation: r.id.clone(),
+                })
+                .set(r.end.duration_since(now).as_secs());
         }
     }
 
@@ -180,5 +219,55 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use trainplace_engine::{Reservations, Snapshot};
+
+    use super::*;
+
+    fn blocks(ids: &[(&str, &str)]) -> Snapshot {
+        let mut r = Reservations::default();
+        let items: Vec<_> = ids
+            .iter()
+            .map(|(id, end)| {
+                json!({"CapacityReservationId": id, "InstanceType": "p5.48xlarge",
+                "AvailabilityZone": "us-east-1a", "State": "active", "EndDate": end,
+                "ReservationType": "capacity-block"})
+            })
+            .collect();
+        r.add_describe_output(&json!({ "CapacityReservations": items }));
+        Snapshot::blocks_only(r)
+    }
+
+    #[test]
+    fn one_series_per_block_and_a_block_that_left_leaves_the_metric() {
+        let m = Metrics::new();
+        let now: jiff::Timestamp = "2026-11-23T09:00:00Z".parse().unwrap();
+        m.set_blocks(
+            Some(&blocks(&[
+                ("cr-1", "2026-11-23T11:30:00Z"),
+                ("cr-2", "2026-11-24T09:00:00Z"),
+            ])),
+            now,
+        );
+        let text = m.encode();
+        assert!(
+            text.contains("trainplace_capacity_block_seconds_remaining{reservation=\"cr-1\"} 9000"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "trainplace_capacity_block_seconds_remaining{reservation=\"cr-2\"} 86400"
+            )
+        );
+        m.set_blocks(Some(&blocks(&[("cr-2", "2026-11-24T09:00:00Z")])), now);
+        let text = m.encode();
+        assert!(!text.contains("reservation=\"cr-1\""), "{text}");
+        m.set_blocks(None, now);
+        assert!(!m.encode().contains("reservation=\"cr-2\""));
     }
 }

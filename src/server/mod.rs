@@ -57,7 +57,7 @@ async fn inventory(mode: &config::InventoryMode) -> anyhow::Result<Arc<dyn Inven
         config::InventoryMode::Off => Arc::new(NoCluster),
         config::InventoryMode::Files(dir) => {
             let snap = crate::inventory::files::load_dir(dir)?;
-            Arc::new(StaticInventory(Arc::new(snap)))
+            Arc::new(StaticInventory::new(snap))
         }
         config::InventoryMode::Auto => match kube::Client::try_default().await {
             Ok(client) => LiveInventory::start(client),
@@ -75,9 +75,10 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .with_context(|| format!("loading the policy from {:?}", config.policy_dir))?;
     let mut state = AppState::new(policy);
     state.limits = config.limits;
-    state.pool = Arc::new(pool::ReviewPool::new(
+    state.pool = Arc::new(pool::Lanes::new(
         config.review_concurrency,
         config.review_queue,
+        config.large_review_bytes,
     ));
     state.inventory = inventory(&config.inventory).await?;
     let (initial, cert_detail) = match &config.tls {
@@ -130,6 +131,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
     }
     if let Some(dir) = &config.policy_dir {
         reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);
+    }
+    if let Some(file) = &config.reservations {
+        reload::watch_reservations(state.clone(), file.clone(), config.reload_interval);
     }
     match &config.mark_keys {
         Some(dir) => {

@@ -3,6 +3,10 @@
 //! keeps a fixed set of allocator heaps (tokio's growing blocking pool left one heap
 //! per short-lived thread, and RSS with it). A bounded number of reviews may wait for a
 //! thread; beyond that the server answers at once that it is busy.
+//!
+//! Large reviews (a body over `--large-review-bytes`) run in a lane of their own, so
+//! a burst of them (hundreds of containers each) fills that lane's queue, not the one
+//! ordinary training pods wait in.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -123,6 +127,37 @@ impl ReviewPool {
     }
 }
 
+/// Default `--large-review-bytes`: 16 KiB, above a JobSet training pod's ~10 KB review.
+pub const DEFAULT_LARGE_REVIEW_BYTES: usize = 16 * 1024;
+
+/// The review lanes: ordinary reviews, and large ones on their own thread.
+#[derive(Debug)]
+pub struct Lanes {
+    normal: ReviewPool,
+    large: Option<ReviewPool>,
+    large_bytes: usize,
+}
+
+impl Lanes {
+    /// `large_bytes` 0 puts every review in one lane. The large lane has one thread
+    /// and a quarter of the normal queue.
+    pub fn new(concurrency: usize, max_waiting: usize, large_bytes: usize) -> Self {
+        Lanes {
+            normal: ReviewPool::new(concurrency, max_waiting),
+            large: (large_bytes > 0).then(|| ReviewPool::new(1, (max_waiting / 4).max(1))),
+            large_bytes,
+        }
+    }
+
+    /// The lane a review whose body is `len` bytes runs in.
+    pub fn for_body(&self, len: usize) -> &ReviewPool {
+        match &self.large {
+            Some(large) if len > self.large_bytes => large,
+            _ => &self.normal,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +188,47 @@ mod tests {
         release.send(()).unwrap();
         assert_eq!(busy.await.unwrap(), Ok(Some(())));
         assert_eq!(pool.run(|| 7).await, Ok(7));
+    }
+
+    /// A lane full of large reviews refuses the next large one at once, while an
+    /// ordinary review still runs.
+    #[tokio::test]
+    async fn large_reviews_do_not_block_ordinary_ones() {
+        let lanes = Arc::new(Lanes::new(1, 4, 100));
+        let (release, gate) = mpsc::channel::<()>();
+        let (taken, started) = mpsc::channel::<()>();
+        let l = lanes.clone();
+        let busy = tokio::spawn(async move {
+            l.for_body(1000)
+                .run(move || {
+                    taken.send(()).unwrap();
+                    gate.recv().ok()
+                })
+                .await
+        });
+        tokio::task::spawn_blocking(move || started.recv().unwrap())
+            .await
+            .unwrap();
+        // The large lane's queue (4 / 4 = 1) takes one more, then refuses.
+        let l = lanes.clone();
+        let queued = tokio::spawn(async move { l.for_body(1000).run(|| 1).await });
+        while lanes.for_body(1000).pending.load(Ordering::Acquire) < 2 {
+            tokio::task::yield_now().await;
+        }
+        let refused = lanes.for_body(1000).run(|| ()).await;
+        assert!(
+            matches!(refused, Err(PoolError::Saturated { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(lanes.for_body(100).run(|| 5).await, Ok(5));
+        release.send(()).unwrap();
+        assert_eq!(busy.await.unwrap(), Ok(Some(())));
+        assert_eq!(queued.await.unwrap(), Ok(1));
+    }
+
+    #[test]
+    fn zero_large_bytes_is_one_lane() {
+        let lanes = Lanes::new(1, 4, 0);
+        assert!(std::ptr::eq(lanes.for_body(10), lanes.for_body(10_000_000)));
     }
 }

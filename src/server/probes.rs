@@ -77,6 +77,10 @@ async fn metrics(State(state): State<AppState>) -> Response {
     if let Some(cert) = &state.cert {
         state.metrics.cert_days_left.set(cert.days_left());
     }
+    state.metrics.set_blocks(
+        state.inventory.snapshot().as_deref(),
+        jiff::Timestamp::now(),
+    );
     (
         [(
             header::CONTENT_TYPE,

@@ -135,3 +135,46 @@ pub fn watch_mark_keys(state: AppState, dir: PathBuf, every: Duration) {
         },
     );
 }
+
+/// Load the describe-capacity-reservations file into the inventory now, and again when
+/// its content changes. A file that cannot be read or parsed keeps the last good blocks
+/// (none at start) and is reported: an error log, `reservationsError` on /readyz and
+/// `trainplace_reservations_reloads_total{outcome="failure"}`.
+pub fn watch_reservations(state: AppState, file: PathBuf, every: Duration) {
+    let load = {
+        let state = state.clone();
+        let file = file.clone();
+        move || {
+            let error = match crate::inventory::reservations_file::load(&file) {
+                Ok(r) => {
+                    let blocks = r.len();
+                    if state.inventory.set_described(Arc::new(r)) {
+                        tracing::info!(file = %file.display(), blocks, "Capacity Blocks loaded");
+                        None
+                    } else {
+                        tracing::warn!(file = %file.display(), "Capacity Blocks read, but there is no cluster inventory to judge them with (--inventory off or no cluster)");
+                        Some("no cluster inventory: the blocks are not used".to_string())
+                    }
+                }
+                Err(error) => {
+                    tracing::error!(%error, "Capacity Block file rejected; keeping the last good blocks");
+                    Some(format!("{error} (keeping the last good blocks)"))
+                }
+            };
+            state
+                .metrics
+                .reservations_reloads
+                .get_or_create(&outcome(error.is_none()))
+                .inc();
+            state.detail.rcu(|d| {
+                let mut d = (**d).clone();
+                d.reservations = format!("{} (reloaded on change)", file.display());
+                d.reservations_error.clone_from(&error);
+                d
+            });
+        }
+    };
+    load();
+    let f = file.clone();
+    on_change(every, move || files_hash(&[&f]), load);
+}

@@ -121,6 +121,7 @@ async fn handle(
     let worker = state.clone();
     match state
         .pool
+        .for_body(bytes.len())
         .run(move || answer(&worker, endpoint, &bytes))
         .await
     {

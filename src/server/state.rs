@@ -8,7 +8,7 @@ use trainplace_engine::Limits;
 use trainplace_engine::{MarkKeys, Policy};
 
 use super::metrics::Metrics;
-use super::pool::ReviewPool;
+use super::pool::{DEFAULT_LARGE_REVIEW_BYTES, Lanes};
 use super::tls::CertStore;
 use crate::inventory::{InventorySource, NoCluster};
 
@@ -20,8 +20,9 @@ pub struct AppState {
     pub ready: Arc<AtomicBool>,
     /// What /readyz reports about where policy and certificate came from.
     pub detail: Arc<ArcSwap<Detail>>,
-    /// Where reviews run (a fixed set of review threads, bounded).
-    pub pool: Arc<ReviewPool>,
+    /// Where reviews run (fixed sets of review threads, bounded; large reviews in
+    /// their own lane).
+    pub pool: Arc<Lanes>,
     /// Per-review size limits.
     pub limits: Limits,
     /// The serving certificate (for its expiry on /metrics).
@@ -38,6 +39,12 @@ pub struct Detail {
     /// still serves. `None` once a reload succeeds.
     #[serde(rename = "policyError", skip_serializing_if = "Option::is_none")]
     pub policy_error: Option<String>,
+    /// The describe-capacity-reservations file, when one is given.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reservations: String,
+    /// Why that file's current content was rejected; the last good blocks still count.
+    #[serde(rename = "reservationsError", skip_serializing_if = "Option::is_none")]
+    pub reservations_error: Option<String>,
 }
 
 impl AppState {
@@ -48,7 +55,7 @@ impl AppState {
             inventory: Arc::new(NoCluster),
             ready: Arc::new(AtomicBool::new(false)),
             detail: Arc::new(ArcSwap::from_pointee(Detail::default())),
-            pool: Arc::new(ReviewPool::new(0, 64)),
+            pool: Arc::new(Lanes::new(0, 64, DEFAULT_LARGE_REVIEW_BYTES)),
             limits: Limits::default(),
             cert: None,
             marks: Arc::new(ArcSwapOption::empty()),

@@ -74,6 +74,7 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
         tls,
         policy_dir,
         mark_keys: None,
+        reservations: None,
         reload_interval: Duration::from_millis(100),
         shutdown_grace: Duration::from_secs(5),
         max_body: 4 * 1024 * 1024,
@@ -82,6 +83,7 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
         limits: Default::default(),
         review_concurrency: 0,
         review_queue: 64,
+        large_review_bytes: trainplace::server::pool::DEFAULT_LARGE_REVIEW_BYTES,
         deadlines: trainplace::server::config::Deadlines {
             header_read: Duration::from_secs(1),
             ..Default::default()

@@ -6,7 +6,7 @@ use serde_json::Value;
 use trainplace_engine::Policy;
 
 use crate::artifacts::{Artifact, artifacts};
-use crate::aws::{instance_types, offerings};
+use crate::aws::{instance_types, offerings, reservations};
 use crate::error::{InputError, InputSource};
 use crate::inventory::{KubectlNodesJson, NodeSource};
 use crate::recommend::{Facts, Recommendation, recommend};
@@ -18,6 +18,8 @@ pub struct RawFacts {
     pub offerings: Option<String>,
     pub instance_types: Option<String>,
     pub nodes: Option<String>,
+    /// `aws ec2 describe-capacity-reservations` output: blocks the account holds.
+    pub reservations: Option<String>,
 }
 
 impl RawFacts {
@@ -37,6 +39,11 @@ impl RawFacts {
                 .nodes
                 .as_ref()
                 .map(|t| KubectlNodesJson(t.clone()).nodes())
+                .transpose()?,
+            reservations: self
+                .reservations
+                .as_deref()
+                .map(reservations::parse_reservations)
                 .transpose()?,
         })
     }
@@ -127,7 +134,12 @@ pub fn request_from_value(v: Value) -> Result<AdviceRequest, InputError> {
 
 /// Keys of a JSON request body that carry documents rather than request fields. The
 /// cluster inventory is `clusterNodes`: `nodes` is the request's node count.
-pub const DOCUMENT_KEYS: [&str; 3] = ["offerings", "instanceTypes", "clusterNodes"];
+pub const DOCUMENT_KEYS: [&str; 4] = [
+    "offerings",
+    "instanceTypes",
+    "clusterNodes",
+    "existingReservations",
+];
 
 /// Split an HTTP body into the request and the embedded aws/kubectl documents.
 pub fn split_body(mut body: Value) -> Result<(AdviceRequest, RawFacts), InputError> {
@@ -143,6 +155,7 @@ pub fn split_body(mut body: Value) -> Result<(AdviceRequest, RawFacts), InputErr
         offerings: take("offerings"),
         instance_types: take("instanceTypes"),
         nodes: take("clusterNodes"),
+        reservations: take("existingReservations"),
     };
     Ok((request_from_value(body)?, facts))
 }

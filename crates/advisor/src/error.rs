@@ -11,6 +11,8 @@ pub enum InputSource {
     Offerings,
     InstanceTypes,
     Nodes,
+    /// `--existing-reservations` (describe-capacity-reservations).
+    Reservations,
 }
 
 /// One piece of bad input: where, what is wrong, and (when finite) what is allowed.
@@ -43,6 +45,7 @@ impl InputError {
             InputSource::Offerings => "offerings",
             InputSource::InstanceTypes => "instance types",
             InputSource::Nodes => "nodes",
+            InputSource::Reservations => "existing reservations",
         };
         Self {
             input: source,

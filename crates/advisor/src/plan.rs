@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::aws::instance_types::AwsInstanceType;
 use crate::aws::offerings::Offering;
+use crate::aws::reservations::HeldBlock;
 use crate::capacity::BlockPlan;
 use crate::inventory::NodeInfo;
 
@@ -15,6 +16,8 @@ pub struct Facts {
     pub offerings: Option<Vec<Offering>>,
     pub instance_types: Option<Vec<AwsInstanceType>>,
     pub nodes: Option<Vec<NodeInfo>>,
+    /// Capacity Blocks the account already holds (describe-capacity-reservations).
+    pub reservations: Option<Vec<HeldBlock>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -7,7 +7,9 @@ use trainplace_engine::{Catalog, InstanceProfile};
 use crate::aws::instance_types::disagreements;
 use crate::aws::offerings::Offering;
 use crate::bandwidth::{Bandwidth, bandwidth};
-use crate::capacity::{BlockChoice, BlockNeed, block_hours_for, block_sizes, choose_blocks};
+use crate::capacity::{
+    BlockChoice, BlockNeed, block_hours_for, block_sizes, choose_blocks, choose_held,
+};
 use crate::error::InputError;
 use crate::options::{CapacityOption, capacity_options};
 use crate::placement::{existing_capacity, other_offerings, pick_zone};
@@ -244,6 +246,43 @@ fn capacity_plan(
         warnings.push(warn::too_many_for_blocks(shape.nodes));
         return (CapacityPlan::OnDemand, None);
     }
+    let need = BlockNeed {
+        instance_type: &p.name,
+        region: &req.region,
+        nodes: shape.nodes,
+        job_hours: req.job_hours,
+        earliest_start: req.earliest_start,
+        latest_end: req.latest_end,
+        zones: &req.zones,
+        margin_minutes: 0,
+        now: req.now,
+    };
+    // A block the account already holds comes before buying one.
+    if let Some(held) = &facts.reservations {
+        match choose_held(held, &need) {
+            Ok(plan) => {
+                let ids: Vec<&str> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
+                reasons.push(format!(
+                    "nothing to buy: the account already holds Capacity Block(s) {} in {} ({} instances, usable from {} to {})",
+                    ids.join(" + "),
+                    plan.availability_zone,
+                    plan.instances,
+                    plan.start,
+                    plan.checkpoint_by
+                ));
+                warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
+                let zone = plan.availability_zone.clone();
+                return (
+                    CapacityPlan::CapacityBlock {
+                        block_hours,
+                        blocks: Some(plan),
+                    },
+                    Some(zone),
+                );
+            }
+            Err(why) => reasons.push(format!("{why}: buying one")),
+        }
+    }
     if let Some(start) = req.earliest_start {
         let buy_from = start - (crate::capacity::latest_buyable_start(req.now) - req.now);
         if start > crate::capacity::latest_buyable_start(req.now) {
@@ -262,17 +301,6 @@ fn capacity_plan(
             },
             None,
         );
-    };
-    let need = BlockNeed {
-        instance_type: &p.name,
-        region: &req.region,
-        nodes: shape.nodes,
-        job_hours: req.job_hours,
-        earliest_start: req.earliest_start,
-        latest_end: req.latest_end,
-        zones: &req.zones,
-        margin_minutes: 0,
-        now: req.now,
     };
     match choose_blocks(offers, &need) {
         BlockChoice::Fit(plan) => {

@@ -1,27 +1,45 @@
 //! Rule `capacity-block-ends`: a job that can only run on Capacity Block nodes must not
 //! be expected to outlive the block. A block ends at a fixed time and EC2 reclaims its
-//! instances 30 minutes before (see `reservations.rs`); whatever the job did since its
-//! last checkpoint is lost.
+//! instances 30 minutes before (see `reservations.rs`); Karpenter drains them and an EKS
+//! managed node group is scaled to 0 already 40 minutes before (see `block_nodes.rs`).
+//! Whatever the job did since its last checkpoint is lost.
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
-use crate::annotations::{EXPECTED_DURATION, LABEL_RESERVATION_ID};
+use crate::annotations::{EXPECTED_DURATION, LABEL_RESERVATION_ID, LABEL_ZONE};
+use crate::block_nodes::{
+    LABEL_EKS_CAPACITY_TYPE, LABEL_KARPENTER_CAPACITY_TYPE, LABEL_NODEGROUP, LABEL_NODEPOOL,
+    Provisioner,
+};
+use crate::classify::{Allowed, affinity_values};
 use crate::finding::{Finding, Rule};
 use crate::inventory::Snapshot;
-use crate::json::str_at;
+use crate::json::{items, str_at};
 use crate::podspec::PodView;
 use crate::policy::{Effective, Mode};
-use crate::reservations::{RECLAIM_BEFORE_END, Reservation};
+use crate::reservations::Reservation;
 
-/// Node labels that say "reserved capacity only" (Karpenter, EKS managed node groups).
-const RESERVED_ONLY: [(&str, &str); 2] = [
-    ("karpenter.sh/capacity-type", "reserved"),
-    ("eks.amazonaws.com/capacityType", "CAPACITY_BLOCK"),
+/// Node labels that say "Capacity Block nodes only", and who provisions such nodes.
+/// `karpenter.k8s.aws/capacity-reservation-type` is Karpenter's label for the kind of
+/// reservation (https://karpenter.sh/docs/reference/instance-types/, Karpenter >= 1.6).
+const BLOCK_ONLY: [(&str, &str, Provisioner); 3] = [
+    (
+        LABEL_KARPENTER_CAPACITY_TYPE,
+        "reserved",
+        Provisioner::Karpenter,
+    ),
+    (
+        "karpenter.k8s.aws/capacity-reservation-type",
+        "capacity-block",
+        Provisioner::Karpenter,
+    ),
+    (
+        LABEL_EKS_CAPACITY_TYPE,
+        "CAPACITY_BLOCK",
+        Provisioner::ManagedNodeGroup,
+    ),
 ];
-
-/// With no expected duration, warn only when the block ends this soon.
-const HORIZON: SignedDuration = SignedDuration::from_hours(24);
 
 pub(crate) struct BlockInput<'a> {
     pub view: &'a PodView<'a>,
@@ -32,22 +50,65 @@ pub(crate) struct BlockInput<'a> {
     pub now: Timestamp,
 }
 
-/// The block the pod can only land on: pinned by reservation id, or the one of its
-/// instance type that ends first when it asks for reserved capacity only.
-fn block<'a>(input: &BlockInput<'a>) -> Option<&'a Reservation> {
-    let selected = |key: &str| str_at(input.view.pod, &["spec", "nodeSelector", key]);
+/// The values a pod's required scheduling allows for a node label: its nodeSelector
+/// value, else the `In` values of its required node affinity. `None` when the label
+/// is not constrained to a list.
+fn allowed(pod: &Value, key: &str) -> Option<Vec<String>> {
+    if let Some(v) = str_at(pod, &["spec", "nodeSelector", key]) {
+        return Some(vec![v.to_string()]);
+    }
+    match affinity_values(pod, &[key])? {
+        Allowed::Values(v) if !v.is_empty() => Some(v),
+        _ => None,
+    }
+}
+
+/// The block, of those each allowed value leads to, whose pods stop first; `None`
+/// when any value may lead off Capacity Blocks.
+fn first_stopping<'r>(
+    values: &[String],
+    lookup: impl Fn(&str) -> Option<(&'r Reservation, Provisioner)>,
+) -> Option<(&'r Reservation, Provisioner)> {
+    let mut found = Vec::with_capacity(values.len());
+    for v in values {
+        found.push(lookup(v)?);
+    }
+    found
+        .into_iter()
+        .min_by_key(|(r, p)| r.end - p.stop_before_end())
+}
+
+/// The block the pod can only land on, and who provisions its nodes: pinned by
+/// reservation id; a NodePool or node group whose nodes are all block nodes; or
+/// reserved capacity only, then the block of its instance type that ends first.
+fn block<'a>(input: &BlockInput<'a>) -> Option<(&'a Reservation, Provisioner)> {
+    let pod = input.view.pod;
     let reservations = input.inventory.reservations();
-    if let Some(id) = selected(LABEL_RESERVATION_ID) {
-        return reservations.get(id);
+    if let Some(ids) = allowed(pod, LABEL_RESERVATION_ID) {
+        return first_stopping(&ids, |id| {
+            Some((reservations.get(id)?, Provisioner::Karpenter))
+        });
     }
-    let reserved_only = RESERVED_ONLY.iter().any(|(k, v)| selected(k) == Some(*v));
-    if !reserved_only {
-        return None;
+    for key in [LABEL_NODEPOOL, LABEL_NODEGROUP] {
+        if let Some(pools) = allowed(pod, key) {
+            let nodes = input.inventory.block_nodes();
+            if let Some(found) = first_stopping(&pools, |p| {
+                nodes.pool_block(&format!("{key}={p}"), reservations)
+            }) {
+                return Some(found);
+            }
+        }
     }
-    reservations.first_ending(
-        input.instance_type?,
-        selected(crate::annotations::LABEL_ZONE),
-    )
+    // Only that value allowed: `In [reserved, on-demand]` may land elsewhere.
+    let provisioner = BLOCK_ONLY.iter().find_map(|(k, v, p)| {
+        allowed(pod, k)
+            .is_some_and(|vals| vals == [*v])
+            .then_some(*p)
+    })?;
+    let zone = allowed(pod, LABEL_ZONE).filter(|z| z.len() == 1);
+    let block =
+        reservations.first_ending(input.instance_type?, zone.as_ref().map(|z| z[0].as_str()))?;
+    Some((block, provisioner))
 }
 
 /// How long the job expects to run, and where that came from.
@@ -86,6 +147,17 @@ fn expected(input: &BlockInput<'_>) -> Result<Option<(SignedDuration, String)>, 
             return Ok(Some((SignedDuration::from_secs(s), format!("{what}: {s}"))));
         }
     }
+    // A JobSet's deadlines sit on its child Jobs: the longest one bounds the run.
+    let jobset = items(input.object, &["spec", "replicatedJobs"])
+        .iter()
+        .filter_map(|r| r.pointer("/template/spec/activeDeadlineSeconds")?.as_i64())
+        .max();
+    if let Some(s) = jobset {
+        return Ok(Some((
+            SignedDuration::from_secs(s),
+            format!("replicatedJobs[].template.spec.activeDeadlineSeconds: {s}"),
+        )));
+    }
     Ok(None)
 }
 
@@ -98,13 +170,21 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
     if mode == Mode::Off {
         return;
     }
-    let Some(block) = block(input) else { return };
+    let Some((block, provisioner)) = block(input) else {
+        return;
+    };
     let site = input.view.base.clone();
-    let reclaim = block.reclaim_at();
+    let stop_before = provisioner.stop_before_end();
+    let reclaim = block.end - stop_before;
     let left = reclaim.duration_since(input.now);
     let on = format!(
-        "the job can only run on Capacity Block {} ({}, {}), which ends {}; EC2 starts terminating its instances at {}",
-        block.id, block.instance_type, block.zone, block.end, reclaim
+        "the job can only run on Capacity Block {} ({}, {}), which ends {}; {} at {}",
+        block.id,
+        block.instance_type,
+        block.zone,
+        block.end,
+        provisioner.stopper(),
+        reclaim
     );
     let finding = |found: String, fix: String| Finding {
         rule: Rule::CapacityBlockEnds,
@@ -116,7 +196,7 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
     };
     if block.expiring() || left <= SignedDuration::ZERO {
         out.push(finding(
-            format!("{on}: the block is already in its reclaim window, so new pods will not run to completion."),
+            format!("{on}: its nodes are already being drained or reclaimed, so new pods will not run to completion."),
             "submit onto a later block or other capacity.".into(),
         ));
         return;
@@ -127,7 +207,7 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
             format!("write {EXPECTED_DURATION} as a duration such as 36h."),
         )),
         Ok(Some((run, source))) if run > left => {
-            let needed = input.now + run + RECLAIM_BEFORE_END;
+            let needed = input.now + run + stop_before;
             out.push(finding(
                 format!(
                     "{on}, {} from now, but the job expects to run {} ({source}).",
@@ -141,7 +221,7 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
             ));
         }
         Ok(Some(_)) => {}
-        Ok(None) if left < HORIZON => out.push(finding(
+        Ok(None) if left < input.eff.capacity_block_horizon() => out.push(finding(
             format!(
                 "{on}, {} from now, and the job states no expected run time.",
                 hours(left)

@@ -304,14 +304,14 @@ fn domain_target<'c>(catalog: &'c Catalog, inventory: Option<&'c Snapshot>) -> O
 
 /// What required node affinity allows for a label: a finite list, or anything.
 #[derive(Debug, PartialEq)]
-enum Allowed {
+pub(crate) enum Allowed {
     Values(Vec<String>),
     Unbounded(String),
 }
 
 /// Combine the required node selector terms (ORed) for `keys`. `None` when no term
 /// constrains the key at all.
-fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
+pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
     let terms = items(
         pod,
         &[

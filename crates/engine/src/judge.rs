@@ -262,7 +262,7 @@ fn not_in_cluster(shape: &Shape<'_>, ctx: &Ctx<'_, '_>, site: &str, verdict: &mu
         return;
     };
     let mode = ctx.eff.mode_unknown_instance_type();
-    if inv.has_type(&inst.name) || mode == Mode::Off {
+    if !inv.nodes_listed() || inv.has_type(&inst.name) || mode == Mode::Off {
         return;
     }
     let have: Vec<String> = inv.types.keys().cloned().collect();

@@ -11,7 +11,8 @@
 //!   [`InstanceProfile`]s; [`Requester`]: who asks, where, with which [`Snapshot`] of
 //!   the cluster.
 //! - [`MarkKeys`]: the webhook's keys for signed admission marks; [`Reservations`]:
-//!   Capacity Blocks, read into the [`Snapshot`].
+//!   Capacity Blocks, read into the [`Snapshot`]; [`BlockNodes`]: the nodes on them;
+//!   [`ending_within`]: running jobs on blocks that end soon.
 //! - [`annotations`]: the public annotation and label names.
 //! - [`Claims`]: DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains that
 //!   pods' `resourceClaims` are counted through (input files, or the [`Snapshot`]).
@@ -21,12 +22,15 @@
 mod admission;
 pub mod annotations;
 pub mod bandwidth;
+mod block_nodes;
 mod capacity_block;
 mod catalog;
 mod classify;
+pub mod cluster_objects;
 mod dra;
 mod edit;
 mod efa_source;
+mod ending;
 mod engine;
 mod error;
 mod finding;
@@ -51,8 +55,10 @@ mod workload;
 mod yaml;
 
 pub use admission::{Endpoint, Outcome, Reviewed, review, review_with};
+pub use block_nodes::{BlockNode, BlockNodes, Provisioner};
 pub use catalog::{Catalog, InstanceProfile, Rdma};
 pub use dra::Claims;
+pub use ending::{EndingJob, ending_within};
 pub use engine::{evaluate, evaluate_owned};
 pub use error::{ObjectError, PolicyError};
 pub use finding::{Finding, Rule};

@@ -115,6 +115,24 @@ impl Reservations {
         );
     }
 
+    /// Add the blocks of another source (the server's describe-capacity-reservations
+    /// file on top of the watched EC2NodeClasses). A block Karpenter already calls
+    /// `expiring` stays so: EC2's describe output still says `active` then.
+    pub fn extend(&mut self, other: &Reservations) {
+        for r in other.iter() {
+            match self.by_id.get(&r.id) {
+                Some(have) if have.expiring() => {}
+                _ => {
+                    self.by_id.insert(r.id.clone(), r.clone());
+                }
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
     pub fn get(&self, id: &str) -> Option<&Reservation> {
         self.by_id.get(id)
     }

@@ -67,11 +67,18 @@ pub fn script(rec: &Recommendation) -> String {
             block_hours,
             blocks,
         } => {
+            let held = blocks
+                .as_ref()
+                .is_some_and(|p| p.offerings.iter().all(|o| o.held));
             let counts: Vec<u32> = match blocks {
+                // Held blocks: nothing to list or buy.
+                Some(_) if held => Vec::new(),
                 Some(plan) => plan.offerings.iter().map(|o| o.instance_count).collect(),
                 None => block_sizes(rec.shape.nodes).unwrap_or_default(),
             };
-            out.push("# {STEP} Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());
+            if !held {
+                out.push("# {STEP} Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());
+            }
             let range = date_range(rec);
             let mut seen = Vec::new();
             let listing = blocks.is_none();
@@ -95,6 +102,18 @@ pub fn script(rec: &Recommendation) -> String {
             }
             out.push(String::new());
             match blocks {
+                Some(plan) if held => {
+                    let ids: Vec<&str> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
+                    out.push(format!(
+                        "# {{STEP}} Nothing to buy: the account already holds {} in {}; eksctl-cluster.yaml targets it.",
+                        ids.join(" + "),
+                        plan.availability_zone
+                    ));
+                    out.push(format!(
+                        "aws ec2 describe-capacity-reservations --region \"$REGION\" --capacity-reservation-ids {} --query 'CapacityReservations[].[CapacityReservationId,State,StartDate,EndDate]' --output text",
+                        ids.join(" ")
+                    ));
+                }
                 Some(plan) => {
                     out.push(format!("# {{STEP}} Buy the chosen block(s) in {} (upfront ${:.2}), tagged for Karpenter.", plan.availability_zone, plan.total_fee_usd));
                     let tag = format!(

@@ -38,8 +38,15 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
             .enumerate()
             .map(|(i, o)| {
                 let mut ng = nodegroup(rec, &format!("{base}-cb{}", i + 1), o.instance_count);
+                // A block the account holds has its id already; a bought one gets
+                // it from aws-cli.sh.
+                let id = if o.held {
+                    o.id.clone()
+                } else {
+                    reservation_placeholder(&o.id)
+                };
                 ng["capacityReservation"] = json!({"capacityReservationTarget": {
-                    "capacityReservationID": reservation_placeholder(&o.id)}});
+                    "capacityReservationID": id}});
                 ng["instanceMarketOptions"] = json!({"marketType": "capacity-block"});
                 ng
             })

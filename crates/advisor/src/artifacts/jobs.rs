@@ -2,6 +2,8 @@
 
 use serde_json::{Value, json};
 
+use trainplace_engine::annotations::EXPECTED_DURATION;
+
 use super::pod::{MASTER_PORT, PodParts};
 use crate::request::Framework;
 
@@ -17,8 +19,11 @@ pub fn job(parts: &PodParts<'_>, framework: Framework) -> Value {
     }
 }
 
+/// The job's name and namespace, and how long it runs: the webhook's
+/// `capacity-block-ends` rule checks that against the block it lands on.
 fn meta(parts: &PodParts<'_>) -> Value {
-    json!({"name": parts.job(), "namespace": parts.rec.request.names.namespace})
+    json!({"name": parts.job(), "namespace": parts.rec.request.names.namespace,
+        "annotations": {EXPECTED_DURATION: format!("{}h", parts.rec.request.job_hours)}})
 }
 
 fn nproc(parts: &PodParts<'_>) -> u32 {
@@ -167,12 +172,17 @@ pub fn mpi_object(parts: &PodParts<'_>, name: &str, image: &str, launch: &[&str]
     }
     command.extend(launch.iter().skip(1).map(|s| s.to_string()));
     let launch = command;
+    let mut meta = json!({"name": name, "namespace": parts.rec.request.names.namespace});
+    if name == parts.job() {
+        meta["annotations"] =
+            json!({EXPECTED_DURATION: format!("{}h", parts.rec.request.job_hours)});
+    }
     let worker =
         parts.template(parts.device_container("worker", image, &["/usr/sbin/sshd", "-De"], &[]));
     json!({
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
-        "metadata": {"name": name, "namespace": parts.rec.request.names.namespace},
+        "metadata": meta,
         "spec": {
             "slotsPerWorker": nproc(parts),
             "runPolicy": {"cleanPodPolicy": "Running"},

@@ -46,6 +46,14 @@ pub fn node_class(rec: &Recommendation) -> Value {
         "instanceStorePolicy": "RAID0",
     });
     match &rec.capacity {
+        CapacityPlan::CapacityBlock {
+            blocks: Some(plan), ..
+        } if plan.offerings.iter().all(|o| o.held) => {
+            // Blocks the account already holds: selected by id (they carry no tag of ours).
+            let ids: Vec<serde_json::Value> =
+                plan.offerings.iter().map(|o| json!({"id": o.id})).collect();
+            spec["capacityReservationSelectorTerms"] = json!(ids);
+        }
         CapacityPlan::CapacityBlock { .. } => {
             spec["capacityReservationSelectorTerms"] =
                 json!([{"tags": {RESERVATION_TAG: reservation_tag_value(rec)}}]);

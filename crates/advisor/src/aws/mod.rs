@@ -1,8 +1,10 @@
-//! Real AWS data as the aws CLI prints it: Capacity Block offerings and instance types.
+//! Real AWS data as the aws CLI prints it: Capacity Block offerings, the account's
+//! capacity reservations and instance types.
 //! Parsed field by field so a malformed document names the entry and the field.
 
 pub mod instance_types;
 pub mod offerings;
+pub mod reservations;
 
 use serde_json::Value;
 

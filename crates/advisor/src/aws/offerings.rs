@@ -22,6 +22,10 @@ pub struct Offering {
     /// Parsed from the CLI's string `UpfrontFee`.
     pub upfront_fee: f64,
     pub currency: String,
+    /// A block the account already holds (`--existing-reservations`): `id` is its
+    /// reservation id, there is nothing to buy and no fee to pay.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 impl Offering {
@@ -96,6 +100,7 @@ fn one(e: &Entry<'_>) -> Result<Offering, InputError> {
         duration_hours,
         upfront_fee,
         currency: e.str("CurrencyCode")?.to_string(),
+        held: false,
     })
 }
 

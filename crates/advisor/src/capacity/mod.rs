@@ -298,5 +298,8 @@ fn plan(set: Vec<&Offering>) -> BlockPlan {
     }
 }
 
+mod held;
+pub use held::choose_held;
+
 #[cfg(test)]
 mod tests;

@@ -18,6 +18,7 @@ fn o(id: &str, az: &str, count: u32, day: i64, hours: u32, fee: f64) -> Offering
         duration_hours: hours,
         upfront_fee: fee,
         currency: "USD".to_string(),
+        held: false,
     }
 }
 

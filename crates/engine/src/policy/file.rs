@@ -50,6 +50,10 @@ pub struct Defaults {
     /// resource (the pod would stay Pending) and says how to claim EFA instead.
     /// https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
     pub efa_through_dra: Option<bool>,
+    /// Rule `capacity-block-ends` on a job that states no expected run time: report
+    /// only a block whose pods stop within this long (a duration, e.g. `24h`; the
+    /// default).
+    pub capacity_block_horizon: Option<String>,
 }
 
 /// Rule modes. Keys are camelCase like every other key; the kebab-case spelling of
@@ -213,6 +217,7 @@ impl PolicyFile {
         keep(&mut d.shm_size, &b.shm_size);
         keep(&mut d.node_pools, &b.node_pools);
         keep(&mut d.efa_through_dra, &b.efa_through_dra);
+        keep(&mut d.capacity_block_horizon, &b.capacity_block_horizon);
         let (r, b) = (&mut self.rules, &base.rules);
         keep(&mut r.partial_node, &b.partial_node);
         keep(&mut r.multi_az, &b.multi_az);

@@ -98,6 +98,15 @@ impl Effective<'_> {
     pub fn mode_capacity_block_ends(&self) -> Mode {
         self.modes.capacity_block_ends.unwrap_or(Mode::Warn)
     }
+    /// How soon a block must stop a job that states no run time for a finding
+    /// (`defaults.capacityBlockHorizon`, validated at load; default 24 h).
+    pub fn capacity_block_horizon(&self) -> jiff::SignedDuration {
+        self.defaults
+            .capacity_block_horizon
+            .as_deref()
+            .and_then(|h| h.trim().parse().ok())
+            .unwrap_or(jiff::SignedDuration::from_hours(24))
+    }
     /// Whether a mutation is on; every mutation defaults to on.
     pub fn on(&self, pick: impl Fn(&Mutations) -> Option<bool>) -> bool {
         pick(&self.mutations).unwrap_or(true)
@@ -237,6 +246,14 @@ impl Policy {
                 crate::quantity::parse_bytes(s)
                     .map_err(|e| invalid(origin, format!("{at}defaults.shmSize: {e}")))?;
             }
+            if let Some(h) = &d.capacity_block_horizon {
+                h.trim().parse::<jiff::SignedDuration>().map_err(|e| {
+                    invalid(
+                        origin,
+                        format!("{at}defaults.capacityBlockHorizon {h:?} is not a duration (write e.g. 24h): {e}"),
+                    )
+                })?;
+            }
             if let Some(v) = &d.aws_ofi_nccl_version {
                 semver::Version::parse(v).map_err(|e| {
                     invalid(origin, format!("{at}defaults.awsOfiNcclVersion {v:?}: {e}"))
@@ -354,6 +371,10 @@ impl Policy {
             );
             merge_opt(&mut defaults.node_pools, &ns.defaults.node_pools);
             merge_opt(&mut defaults.efa_through_dra, &ns.defaults.efa_through_dra);
+            merge_opt(
+                &mut defaults.capacity_block_horizon,
+                &ns.defaults.capacity_block_horizon,
+            );
             merge_opt(&mut modes.partial_node, &ns.rules.partial_node);
             merge_opt(&mut modes.multi_az, &ns.rules.multi_az);
             merge_opt(

@@ -1,0 +1,328 @@
+//! Inventory at cluster scale: a synthetic cluster of 5,000 GPU nodes and 100,000 pods
+//! of 1,000 training jobs, fed through the live inventory's own caches (the watch's
+//! slimming step, the reflector store, `Caches::snapshot`), as a watch would deliver it.
+//! Measures the snapshot rebuild time, the process's memory, and the latency of
+//! reviews (a ~10 KB training pod judged against the snapshot) without and with churn
+//! (one pod changed per ms and the snapshot rebuilt once a second, as the server does).
+//!
+//!   cargo run --release --example inventory_scale
+//!   NODES=5000 PODS=100000 JOBS=1000 SECS=10 cargo run --release --example inventory_scale
+//!
+//! Only the Kubernetes API server is missing: the objects are applied to the stores
+//! with `Writer::apply_watcher_event`, which is what the reflector does with a watch.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use std::sync::RwLock;
+
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::watcher::Event;
+use serde_json::{Value, json};
+use trainplace::inventory::live::{Caches, slim_namespace, slim_node};
+use trainplace::inventory::pods::{PodIndex, PodPlacement};
+use trainplace_engine::{Endpoint, Policy, Snapshot, review};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const POD: &str = include_str!("../tests/fixtures/bench/training-pod-10k.json");
+const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// VmRSS and VmHWM (peak) of this process, in MiB.
+fn memory() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (kib("VmRSS:") / 1024.0, kib("VmHWM:") / 1024.0)
+}
+
+/// A p5.48xlarge node as the API server sends it: labels, capacity, conditions and
+/// the image list a GPU node accumulates.
+fn node(i: usize) -> Node {
+    let images: Vec<Value> = (0..40)
+        .map(|k| {
+            json!({"names": [format!("public.ecr.aws/example/image-{k}@sha256:{:064x}", k * 7919 + i),
+                              format!("public.ecr.aws/example/image-{k}:v{k}")],
+                   "sizeBytes": 1_000_000_000u64 + k as u64})
+        })
+        .collect();
+    let v = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": format!("ip-10-0-{}-{}.ec2.internal", i / 250, i % 250),
+            "uid": format!("node-uid-{i}"), "resourceVersion": format!("{}", 1000 + i),
+            "labels": {
+                "node.kubernetes.io/instance-type": "p5.48xlarge",
+                "topology.kubernetes.io/zone": ZONES[i % 3],
+                "topology.kubernetes.io/region": "us-east-1",
+                "eks.amazonaws.com/nodegroup": format!("p5-{}", ZONES[i % 3]),
+                "eks.amazonaws.com/capacityType": "ON_DEMAND",
+                "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
+                "kubernetes.io/hostname": format!("ip-10-0-{}-{}", i / 250, i % 250),
+                "nvidia.com/gpu.present": "true", "vpc.amazonaws.com/efa.present": "true"},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+        "spec": {"providerID": format!("aws:///{}/i-{i:017x}", ZONES[i % 3]),
+            "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]},
+        "status": {
+            "allocatable": {"cpu": "191450m", "memory": "2027323820Ki", "nvidia.com/gpu": "8",
+                "vpc.amazonaws.com/efa": "32", "pods": "100", "hugepages-2Mi": "5192Mi"},
+            "capacity": {"cpu": "192", "memory": "2047741932Ki", "nvidia.com/gpu": "8",
+                "vpc.amazonaws.com/efa": "32", "pods": "100"},
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "message": "kubelet is posting ready status",
+                 "lastHeartbeatTime": "2026-11-22T10:00:00Z", "lastTransitionTime": "2026-11-01T10:00:00Z"},
+                {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+                 "message": "kubelet has sufficient memory available",
+                 "lastHeartbeatTime": "2026-11-22T10:00:00Z", "lastTransitionTime": "2026-11-01T10:00:00Z"}],
+            "images": images,
+            "nodeInfo": {"architecture": "amd64", "bootID": "b", "containerRuntimeVersion": "containerd://1.7.27",
+                "kernelVersion": "6.1.0", "kubeProxyVersion": "v1.33.0", "kubeletVersion": "v1.33.0",
+                "machineID": "m", "operatingSystem": "linux", "osImage": "Amazon Linux 2023", "systemUUID": "s"}}
+    });
+    serde_json::from_value(v).expect("node")
+}
+
+/// Pod `p` of job `j`, from the ~10 KB JobSet training pod, bound to a node in the
+/// job's zone (`shift` moves it to another node of that zone), decoded from its JSON
+/// text as the watch decodes it.
+fn pod(template: &Value, j: usize, p: usize, nodes: usize, shift: usize) -> PodPlacement {
+    let mut v = template.clone();
+    let job = format!("job-{j}");
+    v["metadata"]["name"] = json!(format!("{job}-node-0-{p}-abcde"));
+    v["metadata"]["namespace"] = json!(format!("team-{}", j % 20));
+    v["metadata"]["uid"] = json!(format!("pod-{j}-{p}"));
+    let labels = &mut v["metadata"]["labels"];
+    labels["jobset.sigs.k8s.io/jobset-name"] = json!(job);
+    labels["batch.kubernetes.io/job-name"] = json!(format!("{job}-node-0"));
+    labels["batch.kubernetes.io/job-completion-index"] = json!(p.to_string());
+    // Nodes of zone z are those with i % 3 == z; a job stays in one zone.
+    let zone = j % 3;
+    let node = ((j * 97 + p + shift) % (nodes / 3).max(1)) * 3 + zone;
+    v["spec"]["nodeName"] = json!(format!(
+        "ip-10-0-{}-{}.ec2.internal",
+        node / 250,
+        node % 250
+    ));
+    let text = serde_json::to_vec(&v).expect("pod text");
+    serde_json::from_slice(&text).expect("pod")
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Judge the training pod against the newest snapshot for `secs`, one review after
+/// another; per-review latencies, sorted.
+fn reviews(current: &ArcSwap<Snapshot>, policy: &Policy, body: &Value, secs: u64) -> Vec<Duration> {
+    let mut lat = Vec::new();
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        let snap = current.load_full();
+        let start = Instant::now();
+        let r = review(body.clone(), Endpoint::Mutate, policy, Some(&snap), None);
+        lat.push(start.elapsed());
+        assert!(r.body.is_ok(), "review failed");
+    }
+    lat.sort();
+    lat
+}
+
+fn main() {
+    let (n_nodes, n_pods, n_jobs, secs) = (
+        env("NODES", 5_000),
+        env("PODS", 100_000),
+        env("JOBS", 1_000),
+        env("SECS", 10) as u64,
+    );
+    let (rss0, _) = memory();
+    let store_of = |g: &str, v: &str, k: &str, plural: &str| {
+        Writer::<DynamicObject>::new(ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(g, v, k),
+            plural,
+        ))
+    };
+    let mut node_w = Writer::<Node>::default();
+    let mut pods = PodIndex::default();
+    let mut ns_w = Writer::<Namespace>::default();
+    let jobs_w = store_of("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs");
+    let classes_w = store_of("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses");
+
+    // What the watch delivers goes through the watch's slimming step, then the store.
+    let t = Instant::now();
+    for i in 0..n_nodes {
+        let mut n = node(i);
+        slim_node(&mut n);
+        node_w.apply_watcher_event(&Event::Apply(n));
+    }
+    for i in 0..20 {
+        let mut ns: Namespace = serde_json::from_value(json!({"metadata": {
+            "name": format!("team-{i}"), "labels": {"kubernetes.io/metadata.name": format!("team-{i}"),
+            "pod-security.kubernetes.io/enforce": "privileged"}}}))
+        .expect("namespace");
+        slim_namespace(&mut ns);
+        ns_w.apply_watcher_event(&Event::Apply(ns));
+    }
+    let template: Value = serde_json::from_str(POD).expect("pod fixture");
+    let per_job = n_pods.div_ceil(n_jobs);
+    for i in 0..n_pods {
+        pods.apply(&Event::Apply(pod(
+            &template,
+            i / per_job,
+            i % per_job,
+            n_nodes,
+            0,
+        )));
+    }
+    let load = t.elapsed();
+    let caches = Caches {
+        nodes: node_w.as_reader(),
+        namespaces: ns_w.as_reader(),
+        pods: vec![Arc::new(RwLock::new(pods))],
+        jobs: jobs_w.as_reader(),
+        node_classes: classes_w.as_reader(),
+        dra: Vec::new(),
+    };
+    let (rss_loaded, _) = memory();
+
+    let mut rebuilds = Vec::new();
+    let mut snap = caches.snapshot();
+    for _ in 0..20 {
+        let t = Instant::now();
+        snap = caches.snapshot();
+        rebuilds.push(t.elapsed());
+    }
+    rebuilds.sort();
+    let jobs_seen = (0..n_jobs)
+        .filter(|j| {
+            snap.sibling_zones(
+                &format!("team-{}", j % 20),
+                "jobset.sigs.k8s.io/jobset-name",
+                &format!("job-{j}"),
+            )
+            .is_some_and(|z| z.len() == 1)
+        })
+        .count();
+    assert_eq!(jobs_seen, n_jobs, "every job is seen in exactly one zone");
+    let (rss_built, _) = memory();
+
+    let policy = Policy::embedded();
+    let body = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "team-1", "operation": "CREATE",
+            "userInfo": {"username": "a", "groups": ["system:authenticated"]},
+            "object": template}
+    });
+    let current = Arc::new(ArcSwap::from_pointee(snap));
+    let quiet = reviews(&current, &policy, &body, secs);
+
+    // Churn: one pod changed per ms (rebound to another node), the snapshot rebuilt
+    // once a second, while the same reviews run.
+    let stop = Arc::new(AtomicBool::new(false));
+    let caches = Arc::new(caches);
+    let churn = {
+        let stop = stop.clone();
+        let template = template.clone();
+        let index = caches.pods[0].clone();
+        std::thread::spawn(move || {
+            let mut changed = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                // Pod i moves to another node of its job's zone.
+                let i = changed % n_pods;
+                let moved = pod(
+                    &template,
+                    i / per_job,
+                    i % per_job,
+                    n_nodes,
+                    1 + changed / n_pods,
+                );
+                index
+                    .write()
+                    .expect("pod index")
+                    .apply(&Event::Apply(moved));
+                changed += 1;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            changed
+        })
+    };
+    let rebuilder = {
+        let (stop, caches, current) = (stop.clone(), caches.clone(), current.clone());
+        std::thread::spawn(move || {
+            let mut times = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+                let t = Instant::now();
+                current.store(Arc::new(caches.snapshot()));
+                times.push(t.elapsed());
+            }
+            times
+        })
+    };
+    let busy = reviews(&current, &policy, &body, secs);
+    stop.store(true, Ordering::Relaxed);
+    let changed = churn.join().expect("churn thread");
+    let mut churn_rebuilds = rebuilder.join().expect("rebuild thread");
+    churn_rebuilds.sort();
+    let (rss_end, hwm) = memory();
+
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "cluster: {n_nodes} nodes, {n_pods} pods in {n_jobs} jobs (loaded into the caches in {:.1} s)",
+        load.as_secs_f64()
+    );
+    println!(
+        "snapshot rebuild: min {:.1} ms, median {:.1} ms, max {:.1} ms (20 rebuilds, quiet)",
+        ms(rebuilds[0]),
+        ms(percentile(&rebuilds, 0.5)),
+        ms(rebuilds[rebuilds.len() - 1])
+    );
+    println!(
+        "snapshot rebuild under churn: median {:.1} ms, max {:.1} ms ({} rebuilds)",
+        ms(percentile(&churn_rebuilds, 0.5)),
+        ms(churn_rebuilds.last().copied().unwrap_or_default()),
+        churn_rebuilds.len()
+    );
+    println!(
+        "RSS: start {rss0:.1} MiB, caches loaded {rss_loaded:.1} MiB, snapshot built {rss_built:.1} MiB, end {rss_end:.1} MiB, peak {hwm:.1} MiB"
+    );
+    let line = |name: &str, l: &[Duration]| {
+        println!(
+            "reviews {name}: {} in {secs} s, p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+            l.len(),
+            us(percentile(l, 0.5)),
+            us(percentile(l, 0.99)),
+            us(l[l.len() - 1])
+        )
+    };
+    line("without churn", &quiet);
+    line(&format!("with churn ({changed} pod changes)"), &busy);
+    println!(
+        "p99 with churn / without: {:.2}",
+        us(percentile(&busy, 0.99)) / us(percentile(&quiet, 0.99))
+    );
+}
