@@ -202,6 +202,22 @@ fn main() {
         pods: vec![Arc::new(RwLock::new(pods))],
         jobs: jobs_w.as_reader(),
         node_classes: classes_w.as_reader(),
+        runtimes: [
+            store_of(
+                "trainer.kubeflow.org",
+                "v1alpha1",
+                "TrainingRuntime",
+                "trainingruntimes",
+            )
+            .as_reader(),
+            store_of(
+                "trainer.kubeflow.org",
+                "v1alpha1",
+                "ClusterTrainingRuntime",
+                "clustertrainingruntimes",
+            )
+            .as_reader(),
+        ],
         dra: Vec::new(),
     };
     let (rss_loaded, _) = memory();

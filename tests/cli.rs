@@ -396,3 +396,42 @@ fn mutate_stdout_never_carries_a_denied_object() {
         text(&denied_only.stderr)
     );
 }
+
+/// `--cluster DIR` reads the Trainer runtimes there (trainingruntimes.json,
+/// clustertrainingruntimes.json): a TrainJob of 4 x 1 GPU that names a p5 runtime is
+/// denied with the runtime's instance type; without the directory it is not.
+#[test]
+fn cluster_dir_runtimes_are_read_for_trainjobs() {
+    let job = b"apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: llama, namespace: ml}
+spec:
+  runtimeRef: {name: torch-distributed-p5}
+  trainer:
+    numNodes: 4
+    resourcesPerNode:
+      limits: {nvidia.com/gpu: 1}
+      requests: {nvidia.com/gpu: 1}
+";
+    let with = run(
+        &[
+            "check",
+            "-f",
+            "-",
+            "--cluster",
+            "tests/fixtures/cluster/eks-p5-runtimes",
+        ],
+        Some(job),
+    );
+    let out = text(&with.stdout);
+    assert_eq!(with.status.code(), Some(1), "{out}{}", text(&with.stderr));
+    assert!(out.contains("4 pods x 1 GPU on p5.48xlarge"), "{out}");
+    assert!(
+        out.contains(
+            "judged with the node template of ClusterTrainingRuntime torch-distributed-p5"
+        ),
+        "{out}"
+    );
+    let without = run(&["check", "-f", "-"], Some(job));
+    assert_eq!(without.status.code(), Some(0), "{}", text(&without.stdout));
+}

@@ -169,7 +169,14 @@ fn assert_rules(name: &str, rules: &Value) {
     let mut seen = BTreeSet::new();
     for rule in rules.as_array().unwrap() {
         let ops = &rule["operations"];
-        assert_eq!(rule["scope"], "Namespaced", "{name}: {rule}");
+        // Only the cluster-scoped ClusterTrainingRuntime has a Cluster rule.
+        let cluster_scoped = rule["resources"] == json!(["clustertrainingruntimes"]);
+        let scope = if cluster_scoped {
+            "Cluster"
+        } else {
+            "Namespaced"
+        };
+        assert_eq!(rule["scope"], scope, "{name}: {rule}");
         for group in rule["apiGroups"].as_array().unwrap() {
             for resource in rule["resources"].as_array().unwrap() {
                 let (g, r) = (group.as_str().unwrap(), resource.as_str().unwrap());
@@ -193,6 +200,14 @@ fn assert_rules(name: &str, rules: &Value) {
         "kubeflow.org/mpijobs",
         "trainer.kubeflow.org/trainjobs",
         "leaderworkerset.x-k8s.io/leaderworkersets",
+        "kubeflow.org/paddlejobs",
+        "trainer.kubeflow.org/trainingruntimes",
+        "trainer.kubeflow.org/clustertrainingruntimes",
+        "ray.io/rayclusters",
+        "ray.io/rayjobs",
+        "ray.io/rayservices",
+        "batch.volcano.sh/jobs",
+        "sagemaker.amazonaws.com/hyperpodpytorchjobs",
         // kubectl scale / autoscalers: judged at the new size (the mutating endpoint
         // answers a Scale without a patch).
         "kubeflow.org/pytorchjobs/scale",
@@ -404,6 +419,7 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
         json!([
             {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainingruntimes", "clustertrainingruntimes"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates", "resourceclaims"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["resource.nvidia.com"], "resources": ["computedomains"], "verbs": ["get", "list", "watch"]}

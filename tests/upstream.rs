@@ -18,7 +18,15 @@ fn root() -> &'static Path {
 }
 
 /// Files that are not meant to be applied as they are, and why.
-const NOT_APPLICABLE_AS_IS: [(&str, &str); 6] = [
+const NOT_APPLICABLE_AS_IS: [(&str, &str); 8] = [
+    (
+        "aws/pytorch/FSDP/llama3_1_8b-fsdp-hpto.yaml",
+        "replicas: $NUM_NODES (envsubst template)",
+    ),
+    (
+        "aws/pytorch/verl/rlvr/setup/raycluster.yaml",
+        "replicas: PLACEHOLDER_NUM_NODES (sed template)",
+    ),
     (
         "aws/pytorch/FSDP/llama2_7b-fsdp.yaml",
         "replicas: $NUM_NODES (envsubst template)",
@@ -65,7 +73,7 @@ fn manifests() -> Vec<PathBuf> {
 #[test]
 fn every_upstream_manifest_is_judged_without_input_errors() {
     let files = manifests();
-    assert!(files.len() >= 40, "only {} upstream manifests", files.len());
+    assert!(files.len() >= 50, "only {} upstream manifests", files.len());
     let mut objects = 0;
     for path in &files {
         let rel = path
@@ -101,7 +109,7 @@ fn every_upstream_manifest_is_judged_without_input_errors() {
             );
         }
     }
-    assert!(objects > 2 * 45, "{objects} objects judged");
+    assert!(objects > 2 * 55, "{objects} objects judged");
 }
 
 /// What kubectl reads from `path` (`kubectl label --local`, no cluster needed).
@@ -185,4 +193,73 @@ fn mutation_never_makes_a_valid_core_object_invalid() {
         was_invalid.len() < before.len(),
         "the schema check rejects everything: {was_invalid:?}"
     );
+}
+
+/// The Ray, Volcano, HyperPod, PaddlePaddle and Trainer runtime examples are judged as
+/// their kinds (sites found), not passed through with a "does not handle" note.
+#[test]
+fn upstream_examples_of_the_newer_kinds_are_understood() {
+    let kinds = [
+        ("ray.io/v1", "RayCluster"),
+        ("ray.io/v1", "RayJob"),
+        ("ray.io/v1", "RayService"),
+        ("batch.volcano.sh/v1alpha1", "Job"),
+        ("sagemaker.amazonaws.com/v1", "HyperPodPyTorchJob"),
+        ("kubeflow.org/v1", "PaddleJob"),
+        ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"),
+    ];
+    let mut seen = BTreeSet::new();
+    for path in manifests() {
+        let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["check", "-f", path.to_str().unwrap(), "-o", "json"])
+            .output()
+            .unwrap();
+        let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+        for (original, entry) in kubectl_reading(&path).iter().zip(&entries) {
+            let key = (
+                original["apiVersion"].as_str().unwrap_or(""),
+                original["kind"].as_str().unwrap_or(""),
+            );
+            if !kinds.contains(&key) {
+                continue;
+            }
+            let warnings = entry["warnings"].to_string();
+            assert!(
+                !warnings.contains("does not handle"),
+                "{}: {key:?} passed through: {warnings}",
+                path.display()
+            );
+            seen.insert(key.1.to_string());
+        }
+    }
+    let want: BTreeSet<String> = kinds.iter().map(|(_, k)| k.to_string()).collect();
+    assert_eq!(seen, want, "upstream examples of every newer kind");
+}
+
+/// A GPU template of an upstream example on a known instance type gets its layout: the
+/// PaddleJob GPU example on p5 (its instance type given as the annotation).
+#[test]
+fn upstream_paddle_gpu_example_is_laid_out_on_p5() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        root().join("tests/fixtures/upstream/training-operator/paddlepaddle/simple-gpu.yaml"),
+    )
+    .unwrap();
+    let annotated = text.replacen(
+        "  namespace: kubeflow\n",
+        "  namespace: kubeflow\n  annotations:\n    trainplace.io/instance-type: p5.48xlarge\n",
+        1,
+    );
+    assert_ne!(annotated, text, "the example's metadata moved");
+    let file = dir.path().join("paddle.yaml");
+    std::fs::write(&file, annotated).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["mutate", "-f", file.to_str().unwrap(), "-o", "json"])
+        .output()
+        .unwrap();
+    let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let changes = entries[0]["changes"].to_string();
+    // 2 of 8 GPUs per pod, 2 pods: denied as partial-node, with its EFA share laid out.
+    assert_eq!(entries[0]["allowed"], false, "{entries:?}");
+    assert!(changes.contains("vpc.amazonaws.com/efa=8"), "{changes}");
 }

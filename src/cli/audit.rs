@@ -53,7 +53,7 @@ pub struct AuditArgs {
 }
 
 /// The kinds a live audit lists: (group, version, kind, plural).
-const KINDS: [(&str, &str, &str, &str); 8] = [
+const KINDS: [(&str, &str, &str, &str); 16] = [
     ("", "v1", "Pod", "pods"),
     ("batch", "v1", "Job", "jobs"),
     ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
@@ -66,8 +66,34 @@ const KINDS: [(&str, &str, &str, &str); 8] = [
         "LeaderWorkerSet",
         "leaderworkersets",
     ),
+    ("kubeflow.org", "v1", "PaddleJob", "paddlejobs"),
+    ("ray.io", "v1", "RayCluster", "rayclusters"),
+    ("ray.io", "v1", "RayJob", "rayjobs"),
+    ("ray.io", "v1", "RayService", "rayservices"),
+    ("batch.volcano.sh", "v1alpha1", "Job", "jobs"),
+    (
+        "sagemaker.amazonaws.com",
+        "v1",
+        "HyperPodPyTorchJob",
+        "hyperpodpytorchjobs",
+    ),
+    (
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "TrainingRuntime",
+        "trainingruntimes",
+    ),
+    (
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "ClusterTrainingRuntime",
+        "clustertrainingruntimes",
+    ),
     ("", "v1", "Namespace", "namespaces"),
 ];
+
+/// Kinds without a namespace: listed cluster-wide even with `--namespace`.
+const CLUSTER_SCOPED: [&str; 2] = ["Namespace", "ClusterTrainingRuntime"];
 
 /// List the live objects (and the inventory) through the kubeconfig.
 async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<String>)> {
@@ -79,7 +105,9 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
         let ar =
             ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
         let api: Api<DynamicObject> = match (&args.namespace, kind) {
-            (Some(ns), k) if k != "Namespace" => Api::namespaced_with(client.clone(), ns, &ar),
+            (Some(ns), k) if !CLUSTER_SCOPED.contains(&k) => {
+                Api::namespaced_with(client.clone(), ns, &ar)
+            }
             _ => Api::all_with(client.clone(), &ar),
         };
         match api.list(&ListParams::default()).await {
@@ -136,6 +164,8 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
         Err(kube::Error::Api(e)) if e.code == 404 => {}
         Err(e) => return Err(anyhow::anyhow!("cannot list ec2nodeclasses: {e}")),
     }
+    // TrainJobs are judged with the runtimes they name.
+    snapshot.add_runtimes(docs.iter().map(|d| &d.object));
     Ok((docs, snapshot, notes))
 }
 

@@ -41,8 +41,10 @@ pub struct DryRunArgs {
     pub namespace_labels: Option<BTreeMap<String, String>>,
     /// Cluster inventory from `kubectl get -o json` files: DIR/nodes.json (and optional
     /// pods.json, namespaces.json, pytorchjobs.json, ec2nodeclasses.json,
-    /// resourceclaimtemplates.json, resourceclaims.json, computedomains.json) for instance
-    /// types, sibling zones, namespace labels, Capacity Blocks and DRA claims.
+    /// trainingruntimes.json, clustertrainingruntimes.json, resourceclaimtemplates.json,
+    /// resourceclaims.json, computedomains.json) for instance types, sibling zones,
+    /// namespace labels, Capacity Blocks, the Trainer runtimes TrainJobs inherit their
+    /// pod template from, and DRA claims.
     #[arg(long, value_name = "DIR")]
     pub cluster: Option<std::path::PathBuf>,
     /// Capacity Blocks from `aws ec2 describe-capacity-reservations --output json`.

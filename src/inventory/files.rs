@@ -51,9 +51,10 @@ const DRA_FILES: [&str; 3] = [
 ];
 
 /// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` (what
-/// `pytorchjobs/scale` reviews are judged against) and `ec2nodeclasses.json` (Karpenter's
-/// Capacity Blocks in `status.capacityReservations`) and the [`DRA_FILES`] from `dir`;
-/// all but nodes optional.
+/// `pytorchjobs/scale` reviews are judged against), `ec2nodeclasses.json` (Karpenter's
+/// Capacity Blocks in `status.capacityReservations`), `trainingruntimes.json` /
+/// `clustertrainingruntimes.json` (the runtimes TrainJobs inherit their pod template
+/// from) and the [`DRA_FILES`] from `dir`; all but nodes optional.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes_path = dir.join("nodes.json");
     if !nodes_path.exists() {
@@ -70,6 +71,10 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     for file in DRA_FILES {
         let list = read_list(&dir.join(file), false)?;
         snap.add_claims(list["items"].as_array().into_iter().flatten());
+    }
+    for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
+        let runtimes = read_list(&dir.join(file), false)?;
+        snap.add_runtimes(runtimes["items"].as_array().into_iter().flatten());
     }
     Ok(snap)
 }

@@ -1,8 +1,9 @@
 //! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
 //! Pods of training jobs, PyTorchJobs (for scale reviews), Karpenter EC2NodeClasses
 //! (Capacity Blocks; blocks from a describe-capacity-reservations file are laid over
-//! them) and DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains. A ticker
-//! rebuilds the snapshot at most once a second when
+//! them), Trainer runtimes (what TrainJobs inherit) and DRA ResourceClaimTemplates,
+//! ResourceClaims and ComputeDomains. A ticker rebuilds the snapshot at most once a
+//! second when
 //! something changed; the request path only loads the newest snapshot (never waits on
 //! the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
@@ -219,6 +220,8 @@ pub struct Caches {
     pub pods: Vec<Arc<RwLock<PodIndex>>>,
     pub jobs: Store<DynamicObject>,
     pub node_classes: Store<DynamicObject>,
+    /// TrainingRuntimes and ClusterTrainingRuntimes.
+    pub runtimes: [Store<DynamicObject>; 2],
     /// ResourceClaimTemplates, ResourceClaims, ComputeDomains.
     pub dra: Vec<Store<DynamicObject>>,
 }
@@ -244,6 +247,9 @@ impl Caches {
         snap.add_scalable(&values(&self.jobs));
         for store in &self.dra {
             snap.add_claims(&values(store));
+        }
+        for store in &self.runtimes {
+            snap.add_runtimes(&values(store));
         }
         snap.reservations_mut()
             .add_ec2nodeclasses(&serde_json::json!({"items": values(&self.node_classes)}));
@@ -274,10 +280,11 @@ impl LiveInventory {
                 slim_namespace,
                 inv.clone(),
             ),
-            // Only pods of training jobs matter: one watch per job identity label.
+            // Only pods of training jobs matter: one watch per job identity label
+            // (`job-name` repeats `batch.kubernetes.io/job-name` on the same pods).
             pods: JOB_IDENTITY_LABELS
                 .iter()
-                .filter(|(k, _)| k.contains('/'))
+                .filter(|(k, _)| *k != "job-name")
                 .map(|(k, _)| {
                     watch_pods(
                         Api::<PodPlacement>::all(client.clone()),
@@ -296,6 +303,17 @@ impl LiveInventory {
                 inv.clone(),
                 ("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"),
             ),
+            runtimes: [
+                ("TrainingRuntime", "trainingruntimes"),
+                ("ClusterTrainingRuntime", "clustertrainingruntimes"),
+            ]
+            .map(|(kind, plural)| {
+                watch_optional(
+                    client.clone(),
+                    inv.clone(),
+                    ("trainer.kubeflow.org", "v1alpha1", kind, plural),
+                )
+            }),
             // DRA objects pods' resourceClaims are counted through (resource.k8s.io/v1
             // from Kubernetes 1.34; NVIDIA's ComputeDomain CRD where its DRA driver runs).
             dra: [

@@ -49,9 +49,20 @@ pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
 pub const LWS_GROUP_KEY: &str = "leaderworkerset.sigs.k8s.io/group-key";
 /// KubeRay puts this on every pod of a RayCluster (head and workers).
 pub const LABEL_RAY_CLUSTER: &str = "ray.io/cluster";
+/// KubeRay puts this on every Ray pod, of whatever cluster.
+/// https://github.com/ray-project/kuberay/blob/feeaf72facab4881ba2b179248bb67315634e229/ray-operator/controllers/ray/common/pod.go (labelPod)
+pub const LABEL_RAY_NODE: &str = "ray.io/is-ray-node";
+/// KubeRay labels the RayCluster a RayJob or RayService makes with the kind it came from.
+pub const LABEL_RAY_ORIGIN: &str = "ray.io/originated-from-crd";
 /// Volcano puts this on every pod of a Volcano Job.
 pub const LABEL_VOLCANO_JOB: &str = "volcano.sh/job-name";
-pub const JOB_IDENTITY_LABELS: [(&str, &str); 9] = [
+/// SageMaker HyperPod's training operator puts this on the pods of a HyperPodPyTorchJob.
+/// https://github.com/aws/sagemaker-hyperpod-cli/blob/011ca927123e02b35a399935bbb3ab1905fe33c7/src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py (list_pods)
+pub const LABEL_HYPERPOD_JOB: &str = "HPJob";
+/// JobSet labels every pod with its JobSet's name and its replicated job's name.
+pub const LABEL_JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
+pub const LABEL_REPLICATED_JOB: &str = "jobset.sigs.k8s.io/replicatedjob-name";
+pub const JOB_IDENTITY_LABELS: [(&str, &str); 10] = [
     ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
     ("training.kubeflow.org/job-name", "Kubeflow training job"),
     (
@@ -64,6 +75,7 @@ pub const JOB_IDENTITY_LABELS: [(&str, &str); 9] = [
     ("job-name", "batch Job"),
     (LABEL_RAY_CLUSTER, "Ray cluster"),
     (LABEL_VOLCANO_JOB, "Volcano job"),
+    (LABEL_HYPERPOD_JOB, "HyperPod PyTorch job"),
 ];
 /// A pod of an Indexed Job carries this; with a job name it marks a multi-pod job.
 pub const LABEL_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";

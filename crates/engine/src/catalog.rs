@@ -189,6 +189,11 @@ impl Catalog {
         self.device_classes.iter().find(|c| c.name == name)
     }
 
+    /// The resource names that ask for accelerators, in catalog order.
+    pub(crate) fn accelerator_resources(&self) -> &[AcceleratorResource] {
+        &self.accelerator_resources
+    }
+
     /// The device family of an instance's accelerator resource.
     pub fn family_of(&self, resource: &str) -> Option<&str> {
         self.accelerator(resource).map(|r| r.family.as_str())

@@ -376,12 +376,21 @@ pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
 }
 
 /// A pod affinity term that selects the job's own pods (its identity label), so it
-/// constrains the job and not some other workload.
+/// constrains the job and not some other workload: by value, or through
+/// `matchLabelKeys` naming the identity label (the scheduler adds the pod's own value;
+/// how a RayJob's or a training runtime's template holds each of its jobs together).
 fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
     let Some((key, value)) = identity else {
         return false;
     };
+    let has_selector = term
+        .get("labelSelector")
+        .is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()));
     str_at(term, &["labelSelector", "matchLabels", key]) == Some(value)
+        || (has_selector
+            && items(term, &["matchLabelKeys"])
+                .iter()
+                .any(|k| k.as_str() == Some(key)))
 }
 
 fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] {

@@ -167,6 +167,9 @@ fn judge_sites<'s, 'a>(
             PodView::read(template, &site.field, &ctx.eff.policy.catalog)?,
         ));
     }
+    if let (Kind::Pod, Some((_, view))) = (ctx.kind, views.first()) {
+        verdict.notes.extend(crate::owner::note(object, view));
+    }
     let total = job_pods(ctx.kind, &views);
     absurd_size(&views, verdict);
     let mut judged = Vec::new();

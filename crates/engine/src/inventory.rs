@@ -66,6 +66,9 @@ pub struct Snapshot {
     /// so advertise no extended resource), with the most `vpc.amazonaws.com/efa` any
     /// of its nodes advertises.
     node_efa: BTreeMap<String, u32>,
+    /// Kubeflow Trainer runtimes by (namespace, kind, name); a ClusterTrainingRuntime
+    /// has namespace "". What a TrainJob's `runtimeRef` inherits its pod template from.
+    runtimes: HashMap<(String, String, String), Value>,
 }
 
 /// The plural resource of a workload whose scale subresource changes its pod count.
@@ -254,6 +257,37 @@ impl Snapshot {
 
     pub fn claims(&self) -> &Claims {
         &self.claims
+    }
+
+    /// Index TrainingRuntimes and ClusterTrainingRuntimes (other objects are ignored).
+    pub fn add_runtimes<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
+        for o in objects {
+            let (Some(kind), Some(name)) = (str_at(o, &["kind"]), str_at(o, &["metadata", "name"]))
+            else {
+                continue;
+            };
+            let namespace = match kind {
+                "TrainingRuntime" => str_at(o, &["metadata", "namespace"]).unwrap_or("default"),
+                "ClusterTrainingRuntime" => "",
+                _ => continue,
+            };
+            self.runtimes.insert(
+                (namespace.to_string(), kind.to_string(), name.to_string()),
+                o.clone(),
+            );
+        }
+    }
+
+    /// The runtime a TrainJob in `namespace` names (`kind` TrainingRuntime or
+    /// ClusterTrainingRuntime), when the inventory holds it.
+    pub fn runtime(&self, namespace: &str, kind: &str, name: &str) -> Option<&Value> {
+        let namespace = if kind == "ClusterTrainingRuntime" {
+            ""
+        } else {
+            namespace
+        };
+        self.runtimes
+            .get(&(namespace.to_string(), kind.to_string(), name.to_string()))
     }
 
     /// Capacity Blocks from EC2NodeClass statuses and/or describe-capacity-reservations.

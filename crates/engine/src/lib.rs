@@ -17,6 +17,7 @@
 //! - [`Claims`]: DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains that
 //!   pods' `resourceClaims` are counted through (input files, or the [`Snapshot`]).
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
+//! - [`vap`]: the deny rules CEL can express, as ValidatingAdmissionPolicies.
 #![forbid(unsafe_code)]
 
 mod admission;
@@ -40,6 +41,7 @@ mod judge;
 mod layout;
 mod mark;
 mod nvlink;
+mod owner;
 mod podspec;
 mod policy;
 mod quantity;
@@ -50,6 +52,7 @@ mod reshape;
 mod response;
 mod rules;
 mod trainjob;
+pub mod vap;
 mod verdict;
 mod workload;
 mod yaml;

@@ -2,8 +2,10 @@
 //! MPI env (`PET_NNODES`, `WORLD_SIZE`, literal or `valueFrom`) and the command line
 //! (`torchrun --nnodes`, `deepspeed --num_nodes`, `mpirun -np`). A pod that says it is
 //! one of several is a multi-pod training job even without a label trainplace knows.
-//! Each recogniser can be switched off in policy (`recognizers`).
+//! Volcano's `pytorch` plugin writes its own `WORLD_SIZE` (a pod count) into the pods
+//! of a Volcano Job. Each recogniser can be switched off in policy (`recognizers`).
 
+use crate::annotations::LABEL_VOLCANO_JOB;
 use crate::podspec::{PodView, command_line, env_entry};
 use crate::policy::Recognizers;
 
@@ -54,7 +56,14 @@ fn env_size(view: &PodView<'_>, c: usize, per_pod: u32, on: &Recognizers) -> Opt
     if from_elsewhere("PET_NNODES") || from_elsewhere("WORLD_SIZE") {
         return Some(JobSize::Several);
     }
+    let volcano = view.labels().contains_key(LABEL_VOLCANO_JOB) && on.volcano.unwrap_or(true);
     let world: u32 = view.env(c, "WORLD_SIZE")?.trim().parse().ok()?;
+    // Volcano's `pytorch` plugin sets WORLD_SIZE to the job's pod count (the sum of its
+    // tasks' replicas), not to a process count.
+    // https://github.com/volcano-sh/volcano/blob/ed72c7c815a9fd547a787134676f73d42e9d049c/pkg/controllers/job/plugins/distributed-framework/pytorch/pytorch.go
+    if volcano && view.env(c, "PET_NPROC_PER_NODE").is_none() {
+        return Some(JobSize::Pods(world));
+    }
     let per = view
         .env(c, "PET_NPROC_PER_NODE")
         .and_then(|v| v.parse::<u32>().ok())

@@ -106,6 +106,10 @@ fn cluster(name: &str) -> Snapshot {
     ] {
         snapshot.add_claims(list(file)["items"].as_array().into_iter().flatten());
     }
+    for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
+        let runtimes = list(file);
+        snapshot.add_runtimes(runtimes["items"].as_array().into_iter().flatten());
+    }
     snapshot
 }
 

@@ -177,3 +177,48 @@ fn short_keys_are_refused() {
     assert!(MarkKeys::new(("k".into(), vec![1; 16]), Vec::new()).is_none());
     assert!(MarkKeys::new(("a.b".into(), vec![1; 32]), Vec::new()).is_none());
 }
+
+/// A Volcano Job of 4 x 1-GPU workers on p5 that opts in to partial nodes, admitted
+/// as a researcher; its pod, made by Volcano's controller (service account in
+/// volcano-system) under owner kind `Job` with `volcano.sh/job-name`, is trusted.
+#[test]
+fn a_volcano_pod_from_an_admitted_template_is_trusted() {
+    let k = keys("k1", 7);
+    let mut job = job();
+    let template = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"].clone();
+    job = json!({
+        "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+        "metadata": {"name": "bert", "namespace": "research"},
+        "spec": {"minAvailable": 4, "schedulerName": "volcano",
+            "tasks": [{"name": "worker", "replicas": 4, "template": template}]}
+    });
+    let groups = ["ml-researchers".to_string()];
+    let who = Requester {
+        namespace: "research",
+        groups: &groups,
+        marks: Some(&k),
+        ..Default::default()
+    };
+    let v = evaluate(&job, &policy(), &who).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    let admitted = v.object["spec"]["tasks"][0]["template"].clone();
+    assert!(admitted["metadata"]["annotations"][ADMITTED].is_string());
+    let mut pod = pod_from(&admitted, "Job");
+    pod["metadata"]["labels"] =
+        json!({"volcano.sh/job-name": "bert", "volcano.sh/task-spec": "worker"});
+    pod["metadata"]["ownerReferences"][0]["apiVersion"] = json!("batch.volcano.sh/v1alpha1");
+    let controller = ["system:serviceaccounts:volcano-system".to_string()];
+    let as_volcano = Requester {
+        namespace: "research",
+        groups: &controller,
+        marks: Some(&k),
+        ..Default::default()
+    };
+    assert!(
+        evaluate(&pod, &policy(), &as_volcano).unwrap().allowed,
+        "Volcano's pod of the admitted template was denied"
+    );
+    // The same pod from a RayCluster owner does not carry this job's trust.
+    pod["metadata"]["ownerReferences"][0]["kind"] = json!("RayCluster");
+    assert!(!evaluate(&pod, &policy(), &as_volcano).unwrap().allowed);
+}

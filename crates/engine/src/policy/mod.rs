@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube_core::{Selector, SelectorExt};
 
 pub use file::{
-    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceOverride, PolicyFile, Recognizers,
-    RuleModes,
+    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceMatch, NamespaceOverride, OptInGrant,
+    PolicyFile, Recognizers, RuleModes,
 };
 
 use crate::catalog::{Catalog, CatalogFile};
@@ -23,14 +23,20 @@ use crate::yaml::{API_VERSION, parse_yaml};
 pub const EMBEDDED_POLICY: &str = include_str!("../../../../policies/default.yaml");
 
 /// Service-account groups of the controllers that create training pods, in the
-/// namespaces their install manifests use.
-const DEFAULT_CONTROLLER_GROUPS: [&str; 6] = [
+/// namespaces their install manifests use: Volcano's controllers run in volcano-system
+/// (https://github.com/volcano-sh/volcano/blob/ed72c7c815a9fd547a787134676f73d42e9d049c/installer/volcano-development.yaml),
+/// the HyperPod training operator in aws-hyperpod
+/// (https://github.com/aws/sagemaker-hyperpod-cli/blob/011ca927123e02b35a399935bbb3ab1905fe33c7/src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py).
+/// KubeRay has no usual namespace: add its operator's group to `trustedControllerGroups`.
+const DEFAULT_CONTROLLER_GROUPS: [&str; 8] = [
     "system:serviceaccounts:kube-system",
     "system:serviceaccounts:mpi-operator",
     "system:serviceaccounts:kubeflow",
     "system:serviceaccounts:kubeflow-system",
     "system:serviceaccounts:jobset-system",
     "system:serviceaccounts:lws-system",
+    "system:serviceaccounts:volcano-system",
+    "system:serviceaccounts:aws-hyperpod",
 ];
 
 /// Opt-in annotations the policy governs.
@@ -477,6 +483,19 @@ impl Policy {
     /// The per-namespace overrides, in order.
     pub fn namespace_overrides(&self) -> &[NamespaceOverride] {
         self.file.namespaces.as_deref().unwrap_or_default()
+    }
+
+    /// The merged policy file (for exporting it as admission policies).
+    pub(crate) fn file(&self) -> &PolicyFile {
+        &self.file
+    }
+
+    /// The groups whose pods [`Policy::trusted_controller`] trusts.
+    pub(crate) fn controller_groups(&self) -> Vec<String> {
+        match &self.file.trusted_controller_groups {
+            Some(groups) => groups.clone(),
+            None => DEFAULT_CONTROLLER_GROUPS.map(String::from).to_vec(),
+        }
     }
 }
 

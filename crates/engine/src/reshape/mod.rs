@@ -345,12 +345,24 @@ fn distribute(
                 ("/spec/slotsPerWorker".to_string(), json!(big)),
             ])
         }
-        _ => {
+        Kind::LeaderWorkerSet => {
             refuse(
                 verdict,
                 &field,
                 "reshape is not supported for this kind: its groups are model replicas.".into(),
                 "set size and GPUs per pod by hand.".into(),
+            );
+            None
+        }
+        _ => {
+            refuse(
+                verdict,
+                &field,
+                format!(
+                    "reshape is not supported for a {}: its sizes and launcher settings are not rewritten.",
+                    kind.metric_label()
+                ),
+                "set the pod count and GPUs per pod by hand.".into(),
             );
             None
         }

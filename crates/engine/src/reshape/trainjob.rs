@@ -22,7 +22,10 @@ pub(super) fn reshape(
     verdict: &mut Verdict,
     ops: &mut Ops,
 ) -> Result<bool, ObjectError> {
-    let pod = synthetic_pod(object);
+    let pod = synthetic_pod(
+        object,
+        crate::trainjob::runtime(object, ctx, &verdict.namespace),
+    );
     let view = PodView::read(&pod, FIELD, &ctx.eff.policy.catalog)?;
     let Class::Training(shape) = classify(
         &view,

@@ -29,6 +29,41 @@ const PATCH_SPEC: [&str; 4] = ["nodeSelector", "tolerations", "affinity", "volum
 const PATCH_CONTAINER: [&str; 2] = ["securityContext", "volumeMounts"];
 pub(crate) const FIELD: &str = "spec.trainer";
 
+/// The runtime a TrainJob names in `spec.runtimeRef` (kind ClusterTrainingRuntime
+/// unless it says TrainingRuntime), from the inventory.
+pub(crate) fn runtime<'a>(object: &Value, ctx: &Ctx<'a, '_>, namespace: &str) -> Option<&'a Value> {
+    let name = str_at(object, &["spec", "runtimeRef", "name"])?;
+    let kind = str_at(object, &["spec", "runtimeRef", "kind"]).unwrap_or("ClusterTrainingRuntime");
+    ctx.who.inventory?.runtime(namespace, kind, name)
+}
+
+/// Say which runtime the verdict took the pod template from, or that it could not.
+fn runtime_note(object: &Value, ctx: &Ctx<'_, '_>, found: bool, verdict: &mut Verdict) {
+    let (Some(_), Some(name)) = (
+        ctx.who.inventory,
+        str_at(object, &["spec", "runtimeRef", "name"]),
+    ) else {
+        return;
+    };
+    let kind = str_at(object, &["spec", "runtimeRef", "kind"]).unwrap_or("ClusterTrainingRuntime");
+    verdict.notes.push(if found {
+        format!("judged with the node template of {kind} {name} from the cluster.")
+    } else {
+        format!("{kind} {name} is not in the cluster inventory: judged from the TrainJob and its runtime patches alone.")
+    });
+}
+
+fn count_at(object: &Value, pointer: &str, field: &str) -> Result<Option<u32>, ObjectError> {
+    match object.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| ObjectError::bad(field, "must be a whole number")),
+    }
+}
+
 /// Judge and lay out a TrainJob. Returns whether it is a training object.
 pub(crate) fn evaluate(
     object: &mut Value,
@@ -36,17 +71,21 @@ pub(crate) fn evaluate(
     verdict: &mut Verdict,
     ops: &mut Ops,
 ) -> Result<bool, ObjectError> {
-    let before = synthetic_pod(object);
+    let runtime = runtime(object, ctx, &verdict.namespace);
+    runtime_note(object, ctx, runtime.is_some(), verdict);
+    let before = synthetic_pod(object, runtime);
     let view = PodView::read(&before, FIELD, &ctx.eff.policy.catalog)?;
-    let nodes = match object.pointer("/spec/trainer/numNodes") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| {
-                    ObjectError::bad("spec.trainer.numNodes", "must be a whole number")
-                })?,
-        ),
+    // The TrainJob's numNodes, else the runtime's default.
+    let nodes = match count_at(object, "/spec/trainer/numNodes", "spec.trainer.numNodes")? {
+        Some(n) => Some(n),
+        None => match runtime {
+            Some(r) => count_at(
+                r,
+                "/spec/mlPolicy/numNodes",
+                "runtime spec.mlPolicy.numNodes",
+            )?,
+            None => None,
+        },
     };
     let hints = SiteHints {
         pods: nodes,
@@ -64,7 +103,7 @@ pub(crate) fn evaluate(
     let mut after = before.clone();
     let mut scratch = Ops::default();
     let mut changes = judgement.write(ctx.eff, Cursor::root(&mut after, ""), &mut scratch);
-    if after.pointer("/spec/hostIPC").is_some() {
+    if after.pointer("/spec/hostIPC").is_some() && before.pointer("/spec/hostIPC").is_none() {
         changes.retain(|c| c.what != "hostIPC=true");
         let runtime =
             str_at(object, &["spec", "runtimeRef", "name"]).unwrap_or("the training runtime");
@@ -75,13 +114,14 @@ pub(crate) fn evaluate(
     if changes.is_empty() {
         return Ok(true);
     }
-    write_back(object, &before, &after, &changes, ops);
+    write_back(object, runtime, &before, &after, &changes, ops);
     verdict.changes.extend(changes);
     Ok(true)
 }
 
 fn write_back(
     object: &mut Value,
+    runtime: Option<&Value>,
     before: &Value,
     after: &Value,
     changes: &[crate::layout::Change],
@@ -122,7 +162,7 @@ fn write_back(
     }
     // Pod layout: trainplace's runtime patch holds what the layout adds on top of the
     // other patches (the user's, the advisor's), replaced whole so it stays one entry.
-    let base_pod = json!({"spec": layout_spec(&patched_layout(object, false), &[])});
+    let base_pod = json!({"spec": layout_spec(&patched_layout(object, false, runtime), &[])});
     let added = delta(&patch_view(after), &patch_view(&base_pod)).unwrap_or_else(|| json!({}));
     let mut spec: Map<String, Value> = added
         .get("spec")

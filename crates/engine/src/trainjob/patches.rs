@@ -76,12 +76,52 @@ pub(super) fn delta(after: &Value, base: &Value) -> Option<Value> {
     }
 }
 
-/// The pod layout all runtime patches give the `node` job: others' in order, then
-/// trainplace's own when `with_ours`.
-pub(super) fn patched_layout(object: &Value, with_ours: bool) -> Value {
+/// The runtime's `node` pod template as this TrainJob will get it: the TrainJob's
+/// command and args replace the runtime's; its `resourcesPerNode` is merged over the
+/// runtime's resources key by key (Trainer's `MergeResourceRequirements`,
+/// https://github.com/kubeflow/trainer/blob/8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3/pkg/runtime/core/trainingruntime.go).
+fn runtime_base(object: &Value, runtime: Option<&Value>) -> Value {
+    let Some(mut base) = runtime.and_then(runtime_node_template).cloned() else {
+        return json!({});
+    };
+    let trainer = object.pointer("/spec/trainer");
+    let overridden: Vec<&str> = ["command", "args"]
+        .into_iter()
+        .filter(|key| trainer.and_then(|t| t.get(*key)).is_some())
+        .collect();
+    if let Some(containers) = base
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)
+    {
+        for c in containers
+            .iter_mut()
+            .filter(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
+            .filter_map(Value::as_object_mut)
+        {
+            for key in &overridden {
+                c.remove(*key);
+            }
+        }
+    }
+    base
+}
+
+/// The `node` pod template of a TrainingRuntime or ClusterTrainingRuntime.
+fn runtime_node_template(runtime: &Value) -> Option<&Value> {
+    runtime
+        .pointer("/spec/template/spec/replicatedJobs")?
+        .as_array()?
+        .iter()
+        .find(|j| j.get("name").and_then(Value::as_str) == Some(NODE))?
+        .pointer("/template/spec/template")
+}
+
+/// The pod layout the runtime and all runtime patches give the `node` job: the
+/// runtime's template, others' patches in order, then trainplace's own when `with_ours`.
+pub(super) fn patched_layout(object: &Value, with_ours: bool, runtime: Option<&Value>) -> Value {
     let patches = items(object, &["spec", "runtimePatches"]);
     let ours = |p: &&Value| p.get("manager").and_then(Value::as_str) == Some(MANAGER);
-    let mut acc = json!({});
+    let mut acc = runtime_base(object, runtime);
     for p in patches
         .iter()
         .filter(|p| !ours(p))
@@ -117,13 +157,14 @@ pub(super) fn layout_spec(layout: &Value, extra: &[(&str, &Value)]) -> Map<Strin
     spec
 }
 
-/// The pod the trainer nodes will be, as far as the TrainJob and its patches say.
-pub(crate) fn synthetic_pod(object: &Value) -> Value {
+/// The pod the trainer nodes will be, as far as the runtime (when known), the TrainJob
+/// and its patches say.
+pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
     let trainer = object
         .pointer("/spec/trainer")
         .cloned()
         .unwrap_or(Value::Null);
-    let layout = patched_layout(object, true);
+    let layout = patched_layout(object, true, runtime);
     let mapped = [
         ("resourcesPerNode", "resources"),
         ("env", "env"),
@@ -134,7 +175,11 @@ pub(crate) fn synthetic_pod(object: &Value) -> Value {
         .iter()
         .filter_map(|(from, to)| Some((*to, trainer.get(*from)?)))
         .collect();
-    let spec = layout_spec(&layout, &extra);
+    let mut spec = layout_spec(&layout, &extra);
+    // Only a runtime's template can set hostIPC (a TrainJob cannot patch it).
+    if let Some(v) = layout.pointer("/spec/hostIPC") {
+        spec.insert("hostIPC".into(), v.clone());
+    }
     let mut labels: Map<String, Value> = layout
         .pointer("/metadata/labels")
         .and_then(Value::as_object)

@@ -2,6 +2,8 @@
 //! template makes, and which label the operator will put on those pods. A bare Pod is
 //! one site at the object root; workloads have one site per replica spec.
 
+mod controllers;
+
 use serde_json::Value;
 
 use crate::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LWS_GROUP_KEY};
@@ -18,6 +20,16 @@ pub enum Kind {
     MpiJob,
     TrainJob,
     LeaderWorkerSet,
+    RayCluster,
+    RayJob,
+    RayService,
+    /// `batch.volcano.sh` Job.
+    VolcanoJob,
+    /// SageMaker HyperPod's `HyperPodPyTorchJob`.
+    HyperPodPyTorchJob,
+    PaddleJob,
+    TrainingRuntime,
+    ClusterTrainingRuntime,
     /// Something trainplace does not handle; passed through untouched.
     Other,
 }
@@ -33,6 +45,14 @@ impl Kind {
             Kind::MpiJob => "MPIJob",
             Kind::TrainJob => "TrainJob",
             Kind::LeaderWorkerSet => "LeaderWorkerSet",
+            Kind::RayCluster => "RayCluster",
+            Kind::RayJob => "RayJob",
+            Kind::RayService => "RayService",
+            Kind::VolcanoJob => "VolcanoJob",
+            Kind::HyperPodPyTorchJob => "HyperPodPyTorchJob",
+            Kind::PaddleJob => "PaddleJob",
+            Kind::TrainingRuntime => "TrainingRuntime",
+            Kind::ClusterTrainingRuntime => "ClusterTrainingRuntime",
             Kind::Other => "other",
         }
     }
@@ -44,7 +64,20 @@ impl Kind {
             Kind::PyTorchJob => Some("PyTorchJob"),
             Kind::MpiJob => Some("MPIJob"),
             Kind::LeaderWorkerSet => Some("StatefulSet"),
-            Kind::Pod | Kind::TrainJob | Kind::Other => None,
+            Kind::RayCluster => Some("RayCluster"),
+            // Volcano's controller owns its pods under its own kind name, `Job`.
+            Kind::VolcanoJob => Some("Job"),
+            Kind::HyperPodPyTorchJob => Some("HyperPodPyTorchJob"),
+            Kind::PaddleJob => Some("PaddleJob"),
+            // A RayJob's or RayService's pods belong to a RayCluster with a generated
+            // name, a runtime's to every TrainJob that uses it: no mark can name them.
+            Kind::Pod
+            | Kind::TrainJob
+            | Kind::RayJob
+            | Kind::RayService
+            | Kind::TrainingRuntime
+            | Kind::ClusterTrainingRuntime
+            | Kind::Other => None,
         }
     }
 
@@ -95,11 +128,19 @@ pub fn kind_of(obj: &Value) -> Result<Kind, ObjectError> {
         ("kubeflow.org", "MPIJob") => Kind::MpiJob,
         ("trainer.kubeflow.org", "TrainJob") => Kind::TrainJob,
         ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") => Kind::LeaderWorkerSet,
+        ("ray.io", "RayCluster") => Kind::RayCluster,
+        ("ray.io", "RayJob") => Kind::RayJob,
+        ("ray.io", "RayService") => Kind::RayService,
+        ("batch.volcano.sh", "Job") => Kind::VolcanoJob,
+        ("sagemaker.amazonaws.com", "HyperPodPyTorchJob") => Kind::HyperPodPyTorchJob,
+        ("kubeflow.org", "PaddleJob") => Kind::PaddleJob,
+        ("trainer.kubeflow.org", "TrainingRuntime") => Kind::TrainingRuntime,
+        ("trainer.kubeflow.org", "ClusterTrainingRuntime") => Kind::ClusterTrainingRuntime,
         _ => Kind::Other,
     })
 }
 
-fn count_at(obj: &Value, pointer: &str, default: u32) -> Result<Knob, ObjectError> {
+pub(crate) fn count_at(obj: &Value, pointer: &str, default: u32) -> Result<Knob, ObjectError> {
     let value = match obj.pointer(pointer) {
         None | Some(Value::Null) => default,
         Some(v) => v
@@ -118,7 +159,7 @@ fn count_at(obj: &Value, pointer: &str, default: u32) -> Result<Knob, ObjectErro
     })
 }
 
-fn site(
+pub(crate) fn site(
     obj: &Value,
     pointer: String,
     identity: Option<(String, String)>,
@@ -189,11 +230,11 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
             }
             out
         }
-        Kind::PyTorchJob | Kind::MpiJob => {
-            let specs = if kind == Kind::PyTorchJob {
-                "pytorchReplicaSpecs"
-            } else {
-                "mpiReplicaSpecs"
+        Kind::PyTorchJob | Kind::MpiJob | Kind::PaddleJob => {
+            let specs = match kind {
+                Kind::PyTorchJob => "pytorchReplicaSpecs",
+                Kind::PaddleJob => "paddleReplicaSpecs",
+                _ => "mpiReplicaSpecs",
             };
             let mut out = Vec::new();
             if let Some(map) = obj
@@ -247,6 +288,10 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
             }
             out
         }
+        Kind::RayCluster | Kind::RayJob | Kind::RayService => controllers::ray(obj, kind)?,
+        Kind::VolcanoJob => controllers::volcano(obj)?,
+        Kind::HyperPodPyTorchJob => controllers::hyperpod(obj)?,
+        Kind::TrainingRuntime | Kind::ClusterTrainingRuntime => controllers::runtime(obj)?,
         // TrainJob has no pod template; it goes through its own adapter.
         Kind::TrainJob | Kind::Other => Vec::new(),
     };

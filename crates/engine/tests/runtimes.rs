@@ -1,0 +1,93 @@
+//! Kubeflow Trainer runtimes through the webhook's AdmissionReview path: a
+//! ClusterTrainingRuntime is cluster-scoped (the review has no namespace), is laid out
+//! when created, and a TrainJob that names it is judged with its `node` template.
+
+use serde_json::{Value, json};
+use trainplace_engine::{Endpoint, Policy, Snapshot, review};
+
+/// A ClusterTrainingRuntime whose `node` job runs 2 pods x 8 GPUs on p5.
+fn runtime() -> Value {
+    json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "torch-p5"},
+        "spec": {"mlPolicy": {"numNodes": 2, "torch": {}}, "template": {"spec": {"replicatedJobs": [
+            {"name": "node", "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                "spec": {"template": {"spec": {
+                    "containers": [{"name": "node", "image": "pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime",
+                        "resources": {"limits": {"nvidia.com/gpu": 8}, "requests": {"nvidia.com/gpu": 8}}}],
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}]}}}
+    })
+}
+
+fn admission(object: &Value, group: &str, resource: &str, namespace: Option<&str>) -> Value {
+    let kind = object["kind"].clone();
+    let gvk = json!({"group": group, "version": "v1alpha1", "kind": kind});
+    let gvr = json!({"group": group, "version": "v1alpha1", "resource": resource});
+    let mut request = json!({
+        "uid": "u-1", "kind": gvk, "requestKind": gvk, "resource": gvr, "requestResource": gvr,
+        "name": object["metadata"]["name"], "operation": "CREATE",
+        "userInfo": {"username": "platform", "groups": ["system:authenticated"]},
+        "object": object, "oldObject": null, "dryRun": false});
+    if let Some(ns) = namespace {
+        request["namespace"] = json!(ns);
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+}
+
+fn answer(body: Value, endpoint: Endpoint, inventory: Option<&Snapshot>) -> Value {
+    let policy = Policy::embedded();
+    let r = review(body, endpoint, &policy, inventory, None);
+    serde_json::to_value(r.body.as_ref().unwrap()).unwrap()["response"].clone()
+}
+
+fn patch_of(response: &Value) -> String {
+    use base64::Engine;
+    let b64 = response["patch"].as_str().unwrap_or("");
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_cluster_scoped_runtime_is_laid_out_on_create() {
+    let r = answer(
+        admission(
+            &runtime(),
+            "trainer.kubeflow.org",
+            "clustertrainingruntimes",
+            None,
+        ),
+        Endpoint::Mutate,
+        None,
+    );
+    assert_eq!(r["allowed"], true, "{r}");
+    let patch = patch_of(&r);
+    assert!(patch.contains("vpc.amazonaws.com~1efa"), "{patch}");
+    assert!(patch.contains("jobset.sigs.k8s.io/jobset-name"), "{patch}");
+}
+
+#[test]
+fn a_trainjob_is_judged_with_its_runtime_from_the_inventory() {
+    // 4 nodes x 1 GPU: the TrainJob alone names no instance type; the runtime pins p5.
+    let job = json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "llama", "namespace": "ml"},
+        "spec": {"runtimeRef": {"name": "torch-p5"}, "trainer": {"numNodes": 4,
+            "resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 1}}}}
+    });
+    let body = || admission(&job, "trainer.kubeflow.org", "trainjobs", Some("ml"));
+    let alone = answer(body(), Endpoint::Validate, None);
+    assert_eq!(alone["allowed"], true, "without the runtime: {alone}");
+    let mut inventory = Snapshot::build(&[], &[], &[]);
+    inventory.add_runtimes([&runtime()]);
+    let with = answer(body(), Endpoint::Validate, Some(&inventory));
+    assert_eq!(with["allowed"], false, "with the runtime: {with}");
+    let message = with["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("4 pods x 1 GPU on p5.48xlarge"),
+        "{message}"
+    );
+}

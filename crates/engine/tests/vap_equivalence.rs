@@ -1,0 +1,711 @@
+//! The exported ValidatingAdmissionPolicies decide like the engine: for every fixture
+//! of the corpus (`tests/fixtures/pods`, `workloads`, `bypass` under the restricted and
+//! the default policy) and each exported rule, the CEL verdict (evaluated with the
+//! `cel` crate, bound like the apiserver binds it) equals the engine's verdict for that
+//! rule, on the raw object (the mutating webhook down) and on the mutated object (what
+//! `/validate` sees). Where CEL cannot say what the engine says, the fixture is in
+//! [`WEBHOOK_ONLY`] with why; the list must match exactly, so it cannot grow (or
+//! shrink) unnoticed, and the README lists the same fixtures.
+
+mod vap_support;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use trainplace_engine::annotations::ALLOW_PARTIAL_NODE;
+use trainplace_engine::vap::{Check, RULE_LABEL, export};
+use trainplace_engine::{Claims, Mode, Requester, evaluate};
+use vap_support::corpus::{Case, cluster, corpus, policy_for, repo_root, with_stack};
+use vap_support::{Apiserver, Outcome, Request, selects};
+
+/// Fixture (`dir/file@policy`), rule, stage (`raw` / `mutated`): what CEL cannot
+/// decide like the engine, and why. Kept in step with the README's list.
+const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
+    (
+        "pods/dra-efa-too-many.yaml",
+        "impossible-request",
+        "raw",
+        DRA,
+    ),
+    (
+        "pods/dra-efa-too-many.yaml",
+        "impossible-request",
+        "mutated",
+        DRA,
+    ),
+    ("pods/dra-gpu-one-per-pod.yaml", "partial-node", "raw", DRA),
+    (
+        "pods/dra-gpu-one-per-pod.yaml",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
+    (
+        "pods/dra-gpu-sixteen-impossible.yaml",
+        "impossible-request",
+        "raw",
+        DRA,
+    ),
+    (
+        "pods/dra-gpu-sixteen-impossible.yaml",
+        "impossible-request",
+        "mutated",
+        DRA,
+    ),
+    (
+        "pods/dra-gpu-template-from-cluster.yaml",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "pods/dra-gpu-template-from-cluster.yaml",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
+    (
+        "pods/inventory-siblings-other-zone.yaml",
+        "multi-az",
+        "raw",
+        SIBLINGS,
+    ),
+    (
+        "pods/inventory-siblings-other-zone.yaml",
+        "multi-az",
+        "mutated",
+        SIBLINGS,
+    ),
+    (
+        "pods/requests-limits-mismatch.yaml",
+        "partial-node",
+        "raw",
+        REQUESTS,
+    ),
+    (
+        "pods/requests-limits-mismatch.yaml",
+        "multi-az",
+        "raw",
+        REQUESTS,
+    ),
+    (
+        "pods/requests-limits-mismatch.yaml",
+        "impossible-request",
+        "raw",
+        REQUESTS,
+    ),
+    ("pods/shm-size-bad.yaml", "partial-node", "raw", SHM),
+    ("pods/shm-size-bad.yaml", "multi-az", "raw", SHM),
+    ("pods/shm-size-bad.yaml", "impossible-request", "raw", SHM),
+    (
+        "workloads/clustertrainingruntime-multi-az.yaml",
+        "multi-az",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/clustertrainingruntime-multi-az.yaml",
+        "multi-az",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/clustertrainingruntime-one-gpu.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/clustertrainingruntime-one-gpu.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    ("workloads/hyperpod-multi-az.yaml", "multi-az", "raw", KINDS),
+    (
+        "workloads/hyperpod-multi-az.yaml",
+        "multi-az",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/hyperpod-one-gpu.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/hyperpod-one-gpu.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    ("workloads/job-reshape.yaml", "partial-node", "raw", RESHAPE),
+    (
+        "workloads/jobset-reshape.yaml",
+        "partial-node",
+        "raw",
+        RESHAPE,
+    ),
+    (
+        "workloads/mpijob-gb200-larger-than-domain.yaml",
+        "impossible-request",
+        "raw",
+        GB200,
+    ),
+    (
+        "workloads/mpijob-gb200-larger-than-domain.yaml",
+        "impossible-request",
+        "mutated",
+        GB200,
+    ),
+    (
+        "workloads/mpijob-gb200-one-gpu-per-pod.yaml",
+        "partial-node",
+        "raw",
+        GB200,
+    ),
+    (
+        "workloads/mpijob-gb200-policy-default-p5.yaml",
+        "partial-node",
+        "raw",
+        GB200,
+    ),
+    (
+        "workloads/mpijob-reshape.yaml",
+        "partial-node",
+        "raw",
+        RESHAPE,
+    ),
+    (
+        "workloads/paddlejob-multi-az.yaml",
+        "multi-az",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/paddlejob-multi-az.yaml",
+        "multi-az",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/paddlejob-one-gpu.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/paddlejob-one-gpu.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/pytorchjob-reshape.yaml",
+        "partial-node",
+        "raw",
+        RESHAPE,
+    ),
+    (
+        "workloads/pytorchjob-trn1-all-neuroncores.yaml",
+        "partial-node",
+        "raw",
+        NEURONCORES,
+    ),
+    (
+        "workloads/pytorchjob-trn1-all-neuroncores.yaml",
+        "partial-node",
+        "mutated",
+        NEURONCORES,
+    ),
+    (
+        "workloads/raycluster-autoscaling-at-max.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-autoscaling-at-max.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-autoscaling-unbounded.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-autoscaling-unbounded.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-multi-az.yaml",
+        "multi-az",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-multi-az.yaml",
+        "multi-az",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-one-gpu.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-one-gpu.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-replicas-below-min.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/raycluster-replicas-below-min.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    ("workloads/rayjob-multi-az.yaml", "multi-az", "raw", KINDS),
+    (
+        "workloads/rayjob-multi-az.yaml",
+        "multi-az",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/rayjob-one-gpu.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/rayjob-one-gpu.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/rayservice-launcher-evidence.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/rayservice-launcher-evidence.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/rayservice-multi-az.yaml",
+        "multi-az",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/rayservice-multi-az.yaml",
+        "multi-az",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/rayservice-training-one-gpu.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/rayservice-training-one-gpu.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/trainingruntime-one-gpu.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/trainingruntime-one-gpu.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/trainjob-reshape.yaml",
+        "partial-node",
+        "raw",
+        RESHAPE,
+    ),
+    (
+        "workloads/trainjob-runtime-limits-only.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/trainjob-runtime-limits-only.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/trainjob-runtime-partial-node.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/trainjob-runtime-partial-node.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/volcanojob-multi-az.yaml",
+        "multi-az",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/volcanojob-multi-az.yaml",
+        "multi-az",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "workloads/volcanojob-one-gpu.yaml",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "workloads/volcanojob-one-gpu.yaml",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "bypass/dra-claims-counted.yaml@restricted",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "bypass/dra-claims-counted.yaml@restricted",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
+    (
+        "bypass/dra-claims-counted.yaml@default",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "bypass/dra-claims-counted.yaml@default",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
+    (
+        "bypass/raycluster-forged-rayservice-origin.yaml@restricted",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "bypass/raycluster-forged-rayservice-origin.yaml@restricted",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+    (
+        "bypass/raycluster-forged-rayservice-origin.yaml@default",
+        "partial-node",
+        "raw",
+        KINDS,
+    ),
+    (
+        "bypass/raycluster-forged-rayservice-origin.yaml@default",
+        "partial-node",
+        "mutated",
+        KINDS,
+    ),
+];
+
+const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
+const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
+const SHM: &str =
+    "an unreadable trainplace.io/shm-size is an input error of the layout rewrite, not a deny rule";
+const DRA: &str = "the devices a DRA claim asks for are in its ResourceClaimTemplate, a separate object a VAP cannot read (VAP looser)";
+const GB200: &str = "the GB200 type is inferred from the pod's ComputeDomain channel or NVLink-clique affinity and its NVLink domain size is catalog data; the VAP judges the pod against its nodeSelector or the namespace's default type";
+const NEURONCORES: &str = "every NeuronCore of the node is the whole node (catalog acceleratorCores); the VAP counts aws.amazon.com/neuroncore as slices (VAP stricter)";
+const KINDS: &str = "the exported policies do not cover this workload kind (Ray, Volcano, HyperPod, PaddleJob, Trainer runtimes) yet (VAP looser)";
+const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Enforce => "enforce",
+        Mode::Warn => "warn",
+        Mode::Audit => "audit",
+        Mode::Off => "off",
+    }
+}
+
+/// The engine's verdict for one rule: the deny-rule findings only (partial-node's
+/// single-pod note is a warning of its own, not the rule the policy exports).
+fn engine_outcome(
+    verdict: &Result<trainplace_engine::Verdict, impl std::fmt::Debug>,
+    check: Check,
+) -> Outcome {
+    let Ok(v) = verdict else {
+        return Outcome::Refused;
+    };
+    let found = v.findings.iter().find(|f| {
+        f.rule.as_str() == check.rule()
+            && (check != Check::PartialNode || f.opt_in == Some(ALLOW_PARTIAL_NODE))
+    });
+    match found {
+        None => Outcome::Pass,
+        Some(f) => Outcome::Flag(mode_name(f.mode)),
+    }
+}
+
+fn vap_outcome(
+    api: &Apiserver,
+    exported: &[Value],
+    check: Check,
+    object: &Value,
+    req: &Request<'_>,
+) -> (Outcome, Option<String>) {
+    let of_rule = |kind: &'static str| {
+        exported.iter().filter(move |o| {
+            o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.rule()
+        })
+    };
+    let Some(policy) = of_rule("ValidatingAdmissionPolicy").next() else {
+        return (Outcome::Pass, None);
+    };
+    match api.violates(policy, object, req) {
+        Err(_) => (Outcome::Refused, None),
+        Ok(None) => (Outcome::Pass, None),
+        Ok(Some(message)) => {
+            let bound: Vec<&Value> = of_rule("ValidatingAdmissionPolicyBinding")
+                .filter(|b| selects(b, &req.namespace_labels))
+                .collect();
+            assert!(bound.len() <= 1, "bindings overlap for {}", req.namespace);
+            let outcome = match bound
+                .first()
+                .map(|b| b["spec"]["validationActions"][0].as_str())
+            {
+                None => Outcome::Pass,
+                Some(Some("Deny")) => Outcome::Flag("enforce"),
+                Some(Some("Warn")) => Outcome::Flag("warn"),
+                Some(Some("Audit")) => Outcome::Flag("audit"),
+                other => panic!("action {other:?}"),
+            };
+            (outcome, Some(message))
+        }
+    }
+}
+
+type Mismatch = (String, &'static str, &'static str, Outcome, Outcome);
+
+/// What the comparison saw, to show it is not vacuous.
+#[derive(Default)]
+struct Tally {
+    compared: usize,
+    flagged: BTreeMap<(&'static str, &'static str), usize>,
+    passed: BTreeMap<(&'static str, &'static str), usize>,
+}
+
+/// The VAP's message carries the webhook's wording: the rule, the fix, the refused
+/// opt-in and the opt-in.
+fn same_wording(name: &str, check: Check, verdict: &trainplace_engine::Verdict, message: &str) {
+    let Some(f) = verdict
+        .findings
+        .iter()
+        .find(|f| f.rule.as_str() == check.rule())
+    else {
+        return;
+    };
+    assert!(
+        message.starts_with(&format!("[{}] ", check.rule())),
+        "{name}: {message}"
+    );
+    // A bare pod's count comes from its launcher settings, which the message does not
+    // repeat, and a job past 2^32 pods is not counted by the engine (impossible-request
+    // says so); every other fix is the webhook's word for word.
+    let uncounted = verdict.kind == "Pod"
+        || verdict
+            .findings
+            .iter()
+            .any(|f| f.found.contains("pods from this template"));
+    if check != Check::PartialNode || !uncounted {
+        assert!(
+            message.contains(&f.fix),
+            "{name}: {message:?} lacks the fix {:?}",
+            f.fix
+        );
+    }
+    if let Some(a) = f.opt_in {
+        assert!(
+            message.contains(&format!("Opt in: {a}: \"true\".")),
+            "{name}: {message}"
+        );
+    }
+    assert_eq!(
+        f.found.contains("is not permitted"),
+        message.contains("is not permitted"),
+        "{name}: refused opt-in: {message}"
+    );
+}
+
+fn judge(api: &Apiserver, name: &str, case: &Case, out: &mut Vec<Mismatch>, tally: &mut Tally) {
+    let policy = policy_for(case);
+    let exported = export(&policy).unwrap_or_else(|e| panic!("{name}: export: {e}"));
+    let ns = case.object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    let snapshot = case.cluster.as_deref().map(cluster);
+    let labels = case
+        .namespace_labels
+        .clone()
+        .or_else(|| snapshot.as_ref()?.namespace_labels(&ns).cloned());
+    let mut claims = Claims::default();
+    claims.add(&case.objects, &ns);
+    let who = Requester {
+        namespace: &ns,
+        namespace_labels: labels.as_ref(),
+        groups: &case.groups,
+        inventory: snapshot.as_ref(),
+        marks: None,
+        now: None,
+        claims: Some(&claims),
+    };
+    let mut ns_labels = labels.clone().unwrap_or_default();
+    ns_labels.insert("kubernetes.io/metadata.name".into(), ns.clone());
+    let req = Request {
+        namespace: &ns,
+        namespace_labels: ns_labels,
+        groups: &case.groups,
+    };
+    let raw = evaluate(&case.object, &policy, &who);
+    let mutated_object = raw.as_ref().ok().map(|v| v.object.clone());
+    let mut stages = vec![("raw", case.object.clone(), raw)];
+    if let Some(m) = mutated_object {
+        let again = evaluate(&m, &policy, &who);
+        stages.push(("mutated", m, again));
+    }
+    for (stage, object, verdict) in &stages {
+        for check in Check::ALL {
+            let want = engine_outcome(verdict, check);
+            let (got, message) = vap_outcome(api, &exported, check, object, &req);
+            tally.compared += 1;
+            if want != got {
+                out.push((name.to_string(), check.rule(), stage, want, got));
+                continue;
+            }
+            let count = if matches!(got, Outcome::Flag(_)) {
+                &mut tally.flagged
+            } else {
+                &mut tally.passed
+            };
+            *count.entry((check.rule(), *stage)).or_default() += 1;
+            if let (Ok(v), Some(m)) = (verdict, message) {
+                same_wording(name, check, v, &m);
+            }
+        }
+    }
+}
+
+#[test]
+fn exported_policies_decide_like_the_engine_on_every_fixture() {
+    with_stack(every_fixture);
+}
+
+fn every_fixture() {
+    let api = Apiserver::new();
+    let mut mismatches = Vec::new();
+    let mut tally = Tally::default();
+    let cases = corpus();
+    for (name, case) in &cases {
+        judge(&api, name, case, &mut mismatches, &mut tally);
+    }
+    let got: Vec<String> = mismatches
+        .iter()
+        .map(|(n, r, s, want, got)| format!("{n} {r} {s}: engine {want:?}, VAP {got:?}"))
+        .collect();
+    let listed: Vec<String> = WEBHOOK_ONLY
+        .iter()
+        .map(|(n, r, s, _)| format!("{n} {r} {s}"))
+        .collect();
+    let got_keys: Vec<String> = mismatches
+        .iter()
+        .map(|(n, r, s, _, _)| format!("{n} {r} {s}"))
+        .collect();
+    eprintln!(
+        "{} fixtures, {} verdicts compared, {} differ; agreeing flags {:?}, passes {:?}",
+        cases.len(),
+        tally.compared,
+        got.len(),
+        tally.flagged,
+        tally.passed
+    );
+    // Not vacuous: each rule both fires and passes in agreement, on both objects.
+    for check in Check::ALL {
+        for stage in ["raw", "mutated"] {
+            let key = (check.rule(), stage);
+            assert!(
+                tally.flagged.get(&key).copied().unwrap_or(0) >= 3,
+                "{key:?}: too few flags"
+            );
+            assert!(
+                tally.passed.get(&key).copied().unwrap_or(0) >= 3,
+                "{key:?}: too few passes"
+            );
+        }
+    }
+    assert_eq!(
+        got_keys,
+        listed,
+        "VAP verdicts that differ from the engine's:\n{}",
+        got.join("\n")
+    );
+}
+
+/// The README's guardrails section lists every fixture the test lists.
+#[test]
+fn readme_lists_what_stays_webhook_only() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let start = readme
+        .find("## Guardrails when the webhook is down")
+        .expect("README has the guardrails section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    for (fixture, ..) in WEBHOOK_ONLY {
+        let file = fixture.rsplit('/').next().unwrap();
+        assert!(
+            section.contains(file),
+            "README's guardrails section does not list {file}"
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! The fixture corpus the equivalence test runs: `tests/fixtures/pods`, `workloads`,
+//! and `bypass` under the restricted and the embedded default policy.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+use trainplace_engine::{Catalog, Policy, Snapshot};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Case {
+    pub policy_file: Option<String>,
+    pub policy: Option<Value>,
+    pub namespace_labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    pub cluster: Option<String>,
+    pub object: Value,
+    /// DRA objects submitted alongside the object.
+    #[serde(default)]
+    pub objects: Vec<Value>,
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn policy_for(case: &Case) -> Policy {
+    if let Some(file) = &case.policy_file {
+        let text = std::fs::read_to_string(repo_root().join(file)).expect("policy file");
+        return Policy::from_parts(&text, file, Catalog::embedded()).expect("policy loads");
+    }
+    if let Some(inline) = &case.policy {
+        let text = serde_yaml_ng::to_string(inline).unwrap();
+        return Policy::from_parts(&text, "inline", Catalog::embedded()).expect("policy loads");
+    }
+    Policy::embedded()
+}
+
+pub fn cluster(name: &str) -> Snapshot {
+    let dir = repo_root().join("tests/fixtures/cluster").join(name);
+    let list = |f: &str| -> Value {
+        std::fs::read_to_string(dir.join(f))
+            .map(|t| serde_json::from_str(&t).expect("valid JSON list"))
+            .unwrap_or_else(|_| serde_json::json!({"items": []}))
+    };
+    let mut snapshot = Snapshot::from_lists(
+        &list("nodes.json"),
+        &list("pods.json"),
+        &list("namespaces.json"),
+    );
+    for file in [
+        "resourceclaimtemplates.json",
+        "resourceclaims.json",
+        "computedomains.json",
+    ] {
+        snapshot.add_claims(list(file)["items"].as_array().into_iter().flatten());
+    }
+    snapshot
+}
+
+/// Every fixture, named `dir/file` (bypass: `dir/file@restricted|default`).
+pub fn corpus() -> Vec<(String, Case)> {
+    let mut out = Vec::new();
+    for dir in ["pods", "workloads", "bypass"] {
+        let mut files: Vec<PathBuf> =
+            std::fs::read_dir(repo_root().join("tests/fixtures").join(dir))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+                .collect();
+        files.sort();
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = path.file_name().unwrap().to_string_lossy();
+            let case: Case = serde_yaml_ng::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            if dir == "bypass" {
+                let mut restricted: Case = serde_yaml_ng::from_str(&text).unwrap();
+                restricted.policy_file = Some("examples/policy-restricted.yaml".into());
+                out.push((format!("{dir}/{file}@restricted"), restricted));
+                out.push((format!("{dir}/{file}@default"), case));
+            } else {
+                out.push((format!("{dir}/{file}"), case));
+            }
+        }
+    }
+    out
+}
+
+/// The `cel` crate's parser and interpreter recurse; debug builds need more than the
+/// test thread's default stack for the longest exported expressions.
+pub fn with_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}
