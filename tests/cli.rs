@@ -435,3 +435,24 @@ spec:
     let without = run(&["check", "-f", "-"], Some(job));
     assert_eq!(without.status.code(), Some(0), "{}", text(&without.stdout));
 }
+
+/// `-f DIR` reads the directory's manifests as kubectl does; an empty one is an error.
+#[test]
+fn a_directory_is_read_like_kubectl_reads_it() {
+    let out = run(&["check", "-f", "tests/fixtures/upstream/lws/sglang"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("LeaderWorkerSet default/sglang")
+            && stdout.contains("Service default/sglang-leader"),
+        "{stdout}"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let none = run(&["check", "-f", &empty.path().to_string_lossy()], None);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        text(&none.stderr).contains("a directory with no .yaml, .yml or .json files"),
+        "{}",
+        text(&none.stderr)
+    );
+}

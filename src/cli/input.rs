@@ -33,8 +33,12 @@ pub struct Document {
     pub object: Value,
 }
 
-/// Read `path` (`-` = stdin) into its documents.
+/// Read `path` (`-` = stdin) into its documents. A directory is read as kubectl reads
+/// `-f DIR`: its `.yaml`, `.yml` and `.json` files (not subdirectories), by name.
 pub fn read(path: &str) -> Result<Vec<Document>, InputError> {
+    if path != "-" && std::path::Path::new(path).is_dir() {
+        return read_dir(path);
+    }
     let source_name = if path == "-" {
         "<stdin>".to_string()
     } else {
@@ -51,6 +55,35 @@ pub fn read(path: &str) -> Result<Vec<Document>, InputError> {
         message: e.to_string(),
     })?;
     parse(&text, &source_name)
+}
+
+fn read_dir(dir: &str) -> Result<Vec<Document>, InputError> {
+    let failed = |e: std::io::Error| InputError::Read {
+        source_name: dir.to_string(),
+        message: e.to_string(),
+    };
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(failed)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(InputError::Read {
+            source_name: dir.to_string(),
+            message: "a directory with no .yaml, .yml or .json files".into(),
+        });
+    }
+    let mut docs = Vec::new();
+    for file in files {
+        docs.extend(read(&file.to_string_lossy())?);
+    }
+    Ok(docs)
 }
 
 pub fn parse(text: &str, source_name: &str) -> Result<Vec<Document>, InputError> {
