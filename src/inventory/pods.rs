@@ -126,6 +126,9 @@ impl PodFacts for Placement {
     fn label(&self, key: &str) -> Option<&str> {
         self.jobs.iter().find(|(k, _)| *k == key).map(|(_, v)| &**v)
     }
+    fn job_labels(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.jobs.iter().map(|(k, v)| (*k, &**v))
+    }
 }
 
 type Key = (String, String);

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde_json::Value;
 
+use crate::annotations::JOB_IDENTITY_LABELS;
 use crate::json::str_at;
 use crate::quantity::parse_count;
 
@@ -25,6 +26,12 @@ pub trait PodFacts {
     fn namespace(&self) -> Option<&str>;
     fn node_name(&self) -> Option<&str>;
     fn label(&self, key: &str) -> Option<&str>;
+    /// The pod's job identity labels (`JOB_IDENTITY_LABELS` keys it carries).
+    fn job_labels(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        JOB_IDENTITY_LABELS
+            .iter()
+            .filter_map(|(key, _)| Some((*key, self.label(key)?)))
+    }
 }
 
 /// The parts of a Namespace the snapshot reads.

@@ -10,8 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::annotations::{
-    ACCELERATOR_RESOURCES, JOB_IDENTITY_LABELS, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA,
-    RES_NVIDIA_GPU,
+    ACCELERATOR_RESOURCES, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA, RES_NVIDIA_GPU,
 };
 use crate::block_nodes::BlockNodes;
 use crate::catalog::{InstanceProfile, Rdma};
@@ -164,10 +163,8 @@ impl Snapshot {
             let Some(zone) = node_zone.get(node) else {
                 continue;
             };
-            for (key, _) in JOB_IDENTITY_LABELS {
-                if let Some(v) = pod.label(key) {
-                    jobs.entry((ns, key, v)).or_default().insert(zone);
-                }
+            for (key, v) in pod.job_labels() {
+                jobs.entry((ns, key, v)).or_default().insert(zone);
             }
         }
         s.jobs = jobs
