@@ -270,15 +270,28 @@ async fn live_verdict(with_template: bool) -> Value {
         .build()
         .unwrap();
     let pod = common::fixture_object("dra-gpu-template-from-cluster");
-    let body: Result<Value, _> = async {
-        c.post(format!("https://127.0.0.1:{addr}/validate"))
-            .json(&common::review_for(&pod, "live"))
-            .send()
-            .await?
-            .json()
-            .await
+    // The snapshot is rebuilt at most once a second as watches deliver: the first live
+    // one may predate the optional DRA watch's list. Ask until the verdict settles on
+    // the expected one (bounded); without the template it never flips.
+    let mut body: Result<Value, reqwest::Error> = Ok(Value::Null);
+    for _ in 0..30 {
+        body = async {
+            c.post(format!("https://127.0.0.1:{addr}/validate"))
+                .json(&common::review_for(&pod, "live"))
+                .send()
+                .await?
+                .json()
+                .await
+        }
+        .await;
+        let denied = body
+            .as_ref()
+            .is_ok_and(|b: &Value| b["response"]["allowed"] == false);
+        if denied || !with_template {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    .await;
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(live, "the inventory never went live against the fake API");
