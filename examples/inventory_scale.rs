@@ -200,7 +200,10 @@ fn main() {
         nodes: node_w.as_reader(),
         namespaces: ns_w.as_reader(),
         pods: vec![Arc::new(RwLock::new(pods))],
-        jobs: jobs_w.as_reader(),
+        jobs: [
+            jobs_w.as_reader(),
+            store_of("kubeflow.org", "v1", "PaddleJob", "paddlejobs").as_reader(),
+        ],
         node_classes: classes_w.as_reader(),
         runtimes: [
             store_of(

@@ -127,3 +127,12 @@ fn ending_within_without_nodes_is_refused_clearly() {
         String::from_utf8_lossy(&o.stderr).contains("--ending-within needs the cluster's nodes")
     );
 }
+
+/// A negative window would list nothing without saying why: refused with a clear error.
+#[test]
+fn a_negative_window_is_refused() {
+    let o = audit("-6h", &[]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("\"-6h\" is negative"), "{stderr}");
+}

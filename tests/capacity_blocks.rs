@@ -328,3 +328,43 @@ fn a_reservations_file_of_the_wrong_shape_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no CapacityReservations array"));
 }
+
+/// Durations at the edge of what a clock holds: `activeDeadlineSeconds` is an int64 on a
+/// batch/v1 Job, so 2^63 - 1 is a valid object; the annotation takes any text. Each is
+/// told it outlives the block; none panics (adding it to the clock overflowed).
+#[test]
+fn a_run_time_past_the_end_of_the_clock_is_reported_not_a_panic() {
+    for (job, source) in [
+        (
+            "huge-deadline",
+            "activeDeadlineSeconds: 9223372036854775807",
+        ),
+        (
+            "huge-duration",
+            "trainplace.io/expected-duration: 9223372036854775807s",
+        ),
+    ] {
+        let o = check(job, &["--now", NOW, "-o", "json"]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!stderr.contains("panicked"), "{job}: {stderr}");
+        assert_eq!(o.status.code(), Some(0), "{job}: {stderr}");
+        let f = findings(job, &["--now", NOW]);
+        assert_eq!(f.len(), 1, "{job}: {f:?}");
+        let found = f[0]["found"].as_str().unwrap();
+        assert!(found.contains(source), "{job}: {found}");
+        let fix = f[0]["fix"].as_str().unwrap();
+        assert!(fix.contains("submit onto a later block"), "{job}: {fix}");
+    }
+}
+
+/// `-1h` is no run time: reported as a bad duration, not taken as "fits".
+#[test]
+fn a_negative_duration_is_reported_as_malformed() {
+    let f = findings("negative-duration", &["--now", NOW]);
+    assert_eq!(f.len(), 1, "{f:?}");
+    let found = f[0]["found"].as_str().unwrap();
+    assert!(
+        found.contains("trainplace.io/expected-duration: \"-1h\" is negative"),
+        "{found}"
+    );
+}

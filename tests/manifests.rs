@@ -163,7 +163,7 @@ fn webhook_configurations_keep_the_cluster_safe() {
     }
 }
 
-/// Pods on CREATE; the workload kinds on CREATE and UPDATE, PyTorchJob scales on UPDATE;
+/// Pods on CREATE; the workload kinds on CREATE and UPDATE, PyTorchJob and PaddleJob scales on UPDATE;
 /// nothing else, never DELETE.
 fn assert_rules(name: &str, rules: &Value) {
     let mut seen = BTreeSet::new();
@@ -211,6 +211,7 @@ fn assert_rules(name: &str, rules: &Value) {
         // kubectl scale / autoscalers: judged at the new size (the mutating endpoint
         // answers a Scale without a patch).
         "kubeflow.org/pytorchjobs/scale",
+        "kubeflow.org/paddlejobs/scale",
     ]
     .map(String::from)
     .into();
@@ -418,7 +419,7 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
         role["rules"],
         json!([
             {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "paddlejobs"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainingruntimes", "clustertrainingruntimes"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates", "resourceclaims"], "verbs": ["get", "list", "watch"]},

@@ -263,3 +263,27 @@ fn upstream_paddle_gpu_example_is_laid_out_on_p5() {
     assert_eq!(entries[0]["allowed"], false, "{entries:?}");
     assert!(changes.contains("vpc.amazonaws.com/efa=8"), "{changes}");
 }
+
+/// GPU training examples that run on real clusters as written are allowed (at most
+/// warnings): NeMo-RL's GRPO RayJob (8-GPU workers), the TRL elastic HyperPodPyTorchJob
+/// on g6e, KubeRay's image-classifier RayJob, the torchtune Qwen runtime.
+#[test]
+fn upstream_gpu_examples_that_run_as_written_are_allowed() {
+    for file in [
+        "aws/megatron/nemo-rl/rayjob-grpo.yaml",
+        "aws/pytorch/trl/train-lora-hyperpod-elastic-g6e.yaml",
+        "kuberay/pytorch-resnet-image-classifier/ray-job.pytorch-image-classifier.yaml",
+        "trainer/runtimes/torchtune/qwen2_5/qwen2_5_1.5B.yaml",
+    ] {
+        let path = root().join("tests/fixtures/upstream").join(file);
+        let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["check", "-f", path.to_str().unwrap(), "-o", "json"])
+            .output()
+            .unwrap();
+        let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(!entries.is_empty(), "{file}");
+        for e in &entries {
+            assert_eq!(e["allowed"], true, "{file}: {e}");
+        }
+    }
+}

@@ -39,7 +39,7 @@ pub struct AuditArgs {
     pub output: AuditOutput,
     /// Also list running jobs on Capacity Blocks that end within this long (e.g. 6h),
     /// in the table and as `capacity-block-ends` results of the PolicyReport.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", value_parser = window, allow_hyphen_values = true)]
     pub ending_within: Option<jiff::SignedDuration>,
     /// Capacity Blocks from `aws ec2 describe-capacity-reservations --output json`
     /// (EKS managed node groups); Karpenter's come from EC2NodeClasses.
@@ -337,4 +337,15 @@ pub fn report(verdicts: &[Verdict]) -> Value {
         }
     }
     json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "ClusterPolicyReport", "metadata": {"name": "trainplace-audit"}, "summary": summary, "results": results})
+}
+
+/// `--ending-within`: a duration of at least 0 (`-6h` would list nothing, silently).
+fn window(text: &str) -> Result<jiff::SignedDuration, String> {
+    let d: jiff::SignedDuration = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a duration (write e.g. 6h or 90m): {e}"))?;
+    if d.is_negative() {
+        return Err(format!("{text:?} is negative; write a window such as 6h"));
+    }
+    Ok(d)
 }

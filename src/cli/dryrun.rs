@@ -40,7 +40,7 @@ pub struct DryRunArgs {
     #[arg(long, value_parser = parse_labels)]
     pub namespace_labels: Option<BTreeMap<String, String>>,
     /// Cluster inventory from `kubectl get -o json` files: DIR/nodes.json (and optional
-    /// pods.json, namespaces.json, pytorchjobs.json, ec2nodeclasses.json,
+    /// pods.json, namespaces.json, pytorchjobs.json, paddlejobs.json, ec2nodeclasses.json,
     /// trainingruntimes.json, clustertrainingruntimes.json, resourceclaimtemplates.json,
     /// resourceclaims.json, computedomains.json) for instance types, sibling zones,
     /// namespace labels, Capacity Blocks, the Trainer runtimes TrainJobs inherit their

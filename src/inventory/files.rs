@@ -50,9 +50,9 @@ const DRA_FILES: [&str; 3] = [
     "computedomains.json",
 ];
 
-/// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` (what
-/// `pytorchjobs/scale` reviews are judged against), `ec2nodeclasses.json` (Karpenter's
-/// Capacity Blocks in `status.capacityReservations`), `trainingruntimes.json` /
+/// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` and
+/// `paddlejobs.json` (what their `/scale` reviews are judged against), `ec2nodeclasses.json`
+/// (Karpenter's Capacity Blocks in `status.capacityReservations`), `trainingruntimes.json` /
 /// `clustertrainingruntimes.json` (the runtimes TrainJobs inherit their pod template
 /// from) and the [`DRA_FILES`] from `dir`; all but nodes optional.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
@@ -64,8 +64,10 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let pods = read_list(&dir.join("pods.json"), false)?;
     let namespaces = read_list(&dir.join("namespaces.json"), false)?;
     let mut snap = Snapshot::from_lists(&nodes, &pods, &namespaces);
-    let jobs = read_list(&dir.join("pytorchjobs.json"), false)?;
-    snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
+    for file in ["pytorchjobs.json", "paddlejobs.json"] {
+        let jobs = read_list(&dir.join(file), false)?;
+        snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
+    }
     let classes = read_list(&dir.join("ec2nodeclasses.json"), false)?;
     snap.reservations_mut().add_ec2nodeclasses(&classes);
     for file in DRA_FILES {

@@ -1,5 +1,5 @@
 //! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
-//! Pods of training jobs, PyTorchJobs (for scale reviews), Karpenter EC2NodeClasses
+//! Pods of training jobs, PyTorchJobs and PaddleJobs (for scale reviews), Karpenter EC2NodeClasses
 //! (Capacity Blocks; blocks from a describe-capacity-reservations file are laid over
 //! them), Trainer runtimes (what TrainJobs inherit) and DRA ResourceClaimTemplates,
 //! ResourceClaims and ComputeDomains. A ticker rebuilds the snapshot at most once a
@@ -123,7 +123,7 @@ where
     });
 }
 
-/// A watch of a CRD that may not be installed (PyTorchJobs for `pytorchjobs/scale`
+/// A watch of a CRD that may not be installed (PyTorchJobs and PaddleJobs for `/scale`
 /// reviews, Karpenter's EC2NodeClasses for Capacity Blocks): errors are only logged.
 fn watch_optional(
     client: Client,
@@ -218,7 +218,8 @@ pub struct Caches {
     pub namespaces: Store<Namespace>,
     /// One index per job identity label.
     pub pods: Vec<Arc<RwLock<PodIndex>>>,
-    pub jobs: Store<DynamicObject>,
+    /// PyTorchJobs and PaddleJobs: what their `/scale` reviews scale.
+    pub jobs: [Store<DynamicObject>; 2],
     pub node_classes: Store<DynamicObject>,
     /// TrainingRuntimes and ClusterTrainingRuntimes.
     pub runtimes: [Store<DynamicObject>; 2],
@@ -244,7 +245,9 @@ impl Caches {
             pods.iter().flat_map(|p| p.placements()),
             namespaces.iter().map(Arc::as_ref),
         );
-        snap.add_scalable(&values(&self.jobs));
+        for store in &self.jobs {
+            snap.add_scalable(&values(store));
+        }
         for store in &self.dra {
             snap.add_claims(&values(store));
         }
@@ -293,10 +296,14 @@ impl LiveInventory {
                     )
                 })
                 .collect(),
-            jobs: watch_optional(
-                client.clone(),
-                inv.clone(),
-                ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+            jobs: [("PyTorchJob", "pytorchjobs"), ("PaddleJob", "paddlejobs")].map(
+                |(kind, plural)| {
+                    watch_optional(
+                        client.clone(),
+                        inv.clone(),
+                        ("kubeflow.org", "v1", kind, plural),
+                    )
+                },
             ),
             node_classes: watch_optional(
                 client.clone(),

@@ -7,7 +7,7 @@ use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview,
 use serde_json::Value;
 
 use crate::engine::evaluate_owned;
-use crate::inventory::Snapshot;
+use crate::inventory::{Snapshot, scale_replicas_path};
 use crate::mark::MarkKeys;
 use crate::policy::Policy;
 use crate::requester::Requester;
@@ -249,9 +249,9 @@ enum Scaled {
     Pass(String),
 }
 
-/// A Scale (`pytorchjobs/scale`) carries only a replica count: judge the PyTorchJob it
-/// scales, from the inventory, with `spec.pytorchReplicaSpecs.Worker.replicas` set to
-/// the new count, so `kubectl scale` or an autoscaler cannot grow a job past what its
+/// A Scale (`pytorchjobs/scale`, `paddlejobs/scale`) carries only
+/// a replica count: judge the workload it scales, from the inventory, with its
+/// CRD's `specReplicasPath` set to the new count, so `kubectl scale` or an autoscaler cannot grow a job past what its
 /// layout allows.
 fn scaled_object(
     req: &AdmissionRequest<DynamicObject>,
@@ -270,16 +270,15 @@ fn scaled_object(
             req.name
         ));
     };
+    let Some(path) = scale_replicas_path(resource) else {
+        return Scaled::Pass(format!(
+            "trainplace does not know where a scale of {resource} writes its replicas; the new size was not checked."
+        ));
+    };
     let mut parent = parent.clone();
-    match parent.pointer_mut("/spec/pytorchReplicaSpecs/Worker/replicas") {
-        Some(slot) => *slot = Value::from(new),
-        None => {
-            if let Some(worker) = parent.pointer_mut("/spec/pytorchReplicaSpecs/Worker")
-                && let Some(m) = worker.as_object_mut()
-            {
-                m.insert("replicas".into(), Value::from(new));
-            }
-        }
+    let (holder, key) = path.rsplit_once('/').unwrap_or(("", path));
+    if let Some(m) = parent.pointer_mut(holder).and_then(Value::as_object_mut) {
+        m.insert(key.to_string(), Value::from(new));
     }
     Scaled::Judge(parent)
 }

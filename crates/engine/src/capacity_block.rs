@@ -120,15 +120,15 @@ fn expected(input: &BlockInput<'_>) -> Result<Option<(SignedDuration, String)>, 
         )
     });
     if let Some(text) = annotation {
-        return text
-            .trim()
-            .parse::<SignedDuration>()
-            .map(|d| Some((d, format!("{EXPECTED_DURATION}: {text}"))))
-            .map_err(|e| {
-                format!(
-                    "{EXPECTED_DURATION}: {text:?} is not a duration (write e.g. 36h or 90m): {e}"
-                )
-            });
+        return match text.trim().parse::<SignedDuration>() {
+            Err(e) => Err(format!(
+                "{EXPECTED_DURATION}: {text:?} is not a duration (write e.g. 36h or 90m): {e}"
+            )),
+            Ok(d) if d.is_negative() => Err(format!(
+                "{EXPECTED_DURATION}: {text:?} is negative; a run time is at least 0"
+            )),
+            Ok(d) => Ok(Some((d, format!("{EXPECTED_DURATION}: {text}")))),
+        };
     }
     for (pointer, what) in [
         ("/spec/activeDeadlineSeconds", "activeDeadlineSeconds"),
@@ -175,7 +175,8 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
     };
     let site = input.view.base.clone();
     let stop_before = provisioner.stop_before_end();
-    let reclaim = block.end - stop_before;
+    // A block end near the clock's first instant (a hand-edited file) cannot go earlier.
+    let reclaim = block.end.checked_sub(stop_before).unwrap_or(block.end);
     let left = reclaim.duration_since(input.now);
     let on = format!(
         "the job can only run on Capacity Block {} ({}, {}), which ends {}; {} at {}",
@@ -207,7 +208,16 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
             format!("write {EXPECTED_DURATION} as a duration such as 36h."),
         )),
         Ok(Some((run, source))) if run > left => {
-            let needed = input.now + run + stop_before;
+            // Checked: an int64 deadline (2^63 - 1 s) runs past the last instant a
+            // timestamp holds.
+            let later = match input
+                .now
+                .checked_add(run)
+                .and_then(|t| t.checked_add(stop_before))
+            {
+                Ok(needed) => format!("submit onto a block that ends after {needed}"),
+                Err(_) => "submit onto a later block".to_string(),
+            };
             out.push(finding(
                 format!(
                     "{on}, {} from now, but the job expects to run {} ({source}).",
@@ -215,7 +225,7 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
                     hours(run)
                 ),
                 format!(
-                    "checkpoint often enough to lose little at {reclaim} and resume on a later block, shorten the run to under {}, or submit onto a block that ends after {needed}.",
+                    "checkpoint often enough to lose little at {reclaim} and resume on a later block, shorten the run to under {}, or {later}.",
                     hours(left)
                 ),
             ));

@@ -173,14 +173,24 @@ fn judge_sites<'s, 'a>(
     let total = job_pods(ctx.kind, &views);
     absurd_size(&views, verdict);
     let mut judged = Vec::new();
+    let mut pinned = Vec::new();
     for (site, view) in &views {
         let mut hints = site.hints.clone();
         if ctx.kind.is_workload() {
             hints.pods = total;
         }
         if let Some(j) = judge(view, &hints, object, ctx, verdict)? {
+            // A template that makes no pods (0 replicas) runs nowhere.
+            if site.pods != Some(0)
+                && let Some(zone) = crate::split_zones::pinned_zone(view.pod)
+            {
+                pinned.push((site.field.as_str(), zone));
+            }
             judged.push((*site, j));
         }
+    }
+    if ctx.kind.is_workload() {
+        crate::split_zones::check(object, &pinned, ctx, verdict);
     }
     Ok(judged)
 }

@@ -70,15 +70,42 @@ pub struct Snapshot {
     runtimes: HashMap<(String, String, String), Value>,
 }
 
+/// Workloads whose CRD has a scale subresource: (API group, kind, plural resource, JSON
+/// Pointer of the CRD's `specReplicasPath`). A Scale review writes its count there.
+/// From the vendored CRDs in schemas/ (`subresources.scale.specReplicasPath`).
+/// (LeaderWorkerSet's scale changes only how many independent groups run; each group is
+/// judged on its own, so a scale cannot change a verdict and is not reviewed.)
+const SCALABLE: [(&str, &str, &str, &str); 2] = [
+    (
+        "kubeflow.org",
+        "PyTorchJob",
+        "pytorchjobs",
+        "/spec/pytorchReplicaSpecs/Worker/replicas",
+    ),
+    (
+        "kubeflow.org",
+        "PaddleJob",
+        "paddlejobs",
+        "/spec/paddleReplicaSpecs/Worker/replicas",
+    ),
+];
+
 /// The plural resource of a workload whose scale subresource changes its pod count.
 fn scale_resource(o: &Value) -> Option<&'static str> {
-    match (
-        str_at(o, &["apiVersion"])?.split('/').next()?,
-        str_at(o, &["kind"])?,
-    ) {
-        ("kubeflow.org", "PyTorchJob") => Some("pytorchjobs"),
-        _ => None,
-    }
+    let group = str_at(o, &["apiVersion"])?.split('/').next()?;
+    let kind = str_at(o, &["kind"])?;
+    SCALABLE
+        .iter()
+        .find(|(g, k, _, _)| *g == group && *k == kind)
+        .map(|(_, _, r, _)| *r)
+}
+
+/// Where a Scale of `resource` (a plural in `SCALABLE`) writes its replica count.
+pub(crate) fn scale_replicas_path(resource: &str) -> Option<&'static str> {
+    SCALABLE
+        .iter()
+        .find(|(_, _, r, _)| *r == resource)
+        .map(|(_, _, _, p)| *p)
 }
 
 impl Snapshot {

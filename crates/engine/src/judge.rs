@@ -41,7 +41,7 @@ impl<'a> Ctx<'a, '_> {
 
     /// Whether an opt-in annotation is set and granted. Pods made from a judged
     /// template carry the submitter's grant: they are not asked again.
-    fn opt_in(&self, set: bool, which: OptIn) -> OptInState {
+    pub(crate) fn opt_in(&self, set: bool, which: OptIn) -> OptInState {
         if self.judged_upstream {
             OptInState::Granted
         } else {

@@ -51,6 +51,7 @@ mod reservations;
 mod reshape;
 mod response;
 mod rules;
+mod split_zones;
 mod trainjob;
 pub mod vap;
 mod verdict;

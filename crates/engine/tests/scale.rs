@@ -106,3 +106,35 @@ fn an_update_that_grows_the_job_is_judged_at_its_new_size() {
         "{r}"
     );
 }
+
+/// PaddleJob's vendored CRD has a scale subresource too
+/// (`.spec.paddleReplicaSpecs.Worker.replicas`): one 1-GPU worker on p5 is allowed;
+/// `kubectl scale paddlejob --replicas=8` makes 8 x 1 GPU and is denied.
+fn paddle_job() -> Value {
+    json!({"apiVersion": "kubeflow.org/v1", "kind": "PaddleJob",
+        "metadata": {"name": "bert", "namespace": "ml"},
+        "spec": {"paddleReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {
+            "containers": [{"name": "paddle", "image": "train:1",
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}})
+}
+
+fn paddle_scale_review(to: u64) -> Value {
+    let mut r = scale_review("bert", 1, to);
+    let gvr = json!({"group": "kubeflow.org", "version": "v1", "resource": "paddlejobs"});
+    r["request"]["resource"] = gvr.clone();
+    r["request"]["requestResource"] = gvr;
+    r
+}
+
+#[test]
+fn scaling_a_one_gpu_paddlejob_to_eight_workers_is_denied() {
+    let mut inv = Snapshot::build(&[], &[], &[]);
+    inv.add_scalable([&paddle_job()]);
+    let r = answer(paddle_scale_review(8), Some(&inv));
+    assert_eq!(r["allowed"], false, "{r}");
+    let message = r["status"]["message"].as_str().unwrap();
+    assert!(message.contains("8 pods x 1 GPU"), "{message}");
+    let r = answer(paddle_scale_review(1), Some(&inv));
+    assert_eq!(r["allowed"], true, "{r}");
+}

@@ -18,6 +18,10 @@ pub(crate) struct Region {
     pub suffix: String,
     pub mode: Mode,
     pub selector: Option<Value>,
+    /// An override that names namespaces: a namespaceSelector never skips a
+    /// cluster-scoped object (a ClusterTrainingRuntime, judged without a namespace, so
+    /// under the base mode), so its binding also names the namespaced resources.
+    pub namespaced_only: bool,
 }
 
 pub(crate) fn actions(mode: Mode) -> Vec<&'static str> {
@@ -126,6 +130,7 @@ pub(crate) fn regions(policy: &Policy, check: Check) -> Result<Vec<Region>, Expo
         }
     }
     'region: for (suffix, mode, mut reqs, from) in candidates {
+        let namespaced_only = from > 0 && !reqs.is_empty();
         // Minus every later override of this rule.
         for (j, _, m) in overrides.iter().filter(|(j, _, _)| *j + 1 > from) {
             match excluding(m, &format!("namespaces[{j}]"))? {
@@ -141,6 +146,7 @@ pub(crate) fn regions(policy: &Policy, check: Check) -> Result<Vec<Region>, Expo
             suffix,
             mode,
             selector,
+            namespaced_only,
         });
     }
     Ok(out)
@@ -171,6 +177,10 @@ mod tests {
             ("-ns1", Mode::Warn)
         );
         assert!(partial[0].selector.is_none());
+        assert!(
+            !partial[0].namespaced_only,
+            "`*` covers cluster-scoped objects too"
+        );
         let zones = regions(&p, Check::MultiAz).unwrap();
         assert_eq!(zones.len(), 1, "the `off` namespace gets no binding");
         assert_eq!(zones[0].mode, Mode::Enforce);
@@ -178,6 +188,17 @@ mod tests {
             zones[0].selector.as_ref().unwrap()["matchExpressions"][0]["operator"],
             "NotIn"
         );
+    }
+
+    #[test]
+    fn an_override_by_namespace_leaves_cluster_scoped_objects_to_the_base_binding() {
+        let p = policy("  - match: { names: [research] }\n    rules: { partialNode: warn }\n");
+        let partial = regions(&p, Check::PartialNode).unwrap();
+        let modes: Vec<(Mode, bool)> = partial
+            .iter()
+            .map(|r| (r.mode, r.namespaced_only))
+            .collect();
+        assert_eq!(modes, [(Mode::Enforce, false), (Mode::Warn, true)]);
     }
 
     #[test]

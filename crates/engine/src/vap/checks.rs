@@ -29,7 +29,9 @@ impl Check {
 /// More pods than a cluster runs (the engine's `MAX_JOB_PODS`).
 const MAX_JOB_PODS: u64 = 150_000;
 
-const MULTI_POD: &str = "(object.kind == 'Pod' ? variables.podSize != 0 : variables.total > 1)";
+/// Several pods: a bare Pod's launcher says so; a workload's count is over 1 or
+/// unknown (`total` -1).
+const MULTI_POD: &str = "(object.kind == 'Pod' ? variables.podSize != 0 : (variables.total > 1 || variables.total < 0))";
 const TRAINING: &str = "(y.dev && (y.train || (object.kind == 'Pod' && variables.podSize == 1)))";
 
 /// Instance type `n` is too small or of another kind for the pod of `y`.
@@ -101,11 +103,11 @@ fn partial_message() -> String {
         reshape = lit(&format!(" (annotation {RESHAPE}: \"true\" rewrites it)")),
     );
     let fix = format!(
-        "(y.p.shared ? 'one pod per node with all ' + string({g}) + ' whole devices (' + variables.catalog[n].resource + ' instead of slices)' : object.kind == 'Pod' ? 'one pod per node with all ' + {all} : ({whole}))",
+        "(y.p.shared ? 'one pod per node with all ' + string({g}) + ' whole devices (' + variables.catalog[n].resource + ' instead of slices)' : object.kind == 'Pod' || variables.total < 0 ? 'one pod per node with all ' + {all} : ({whole}))",
         all = count(g, &what),
     );
     let pods_text = format!(
-        "(object.kind == 'Pod' ? 'pods of ' + {per} : {pods} + ' x ' + {per})",
+        "(object.kind == 'Pod' || variables.total < 0 ? 'pods of ' + {per} : {pods} + ' x ' + {per})",
         per = count("y.p.g", &what),
         pods = count("variables.total", &pod),
     );

@@ -90,8 +90,8 @@ pub(crate) fn namespace_match(
         any.push(format!("request.namespace in {}", list(&m.names)));
     }
     if let Some(sel) = &m.selector {
-        let labels =
-            "(has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})";
+        // No namespace object for a cluster-scoped object (a ClusterTrainingRuntime).
+        let labels = "(namespaceObject != null && has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})";
         any.push(format!("({})", selector(sel, labels, origin)?));
     }
     Ok(if any.is_empty() {
@@ -154,7 +154,7 @@ fn pods(policy: &Policy) -> String {
     let zk = list(&zone_keys());
     let anti = format!("{spec}.affinity.podAntiAffinity");
     format!(
-        "variables.devices.map(x, {{'f': x.site.f, 'n': x.site.n, 'id': x.site.id,
+        "variables.devices.map(x, {{'f': x.site.f, 'n': x.site.n, 'u': x.site.u, 'id': x.site.id,
  'g': [x.app.map(r, r.n).sum() + x.init.filter(r, r.side).map(r, r.n).sum(), ([0] + x.init.filter(r, !r.side).map(r, r.n)).max()].max(),
  'efa': [x.app.map(r, r.efa).sum() + x.init.filter(r, r.side).map(r, r.efa).sum(), ([0] + x.init.filter(r, !r.side).map(r, r.efa)).max()].max(),
  'res': ((x.app + x.init).filter(r, r.key != '').map(r, r.key) + [''])[0],
@@ -169,7 +169,7 @@ fn pods(policy: &Policy) -> String {
  {zone},
  'zpin': has({spec}.nodeSelector) && {spec}.nodeSelector.exists(k, k in {zk}),
  'zspread': has({spec}.topologySpreadConstraints) && {spec}.topologySpreadConstraints.exists(c, has(c.topologyKey) && c.topologyKey in {zk}),
- 'zanti': has({spec}.affinity) && has({spec}.affinity.podAntiAffinity) && has({anti}.requiredDuringSchedulingIgnoredDuringExecution) && {anti}.requiredDuringSchedulingIgnoredDuringExecution.exists(t, has(t.topologyKey) && t.topologyKey in {zk} && size(x.site.id) == 2 && has(t.labelSelector) && has(t.labelSelector.matchLabels) && x.site.id[0] in t.labelSelector.matchLabels && t.labelSelector.matchLabels[x.site.id[0]] == x.site.id[1])}})",
+ 'zanti': has({spec}.affinity) && has({spec}.affinity.podAntiAffinity) && has({anti}.requiredDuringSchedulingIgnoredDuringExecution) && {anti}.requiredDuringSchedulingIgnoredDuringExecution.exists(t, has(t.topologyKey) && t.topologyKey in {zk} && size(x.site.id) == 2 && has(t.labelSelector) && ((has(t.labelSelector.matchLabels) && x.site.id[0] in t.labelSelector.matchLabels && t.labelSelector.matchLabels[x.site.id[0]] == x.site.id[1]) || (size(t.labelSelector) > 0 && has(t.matchLabelKeys) && x.site.id[0] in t.matchLabelKeys)))}})",
         shared = resource_fact(policy, "r.key", "shared"),
         tr = lit(TRAINING),
         ann_type = annotation(INSTANCE_TYPE),
@@ -351,6 +351,7 @@ pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
         ),
         v("grantMultiAz", grant_of(policy, OptIn::AllowMultiAz)),
         v("runtimeSpecs", crate::vap::sites::runtime_specs()),
+        v("trains", crate::vap::controllers::trains()),
         v("sites", crate::vap::sites::sites()),
         v("containers", crate::vap::sites::containers(&policy.catalog)),
         v("devices", crate::vap::sites::devices()),
@@ -360,9 +361,10 @@ pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
         v("podLine", line),
         v("podFlag", flag),
         v("podSize", size),
+        // -1: a template's count is unknown (judged as many pods).
         v(
             "total",
-            "variables.pods.filter(x, x.g > 0 || x.efa > 0).map(x, x.n).sum()".into(),
+            "variables.pods.exists(x, (x.g > 0 || x.efa > 0) && x.u) ? -1 : variables.pods.filter(x, x.g > 0 || x.efa > 0).map(x, x.n).sum()".into(),
         ),
     ])
 }

@@ -3,15 +3,19 @@
 //! since Kubernetes 1.30): guardrails the API server evaluates itself, so they hold
 //! while the webhook is down. One policy per rule (`partial-node`, `multi-az`,
 //! `impossible-request`) over Pods and the pod templates of Job, JobSet, PyTorchJob,
-//! MPIJob and LeaderWorkerSet; one binding per namespace region with one mode.
+//! MPIJob, PaddleJob, LeaderWorkerSet, TrainJob, the Ray kinds, Volcano Jobs,
+//! HyperPodPyTorchJobs and training runtimes; one binding per namespace region with one
+//! mode.
 //!
 //! Pure: a [`Policy`] in, objects out. `tests/vap_equivalence.rs` evaluates the CEL
 //! against the fixture corpus and compares each verdict with the engine's.
 
 mod bindings;
 mod checks;
+mod controllers;
 mod error;
 mod facts;
+mod ident;
 mod sites;
 mod text;
 
@@ -33,22 +37,72 @@ pub fn policy_name(check: Check) -> String {
     format!("trainplace-{}", check.rule())
 }
 
+/// The kinds the webhook judges (manifests/base/webhooks.yaml), on CREATE and UPDATE
+/// (Pods on CREATE).
 fn resource_rules() -> Value {
-    let rule = |group: &str, version: &str, resources: &[&str], ops: &[&str]| json!({"apiGroups": [group], "apiVersions": [version], "operations": ops, "resources": resources, "scope": "Namespaced"});
+    let rule = |group: &str, version: &str, resources: &[&str], ops: &[&str], scope: &str| json!({"apiGroups": [group], "apiVersions": [version], "operations": ops, "resources": resources, "scope": scope});
     let both = ["CREATE", "UPDATE"];
+    let ns = "Namespaced";
     json!([
-        rule("", "v1", &["pods"], &["CREATE"]),
-        rule("batch", "v1", &["jobs"], &both),
-        rule("jobset.x-k8s.io", "*", &["jobsets"], &both),
-        rule("kubeflow.org", "*", &["pytorchjobs", "mpijobs"], &both),
+        rule("", "v1", &["pods"], &["CREATE"], ns),
+        rule("batch", "v1", &["jobs"], &both, ns),
+        rule("jobset.x-k8s.io", "*", &["jobsets"], &both, ns),
+        rule(
+            "kubeflow.org",
+            "*",
+            &["pytorchjobs", "mpijobs", "paddlejobs"],
+            &both,
+            ns
+        ),
         rule(
             "leaderworkerset.x-k8s.io",
             "*",
             &["leaderworkersets"],
-            &both
+            &both,
+            ns
         ),
-        rule("trainer.kubeflow.org", "*", &["trainjobs"], &both),
+        rule(
+            "trainer.kubeflow.org",
+            "*",
+            &["trainjobs", "trainingruntimes"],
+            &both,
+            ns
+        ),
+        rule(
+            "trainer.kubeflow.org",
+            "*",
+            &["clustertrainingruntimes"],
+            &both,
+            "Cluster"
+        ),
+        rule(
+            "ray.io",
+            "*",
+            &["rayclusters", "rayjobs", "rayservices"],
+            &both,
+            ns
+        ),
+        rule("batch.volcano.sh", "*", &["jobs"], &both, ns),
+        rule(
+            "sagemaker.amazonaws.com",
+            "*",
+            &["hyperpodpytorchjobs"],
+            &both,
+            ns
+        ),
     ])
+}
+
+/// The resource rules of namespaced kinds.
+fn namespaced_rules() -> Value {
+    let rules = resource_rules();
+    let all = rules.as_array().map(Vec::as_slice).unwrap_or_default();
+    Value::Array(
+        all.iter()
+            .filter(|r| r["scope"] == "Namespaced")
+            .cloned()
+            .collect(),
+    )
 }
 
 /// Objects the webhook leaves alone: a granted `skip`, and pods a trusted controller
@@ -122,6 +176,9 @@ pub fn export(policy: &Policy) -> Result<Vec<Value>, ExportError> {
             });
             if let Some(sel) = r.selector {
                 spec["matchResources"] = json!({"namespaceSelector": sel});
+            }
+            if r.namespaced_only {
+                spec["matchResources"]["resourceRules"] = namespaced_rules();
             }
             out_bindings.push(json!({
                 "apiVersion": API_VERSION,

@@ -2,8 +2,9 @@
 //! each container of a template asks for (`podspec`), as CEL variables:
 //!
 //! - `sites`: one entry per template: `t` (the `{metadata, spec}`), `n` (pods it
-//!   makes: replicas x parallelism), `f` (the field, for messages), `id` (the job
-//!   label the operator puts on its pods, `[key, value]` or `[]`).
+//!   makes: replicas x parallelism), `u` (the count is unknown: judged as many pods),
+//!   `f` (the field, for messages), `id` (the job label the operator puts on its pods,
+//!   `[key, value]` or `[]`). The controllers beyond the core ones: `controllers`.
 //! - `containers`: per site, each container's accelerator resource name (`key`, `''`
 //!   for none) and whether an init container is a sidecar (`side`).
 //! - `devices`: the same with the device counts (`n`, `efa`) read as the scheduler
@@ -11,24 +12,18 @@
 
 use crate::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, RES_EFA, ZONE_KEYS};
 use crate::catalog::Catalog;
-use crate::vap::text::{fill, lit};
-
-/// The template's job label: one already on the template, else the kind's label with
-/// the workload's name (as `workload::site`).
-const WORKLOAD_ID: &str = "((has(@T@.metadata) && has(@T@.metadata.labels) && variables.jobLabels.exists(k, k in @T@.metadata.labels)) ? [variables.jobLabels.filter(k, k in @T@.metadata.labels)[0], @T@.metadata.labels[variables.jobLabels.filter(k, k in @T@.metadata.labels)[0]]] : (has(object.metadata.name) ? [@LABEL@, object.metadata.name] : []))";
+use crate::vap::controllers;
+use crate::vap::ident::workload_id;
+use crate::vap::text::lit;
 
 const POD_ID: &str = "((has(object.metadata.labels) && variables.podJobLabels.exists(k, k in object.metadata.labels)) ? [variables.podJobLabels.filter(k, k in object.metadata.labels)[0], object.metadata.labels[variables.podJobLabels.filter(k, k in object.metadata.labels)[0]]] : [])";
 
-fn workload_id(template: &str, label: &str) -> String {
-    fill(WORKLOAD_ID, &[("T", template), ("LABEL", &lit(label))])
-}
-
-/// Kubeflow's replica-spec maps (PyTorchJob, MPIJob): one template per role.
+/// Kubeflow's replica-spec maps (PyTorchJob, MPIJob, PaddleJob): one template per role.
 fn replica_specs(field: &str) -> String {
     let m = format!("object.spec.{field}");
     let t = format!("{m}[role].template");
     format!(
-        "(has({m}) ? {m}.filter(role, has({m}[role].template)).map(role, {{'t': {t}, 'n': has({m}[role].replicas) ? {m}[role].replicas : 1, 'f': 'spec.{field}.' + role + '.template.spec', 'id': {id}}}) : [])",
+        "(has({m}) ? {m}.filter(role, has({m}[role].template)).map(role, {{'t': {t}, 'n': has({m}[role].replicas) ? {m}[role].replicas : 1, 'u': false, 'f': 'spec.{field}.' + role + '.template.spec', 'id': {id}}}) : [])",
         id = workload_id(&t, "training.kubeflow.org/job-name")
     )
 }
@@ -36,7 +31,7 @@ fn replica_specs(field: &str) -> String {
 fn job() -> String {
     let t = "object.spec.template";
     format!(
-        "(has(object.spec.template) ? [{{'t': {t}, 'n': has(object.spec.parallelism) ? object.spec.parallelism : 1, 'f': 'spec.template.spec', 'id': {id}}}] : [])",
+        "(has(object.spec.template) ? [{{'t': {t}, 'n': has(object.spec.parallelism) ? object.spec.parallelism : 1, 'u': false, 'f': 'spec.template.spec', 'id': {id}}}] : [])",
         id = workload_id(t, "batch.kubernetes.io/job-name")
     )
 }
@@ -44,7 +39,7 @@ fn job() -> String {
 fn jobset() -> String {
     let t = "r.template.spec.template";
     format!(
-        "(has(object.spec.replicatedJobs) ? object.spec.replicatedJobs.filter(r, has(r.template) && has(r.template.spec) && has(r.template.spec.template)).map(r, {{'t': {t}, 'n': (has(r.replicas) ? r.replicas : 1) * (has(r.template.spec.parallelism) ? r.template.spec.parallelism : 1), 'f': 'spec.replicatedJobs[' + r.name + '].template.spec.template.spec', 'id': {id}}}) : [])",
+        "(has(object.spec.replicatedJobs) ? object.spec.replicatedJobs.filter(r, has(r.template) && has(r.template.spec) && has(r.template.spec.template)).map(r, {{'t': {t}, 'n': (has(r.replicas) ? r.replicas : 1) * (has(r.template.spec.parallelism) ? r.template.spec.parallelism : 1), 'u': false, 'f': 'spec.replicatedJobs[' + r.name + '].template.spec.template.spec', 'id': {id}}}) : [])",
         id = workload_id(t, "jobset.sigs.k8s.io/jobset-name")
     )
 }
@@ -56,7 +51,7 @@ fn leader_worker_set() -> String {
     let leader = format!("{w}.leaderTemplate");
     let worker = format!("{w}.workerTemplate");
     format!(
-        "(has({w}) ? (has({leader}) ? [{{'t': {leader}, 'n': 1, 'f': 'spec.leaderWorkerTemplate.leaderTemplate.spec', 'id': {lid}}}] : []) + (has({worker}) ? [{{'t': {worker}, 'n': [(has({w}.size) ? {w}.size : 1) - (has({leader}) ? 1 : 0), 0].max(), 'f': 'spec.leaderWorkerTemplate.workerTemplate.spec', 'id': {wid}}}] : []) : [])",
+        "(has({w}) ? (has({leader}) ? [{{'t': {leader}, 'n': 1, 'u': false, 'f': 'spec.leaderWorkerTemplate.leaderTemplate.spec', 'id': {lid}}}] : []) + (has({worker}) ? [{{'t': {worker}, 'n': [(has({w}.size) ? {w}.size : 1) - (has({leader}) ? 1 : 0), 0].max(), 'u': false, 'f': 'spec.leaderWorkerTemplate.workerTemplate.spec', 'id': {wid}}}] : []) : [])",
         lid = workload_id(&leader, label),
         wid = workload_id(&worker, label),
     )
@@ -105,7 +100,7 @@ fn train_job() -> String {
     format!(
         "(has(object.spec.trainer) ? [{{'t': {{'metadata': {{'labels': has(object.metadata.name) ? {{'jobset.sigs.k8s.io/jobset-name': object.metadata.name}} : {{}}, 'annotations': has(object.metadata.annotations) ? object.metadata.annotations : {{}}}},
    'spec': {{'containers': [{{'name': 'node', 'resources': has({tr}.resourcesPerNode) ? {tr}.resourcesPerNode : {{}}, 'env': {env}, 'command': {command}, 'args': {args}}}], 'nodeSelector': {ns}, 'affinity': {aff}}}}},
-  'n': has({tr}.numNodes) ? {tr}.numNodes : 2, 'f': 'spec.trainer',
+  'n': has({tr}.numNodes) ? {tr}.numNodes : 2, 'u': !has({tr}.numNodes), 'f': 'spec.trainer',
   'id': has(object.metadata.name) ? ['jobset.sigs.k8s.io/jobset-name', object.metadata.name] : []}}] : [])",
         env = field("env"),
         command = field("command"),
@@ -115,17 +110,23 @@ fn train_job() -> String {
     )
 }
 
-/// `sites`: the templates of the object under review.
+/// `sites`: the templates of the object under review (a Volcano Job is told from a
+/// batch Job by its API group).
 pub(crate) fn sites() -> String {
     format!(
-        "object.kind == 'Pod' ? [{{'t': object, 'n': 1, 'f': 'spec', 'id': {pod}}}]\n: object.kind == 'Job' ? {job}\n: object.kind == 'JobSet' ? {jobset}\n: object.kind == 'PyTorchJob' ? {pt}\n: object.kind == 'MPIJob' ? {mpi}\n: object.kind == 'LeaderWorkerSet' ? {lws}\n: object.kind == 'TrainJob' ? {tj}\n: []",
+        "object.kind == 'Pod' ? [{{'t': object, 'n': 1, 'u': false, 'f': 'spec', 'id': {pod}}}]\n: object.kind == 'Job' && object.apiVersion.startsWith('batch.volcano.sh/') ? {volcano}\n: object.kind == 'Job' ? {job}\n: object.kind == 'JobSet' ? {jobset}\n: object.kind == 'PyTorchJob' ? {pt}\n: object.kind == 'MPIJob' ? {mpi}\n: object.kind == 'PaddleJob' ? {paddle}\n: object.kind == 'LeaderWorkerSet' ? {lws}\n: object.kind == 'TrainJob' ? {tj}\n: object.kind == 'HyperPodPyTorchJob' ? {hp}\n: object.kind in ['TrainingRuntime', 'ClusterTrainingRuntime'] ? {rt}\n: object.kind in ['RayCluster', 'RayJob', 'RayService'] ? ({ray})\n: []",
         pod = POD_ID,
+        volcano = controllers::volcano(),
         job = job(),
         jobset = jobset(),
         pt = replica_specs("pytorchReplicaSpecs"),
         mpi = replica_specs("mpiReplicaSpecs"),
+        paddle = replica_specs("paddleReplicaSpecs"),
         lws = leader_worker_set(),
         tj = train_job(),
+        hp = controllers::hyperpod(),
+        rt = controllers::runtime(),
+        ray = controllers::ray_kinds(),
     )
 }
 

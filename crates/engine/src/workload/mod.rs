@@ -4,6 +4,8 @@
 
 mod controllers;
 
+pub(crate) use controllers::TRAINER_NODE_JOB;
+
 use serde_json::Value;
 
 use crate::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LWS_GROUP_KEY};

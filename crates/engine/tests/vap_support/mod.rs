@@ -165,24 +165,31 @@ impl Apiserver {
             "request",
             to_cel(&serde_json::json!({
                 "operation": "CREATE",
-                "namespace": req.namespace,
+                "namespace": if kind == "ClusterTrainingRuntime" { "" } else { req.namespace },
                 "name": object["metadata"]["name"],
                 "kind": {"group": group, "version": version, "kind": kind},
                 "userInfo": {"username": "fixture-user", "groups": req.groups},
             })),
         );
+        // A cluster-scoped object has no namespace: `namespaceObject` is null and the
+        // namespaceSelector does not apply.
+        let cluster_scoped = kind == "ClusterTrainingRuntime";
         ctx.add_variable_from_value(
             "namespaceObject",
-            to_cel(&serde_json::json!({
-                "metadata": {"name": req.namespace, "labels": req.namespace_labels},
-            })),
+            if cluster_scoped {
+                Cel::Null
+            } else {
+                to_cel(&serde_json::json!({
+                    "metadata": {"name": req.namespace, "labels": req.namespace_labels},
+                }))
+            },
         );
         let spec = &policy["spec"];
         let ns_excluded =
             spec["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"]
                 .as_array()
                 .is_some_and(|v| v.iter().any(|n| n == req.namespace));
-        if ns_excluded || !matched(spec, group, kind) {
+        if (ns_excluded && !cluster_scoped) || !matched(spec, group, kind) {
             return Ok(None);
         }
         for c in spec["matchConditions"].as_array().into_iter().flatten() {
@@ -239,6 +246,13 @@ fn matched(spec: &Value, group: &str, kind: &str) -> bool {
         "MPIJob" => "mpijobs",
         "LeaderWorkerSet" => "leaderworkersets",
         "TrainJob" => "trainjobs",
+        "PaddleJob" => "paddlejobs",
+        "TrainingRuntime" => "trainingruntimes",
+        "ClusterTrainingRuntime" => "clustertrainingruntimes",
+        "RayCluster" => "rayclusters",
+        "RayJob" => "rayjobs",
+        "RayService" => "rayservices",
+        "HyperPodPyTorchJob" => "hyperpodpytorchjobs",
         _ => return false,
     };
     spec["matchConstraints"]["resourceRules"]
