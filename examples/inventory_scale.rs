@@ -221,6 +221,7 @@ fn main() {
             )
             .as_reader(),
         ],
+        dra: Vec::new(),
     };
     let (rss_loaded, _) = memory();
 

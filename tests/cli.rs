@@ -268,7 +268,14 @@ fn every_mutated_pod_passes_the_official_schema_strictly() {
             "in-{}",
             path.file_name().unwrap().to_string_lossy()
         ));
-        std::fs::write(&input, serde_yaml_ng::to_string(&object).unwrap()).unwrap();
+        // DRA templates submitted with the pod go in the same file, as a user would.
+        let mut text = String::new();
+        for o in case["objects"].as_array().into_iter().flatten() {
+            text.push_str(&serde_yaml_ng::to_string(o).unwrap());
+            text.push_str("---\n");
+        }
+        text.push_str(&serde_yaml_ng::to_string(&object).unwrap());
+        std::fs::write(&input, text).unwrap();
         let o = run(&["mutate", "-f", input.to_str().unwrap()], None);
         let out = dir.path().join(format!(
             "out-{}",

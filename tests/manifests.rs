@@ -413,7 +413,7 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
         assert_eq!(labels[k], *v, "Service selects the webhook pods");
     }
 
-    // RBAC: read nodes, pods and namespaces; nothing else.
+    // RBAC: read nodes, pods, namespaces, PyTorchJobs, EC2NodeClasses and DRA claims; nothing else.
     let role = object(&docs, "ClusterRole", Some("trainplace"));
     assert_eq!(
         role["rules"],
@@ -421,7 +421,9 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
             {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "paddlejobs"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainingruntimes", "clustertrainingruntimes"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]}
+            {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates", "resourceclaims"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["resource.nvidia.com"], "resources": ["computedomains"], "verbs": ["get", "list", "watch"]}
         ])
     );
     let binding = object(&docs, "ClusterRoleBinding", Some("trainplace"));

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
-use trainplace_engine::{Policy, Requester, evaluate};
+use trainplace_engine::{Claims, Policy, Requester, evaluate};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -101,6 +101,7 @@ fn crd_for(kind: &str) -> Option<&'static str> {
         "PaddleJob" => "kubeflow.org_paddlejobs.yaml",
         "TrainingRuntime" => "trainer.kubeflow.org_trainingruntimes.yaml",
         "ClusterTrainingRuntime" => "trainer.kubeflow.org_clustertrainingruntimes.yaml",
+        "ComputeDomain" => "resource.nvidia.com_computedomains.yaml",
         _ => return None,
     })
 }
@@ -121,6 +122,9 @@ fn mutated_workloads_validate_against_their_crds() {
         }
         let object = &case["object"];
         let groups = vec!["system:authenticated".to_string()];
+        // DRA templates and ComputeDomains submitted alongside, as in one input file.
+        let mut claims = Claims::default();
+        claims.add(case["objects"].as_array().into_iter().flatten(), "ml");
         // A TrainJob judged with its runtime from the inventory, as the fixture says.
         let snapshot = case["cluster"].as_str().map(|c| {
             trainplace::inventory::files::load_dir(&root().join("tests/fixtures/cluster").join(c))
@@ -133,6 +137,7 @@ fn mutated_workloads_validate_against_their_crds() {
             inventory: snapshot.as_ref(),
             marks: None,
             now: None,
+            claims: Some(&claims),
         };
         let v = evaluate(object, &policy, &who).unwrap();
         let kind = object["kind"].as_str().unwrap();
@@ -194,6 +199,58 @@ fn tightened_schema_rejects_a_misplaced_field() {
     );
 }
 
+/// The DRA objects fixtures submit alongside their workload are real: ComputeDomains
+/// against NVIDIA's CRD, ResourceClaimTemplates against the official schema of
+/// Kubernetes 1.34 (resource.k8s.io/v1), strictly.
+#[test]
+fn submitted_dra_objects_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut templates = Vec::new();
+    let mut domains = 0;
+    for sub in ["pods", "workloads", "bypass"] {
+        for entry in std::fs::read_dir(root().join("tests/fixtures").join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let case: Value =
+                serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            for (i, o) in case["objects"].as_array().into_iter().flatten().enumerate() {
+                let name = path.file_stem().unwrap().to_string_lossy().to_string();
+                match o["kind"].as_str().unwrap() {
+                    "ComputeDomain" => {
+                        let errors: Vec<String> = validator(crd_for("ComputeDomain").unwrap())
+                            .iter_errors(o)
+                            .map(|e| format!("{e} at {}", e.instance_path()))
+                            .collect();
+                        assert!(errors.is_empty(), "{name}: {}", errors.join("\n"));
+                        domains += 1;
+                    }
+                    kind => {
+                        assert_eq!(o["apiVersion"], "resource.k8s.io/v1", "{name}: {kind}");
+                        let out = dir.path().join(format!("{name}-{i}.yaml"));
+                        std::fs::write(&out, serde_yaml_ng::to_string(o).unwrap()).unwrap();
+                        templates.push(out);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        domains >= 5 && templates.len() >= 8,
+        "{domains} domains, {} templates",
+        templates.len()
+    );
+    let v = std::process::Command::new(common::kubernetes_validate())
+        .args(["--strict", "-k", "1.34.0"])
+        .args(&templates)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        v.status.success() && !said.contains("Couldn't find schema"),
+        "ResourceClaimTemplates fail the official schema:\n{said}\n{}",
+        String::from_utf8_lossy(&v.stderr)
+    );
+}
+
 /// Every CRD object of the upstream examples (tests/fixtures/upstream), mutated with the
 /// embedded policy, still validates against its vendored CRD: YAML written by others
 /// (other field orders, fields trainplace never writes) must not come out invalid.
@@ -209,6 +266,7 @@ fn mutated_upstream_workloads_validate_against_their_crds() {
         inventory: None,
         marks: None,
         now: None,
+        claims: None,
     };
     let mut files = Vec::new();
     let mut stack = vec![root().join("tests/fixtures/upstream")];

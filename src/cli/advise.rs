@@ -67,6 +67,11 @@ pub struct AdviseArgs {
     /// pytorchjob, trainjob, jobset or mpijob.
     #[arg(long)]
     pub framework: Option<String>,
+    /// The cluster gives EFA through the EFA DRA driver (Kubernetes >= 1.34): pods
+    /// claim EFA with a ResourceClaimTemplate instead of vpc.amazonaws.com/efa (also
+    /// chosen when --from-cluster nodes of the type advertise no EFA).
+    #[arg(long)]
+    pub efa_dra: bool,
     #[arg(long)]
     pub cluster_name: Option<String>,
     #[arg(long)]
@@ -238,6 +243,9 @@ fn overlay(req: &mut AdviceRequest, a: &AdviseArgs) {
     set(&mut req.image, &a.image);
     set(&mut req.eks_version, &a.eks_version);
     set(&mut req.now, &a.now);
+    if a.efa_dra {
+        req.efa_dra = Some(true);
+    }
     if !a.zones.is_empty() {
         req.availability_zones.clone_from(&a.zones);
     }

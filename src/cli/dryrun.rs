@@ -41,9 +41,10 @@ pub struct DryRunArgs {
     pub namespace_labels: Option<BTreeMap<String, String>>,
     /// Cluster inventory from `kubectl get -o json` files: DIR/nodes.json (and optional
     /// pods.json, namespaces.json, pytorchjobs.json, paddlejobs.json, ec2nodeclasses.json,
-    /// trainingruntimes.json, clustertrainingruntimes.json) for instance
-    /// types, sibling zones, namespace labels, Capacity Blocks and the Trainer runtimes
-    /// TrainJobs inherit their pod template from.
+    /// trainingruntimes.json, clustertrainingruntimes.json, resourceclaimtemplates.json,
+    /// resourceclaims.json, computedomains.json) for instance types, sibling zones,
+    /// namespace labels, Capacity Blocks, the Trainer runtimes TrainJobs inherit their
+    /// pod template from, and DRA claims.
     #[arg(long, value_name = "DIR")]
     pub cluster: Option<std::path::PathBuf>,
     /// Capacity Blocks from `aws ec2 describe-capacity-reservations --output json`.

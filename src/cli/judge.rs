@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use trainplace_engine::{
-    Finding, Kind, Mode, Policy, Requester, Rule, Snapshot, Verdict, evaluate,
+    Claims, Finding, Kind, Mode, Policy, Requester, Rule, Snapshot, Verdict, evaluate,
 };
 
 use super::input::Document;
@@ -41,15 +41,21 @@ impl<'a> Submitter<'a> {
             // Offline there are no admission-mark keys: nothing is marked or trusted.
             marks: None,
             now: self.now,
+            claims: None,
         }
     }
 }
 
-/// Evaluate every document, in order.
+/// Evaluate every document, in order. DRA ResourceClaimTemplates, ResourceClaims and
+/// ComputeDomains among them count the devices of the pods that claim them, as the
+/// cluster would once all are applied.
 pub fn judge(docs: &[Document], policy: &Policy, submitter: &Submitter<'_>) -> Vec<Verdict> {
+    let mut claims = Claims::default();
+    claims.add(docs.iter().map(|d| &d.object), submitter.default_namespace);
     docs.iter()
         .map(|d| {
-            let who = submitter.requester(&d.object);
+            let mut who = submitter.requester(&d.object);
+            who.claims = Some(&claims);
             evaluate(&d.object, policy, &who).unwrap_or_else(|e| invalid(d, &who, &e.to_string()))
         })
         .collect()

@@ -42,11 +42,19 @@ fn read_list(path: &Path, required: bool) -> Result<Value, FilesError> {
     Ok(v)
 }
 
+/// DRA objects pods' `resourceClaims` are counted through: `kubectl get
+/// resourceclaimtemplates,resourceclaims -A -o json` and `kubectl get computedomains -A -o json`.
+const DRA_FILES: [&str; 3] = [
+    "resourceclaimtemplates.json",
+    "resourceclaims.json",
+    "computedomains.json",
+];
+
 /// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` and
-/// `paddlejobs.json` (what their `/scale` reviews are judged against), `ec2nodeclasses.json` (Karpenter's
-/// Capacity Blocks in `status.capacityReservations`) and `trainingruntimes.json` /
+/// `paddlejobs.json` (what their `/scale` reviews are judged against), `ec2nodeclasses.json`
+/// (Karpenter's Capacity Blocks in `status.capacityReservations`), `trainingruntimes.json` /
 /// `clustertrainingruntimes.json` (the runtimes TrainJobs inherit their pod template
-/// from) from `dir`; all but nodes optional.
+/// from) and the [`DRA_FILES`] from `dir`; all but nodes optional.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes_path = dir.join("nodes.json");
     if !nodes_path.exists() {
@@ -62,6 +70,10 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     }
     let classes = read_list(&dir.join("ec2nodeclasses.json"), false)?;
     snap.reservations_mut().add_ec2nodeclasses(&classes);
+    for file in DRA_FILES {
+        let list = read_list(&dir.join(file), false)?;
+        snap.add_claims(list["items"].as_array().into_iter().flatten());
+    }
     for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
         let runtimes = read_list(&dir.join(file), false)?;
         snap.add_runtimes(runtimes["items"].as_array().into_iter().flatten());

@@ -1,8 +1,9 @@
 //! The live inventory: `kube` reflectors (watch + cache) of Nodes, Namespaces, the
 //! Pods of training jobs, PyTorchJobs and PaddleJobs (for scale reviews), Karpenter EC2NodeClasses
 //! (Capacity Blocks; blocks from a describe-capacity-reservations file are laid over
-//! them) and Trainer runtimes (what TrainJobs inherit). A ticker rebuilds the snapshot
-//! at most once a second when
+//! them), Trainer runtimes (what TrainJobs inherit) and DRA ResourceClaimTemplates,
+//! ResourceClaims and ComputeDomains. A ticker rebuilds the snapshot at most once a
+//! second when
 //! something changed; the request path only loads the newest snapshot (never waits on
 //! the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
@@ -222,6 +223,8 @@ pub struct Caches {
     pub node_classes: Store<DynamicObject>,
     /// TrainingRuntimes and ClusterTrainingRuntimes.
     pub runtimes: [Store<DynamicObject>; 2],
+    /// ResourceClaimTemplates, ResourceClaims, ComputeDomains.
+    pub dra: Vec<Store<DynamicObject>>,
 }
 
 impl Caches {
@@ -244,6 +247,9 @@ impl Caches {
         );
         for store in &self.jobs {
             snap.add_scalable(&values(store));
+        }
+        for store in &self.dra {
+            snap.add_claims(&values(store));
         }
         for store in &self.runtimes {
             snap.add_runtimes(&values(store));
@@ -315,6 +321,26 @@ impl LiveInventory {
                     ("trainer.kubeflow.org", "v1alpha1", kind, plural),
                 )
             }),
+            // DRA objects pods' resourceClaims are counted through (resource.k8s.io/v1
+            // from Kubernetes 1.34; NVIDIA's ComputeDomain CRD where its DRA driver runs).
+            dra: [
+                (
+                    "resource.k8s.io",
+                    "v1",
+                    "ResourceClaimTemplate",
+                    "resourceclaimtemplates",
+                ),
+                ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+                (
+                    "resource.nvidia.com",
+                    "v1beta1",
+                    "ComputeDomain",
+                    "computedomains",
+                ),
+            ]
+            .into_iter()
+            .map(|gvk| watch_optional(client.clone(), inv.clone(), gvk))
+            .collect(),
         });
         let me = inv.clone();
         tokio::spawn(async move {

@@ -62,6 +62,9 @@ pub struct Recommendation {
     /// Offerings of the chosen type in the region that the plan does not buy, by
     /// start (at most 20), so people can weigh price against start.
     pub other_offerings: Vec<Offering>,
+    /// Pods claim EFA through the EFA DRA driver: asked for, or the cluster's nodes of
+    /// the type advertise no `vpc.amazonaws.com/efa`.
+    pub efa_dra: bool,
 }
 
 pub fn recommend(
@@ -164,7 +167,24 @@ pub fn recommend(
     let capacity_options =
         capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);
     let other_offerings = other_offerings(req, &profile.name, facts, &capacity);
+    // Nodes of the type that advertise no EFA, on an EFA type: EFA comes through DRA.
+    let have: Vec<_> = facts
+        .nodes
+        .iter()
+        .flatten()
+        .filter(|n| n.instance_type.as_deref() == Some(profile.name.as_str()))
+        .collect();
+    let efa_dra = profile.max_efa > 0
+        && (req.efa_dra || (!have.is_empty() && have.iter().all(|n| n.efa == 0)));
+    if efa_dra {
+        reasons.push(format!(
+            "EFA through the EFA DRA driver: pods claim all {} interfaces with a ResourceClaimTemplate (device class {}, allocationMode All) instead of vpc.amazonaws.com/efa (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)",
+            profile.max_efa,
+            trainplace_engine::annotations::DRA_CLASS_EFA
+        ));
+    }
     Ok(Recommendation {
+        efa_dra,
         capacity_options,
         other_offerings,
         request: req.clone(),

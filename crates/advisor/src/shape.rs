@@ -30,8 +30,9 @@ pub struct Candidate<'c> {
     pub shape: Shape,
 }
 
-/// Trainium needs the Neuron stack, not CUDA/NCCL: only chosen when asked for.
-const OPT_IN_FAMILIES: &[&str] = &["trainium"];
+/// Trainium needs the Neuron stack, not CUDA/NCCL; GB200 is arm64 and needs a
+/// ComputeDomain for its NVLink domain: each only chosen when asked for.
+const OPT_IN_FAMILIES: &[&str] = &["trainium", "gb200"];
 
 /// Candidates best first. `offered` (from `describe-instance-types`) limits the choice
 /// to types the region sells.

@@ -202,3 +202,111 @@ fn emitted_workloads_need_no_patch() {
     }
     assert!(checked >= 16, "checked {checked} workloads");
 }
+
+/// Where the cluster gives EFA through the EFA DRA driver, the emitted job claims it
+/// with a ResourceClaimTemplate (no `vpc.amazonaws.com/efa`, which those nodes do not
+/// advertise), and the engine, reading that template, has nothing to change; nodes of
+/// the type without EFA in `--from-cluster` choose the same form.
+#[test]
+fn efa_through_dra_emits_a_claim_the_engine_counts() {
+    let policy = Policy::embedded();
+    let (mut req, facts) = common::scenario("h100-blocks");
+    req.efa_dra = Some(true);
+    req.framework = Some("pytorchjob".into());
+    let valid = req.validate(&policy.catalog).unwrap();
+    let rec = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap();
+    assert!(rec.efa_dra);
+    let o = objects(&rec, &policy);
+    let claim = o.efa_claim.clone().expect("an EFA ResourceClaimTemplate");
+    assert_eq!(
+        claim["spec"]["spec"]["devices"]["requests"][0]["exactly"],
+        json!({"deviceClassName": "efa.networking.k8s.aws", "allocationMode": "All"})
+    );
+    let text = o.job.to_string();
+    assert!(!text.contains("vpc.amazonaws.com/efa\":"), "{text}");
+    let mut claims = trainplace_engine::Claims::default();
+    claims.add([&claim], "default");
+    let who = Requester {
+        namespace: "default",
+        claims: Some(&claims),
+        ..Default::default()
+    };
+    let mut checked = 0;
+    for job in std::iter::once(&o.job).chain(o.nccl_tests.as_ref()) {
+        for (what, p) in pods_of(job) {
+            let v = evaluate(&p, &policy, &who).unwrap();
+            assert!(
+                v.allowed && v.findings.is_empty(),
+                "{what}: {:?}",
+                v.reasons()
+            );
+            assert!(
+                v.patch.0.is_empty(),
+                "{what} would be patched: {:#?}",
+                v.changes
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2);
+    let files: Vec<String> = trainplace_advisor::artifacts::artifacts(&rec, &policy)
+        .into_iter()
+        .map(|a| {
+            if a.name == "aws-cli.sh" {
+                let claim = a.content.find("kubectl apply -f efa-claim-template.yaml");
+                let job = a.content.find("kubectl apply -f job-");
+                assert!(claim.is_some() && claim < job, "{}", a.content);
+                assert!(
+                    !a.content.contains("efa-device-plugin-values"),
+                    "{}",
+                    a.content
+                );
+            }
+            a.name
+        })
+        .collect();
+    assert!(
+        files.contains(&"efa-claim-template.yaml".to_string()),
+        "{files:?}"
+    );
+    assert!(
+        !files.contains(&"efa-device-plugin-values.yaml".to_string()),
+        "{files:?}"
+    );
+    // Unasked, nodes of the chosen type that advertise no EFA choose the DRA form too.
+    let mut facts = facts;
+    req.efa_dra = None;
+    let valid = req.validate(&policy.catalog).unwrap();
+    let node = |efa| trainplace_advisor::inventory::NodeInfo {
+        name: "n1".into(),
+        instance_type: Some(rec.instance.name.clone()),
+        zone: Some("us-east-1a".into()),
+        gpus: 8,
+        efa,
+        group: None,
+        capacity_reservation: None,
+    };
+    facts.nodes = Some(vec![node(32)]);
+    let plugin = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap();
+    assert!(
+        !plugin.efa_dra,
+        "nodes advertise EFA: the device plugin form"
+    );
+    facts.nodes = Some(vec![node(0)]);
+    let dra = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap();
+    assert!(dra.efa_dra, "nodes advertise no EFA: the DRA form");
+    // Without the template the engine cannot count the claim and says so.
+    let blind = Requester {
+        namespace: "default",
+        ..Default::default()
+    };
+    let (_, p) = pods_of(&o.job).remove(0);
+    let v = evaluate(&p, &policy, &blind).unwrap();
+    assert!(
+        v.findings
+            .iter()
+            .any(|f| f.rule.as_str() == "device-claims"),
+        "{:?}",
+        v.findings
+    );
+}

@@ -21,6 +21,7 @@ fn bench(c: &mut Criterion) {
         inventory: None,
         marks: None,
         now: None,
+        claims: None,
     };
     let mutated = evaluate(&pod, &policy, &who).unwrap().object;
 

@@ -184,6 +184,7 @@ pub fn review_with(
         marks,
         // The webhook judges time-bound rules (Capacity Block ends) at the request's time.
         now: Some(jiff::Timestamp::now()),
+        claims: None,
     };
     let verdict = match evaluate_owned(object, policy, &who) {
         Ok(v) => v,

@@ -32,6 +32,14 @@ pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 pub const RES_NVIDIA_GPU: &str = "nvidia.com/gpu";
 pub const RES_NEURON: &str = "aws.amazon.com/neuron";
 pub const RES_EFA: &str = "vpc.amazonaws.com/efa";
+/// The EFA DRA driver's (DRANET) device class on EKS: EFA claimed through
+/// `resourceClaims` where nodes advertise no `vpc.amazonaws.com/efa`.
+/// https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
+pub const DRA_CLASS_EFA: &str = "efa.networking.k8s.aws";
+/// The node label NVIDIA's GPU feature discovery sets to a node's NVLink domain
+/// (clique): pods held on one value share one NVLink domain across instances (GB200).
+/// https://github.com/NVIDIA/k8s-dra-driver-gpu (ComputeDomain status cliqueID)
+pub const LABEL_CLIQUE: &str = "nvidia.com/gpu.clique";
 /// Accelerator resources trainplace recognises in a container.
 pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
 

@@ -31,11 +31,20 @@ pub struct InstanceProfile {
     /// Extended resource the device plugin advertises (`nvidia.com/gpu`, `aws.amazon.com/neuron`).
     pub accelerator_resource: String,
     pub accelerators: u32,
+    /// Cores of all its accelerators as the device plugin counts them
+    /// (`aws.amazon.com/neuroncore`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator_cores: Option<u32>,
     pub accelerator_memory_gi_b: Option<u32>,
     pub memory_gi_b: Option<u32>,
     pub intra_node: String,
     /// True when accelerators inside a node talk over NVLink/NVSwitch.
     pub nvlink: bool,
+    /// Instances one NVLink domain spans (GB200 NVL72: 18); `None` when NVLink ends
+    /// at the instance. Pods of one job in one domain talk over NVLink across nodes,
+    /// given IMEX channels (a ComputeDomain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_domain_instances: Option<u32>,
     /// `vpc.amazonaws.com/efa` the node advertises; 0 = no EFA.
     pub max_efa: u32,
     pub network_gbps: Option<u32>,
@@ -52,6 +61,11 @@ impl InstanceProfile {
     pub fn has_efa(&self) -> bool {
         self.max_efa > 0
     }
+
+    /// Instances in one NVLink domain when it spans more than this instance.
+    pub fn nvlink_domain(&self) -> Option<u32> {
+        self.nvlink_domain_instances.filter(|n| *n > 1)
+    }
 }
 
 /// Conditions under which an NCCL env rule applies.
@@ -65,6 +79,8 @@ pub struct EnvWhen {
     /// Instance-type name prefixes.
     #[serde(default)]
     pub instances: Vec<String>,
+    /// Accelerator family of the instance (`nvidia`: NCCL, `neuron`: Neuron collectives).
+    pub family: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +106,10 @@ pub struct AcceleratorResource {
     /// such resources never holds whole devices, whatever the count.
     #[serde(default)]
     pub shared: bool,
+    /// Counts cores of devices (NeuronCores): a pod with all of an instance's
+    /// `acceleratorCores` holds every device, the whole node.
+    #[serde(default)]
+    pub cores: bool,
     pub source: String,
 }
 
@@ -100,6 +120,32 @@ impl AcceleratorResource {
             None => resource == self.name,
         }
     }
+}
+
+/// What a DRA device request of a class counts as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Counts {
+    /// Accelerators, standing for the extended resource `resource`.
+    Accelerator,
+    /// EFA interfaces.
+    Efa,
+    /// A ComputeDomain's IMEX channel: multi-node NVLink, no device count.
+    ImexChannel,
+}
+
+/// A DRA device class (`deviceClassName` in a ResourceClaim request).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceClass {
+    pub name: String,
+    pub counts: Counts,
+    /// The extended resource an accelerator class stands for (`nvidia.com/gpu`).
+    pub resource: Option<String>,
+    /// Slices of devices (MIG): never whole devices.
+    #[serde(default)]
+    pub shared: bool,
+    pub source: String,
 }
 
 /// The on-disk shape of an `InstanceCatalog` file.
@@ -116,6 +162,9 @@ pub struct CatalogFile {
     /// ones by name and add new ones.
     #[serde(default)]
     pub accelerator_resources: Vec<AcceleratorResource>,
+    /// DRA device classes; a file's entries replace the embedded ones by name.
+    #[serde(default)]
+    pub device_classes: Vec<DeviceClass>,
 }
 
 /// A loaded catalog with parsed version requirements.
@@ -123,6 +172,7 @@ pub struct CatalogFile {
 pub struct Catalog {
     instances: BTreeMap<String, InstanceProfile>,
     accelerator_resources: Vec<AcceleratorResource>,
+    device_classes: Vec<DeviceClass>,
     env_rules: Vec<(EnvRule, Option<semver::VersionReq>)>,
 }
 
@@ -132,6 +182,11 @@ impl Catalog {
         self.accelerator_resources
             .iter()
             .find(|r| r.matches(resource))
+    }
+
+    /// What a DRA device class counts as, when the catalog knows it.
+    pub fn device_class(&self, name: &str) -> Option<&DeviceClass> {
+        self.device_classes.iter().find(|c| c.name == name)
     }
 
     /// The resource names that ask for accelerators, in catalog order.
@@ -155,6 +210,7 @@ impl Catalog {
         let mut catalog = Catalog {
             instances: BTreeMap::new(),
             accelerator_resources: Vec::new(),
+            device_classes: Vec::new(),
             env_rules: Vec::new(),
         };
         catalog.merge(file, origin)?;
@@ -178,6 +234,26 @@ impl Catalog {
             self.accelerator_resources
                 .retain(|have| have.name != r.name);
             self.accelerator_resources.push(r);
+        }
+        for c in file.device_classes {
+            let resource_ok = match c.counts {
+                Counts::Accelerator => c
+                    .resource
+                    .as_deref()
+                    .is_some_and(|r| self.accelerator(r).is_some()),
+                Counts::Efa | Counts::ImexChannel => c.resource.is_none(),
+            };
+            if !resource_ok {
+                return Err(PolicyError::Invalid {
+                    origin: origin.to_string(),
+                    message: format!(
+                        "deviceClasses {}: an accelerator class needs `resource` naming one of acceleratorResources; efa and imex-channel classes take none",
+                        c.name
+                    ),
+                });
+            }
+            self.device_classes.retain(|have| have.name != c.name);
+            self.device_classes.push(c);
         }
         for profile in file.instances {
             if profile.accelerators == 0 {
@@ -225,20 +301,23 @@ impl Catalog {
     }
 
     /// The env vars the catalog prescribes for a container on `instance` with the
-    /// given aws-ofi-nccl version, in file order.
+    /// given aws-ofi-nccl version, in file order; `when.family` is the instance's
+    /// accelerator family (NCCL for `nvidia`, Neuron collectives for `neuron`).
     pub fn nccl_env<'a>(
         &'a self,
         instance: &'a InstanceProfile,
         plugin: &'a semver::Version,
         efa: bool,
     ) -> impl Iterator<Item = &'a EnvRule> + 'a {
+        let family = self.family_of(&instance.accelerator_resource);
         self.env_rules.iter().filter_map(move |(rule, req)| {
             let when = &rule.when;
+            let family_ok = when.family.as_deref().is_none_or(|f| Some(f) == family);
             let efa_ok = when.efa.is_none_or(|want| want == efa);
             let plugin_ok = req.as_ref().is_none_or(|r| r.matches(plugin));
             let instance_ok = when.instances.is_empty()
                 || when.instances.iter().any(|p| instance.name.starts_with(p));
-            (efa_ok && plugin_ok && instance_ok).then_some(rule)
+            (efa_ok && plugin_ok && instance_ok && family_ok).then_some(rule)
         })
     }
 }

@@ -4,10 +4,11 @@
 use serde_json::Value;
 
 use crate::annotations::{
-    INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
+    INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_CLIQUE, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
     LABEL_INSTANCE_TYPE_BETA, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING, ZONE_KEYS,
 };
-use crate::catalog::InstanceProfile;
+use crate::catalog::{Catalog, InstanceProfile};
+use crate::dra::{Channel, Count};
 use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
 use crate::podspec::PodView;
@@ -23,6 +24,9 @@ pub enum InstanceSource {
     PolicyDefault,
     /// The only GPU instance type in the cluster.
     Inventory,
+    /// The pod claims a ComputeDomain IMEX channel or is held in an NVLink clique: only
+    /// the catalog's multi-node NVLink type (GB200) has those.
+    NvlinkDomain,
 }
 
 impl InstanceSource {
@@ -33,6 +37,9 @@ impl InstanceSource {
             InstanceSource::Annotation => "annotation trainplace.io/instance-type",
             InstanceSource::PolicyDefault => "the policy default for this namespace",
             InstanceSource::Inventory => "the only GPU instance type in the cluster",
+            InstanceSource::NvlinkDomain => {
+                "the pod's ComputeDomain channel or NVLink clique affinity (only multi-node NVLink instances have them)"
+            }
         }
     }
 }
@@ -92,6 +99,17 @@ pub struct Shape<'c> {
     pub group_label: Option<String>,
     pub target: Target<'c>,
     pub zones: Zones,
+    /// Accelerators counted from DRA claims.
+    pub accel_claimed: bool,
+    /// EFA interfaces counted from DRA claims (`efa.networking.k8s.aws`).
+    pub efa_claimed: bool,
+    /// Why nodes of the target type cannot grant `vpc.amazonaws.com/efa` (EFA through
+    /// DRA, or no EFA device plugin), when so: trainplace must not add it.
+    pub efa_resource_absent: Option<String>,
+    /// The pod's ComputeDomain IMEX channel claim.
+    pub channel: Option<Channel>,
+    /// A required pod affinity on the NVLink clique label already holds the job.
+    pub clique_held: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -115,11 +133,19 @@ pub fn classify<'c>(
     eff: &Effective<'c>,
     inventory: Option<&'c Snapshot>,
 ) -> Class<'c> {
-    let (accel_resource, per_pod) = match view.accelerators() {
-        Some((res, n)) => (res.to_string(), n),
-        None if view.efa() > 0 || view.claims > 0 => (String::new(), 0),
-        None => return Class::NotTraining,
+    let dra = &view.devices;
+    // Extended resources and DRA claims together; `All` is known once the type is.
+    let claimed = dra.accelerators.as_ref();
+    let (accel_resource, mut per_pod) = match (view.accelerators(), claimed) {
+        (Some((res, n)), c) => (
+            res.to_string(),
+            n.saturating_add(c.map_or(0, |c| c.count.on(0))),
+        ),
+        (None, Some(c)) => (c.resource.clone(), c.count.on(0)),
+        (None, None) if view.efa() > 0 || view.claims > 0 => (String::new(), 0),
+        (None, None) => return Class::NotTraining,
     };
+    let accel_all = claimed.is_some_and(|c| c.count == Count::All);
     let labels = view.labels();
     let on = eff.policy.recognizers();
     let identity = hints.identity.clone().or_else(|| {
@@ -146,18 +172,52 @@ pub fn classify<'c>(
     };
     let identity_ref = identity.as_ref().map(|(k, v)| (k.as_str(), v.as_str()));
     let zones = zones(view.pod, identity_ref);
-    let target = target(view, hints, eff, inventory, &accel_resource);
+    let clique_held = required_pod_terms(view.pod, "podAffinity")
+        .iter()
+        .any(|t| t.get("topologyKey").and_then(Value::as_str) == Some(LABEL_CLIQUE));
+    let target = target(view, hints, eff, inventory, &accel_resource, clique_held);
+    let known = match &target {
+        Target::Known(p, _) => Some(*p),
+        _ => None,
+    };
+    if accel_all && let Some(p) = known {
+        per_pod = per_pod.saturating_add(p.accelerators);
+    }
+    // Every NeuronCore of the node is every device: the whole node, not a slice.
+    let mut shared = view.shared || claimed.is_some_and(|c| c.shared);
+    let cores = eff
+        .policy
+        .catalog
+        .accelerator(&accel_resource)
+        .is_some_and(|r| r.cores);
+    if cores
+        && let Some(p) = known
+        && p.accelerator_cores == Some(per_pod)
+    {
+        per_pod = p.accelerators;
+        shared = false;
+    }
+    let efa = view
+        .efa()
+        .saturating_add(dra.efa.map_or(0, |c| c.on(known.map_or(0, |p| p.max_efa))));
+    let efa_resource_absent =
+        known.and_then(|p| crate::efa_source::efa_resource_absent(p, eff, inventory));
     Class::Training(Box::new(Shape {
         accel_resource,
         per_pod,
-        shared: view.shared,
-        efa: view.efa(),
+        shared,
+        efa,
         pods,
         multi_pod,
         identity,
         group_label: hints.group_label.clone(),
         target,
         zones,
+        accel_claimed: claimed.is_some(),
+        efa_claimed: dra.efa.is_some(),
+        efa_resource_absent,
+        channel: dra.channel.clone(),
+        clique_held,
     }))
 }
 
@@ -167,6 +227,7 @@ fn target<'c>(
     eff: &Effective<'c>,
     inventory: Option<&'c Snapshot>,
     resource: &str,
+    clique_held: bool,
 ) -> Target<'c> {
     let catalog = &eff.policy.catalog;
     // The catalog first; a type it lacks may still be known from the nodes themselves.
@@ -197,6 +258,13 @@ fn target<'c>(
     {
         return resolve(t.to_string(), InstanceSource::Annotation);
     }
+    // An IMEX channel or an NVLink clique exists only on multi-node NVLink instances: a
+    // GB200 job is judged against GB200 facts, not the namespace's default type.
+    if (view.devices.channel.is_some() || clique_held)
+        && let Some(t) = domain_target(catalog, inventory)
+    {
+        return t;
+    }
     if let Some(t) = &eff.defaults.instance_type {
         return resolve(t.clone(), InstanceSource::PolicyDefault);
     }
@@ -207,6 +275,30 @@ fn target<'c>(
             Target::Several(several.iter().map(|t| t.name.clone()).collect())
         }
         _ => Target::None,
+    }
+}
+
+/// The catalog's multi-node NVLink type for a pod that claims an IMEX channel or is
+/// held in a clique.
+fn domain_target<'c>(catalog: &'c Catalog, inventory: Option<&'c Snapshot>) -> Option<Target<'c>> {
+    let all: Vec<&InstanceProfile> = catalog
+        .instances()
+        .filter(|p| p.nvlink_domain().is_some())
+        .collect();
+    // Those the cluster has, when it has any; else the catalog's (and the job is told
+    // the cluster has none).
+    let present: Vec<&InstanceProfile> = all
+        .iter()
+        .copied()
+        .filter(|p| inventory.is_some_and(|s| s.has_type(&p.name)))
+        .collect();
+    let domains = if present.is_empty() { all } else { present };
+    match domains.as_slice() {
+        [only] => Some(Target::Known(only, InstanceSource::NvlinkDomain)),
+        [] => None,
+        several => Some(Target::Several(
+            several.iter().map(|p| p.name.clone()).collect(),
+        )),
     }
 }
 

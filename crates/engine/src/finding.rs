@@ -27,6 +27,8 @@ pub enum Rule {
     DeviceClaims,
     /// A job expected to outlive the Capacity Block it can only run on.
     CapacityBlockEnds,
+    /// A multi-node NVLink job (GB200) whose IMEX channel wiring is missing or wrong.
+    NvlinkDomain,
 }
 
 impl Rule {
@@ -45,6 +47,7 @@ impl Rule {
             Rule::PodSecurity => "pod-security",
             Rule::DeviceClaims => "device-claims",
             Rule::CapacityBlockEnds => "capacity-block-ends",
+            Rule::NvlinkDomain => "nvlink-domain",
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::annotations::{
 use crate::block_nodes::BlockNodes;
 use crate::catalog::{InstanceProfile, Rdma};
 use crate::cluster_objects::{NamespaceFacts, NodeFacts, PodFacts};
+use crate::dra::Claims;
 use crate::json::{items, str_at};
 use crate::reservations::Reservations;
 
@@ -58,6 +59,12 @@ pub struct Snapshot {
     /// Whether the cluster's nodes were listed (false: Capacity Blocks only, from
     /// `--reservations` without `--cluster`; nothing is known about node types).
     nodes_listed: bool,
+    /// DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains.
+    claims: Claims,
+    /// Every instance type with nodes (also those whose devices come through DRA and
+    /// so advertise no extended resource), with the most `vpc.amazonaws.com/efa` any
+    /// of its nodes advertises.
+    node_efa: BTreeMap<String, u32>,
     /// Kubeflow Trainer runtimes by (namespace, kind, name); a ClusterTrainingRuntime
     /// has namespace "". What a TrainJob's `runtimeRef` inherits its pod template from.
     runtimes: HashMap<(String, String, String), Value>,
@@ -138,6 +145,8 @@ impl Snapshot {
             let Some(itype) = node.label(LABEL_INSTANCE_TYPE) else {
                 continue;
             };
+            let efa = s.node_efa.entry(itype.to_string()).or_default();
+            *efa = (*efa).max(node.allocatable(RES_EFA));
             let Some((res, count)) = ACCELERATOR_RESOURCES
                 .iter()
                 .map(|r| (*r, node.allocatable(r)))
@@ -211,6 +220,8 @@ impl Snapshot {
                     memory_gi_b: None,
                     intra_node: "unknown".into(),
                     nvlink: false,
+                    nvlink_domain_instances: None,
+                    accelerator_cores: None,
                     max_efa: t.efa,
                     network_gbps: None,
                     rdma: Rdma::None,
@@ -260,6 +271,16 @@ impl Snapshot {
     /// Whether the snapshot holds the cluster's node list.
     pub fn nodes_listed(&self) -> bool {
         self.nodes_listed
+    }
+
+    /// Index DRA objects (ResourceClaimTemplates, ResourceClaims, ComputeDomains) that
+    /// pods' `resourceClaims` are counted through.
+    pub fn add_claims<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
+        self.claims.add(objects, "default");
+    }
+
+    pub fn claims(&self) -> &Claims {
+        &self.claims
     }
 
     /// Index TrainingRuntimes and ClusterTrainingRuntimes (other objects are ignored).
@@ -343,8 +364,16 @@ impl Snapshot {
             .collect()
     }
 
+    /// Whether the cluster has nodes of this type (with devices through device plugins
+    /// or DRA).
     pub fn has_type(&self, name: &str) -> bool {
-        self.types.contains_key(name)
+        self.types.contains_key(name) || self.node_efa.contains_key(name)
+    }
+
+    /// Whether nodes of this type advertise `vpc.amazonaws.com/efa`; `None` when the
+    /// cluster has none of them.
+    pub fn advertises_efa(&self, name: &str) -> Option<bool> {
+        self.node_efa.get(name).map(|n| *n > 0)
     }
 
     /// Zones where pods of this job are already bound.

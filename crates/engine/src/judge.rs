@@ -9,9 +9,11 @@ use serde_json::Value;
 use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, SHM_SIZE};
 use crate::catalog::InstanceProfile;
 use crate::classify::{Class, InstanceSource, Shape, SiteHints, Target, classify};
+use crate::dra::{self, Claims};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
+use crate::inventory::Snapshot;
 use crate::json::str_at;
 use crate::layout::{Change, Plan, shm_size};
 use crate::podspec::PodView;
@@ -109,6 +111,19 @@ pub(crate) fn judge<'a>(
 ) -> Result<Option<Judgement<'a>>, ObjectError> {
     let eff = ctx.eff;
     let object_annotation = |key: &str| str_at(object, &["metadata", "annotations", key]);
+    // DRA claims count through the templates submitted alongside, then the inventory's.
+    let resolved;
+    let view = if view.claims == 0 {
+        view
+    } else {
+        let sources: Vec<&Claims> = [ctx.who.claims, ctx.who.inventory.map(Snapshot::claims)]
+            .into_iter()
+            .flatten()
+            .collect();
+        let devices = dra::resolve(view.pod, &verdict.namespace, &sources, &eff.policy.catalog);
+        resolved = view.with_devices(devices);
+        &resolved
+    };
     let shape = match classify(view, hints, eff, ctx.who.inventory) {
         Class::NotTraining => return Ok(None),
         Class::Training(shape) => shape,
@@ -116,9 +131,13 @@ pub(crate) fn judge<'a>(
     let set = |key: &str| view.annotation(key).or_else(|| object_annotation(key)) == Some("true");
     let partial_opt_in = ctx.opt_in(set(ALLOW_PARTIAL_NODE), OptIn::AllowPartialNode);
     let multi_az_opt_in = ctx.opt_in(set(ALLOW_MULTI_AZ), OptIn::AllowMultiAz);
-    // A pod whose devices are all DRA claims gets no layout: nothing it asks for is
-    // counted, so nothing would be laid out right.
-    let counted = view.accelerators().is_some() || view.efa() > 0;
+    // A pod whose devices could not be counted (DRA claims of unknown templates) gets
+    // no layout: nothing would be laid out right.
+    let counted = shape.per_pod > 0 || shape.efa > 0;
+    let mut containers: Vec<usize> = view.device_containers().map(|c| c.index).collect();
+    containers.extend(dra::containers_using(view.pod, &view.devices.device_claims));
+    containers.sort_unstable();
+    containers.dedup();
     let layout = match &shape.target {
         Target::Known(instance, source) if counted => Some(Layout {
             host_access_forbidden: pod_security(ctx).is_some(),
@@ -126,7 +145,7 @@ pub(crate) fn judge<'a>(
             source: *source,
             shm_size: shm_size(view, eff, instance)
                 .map_err(|e| ObjectError::bad(format!("metadata.annotations[{SHM_SIZE}]"), e))?,
-            containers: view.device_containers().map(|c| c.index).collect(),
+            containers,
             nccl_debug: view
                 .annotation(crate::annotations::NCCL_DEBUG)
                 .map(String::from),
@@ -168,14 +187,18 @@ pub(crate) fn judge<'a>(
             &mut verdict.findings,
         );
     }
-    verdict.findings.extend(check(&RuleInput {
+    let input = RuleInput {
         view,
         shape: &after,
         eff,
         partial_opt_in,
         multi_az_opt_in,
         siblings: ctx.siblings(&verdict.namespace, &judgement.shape),
-    }));
+    };
+    verdict.findings.extend(check(&input));
+    if let Target::Known(instance, _) = &after.target {
+        crate::nvlink::check(&input, instance, &mut verdict.findings);
+    }
     Ok(Some(judgement))
 }
 

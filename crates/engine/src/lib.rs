@@ -14,6 +14,8 @@
 //!   Capacity Blocks, read into the [`Snapshot`]; [`BlockNodes`]: the nodes on them;
 //!   [`ending_within`]: running jobs on blocks that end soon.
 //! - [`annotations`]: the public annotation and label names.
+//! - [`Claims`]: DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains that
+//!   pods' `resourceClaims` are counted through (input files, or the [`Snapshot`]).
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 //! - [`vap`]: the deny rules CEL can express, as ValidatingAdmissionPolicies.
 #![forbid(unsafe_code)]
@@ -26,7 +28,9 @@ mod capacity_block;
 mod catalog;
 mod classify;
 pub mod cluster_objects;
+mod dra;
 mod edit;
+mod efa_source;
 mod ending;
 mod engine;
 mod error;
@@ -36,6 +40,7 @@ mod json;
 mod judge;
 mod layout;
 mod mark;
+mod nvlink;
 mod owner;
 mod podspec;
 mod policy;
@@ -56,6 +61,7 @@ mod yaml;
 pub use admission::{Endpoint, Outcome, Reviewed, review, review_with};
 pub use block_nodes::{BlockNode, BlockNodes, Provisioner};
 pub use catalog::{Catalog, InstanceProfile, Rdma};
+pub use dra::Claims;
 pub use ending::{EndingJob, ending_within};
 pub use engine::{evaluate, evaluate_owned};
 pub use error::{ObjectError, PolicyError};

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::annotations::RES_EFA;
 use crate::catalog::Catalog;
+use crate::dra::PodDevices;
 use crate::error::ObjectError;
 use crate::json::{items, str_at};
 use crate::quantity::parse_count;
@@ -36,6 +37,8 @@ pub struct PodView<'a> {
     pub shared: bool,
     /// DRA claims of the pod (`spec.resourceClaims`).
     pub claims: usize,
+    /// What those claims ask for, once resolved ([`PodView::with_devices`]).
+    pub devices: PodDevices,
 }
 
 /// One container's accelerator and EFA requests; `shared` when its accelerator
@@ -113,7 +116,16 @@ impl<'a> PodView<'a> {
             init,
             shared,
             claims: items(pod, &["spec", "resourceClaims"]).len(),
+            devices: PodDevices::default(),
         })
+    }
+
+    /// The same view with its DRA claims resolved.
+    pub fn with_devices(&self, devices: PodDevices) -> Self {
+        PodView {
+            devices,
+            ..self.clone()
+        }
     }
 
     /// What the pod holds while it runs, as the scheduler counts it: app containers

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::dra::Claims;
 use crate::inventory::Snapshot;
 use crate::mark::MarkKeys;
 
@@ -21,4 +22,7 @@ pub struct Requester<'a> {
     /// The time rules that depend on it (Capacity Block ends) judge against; without
     /// it they are not evaluated.
     pub now: Option<jiff::Timestamp>,
+    /// DRA objects submitted alongside the object (the CLI's input files); the
+    /// inventory's own are looked up after these.
+    pub claims: Option<&'a Claims>,
 }

@@ -1,7 +1,9 @@
 //! Validation rules for one training pod template, evaluated on the mutated template
 //! (what the validating webhook sees after the mutating one ran).
 
-use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, RES_EFA, RES_NVIDIA_GPU, RESHAPE};
+use crate::annotations::{
+    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, DRA_CLASS_EFA, RES_EFA, RES_NVIDIA_GPU, RESHAPE,
+};
 use crate::catalog::InstanceProfile;
 use crate::classify::{Shape, Target};
 use crate::finding::{Finding, Rule};
@@ -135,8 +137,12 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         out.push(impossible_finding(
             site,
             format!(
-                "the pod asks for {} {} but {} has {}.",
-                s.per_pod, inst.accelerator_resource, inst.name, inst.accelerators
+                "the pod asks for {} {}{} but {} has {}.",
+                s.per_pod,
+                inst.accelerator_resource,
+                if s.accel_claimed { " (with its DRA claims)" } else { "" },
+                inst.name,
+                inst.accelerators
             ),
             format!(
                 "ask for at most {} per pod and add pods (recommended: {} per pod, one pod per node).",
@@ -148,13 +154,15 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         no_efa(input, inst, out);
         return;
     }
+    let asked = if s.efa_claimed {
+        format!("{} EFA interfaces (with its DRA claims)", s.efa)
+    } else {
+        format!("{} {RES_EFA}", s.efa)
+    };
     if !inst.has_efa() {
         out.push(impossible_finding(
             site,
-            format!(
-                "the pod asks for {} {RES_EFA} but {} has no EFA.",
-                s.efa, inst.name
-            ),
+            format!("the pod asks for {asked} but {} has no EFA.", inst.name),
             format!("remove {RES_EFA} or pick an EFA instance type."),
         ));
         return;
@@ -163,8 +171,8 @@ fn impossible(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findi
         out.push(impossible_finding(
             site,
             format!(
-                "the pod asks for {} {RES_EFA} but {} has {}.",
-                s.efa, inst.name, inst.max_efa
+                "the pod asks for {asked} but {} has {}.",
+                inst.name, inst.max_efa
             ),
             format!(
                 "ask for {} (all of them) with all {} GPUs.",
@@ -192,18 +200,35 @@ fn no_efa(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>)
     {
         return;
     }
+    let (found, fix) = match &s.efa_resource_absent {
+        // The webhook cannot add a claim (its template is a separate object): say how.
+        Some(why) => (
+            format!(
+                "the pod gets no EFA on {}: {why}, so trainplace adds no {RES_EFA}; its traffic to the job's other nodes goes over TCP, not EFA.",
+                inst.name
+            ),
+            format!(
+                "claim EFA through DRA: a ResourceClaimTemplate with a request `exactly: {{deviceClassName: {DRA_CLASS_EFA}, allocationMode: All}}` (all {} interfaces for a pod with all {} GPUs; the driver pairs them with their GPUs), named in the pod's resourceClaims and the container's resources.claims (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html).",
+                inst.max_efa, inst.accelerators
+            ),
+        ),
+        None => (
+            format!(
+                "the pod gets no {RES_EFA} on {}: its traffic to the job's other nodes goes over TCP, not EFA.",
+                inst.name
+            ),
+            format!(
+                "take whole nodes ({} GPUs and {} EFA per pod), or request at least {RES_EFA}: 1.",
+                inst.accelerators, inst.max_efa
+            ),
+        ),
+    };
     out.push(Finding {
         rule: Rule::EfaCount,
         mode: Mode::Warn,
         site: input.view.base.clone(),
-        found: format!(
-            "the pod gets no {RES_EFA} on {}: its traffic to the job's other nodes goes over TCP, not EFA.",
-            inst.name
-        ),
-        fix: format!(
-            "take whole nodes ({} GPUs and {} EFA per pod), or request at least {RES_EFA}: 1.",
-            inst.accelerators, inst.max_efa
-        ),
+        found,
+        fix,
         opt_in: None,
     });
 }
@@ -248,12 +273,22 @@ fn efa_count(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Findin
             s.per_pod, inst.accelerators, inst.name, inst.max_efa
         )
     };
-    out.push(warn(
-        format!("the pod asks for {} {RES_EFA}: {effect}.", s.efa),
-        format!(
-            "request {RES_EFA}: {share} (requests = limits) unless this pod is alone on the node."
-        ),
-    ));
+    let (asked, fix) = if s.efa_claimed {
+        (
+            format!("{} EFA interfaces through its DRA claim", s.efa),
+            format!(
+                "claim {share} devices of class {DRA_CLASS_EFA} (allocationMode: All when the pod takes the whole node) unless this pod is alone on the node."
+            ),
+        )
+    } else {
+        (
+            format!("{} {RES_EFA}", s.efa),
+            format!(
+                "request {RES_EFA}: {share} (requests = limits) unless this pod is alone on the node."
+            ),
+        )
+    };
+    out.push(warn(format!("the pod asks for {asked}: {effect}."), fix));
 }
 
 /// A pod's share of the node's EFA interfaces: proportional to its GPUs, rounded
@@ -413,22 +448,29 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     });
 }
 
-/// Devices claimed through DRA (`resourceClaims`) are not counted yet: say that the
-/// layout rules could not check the job, instead of passing it as a CPU pod.
+/// DRA claims trainplace could not count (a template not in the input or the cluster,
+/// a device class the catalog does not know): say so instead of passing the devices
+/// unseen.
 fn device_claims(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     let v = input.view;
-    if v.claims == 0 || input.shape.per_pod > 0 {
+    let unresolved = &v.devices.unresolved;
+    if unresolved.is_empty() {
         return;
     }
+    let checked = if input.shape.per_pod > 0 {
+        "the layout was checked on what was counted"
+    } else {
+        "one-pod-per-node and partial-node were not checked"
+    };
     out.push(Finding {
         rule: Rule::DeviceClaims,
         mode: input.eff.mode_device_claims(),
         site: v.base.clone(),
         found: format!(
-            "the training pod claims devices through {} DRA resourceClaim(s); trainplace cannot count DRA devices yet, so one-pod-per-node and partial-node were not checked.",
-            v.claims
+            "the training pod's DRA resourceClaim(s) could not be counted ({}); {checked}.",
+            unresolved.join("; ")
         ),
-        fix: "request GPUs as an extended resource (nvidia.com/gpu) to have the layout checked; a platform team can set rules.deviceClaims: enforce to refuse such jobs.".into(),
+        fix: "submit the ResourceClaimTemplates (and ComputeDomains) with the workload (the same input, or resourceclaimtemplates.json / computedomains.json in --cluster DIR; the webhook reads them from the cluster), with device classes of the catalog's deviceClasses; a platform team can set rules.deviceClaims: enforce to refuse such jobs.".into(),
         opt_in: None,
     });
 }

@@ -10,7 +10,7 @@ use rstest::rstest;
 use serde::Deserialize;
 use serde_json::Value;
 use trainplace_engine::Snapshot;
-use trainplace_engine::{Catalog, Mode, Policy, Requester, Verdict, evaluate};
+use trainplace_engine::{Catalog, Claims, Mode, Policy, Requester, Verdict, evaluate};
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -65,6 +65,10 @@ struct Case {
     /// default; this is what the default must answer when it differs.
     expect_default: Option<Expect>,
     object: Value,
+    /// Objects submitted alongside (DRA ResourceClaimTemplates, ComputeDomains), as
+    /// in one CLI input file.
+    #[serde(default)]
+    objects: Vec<Value>,
 }
 
 fn repo_root() -> PathBuf {
@@ -95,6 +99,13 @@ fn cluster(name: &str) -> Snapshot {
         &list("pods.json"),
         &list("namespaces.json"),
     );
+    for file in [
+        "resourceclaimtemplates.json",
+        "resourceclaims.json",
+        "computedomains.json",
+    ] {
+        snapshot.add_claims(list(file)["items"].as_array().into_iter().flatten());
+    }
     for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
         let runtimes = list(file);
         snapshot.add_runtimes(runtimes["items"].as_array().into_iter().flatten());
@@ -160,6 +171,8 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
         .unwrap_or("default")
         .to_string();
     let snapshot = case.cluster.as_deref().map(cluster);
+    let mut claims = Claims::default();
+    claims.add(&case.objects, &ns);
     let name = name.as_str();
     let who = Requester {
         namespace: &ns,
@@ -172,6 +185,7 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
         inventory: snapshot.as_ref(),
         marks: None,
         now: None,
+        claims: Some(&claims),
     };
     let e = &case.expect;
     let result = evaluate(&case.object, &policy, &who);

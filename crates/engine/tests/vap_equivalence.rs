@@ -14,13 +14,56 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use trainplace_engine::annotations::ALLOW_PARTIAL_NODE;
 use trainplace_engine::vap::{Check, RULE_LABEL, export};
-use trainplace_engine::{Mode, Requester, evaluate};
+use trainplace_engine::{Claims, Mode, Requester, evaluate};
 use vap_support::corpus::{Case, cluster, corpus, policy_for, repo_root, with_stack};
 use vap_support::{Apiserver, Outcome, Request, selects};
 
 /// Fixture (`dir/file@policy`), rule, stage (`raw` / `mutated`): what CEL cannot
 /// decide like the engine, and why. Kept in step with the README's list.
 const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
+    (
+        "pods/dra-efa-too-many.yaml",
+        "impossible-request",
+        "raw",
+        DRA,
+    ),
+    (
+        "pods/dra-efa-too-many.yaml",
+        "impossible-request",
+        "mutated",
+        DRA,
+    ),
+    ("pods/dra-gpu-one-per-pod.yaml", "partial-node", "raw", DRA),
+    (
+        "pods/dra-gpu-one-per-pod.yaml",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
+    (
+        "pods/dra-gpu-sixteen-impossible.yaml",
+        "impossible-request",
+        "raw",
+        DRA,
+    ),
+    (
+        "pods/dra-gpu-sixteen-impossible.yaml",
+        "impossible-request",
+        "mutated",
+        DRA,
+    ),
+    (
+        "pods/dra-gpu-template-from-cluster.yaml",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "pods/dra-gpu-template-from-cluster.yaml",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
     (
         "pods/inventory-siblings-other-zone.yaml",
         "multi-az",
@@ -62,6 +105,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         RESHAPE,
     ),
     (
+        "workloads/mpijob-gb200-larger-than-domain.yaml",
+        "impossible-request",
+        "raw",
+        GB200,
+    ),
+    (
+        "workloads/mpijob-gb200-larger-than-domain.yaml",
+        "impossible-request",
+        "mutated",
+        GB200,
+    ),
+    (
+        "workloads/mpijob-gb200-one-gpu-per-pod.yaml",
+        "partial-node",
+        "raw",
+        GB200,
+    ),
+    (
+        "workloads/mpijob-gb200-policy-default-p5.yaml",
+        "partial-node",
+        "raw",
+        GB200,
+    ),
+    (
         "workloads/mpijob-reshape.yaml",
         "partial-node",
         "raw",
@@ -72,6 +139,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "partial-node",
         "raw",
         RESHAPE,
+    ),
+    (
+        "workloads/pytorchjob-trn1-all-neuroncores.yaml",
+        "partial-node",
+        "raw",
+        NEURONCORES,
+    ),
+    (
+        "workloads/pytorchjob-trn1-all-neuroncores.yaml",
+        "partial-node",
+        "mutated",
+        NEURONCORES,
     ),
     (
         "workloads/rayservice-launcher-evidence.yaml",
@@ -114,6 +193,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "partial-node",
         "mutated",
         RUNTIME,
+    ),
+    (
+        "bypass/dra-claims-counted.yaml@restricted",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "bypass/dra-claims-counted.yaml@restricted",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
+    (
+        "bypass/dra-claims-counted.yaml@default",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "bypass/dra-claims-counted.yaml@default",
+        "partial-node",
+        "mutated",
+        DRA,
     ),
     (
         "bypass/pytorchjob-master-worker-in-two-zones.yaml@restricted",
@@ -196,6 +299,9 @@ const SHM: &str =
 const SPLIT_ZONES: &str = "templates of one job pinned to different zones: the engine compares the zones across a job's templates; the exported policies judge each template alone (VAP looser)";
 const LAUNCHER: &str = "a RayService serves unless it says it trains; the engine also takes a worker template's launcher (PET_NNODES, WORLD_SIZE, torchrun --nnodes) as training evidence, which CEL would have to read from env and command line inside the loop over templates, past the cost bound (VAP looser)";
 const RUNTIME: &str = "the TrainJob's node template (instance type, layout) and default node count come from its TrainingRuntime in the cluster inventory; a VAP sees only the TrainJob (VAP looser; the runtime itself is guarded when it is created)";
+const DRA: &str = "the devices a DRA claim asks for are in its ResourceClaimTemplate, a separate object a VAP cannot read (VAP looser)";
+const GB200: &str = "the GB200 type is inferred from the pod's ComputeDomain channel or NVLink-clique affinity and its NVLink domain size is catalog data; the VAP judges the pod against its nodeSelector or the namespace's default type";
+const NEURONCORES: &str = "every NeuronCore of the node is the whole node (catalog acceleratorCores); the VAP counts aws.amazon.com/neuroncore as slices (VAP stricter)";
 const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";
 
 fn mode_name(mode: Mode) -> &'static str {
@@ -328,6 +434,8 @@ fn judge(api: &Apiserver, name: &str, case: &Case, out: &mut Vec<Mismatch>, tall
         .namespace_labels
         .clone()
         .or_else(|| snapshot.as_ref()?.namespace_labels(&ns).cloned());
+    let mut claims = Claims::default();
+    claims.add(&case.objects, &ns);
     let who = Requester {
         namespace: &ns,
         namespace_labels: labels.as_ref(),
@@ -335,6 +443,7 @@ fn judge(api: &Apiserver, name: &str, case: &Case, out: &mut Vec<Mismatch>, tall
         inventory: snapshot.as_ref(),
         marks: None,
         now: None,
+        claims: Some(&claims),
     };
     let mut ns_labels = labels.clone().unwrap_or_default();
     ns_labels.insert("kubernetes.io/metadata.name".into(), ns.clone());

@@ -181,7 +181,11 @@ pub fn script(rec: &Recommendation) -> String {
     let plugin = efa_install(rec);
     if !plugin.is_empty() {
         out.push(String::new());
-        out.push("# {STEP} EFA device plugin that tolerates the nodes' taint (see efa-device-plugin-values.yaml for why).".into());
+        out.push(if rec.efa_dra {
+            "# {STEP} EFA through DRA: the pods claim it with efa-claim-template.yaml.".into()
+        } else {
+            "# {STEP} EFA device plugin that tolerates the nodes' taint (see efa-device-plugin-values.yaml for why).".into()
+        });
         out.extend(plugin);
     }
     if let CapacityPlan::CapacityBlock {
@@ -199,6 +203,11 @@ pub fn script(rec: &Recommendation) -> String {
     out.push("fi".into());
     out.push(String::new());
     let ns = &req.names.namespace;
+    if rec.efa_dra {
+        out.push("# {STEP} The EFA ResourceClaimTemplate the job's pods claim.".into());
+        out.push("kubectl apply -f efa-claim-template.yaml".into());
+        out.push(String::new());
+    }
     if rec.instance.accelerator_resource == "nvidia.com/gpu" {
         let tests = format!("{}-nccl-tests", req.names.job);
         out.push(

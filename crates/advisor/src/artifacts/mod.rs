@@ -34,15 +34,14 @@ pub struct Objects {
     pub job: Value,
     /// `None` for accelerators nccl-tests does not drive (Trainium).
     pub nccl_tests: Option<Value>,
+    /// The EFA ResourceClaimTemplate the pods claim, when EFA comes through DRA.
+    pub efa_claim: Option<Value>,
 }
 
-/// NCCL / libfabric env the webhook would add for this instance, so the emitted pods
-/// already carry it.
+/// NCCL / libfabric env (Neuron collectives' on Trainium) the webhook would add for
+/// this instance, so the emitted pods already carry it.
 pub fn nccl_env(rec: &Recommendation, policy: &Policy) -> Vec<(String, String)> {
     let p = &rec.instance;
-    if p.accelerator_resource != "nvidia.com/gpu" {
-        return Vec::new();
-    }
     let plugin = policy.effective(&Default::default()).plugin_version;
     policy
         .catalog
@@ -64,6 +63,7 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         job: jobs::job(&parts, rec.request.framework),
         nccl_tests: (rec.instance.accelerator_resource == "nvidia.com/gpu")
             .then(|| nccl_tests::nccl_tests(&parts)),
+        efa_claim: parts.efa_claim_template(),
     }
 }
 
@@ -102,7 +102,15 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
             content: awscli::script(rec),
         },
     ];
-    if rec.instance.max_efa > 0 {
+    if let Some(claim) = &o.efa_claim {
+        out.push(Artifact {
+            name: "efa-claim-template.yaml".into(),
+            content: yaml(
+                &["EFA through the EFA DRA driver: every interface of the node for each pod; kubectl apply -f before the job (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)"],
+                &[claim],
+            ),
+        });
+    } else if rec.instance.max_efa > 0 {
         let notes = plugins::efa_values_notes(rec);
         let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
         out.push(Artifact {

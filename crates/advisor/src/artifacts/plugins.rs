@@ -95,6 +95,11 @@ pub fn efa_install(rec: &Recommendation) -> Vec<String> {
     if rec.instance.max_efa == 0 {
         return Vec::new();
     }
+    if rec.efa_dra {
+        return vec![
+            "# EFA comes through the EFA DRA driver (DRANET): install it as the EKS guide says (Kubernetes >= 1.34, managed or self-managed node groups; not Karpenter or Auto Mode), no EFA device plugin: https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html".into(),
+        ];
+    }
     vec![
         format!(
             "# eksctl's bundled EFA plugin does not tolerate the {} taint: replace it with the chart and {VALUES_FILE}.",

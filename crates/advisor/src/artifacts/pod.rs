@@ -5,9 +5,13 @@
 
 use serde_json::{Value, json};
 
+use trainplace_engine::annotations::DRA_CLASS_EFA;
+
 use crate::recommend::Recommendation;
 
 pub const RES_EFA: &str = "vpc.amazonaws.com/efa";
+/// The pod's claim on the EFA ResourceClaimTemplate, when EFA comes through DRA.
+pub const EFA_CLAIM: &str = "efa";
 pub const SHM_VOLUME: &str = "dshm";
 /// Label the advisor puts on every pod of the job; anti-affinity selects on it.
 pub const JOB_LABEL: &str = "trainplace.io/job";
@@ -31,7 +35,7 @@ impl PodParts<'_> {
         let p = &self.rec.instance;
         let mut map = serde_json::Map::new();
         map.insert(p.accelerator_resource.clone(), json!(p.accelerators));
-        if p.max_efa > 0 {
+        if p.max_efa > 0 && !self.rec.efa_dra {
             map.insert(RES_EFA.into(), json!(p.max_efa));
         }
         let (extra_requests, extra_limits) = crate::allocatable::extra_resources(p);
@@ -39,7 +43,31 @@ impl PodParts<'_> {
         requests.extend(extra_requests);
         let mut limits = map;
         limits.extend(extra_limits);
-        json!({"requests": requests, "limits": limits})
+        let mut resources = json!({"requests": requests, "limits": limits});
+        if self.rec.efa_dra {
+            resources["claims"] = json!([{"name": EFA_CLAIM}]);
+        }
+        resources
+    }
+
+    /// The ResourceClaimTemplate of the job's EFA when EFA comes through the EFA DRA
+    /// driver: every interface of the node (`allocationMode: All`); the driver pairs
+    /// them with their GPUs.
+    pub fn efa_claim_template(&self) -> Option<Value> {
+        self.rec.efa_dra.then(|| {
+            json!({
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": self.efa_template_name(), "namespace": self.rec.request.names.namespace},
+                "spec": {"spec": {"devices": {"requests": [
+                    {"name": "efa", "exactly": {"deviceClassName": DRA_CLASS_EFA, "allocationMode": "All"}}
+                ]}}},
+            })
+        })
+    }
+
+    fn efa_template_name(&self) -> String {
+        format!("{}-efa", self.job())
     }
 
     pub fn env(&self, extra: &[Value]) -> Vec<Value> {
@@ -100,7 +128,7 @@ impl PodParts<'_> {
 
     /// `{metadata, spec}` of a device pod.
     pub fn template(&self, container: Value) -> Value {
-        json!({
+        let mut t = json!({
             "metadata": {"labels": {JOB_LABEL: self.job()}},
             "spec": {
                 "hostIPC": true,
@@ -110,6 +138,13 @@ impl PodParts<'_> {
                 "nodeSelector": self.node_selector(),
                 "affinity": self.anti_affinity(),
             },
-        })
+        });
+        if self.rec.efa_dra {
+            t["spec"]["resourceClaims"] = json!([{
+                "name": EFA_CLAIM,
+                "resourceClaimTemplateName": self.efa_template_name(),
+            }]);
+        }
+        t
     }
 }

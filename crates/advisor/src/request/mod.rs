@@ -39,6 +39,10 @@ pub struct AdviceRequest {
     pub namespace: Option<String>,
     pub image: Option<String>,
     pub eks_version: Option<String>,
+    /// The cluster gives EFA through the EFA DRA driver (DRANET, Kubernetes >= 1.34,
+    /// managed or self-managed node groups): pods claim EFA with a ResourceClaim of
+    /// device class `efa.networking.k8s.aws` instead of `vpc.amazonaws.com/efa`.
+    pub efa_dra: Option<bool>,
     /// Plan as of this instant (RFC 3339); default: the clock. Makes plans reproducible.
     pub now: Option<String>,
 }
@@ -74,6 +78,8 @@ pub struct Request {
     pub image: Option<String>,
     /// Kubernetes version of a new cluster.
     pub eks_version: String,
+    /// EFA through the EFA DRA driver (see [`AdviceRequest::efa_dra`]).
+    pub efa_dra: bool,
     /// The instant the plan is made for.
     pub now: Timestamp,
     /// The requested start when it was in the past and moved to `now`.
@@ -184,6 +190,7 @@ impl AdviceRequest {
             names: self.names()?,
             image: self.image()?,
             eks_version: self.eks_version()?,
+            efa_dra: self.efa_dra.unwrap_or(false),
             now,
             start_moved_from,
         })

@@ -2,6 +2,7 @@
 //! overwriting a value the user set, appending after the user's list entries so every
 //! existing entry keeps its position. Each change is recorded with its reason.
 
+mod nvlink;
 mod steps;
 
 use crate::annotations::SHM_SIZE;
@@ -53,7 +54,7 @@ impl<'a> Plan<'a> {
             return out;
         };
         let mut ed = Edit { ops, out: &mut out };
-        let steps: [(Switch, Step<'a>); 10] = [
+        let steps: [(Switch, Step<'a>); 11] = [
             (|m| m.efa, Plan::efa),
             (|m| m.host_ipc, Plan::host_ipc),
             (|m| m.ipc_lock, Plan::ipc_lock),
@@ -63,6 +64,7 @@ impl<'a> Plan<'a> {
             (|m| m.tolerations, Plan::tolerations),
             (|m| m.pin_instance_type, Plan::pin_instance),
             (|m| m.zone_affinity, Plan::zone_affinity),
+            (|m| m.zone_affinity, Plan::clique_affinity),
             (|m| m.node_anti_affinity, Plan::anti_affinity),
         ];
         for (switch, step) in steps {
@@ -78,9 +80,12 @@ impl<'a> Plan<'a> {
     /// at least one) to a pod of a multi-pod job that takes part of a node, so its
     /// cross-node traffic does not fall back to TCP.
     pub fn added_efa(&self) -> Option<u32> {
+        // Where nodes grant no `vpc.amazonaws.com/efa` (EFA through DRA) adding it would
+        // leave the pod Pending: the rules say how to claim EFA instead.
         if !(self.on(|m| m.efa)
             && self.shape.efa == 0
             && self.instance.has_efa()
+            && self.shape.efa_resource_absent.is_none()
             && !self.containers.is_empty())
         {
             return None;

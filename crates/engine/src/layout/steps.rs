@@ -4,9 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{Edit, Plan, SHM_VOLUME};
-use crate::annotations::{
-    LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE, NCCL_DEBUG, RES_EFA, RES_NVIDIA_GPU,
-};
+use crate::annotations::{LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE, NCCL_DEBUG, RES_EFA};
 use crate::classify::InstanceSource;
 use crate::edit::{Cursor, Ops};
 use crate::json::items;
@@ -15,7 +13,7 @@ use crate::podspec::{command_line, env_entry};
 impl Plan<'_> {
     /// A pod affinity term over the job's own pods; per group where the workload has
     /// independent groups (the scheduler fills `matchLabelKeys` from the pod's labels).
-    fn job_term(&self, key: &str, value: &str, topology: &str) -> Value {
+    pub(super) fn job_term(&self, key: &str, value: &str, topology: &str) -> Value {
         let mut term =
             json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology});
         if let Some(group) = &self.shape.group_label {
@@ -24,7 +22,7 @@ impl Plan<'_> {
         term
     }
 
-    fn per_group(&self) -> String {
+    pub(super) fn per_group(&self) -> String {
         match &self.shape.group_label {
             Some(group) => format!(" and the same {group}"),
             None => String::new(),
@@ -175,12 +173,12 @@ impl Plan<'_> {
 
     pub(super) fn nccl_env(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         let mut wanted: Vec<(String, String, String)> = Vec::new();
-        if self.shape.accel_resource == RES_NVIDIA_GPU || self.shape.accel_resource.is_empty() {
-            let efa = self.shape.efa > 0 || self.adds_efa();
-            let catalog = &self.eff.policy.catalog;
-            for rule in catalog.nccl_env(self.instance, &self.eff.plugin_version, efa) {
-                wanted.push((rule.name.clone(), rule.value.clone(), rule.source.clone()));
-            }
+        // The catalog's rules name the accelerator family they serve: NCCL env on
+        // NVIDIA instances, Neuron collectives' env on Trainium.
+        let efa = self.shape.efa > 0 || self.adds_efa();
+        let catalog = &self.eff.policy.catalog;
+        for rule in catalog.nccl_env(self.instance, &self.eff.plugin_version, efa) {
+            wanted.push((rule.name.clone(), rule.value.clone(), rule.source.clone()));
         }
         if let Some(level) = &self.nccl_debug {
             wanted.push((
@@ -382,7 +380,7 @@ fn container_name(spec: &Value, i: usize) -> String {
         .to_string()
 }
 
-fn push_required(spec: &mut Cursor<'_>, kind: &str, term: Value, ops: &mut Ops) -> bool {
+pub(super) fn push_required(spec: &mut Cursor<'_>, kind: &str, term: Value, ops: &mut Ops) -> bool {
     match reborrow(spec)
         .objects(&["affinity", kind], ops)
         .and_then(|c| c.array("requiredDuringSchedulingIgnoredDuringExecution", ops))

@@ -44,6 +44,12 @@ pub struct Defaults {
     /// reservation label). Limits the GPU types the inventory offers a pod that names
     /// no instance type.
     pub node_pools: Option<Vec<String>>,
+    /// The cluster gives EFA through the EFA DRA driver (DRANET, Kubernetes >= 1.34):
+    /// pods claim it with a ResourceClaim of device class `efa.networking.k8s.aws` and
+    /// nodes advertise no `vpc.amazonaws.com/efa`, so trainplace never adds that
+    /// resource (the pod would stay Pending) and says how to claim EFA instead.
+    /// https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
+    pub efa_through_dra: Option<bool>,
     /// Rule `capacity-block-ends` on a job that states no expected run time: report
     /// only a block whose pods stop within this long (a duration, e.g. `24h`; the
     /// default).
@@ -210,6 +216,7 @@ impl PolicyFile {
         keep(&mut d.aws_ofi_nccl_version, &b.aws_ofi_nccl_version);
         keep(&mut d.shm_size, &b.shm_size);
         keep(&mut d.node_pools, &b.node_pools);
+        keep(&mut d.efa_through_dra, &b.efa_through_dra);
         keep(&mut d.capacity_block_horizon, &b.capacity_block_horizon);
         let (r, b) = (&mut self.rules, &base.rules);
         keep(&mut r.partial_node, &b.partial_node);

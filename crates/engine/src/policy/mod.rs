@@ -376,6 +376,7 @@ impl Policy {
                 &ns.defaults.aws_ofi_nccl_version,
             );
             merge_opt(&mut defaults.node_pools, &ns.defaults.node_pools);
+            merge_opt(&mut defaults.efa_through_dra, &ns.defaults.efa_through_dra);
             merge_opt(
                 &mut defaults.capacity_block_horizon,
                 &ns.defaults.capacity_block_horizon,

@@ -61,6 +61,7 @@ fn namespace_overrides_by_name_and_label() {
         inventory: None,
         marks: None,
         now: None,
+        claims: None,
     };
     let eff = p.effective(&sandbox);
     assert_eq!(eff.mode_partial_node(), Mode::Audit);
@@ -86,6 +87,7 @@ fn opt_in_grants_by_namespace_and_group() {
         inventory: None,
         marks: None,
         now: None,
+        claims: None,
     };
     let user = Requester {
         namespace: "prod",
@@ -94,6 +96,7 @@ fn opt_in_grants_by_namespace_and_group() {
         inventory: None,
         marks: None,
         now: None,
+        claims: None,
     };
     assert!(p.may_opt_in(OptIn::Skip, &admin));
     assert!(!p.may_opt_in(OptIn::Skip, &user));
@@ -106,6 +109,7 @@ fn opt_in_grants_by_namespace_and_group() {
         inventory: None,
         marks: None,
         now: None,
+        claims: None,
     };
     assert!(p.may_opt_in(OptIn::AllowPartialNode, &research));
 }

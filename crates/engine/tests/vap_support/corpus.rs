@@ -18,6 +18,9 @@ pub struct Case {
     pub groups: Vec<String>,
     pub cluster: Option<String>,
     pub object: Value,
+    /// DRA objects submitted alongside the object.
+    #[serde(default)]
+    pub objects: Vec<Value>,
 }
 
 pub fn repo_root() -> PathBuf {
@@ -43,11 +46,19 @@ pub fn cluster(name: &str) -> Snapshot {
             .map(|t| serde_json::from_str(&t).expect("valid JSON list"))
             .unwrap_or_else(|_| serde_json::json!({"items": []}))
     };
-    Snapshot::from_lists(
+    let mut snapshot = Snapshot::from_lists(
         &list("nodes.json"),
         &list("pods.json"),
         &list("namespaces.json"),
-    )
+    );
+    for file in [
+        "resourceclaimtemplates.json",
+        "resourceclaims.json",
+        "computedomains.json",
+    ] {
+        snapshot.add_claims(list(file)["items"].as_array().into_iter().flatten());
+    }
+    snapshot
 }
 
 /// Every fixture, named `dir/file` (bypass: `dir/file@restricted|default`).
