@@ -146,7 +146,7 @@ impl BlockNodes {
         }
         resolved
             .into_iter()
-            .min_by_key(|(r, p)| r.end - p.stop_before_end())
+            .min_by_key(|(r, p)| r.before_end(p.stop_before_end()))
     }
 }
 

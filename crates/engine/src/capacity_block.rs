@@ -75,7 +75,7 @@ fn first_stopping<'r>(
     }
     found
         .into_iter()
-        .min_by_key(|(r, p)| r.end - p.stop_before_end())
+        .min_by_key(|(r, p)| r.before_end(p.stop_before_end()))
 }
 
 /// The block the pod can only land on, and who provisions its nodes: pinned by
@@ -175,8 +175,7 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
     };
     let site = input.view.base.clone();
     let stop_before = provisioner.stop_before_end();
-    // A block end near the clock's first instant (a hand-edited file) cannot go earlier.
-    let reclaim = block.end.checked_sub(stop_before).unwrap_or(block.end);
+    let reclaim = block.before_end(stop_before);
     let left = reclaim.duration_since(input.now);
     let on = format!(
         "the job can only run on Capacity Block {} ({}, {}), which ends {}; {} at {}",

@@ -148,7 +148,7 @@ fn new_job(
         reservation: block.id.clone(),
         instance_type: block.instance_type.clone(),
         ends: block.end,
-        stops: block.end - provisioner.stop_before_end(),
+        stops: block.before_end(provisioner.stop_before_end()),
         stopped_by: provisioner.stopper(),
     }
 }

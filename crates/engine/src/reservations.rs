@@ -34,7 +34,13 @@ pub struct Reservation {
 impl Reservation {
     /// When EC2 starts terminating its instances.
     pub fn reclaim_at(&self) -> Timestamp {
-        self.end - RECLAIM_BEFORE_END
+        self.before_end(RECLAIM_BEFORE_END)
+    }
+
+    /// `lead` before the end; an end near the clock's first instant (a hand-edited
+    /// file) cannot go earlier, so it stays at the end instead of overflowing.
+    pub fn before_end(&self, lead: SignedDuration) -> Timestamp {
+        self.end.checked_sub(lead).unwrap_or(self.end)
     }
 
     pub fn expiring(&self) -> bool {
@@ -151,5 +157,26 @@ impl Reservations {
 
     pub fn iter(&self) -> impl Iterator<Item = &Reservation> {
         self.by_id.values()
+    }
+}
+
+#[cfg(test)]
+mod edge_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A hand-edited end date at the clock's first representable instant neither
+    /// overflows nor moves earlier.
+    #[test]
+    fn an_end_at_the_first_instant_does_not_overflow() {
+        let mut r = Reservations::default();
+        r.add_describe_output(&json!({"CapacityReservations": [
+            {"CapacityReservationId": "cr-min", "InstanceType": "p5.48xlarge",
+             "AvailabilityZone": "us-east-1a", "State": "active",
+             "ReservationType": "capacity-block", "EndDate": "-009999-01-02T02:00:00Z"}
+        ]}));
+        let block = r.get("cr-min").expect("parsed");
+        assert_eq!(block.reclaim_at(), block.end);
+        assert_eq!(block.before_end(SignedDuration::from_mins(40)), block.end);
     }
 }
