@@ -79,17 +79,7 @@ pub fn capacity_options(
         _ => None,
     };
     if let (Some(offers), Some(ids)) = (&facts.offerings, &chosen_ids) {
-        let need = BlockNeed {
-            instance_type: &p.name,
-            region: &req.region,
-            nodes: shape.nodes,
-            job_hours: req.job_hours,
-            earliest_start: req.earliest_start,
-            latest_end: req.latest_end,
-            zones: &req.zones,
-            margin_minutes: EKS_SCALE_DOWN_MINUTES,
-            now: req.now,
-        };
+        let need = BlockNeed::of_request(&p.name, req, shape.nodes, EKS_SCALE_DOWN_MINUTES);
         if let BlockChoice::Fit(plan) = choose_blocks(offers, &need) {
             let longer: Vec<String> = plan.offerings.iter().map(|o| o.id.clone()).collect();
             if &longer != ids {

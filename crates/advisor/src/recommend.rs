@@ -246,17 +246,7 @@ fn capacity_plan(
         warnings.push(warn::too_many_for_blocks(shape.nodes));
         return (CapacityPlan::OnDemand, None);
     }
-    let need = BlockNeed {
-        instance_type: &p.name,
-        region: &req.region,
-        nodes: shape.nodes,
-        job_hours: req.job_hours,
-        earliest_start: req.earliest_start,
-        latest_end: req.latest_end,
-        zones: &req.zones,
-        margin_minutes: 0,
-        now: req.now,
-    };
+    let need = BlockNeed::of_request(&p.name, req, shape.nodes, 0);
     // A block the account already holds comes before buying one.
     if let Some(held) = &facts.reservations {
         match choose_held(held, &need) {

@@ -102,6 +102,7 @@ pub fn choose_held(held: &[HeldBlock], need: &BlockNeed<'_>) -> Result<BlockPlan
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capacity::tests::need;
 
     fn held(id: &str, az: &str, count: u32, start: &str, end: &str) -> HeldBlock {
         HeldBlock {
@@ -112,20 +113,6 @@ mod tests {
             start: start.parse().unwrap(),
             end: end.parse().unwrap(),
             state: "scheduled".into(),
-        }
-    }
-
-    fn need(nodes: u32, job_hours: u32) -> BlockNeed<'static> {
-        BlockNeed {
-            instance_type: "p5.48xlarge",
-            region: "us-east-1",
-            nodes,
-            job_hours,
-            earliest_start: None,
-            latest_end: None,
-            zones: &[],
-            margin_minutes: 0,
-            now: "2026-11-22T00:00:00Z".parse().unwrap(),
         }
     }
 

@@ -16,6 +16,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
 use crate::aws::offerings::Offering;
+use crate::request::Request;
 
 pub const MAX_INSTANCES_PER_BLOCK: u32 = 64;
 pub const MAX_INSTANCES_ACROSS_BLOCKS: u32 = 256;
@@ -83,6 +84,29 @@ pub struct BlockNeed<'a> {
     /// When the plan is made: blocks that already started, or start more than 8
     /// weeks later, cannot be bought.
     pub now: Timestamp,
+}
+
+impl<'a> BlockNeed<'a> {
+    /// What `req` needs of blocks of `instance_type` for `nodes` nodes, holding
+    /// `margin_minutes` after the job.
+    pub fn of_request(
+        instance_type: &'a str,
+        req: &'a Request,
+        nodes: u32,
+        margin_minutes: i64,
+    ) -> Self {
+        BlockNeed {
+            instance_type,
+            region: &req.region,
+            nodes,
+            job_hours: req.job_hours,
+            earliest_start: req.earliest_start,
+            latest_end: req.latest_end,
+            zones: &req.zones,
+            margin_minutes,
+            now: req.now,
+        }
+    }
 }
 
 /// The blocks to buy: all in one AZ, together at least `nodes` instances.

@@ -22,7 +22,9 @@ fn o(id: &str, az: &str, count: u32, day: i64, hours: u32, fee: f64) -> Offering
     }
 }
 
-fn need(nodes: u32, job_hours: u32) -> BlockNeed<'static> {
+/// A need for `nodes` p5.48xlarge in us-east-1 (any zone) for `job_hours`, planned at a
+/// fixed instant; also used by the held-block tests.
+pub(super) fn need(nodes: u32, job_hours: u32) -> BlockNeed<'static> {
     BlockNeed {
         instance_type: T,
         region: "us-east-1",
