@@ -18,17 +18,19 @@ fn check(job: &str, extra: &[&str]) -> Output {
     let cluster = format!("{DIR}/karpenter");
     let mut args = vec!["check", "-f", &file, "--cluster", &cluster];
     args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn run(args: &[&str]) -> Output {
     Command::new(BIN)
-        .args(&args)
+        .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("trainplace runs")
 }
 
-fn findings(job: &str, extra: &[&str]) -> Vec<Value> {
-    let mut args = extra.to_vec();
-    args.extend_from_slice(&["-o", "json"]);
-    let o = check(job, &args);
+/// The `capacity-block-ends` findings of a `check -o json` run of job `job`.
+fn block_findings(job: &str, o: &Output) -> Vec<Value> {
     let v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{job}: {e}: {}", String::from_utf8_lossy(&o.stderr)));
     v[0]["findings"]
@@ -38,6 +40,12 @@ fn findings(job: &str, extra: &[&str]) -> Vec<Value> {
         .filter(|f| f["rule"] == "capacity-block-ends")
         .cloned()
         .collect()
+}
+
+fn findings(job: &str, extra: &[&str]) -> Vec<Value> {
+    let mut args = extra.to_vec();
+    args.extend_from_slice(&["-o", "json"]);
+    block_findings(job, &check(job, &args))
 }
 
 #[test]
@@ -158,21 +166,17 @@ fn managed_node_group_blocks_come_from_describe_capacity_reservations() {
 fn reservations_without_a_cluster_judge_the_block_and_nothing_else() {
     let file = format!("{DIR}/job-mng-block.yaml");
     let reservations = format!("{DIR}/describe-capacity-reservations.json");
-    let o = Command::new(BIN)
-        .args([
-            "check",
-            "-f",
-            &file,
-            "--reservations",
-            &reservations,
-            "--now",
-            NOW,
-            "-o",
-            "json",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
+    let o = run(&[
+        "check",
+        "-f",
+        &file,
+        "--reservations",
+        &reservations,
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    ]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let rules: Vec<&str> = v[0]["findings"]
         .as_array()
@@ -199,20 +203,7 @@ fn mng(job: &str, extra: &[&str]) -> Vec<Value> {
         "json",
     ];
     args.extend_from_slice(extra);
-    let o = Command::new(BIN)
-        .args(&args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("trainplace runs");
-    let v: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{job}: {e}: {}", String::from_utf8_lossy(&o.stderr)));
-    v[0]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["rule"] == "capacity-block-ends")
-        .cloned()
-        .collect()
+    block_findings(job, &run(&args))
 }
 
 #[test]
