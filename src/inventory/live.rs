@@ -2,14 +2,15 @@
 //! Pods of training jobs, PyTorchJobs and PaddleJobs (for scale reviews), Karpenter EC2NodeClasses
 //! (Capacity Blocks; blocks from a describe-capacity-reservations file are laid over
 //! them), Trainer runtimes (what TrainJobs inherit) and DRA ResourceClaimTemplates,
-//! ResourceClaims and ComputeDomains. A ticker rebuilds the snapshot at most once a
-//! second when
-//! something changed; the request path only loads the newest snapshot (never waits on
-//! the API). When the API is unreachable the status says so and the last snapshot (or
+//! ResourceClaims and ComputeDomains. A ticker publishes a new snapshot at most once a
+//! second when something changed: when only pods changed, the last snapshot with the
+//! jobs whose pods moved (counted as the events arrived, `pods.rs`); otherwise one
+//! rebuilt from the caches. The request path only loads the newest snapshot (never
+//! waits on the API). When the API is unreachable the status says so and the last snapshot (or
 //! none: the embedded catalog) keeps serving.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -33,7 +34,10 @@ pub struct LiveInventory {
     /// Blocks from the describe-capacity-reservations file, laid over every rebuild.
     described: ArcSwap<Reservations>,
     status: ArcSwap<Status>,
+    /// Something besides training pods changed: the next snapshot is rebuilt.
     dirty: AtomicBool,
+    /// Training pods changed: the next snapshot updates the jobs they belong to.
+    pods_dirty: AtomicBool,
     built: ArcSwapOption<Instant>,
 }
 
@@ -88,17 +92,28 @@ where
             .modify(slim)
             .reflect(writer),
         inv,
-        true,
+        Source::Cluster,
     );
     reader
+}
+
+/// What a watch delivers, for what its events mark dirty.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// Nodes and Namespaces: a watch failure marks the inventory down.
+    Cluster,
+    /// Training pods: a watch failure marks the inventory down.
+    Pods,
+    /// A CRD that may not be installed: failures are only logged.
+    Optional,
 }
 
 /// Run a reflector stream: an event that completes a state (the end of a (re)list, an
 /// object changed or deleted) marks the inventory dirty. `Init`, which the watcher
 /// emits before every list attempt (also while the API is unreachable), does not, so
-/// a dead API stays reported as down. A watch error of a `required` source marks the
+/// a dead API stays reported as down. A watch error of a required source marks the
 /// inventory down; an optional one (a CRD that may not be installed) is only logged.
-fn drive<S, K>(stream: S, inv: Arc<LiveInventory>, required: bool)
+fn drive<S, K>(stream: S, inv: Arc<LiveInventory>, source: Source)
 where
     S: futures_util::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
     K: Send,
@@ -108,8 +123,9 @@ where
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
+                Ok(_) if source == Source::Pods => inv.pods_dirty.store(true, Ordering::Release),
                 Ok(_) => inv.dirty.store(true, Ordering::Release),
-                Err(error) if required => {
+                Err(error) if source != Source::Optional => {
                     tracing::warn!(%error, "inventory watch failed; serving from the last snapshot or the embedded catalog");
                     inv.status.store(Arc::new(Status::Down {
                         error: error.to_string(),
@@ -140,7 +156,7 @@ fn watch_optional(
             .default_backoff()
             .reflect(writer),
         inv,
-        false,
+        Source::Optional,
     );
     reader
 }
@@ -157,25 +173,29 @@ where
         .collect()
 }
 
-/// Watch training pods into a compact index (see `pods.rs`).
+/// Watch training pods (as watch number `watch`) into the compact index shared by all
+/// pod watches (see `pods.rs`).
 fn watch_pods(
     api: Api<PodPlacement>,
     config: watcher::Config,
+    (watch, index): (usize, Arc<Mutex<PodIndex>>),
     inv: Arc<LiveInventory>,
-) -> Arc<RwLock<PodIndex>> {
-    let index = Arc::new(RwLock::new(PodIndex::default()));
-    let writer = index.clone();
+) {
     drive(
         watcher(api, config).default_backoff().map(move |event| {
-            if let (Ok(event), Ok(mut index)) = (&event, writer.write()) {
-                index.apply(event);
+            if let Ok(event) = &event {
+                lock(&index).apply(watch, event);
             }
             event
         }),
         inv,
-        true,
+        Source::Pods,
     );
-    index
+}
+
+/// A poisoned lock (a panic while applying an event) still holds a usable index.
+fn lock(index: &Mutex<PodIndex>) -> MutexGuard<'_, PodIndex> {
+    index.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Keep of a cached Node its name, labels and allocatable: a GPU node's status lists
@@ -216,8 +236,8 @@ fn slim_meta(meta: ObjectMeta) -> ObjectMeta {
 pub struct Caches {
     pub nodes: Store<Node>,
     pub namespaces: Store<Namespace>,
-    /// One index per job identity label.
-    pub pods: Vec<Arc<RwLock<PodIndex>>>,
+    /// The training pods of every pod watch (one per job identity label).
+    pub pods: Arc<Mutex<PodIndex>>,
     /// PyTorchJobs and PaddleJobs: what their `/scale` reviews scale.
     pub jobs: [Store<DynamicObject>; 2],
     pub node_classes: Store<DynamicObject>,
@@ -229,20 +249,14 @@ pub struct Caches {
 
 impl Caches {
     /// A new snapshot of what the caches hold: typed objects are read in place (no
-    /// JSON round trip), so a rebuild over 100,000 pods stays in the tens of ms
-    /// (`examples/inventory_scale.rs`).
+    /// JSON round trip), and where jobs run comes from the pod index's job counts,
+    /// so the pods themselves are not walked (`examples/inventory_scale.rs`).
     pub fn snapshot(&self) -> Snapshot {
         let nodes = self.nodes.state();
-        // A poisoned lock (a panic while applying an event) still holds a usable index.
-        let pods: Vec<_> = self
-            .pods
-            .iter()
-            .map(|p| p.read().unwrap_or_else(PoisonError::into_inner))
-            .collect();
         let namespaces = self.namespaces.state();
-        let mut snap = Snapshot::build_from(
+        let mut snap = Snapshot::build_indexed(
             nodes.iter().map(Arc::as_ref),
-            pods.iter().flat_map(|p| p.placements()),
+            lock(&self.pods).jobs_mut(),
             namespaces.iter().map(Arc::as_ref),
         );
         for store in &self.jobs {
@@ -258,6 +272,12 @@ impl Caches {
             .add_ec2nodeclasses(&serde_json::json!({"items": values(&self.node_classes)}));
         snap
     }
+
+    /// `current` (the last snapshot from these caches) with the pod changes since it:
+    /// costs O(the jobs whose pods changed), and shares everything else.
+    pub fn publish(&self, current: &Snapshot) -> Snapshot {
+        current.with_job_changes(lock(&self.pods).jobs_mut())
+    }
 }
 
 impl LiveInventory {
@@ -268,8 +288,10 @@ impl LiveInventory {
             described: ArcSwap::from_pointee(Reservations::default()),
             status: ArcSwap::from_pointee(Status::Syncing),
             dirty: AtomicBool::new(false),
+            pods_dirty: AtomicBool::new(false),
             built: ArcSwapOption::empty(),
         });
+        let pods = Arc::new(Mutex::new(PodIndex::default()));
         let caches = Arc::new(Caches {
             nodes: watch(
                 Api::<Node>::all(client.clone()),
@@ -285,17 +307,21 @@ impl LiveInventory {
             ),
             // Only pods of training jobs matter: one watch per job identity label
             // (`job-name` repeats `batch.kubernetes.io/job-name` on the same pods).
-            pods: JOB_IDENTITY_LABELS
-                .iter()
-                .filter(|(k, _)| *k != "job-name")
-                .map(|(k, _)| {
+            pods: {
+                for (watch, (k, _)) in JOB_IDENTITY_LABELS
+                    .iter()
+                    .filter(|(k, _)| *k != "job-name")
+                    .enumerate()
+                {
                     watch_pods(
                         Api::<PodPlacement>::all(client.clone()),
                         watcher::Config::default().labels(k),
+                        (watch, pods.clone()),
                         inv.clone(),
-                    )
-                })
-                .collect(),
+                    );
+                }
+                pods
+            },
             jobs: [("PyTorchJob", "pytorchjobs"), ("PaddleJob", "paddlejobs")].map(
                 |(kind, plural)| {
                     watch_optional(
@@ -347,21 +373,31 @@ impl LiveInventory {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tick.tick().await;
-                if !me.dirty.swap(false, Ordering::AcqRel) {
-                    continue;
-                }
-                // A rebuild over a large cluster takes tens of ms: off the async workers.
-                let build = caches.clone();
-                let Ok(mut snap) = tokio::task::spawn_blocking(move || build.snapshot()).await
-                else {
-                    continue;
+                let cluster = me.dirty.swap(false, Ordering::AcqRel);
+                let pods = me.pods_dirty.swap(false, Ordering::AcqRel);
+                // A watch that failed and recovered: rebuilt, and reported live again.
+                let live = matches!(**me.status.load(), Status::Live { .. });
+                let snap = match me.current.load_full() {
+                    // Only pods changed: the jobs they belong to, over the last snapshot.
+                    Some(current) if pods && !cluster && live => caches.publish(&current),
+                    _ if cluster || pods => {
+                        // A rebuild over a large cluster takes ms: off the async workers.
+                        let build = caches.clone();
+                        let Ok(mut snap) =
+                            tokio::task::spawn_blocking(move || build.snapshot()).await
+                        else {
+                            continue;
+                        };
+                        snap.reservations_mut().extend(&me.described.load());
+                        me.status.store(Arc::new(Status::Live {
+                            nodes: caches.nodes.state().len(),
+                            gpu_types: snap.types.len(),
+                            age_seconds: 0,
+                        }));
+                        snap
+                    }
+                    _ => continue,
                 };
-                snap.reservations_mut().extend(&me.described.load());
-                me.status.store(Arc::new(Status::Live {
-                    nodes: caches.nodes.state().len(),
-                    gpu_types: snap.types.len(),
-                    age_seconds: 0,
-                }));
                 me.current.store(Some(Arc::new(snap)));
                 me.built.store(Some(Arc::new(Instant::now())));
             }

@@ -5,7 +5,9 @@
 //!
 //! The watch decodes each pod straight into [`PodPlacement`] (every other field is
 //! skipped while parsing), and [`PodIndex`] applies the watch's events the way the
-//! `kube` reflector store does (a relist replaces the index atomically at its end).
+//! `kube` reflector store does (a relist replaces a watch's pods atomically at its
+//! end). Each event also updates the index of where each job's pods are bound
+//! ([`JobIndex`]) by what changed, so a new snapshot never walks all pods.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 use serde::Deserialize;
+use trainplace_engine::JobIndex;
 use trainplace_engine::annotations::JOB_IDENTITY_LABELS;
 use trainplace_engine::cluster_objects::PodFacts;
 
@@ -94,7 +97,7 @@ impl kube::Resource for PodPlacement {
 }
 
 /// One pod in the index.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Placement {
     namespace: String,
     node: Option<String>,
@@ -142,45 +145,89 @@ fn key(pod: &PodPlacement) -> Key {
 
 /// The pods one watch has delivered, keyed by namespace and name.
 #[derive(Debug, Default)]
-pub struct PodIndex {
+struct WatchedPods {
     pods: HashMap<Key, Placement>,
     /// A relist in progress: filled by `InitApply`, swapped in at `InitDone`.
     relist: Option<HashMap<Key, Placement>>,
 }
 
+/// The pods every pod watch has delivered (one watch per job identity label; a pod
+/// with two such labels is in two), and where each job's pods are bound, counted as
+/// the events arrive.
+#[derive(Debug, Default)]
+pub struct PodIndex {
+    watches: Vec<WatchedPods>,
+    jobs: JobIndex,
+}
+
 impl PodIndex {
-    pub fn apply(&mut self, event: &Event<PodPlacement>) {
+    /// Apply one event of watch number `watch`. Costs O(the pods it changes): one
+    /// for an applied or deleted pod; a relist compares the listed pods with those it
+    /// replaces and counts only the differences.
+    pub fn apply(&mut self, watch: usize, event: &Event<PodPlacement>) {
+        if self.watches.len() <= watch {
+            self.watches.resize_with(watch + 1, WatchedPods::default);
+        }
+        let (w, jobs) = (&mut self.watches[watch], &mut self.jobs);
         match event {
             Event::Apply(pod) => {
-                self.pods.insert(key(pod), Placement::of(pod));
+                let (key, new) = (key(pod), Placement::of(pod));
+                if w.pods.get(&key) == Some(&new) {
+                    return;
+                }
+                if let Some(old) = w.pods.remove(&key) {
+                    jobs.remove(&old);
+                }
+                jobs.add(&new);
+                w.pods.insert(key, new);
             }
             Event::Delete(pod) => {
-                self.pods.remove(&key(pod));
+                if let Some(old) = w.pods.remove(&key(pod)) {
+                    jobs.remove(&old);
+                }
             }
-            Event::Init => self.relist = Some(HashMap::new()),
+            Event::Init => w.relist = Some(HashMap::new()),
             Event::InitApply(pod) => {
-                self.relist
+                w.relist
                     .get_or_insert_default()
                     .insert(key(pod), Placement::of(pod));
             }
             Event::InitDone => {
-                if let Some(fresh) = self.relist.take() {
-                    self.pods = fresh;
+                let Some(fresh) = w.relist.take() else {
+                    return;
+                };
+                for (key, old) in &w.pods {
+                    if fresh.get(key) != Some(old) {
+                        jobs.remove(old);
+                    }
                 }
+                for (key, new) in &fresh {
+                    if w.pods.get(key) != Some(new) {
+                        jobs.add(new);
+                    }
+                }
+                w.pods = fresh;
             }
         }
     }
 
-    pub fn placements(&self) -> impl Iterator<Item = &Placement> {
-        self.pods.values()
+    /// Where each job's pods are bound, for a snapshot to be built or updated from.
+    pub fn jobs_mut(&mut self) -> &mut JobIndex {
+        &mut self.jobs
     }
 
+    /// Every pod of every watch (for a rebuild from scratch to compare against).
+    pub fn placements(&self) -> impl Iterator<Item = &Placement> {
+        self.watches.iter().flat_map(|w| w.pods.values())
+    }
+
+    /// How many pods the watches hold (a pod in two watches counts twice).
     pub fn len(&self) -> usize {
-        self.pods.len()
+        self.watches.iter().map(|w| w.pods.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pods.is_empty()
+        self.len() == 0
     }
 }
 
@@ -188,6 +235,7 @@ impl PodIndex {
 mod tests {
     use super::*;
     use serde_json::json;
+    use trainplace_engine::Snapshot;
 
     fn pod(name: &str, node: Option<&str>) -> PodPlacement {
         serde_json::from_value(json!({
@@ -222,19 +270,102 @@ mod tests {
     #[test]
     fn applies_events_like_a_reflector() {
         let mut index = PodIndex::default();
-        index.apply(&Event::Apply(pod("a", None)));
-        index.apply(&Event::Apply(pod("a", Some("n1"))));
-        index.apply(&Event::Apply(pod("b", Some("n2"))));
+        index.apply(0, &Event::Apply(pod("a", None)));
+        index.apply(0, &Event::Apply(pod("a", Some("n1"))));
+        index.apply(0, &Event::Apply(pod("b", Some("n2"))));
         assert_eq!(index.len(), 2);
-        index.apply(&Event::Delete(pod("b", Some("n2"))));
+        index.apply(0, &Event::Delete(pod("b", Some("n2"))));
         assert_eq!(index.len(), 1);
         assert_eq!(index.placements().next().unwrap().node_name(), Some("n1"));
         // A relist replaces the index only when it completes.
-        index.apply(&Event::Init);
-        index.apply(&Event::InitApply(pod("c", Some("n3"))));
+        index.apply(0, &Event::Init);
+        index.apply(0, &Event::InitApply(pod("c", Some("n3"))));
         assert_eq!(index.len(), 1);
-        index.apply(&Event::InitDone);
+        index.apply(0, &Event::InitDone);
         assert_eq!(index.len(), 1);
         assert_eq!(index.placements().next().unwrap().node_name(), Some("n3"));
+    }
+
+    const JOBSET: &str = "jobset.sigs.k8s.io/jobset-name";
+    const BATCH: &str = "batch.kubernetes.io/job-name";
+
+    /// Pod `name` of job `job` (`None`: it lost its job labels) on node `node`.
+    fn placed(name: usize, job: Option<usize>, node: Option<usize>) -> PodPlacement {
+        let labels = match job {
+            Some(j) => json!({JOBSET: format!("job-{j}"), BATCH: format!("job-{j}-0")}),
+            None => json!({"app": "x"}),
+        };
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("p{name}"), "namespace": "team-a", "labels": labels},
+            "spec": {"nodeName": node.map(|n| format!("n{n}"))}
+        }))
+        .unwrap()
+    }
+
+    /// Watch events of two pod watches (applied, deleted with a stale object, pods
+    /// losing their job labels or moving zones, relists that replace a watch's pods)
+    /// kept incrementally answer like a snapshot rebuilt from every pod, at every
+    /// publish of a deterministic pseudo-random sequence.
+    #[test]
+    fn events_update_jobs_like_a_rebuild() {
+        const JOBS: usize = 6;
+        let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
+        let nodes: Vec<serde_json::Value> = (0..7)
+            .map(|i| json!({"metadata": {"name": format!("n{i}"),
+                "labels": {"topology.kubernetes.io/zone": zones[i % 3]}}}))
+            .collect();
+        let none: [serde_json::Value; 0] = [];
+        let mut index = PodIndex::default();
+        let mut snap = Snapshot::build_indexed(&nodes, index.jobs_mut(), &none);
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut below = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for step in 0..3_000 {
+            let watch = below(2);
+            let any = |below: &mut dyn FnMut(usize) -> usize| {
+                let job = (below(8) > 0).then(|| below(JOBS));
+                // Node 7 is not in the node list.
+                let node = (below(10) > 0).then(|| below(8));
+                placed(below(25), job, node)
+            };
+            match below(20) {
+                0..=3 => index.apply(watch, &Event::Delete(any(&mut below))),
+                4 => {
+                    index.apply(watch, &Event::Init);
+                    for _ in 0..below(20) {
+                        index.apply(watch, &Event::InitApply(any(&mut below)));
+                    }
+                    index.apply(watch, &Event::InitDone);
+                }
+                _ => index.apply(watch, &Event::Apply(any(&mut below))),
+            }
+            if below(5) == 0 {
+                snap = snap.with_job_changes(index.jobs_mut());
+                let rebuilt = Snapshot::build_from(&nodes, index.placements(), &none);
+                for j in 0..=JOBS {
+                    for (label, value) in [(JOBSET, format!("job-{j}")), (BATCH, format!("job-{j}-0"))] {
+                        assert_eq!(
+                            snap.sibling_zones("team-a", label, &value),
+                            rebuilt.sibling_zones("team-a", label, &value),
+                            "step {step}: {label}={value}"
+                        );
+                    }
+                }
+            }
+        }
+        // Every pod deleted: no job is left in the index.
+        for watch in 0..2 {
+            for name in 0..25 {
+                index.apply(watch, &Event::Delete(placed(name, None, None)));
+            }
+        }
+        assert!(index.is_empty());
+        assert!(index.jobs_mut().is_empty(), "jobs with no pods are released");
+        snap = snap.with_job_changes(index.jobs_mut());
+        assert_eq!(snap.sibling_zones("team-a", JOBSET, "job-1"), None);
     }
 }

@@ -2,9 +2,12 @@
 //! path: GPU instance types (with allocatable GPUs/EFA, zones, node groups/pools),
 //! where the pods of each job are already bound, and namespace labels. Built from
 //! plain JSON objects (`kubectl get nodes/pods/namespaces -o json` items, or what a
-//! watch delivers), so fixtures and the live cache share one code path.
+//! watch delivers), so fixtures and the live cache share one code path. Where jobs run
+//! comes from a [`JobIndex`] the live watch updates pod by pod; a new snapshot then
+//! re-reads only the jobs that changed (`job_index.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -16,10 +19,9 @@ use crate::block_nodes::BlockNodes;
 use crate::catalog::{InstanceProfile, Rdma};
 use crate::cluster_objects::{NamespaceFacts, NodeFacts, PodFacts};
 use crate::dra::Claims;
+use crate::job_index::{JobIndex, JobRef, JobZones, NodeZones};
 use crate::json::{items, str_at};
 use crate::reservations::Reservations;
-
-type Fold = foldhash::fast::RandomState;
 
 /// Labels that say which node group / pool / reservation a node belongs to.
 const POOL_LABELS: [&str; 3] = [
@@ -41,11 +43,22 @@ pub struct NodeType {
     pub pools: BTreeSet<String>,
 }
 
+/// A snapshot is cheap to clone: what pods change often (where each job runs) is a
+/// persistent map, and everything else is shared behind one `Arc`, so the live watch
+/// publishes a pod change without copying the rest.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub types: BTreeMap<String, NodeType>,
     /// (namespace, identity label, value) -> zones where such pods are bound.
-    jobs: HashMap<(String, String, String), BTreeSet<String>>,
+    jobs: JobZones,
+    cluster: Arc<Cluster>,
+}
+
+/// What a snapshot knows besides where each job's pods are bound.
+#[derive(Debug, Clone, Default)]
+struct Cluster {
+    /// Each node's zone: what a job's nodes are mapped to zones with.
+    node_zones: NodeZones,
     namespaces: HashMap<String, BTreeMap<String, String>>,
     /// Profiles for GPU types the catalog does not know, learned from allocatable.
     learned: BTreeMap<String, InstanceProfile>,
@@ -130,110 +143,53 @@ impl Snapshot {
         P: PodFacts + 'v,
         S: NamespaceFacts + 'v,
     {
-        let mut s = Snapshot {
-            nodes_listed: true,
-            ..Snapshot::default()
-        };
-        // Hashed with foldhash: over 100,000 pods SipHash was most of a rebuild.
-        let mut node_zone: HashMap<&'v str, &'v str, Fold> = HashMap::default();
-        for node in nodes {
-            s.block_nodes.add(node.name(), |k| node.label(k));
-            let zone = node.label(LABEL_ZONE);
-            if let Some(zone) = zone {
-                node_zone.insert(node.name(), zone);
-            }
-            let Some(itype) = node.label(LABEL_INSTANCE_TYPE) else {
-                continue;
-            };
-            let efa = s.node_efa.entry(itype.to_string()).or_default();
-            *efa = (*efa).max(node.allocatable(RES_EFA));
-            let Some((res, count)) = ACCELERATOR_RESOURCES
-                .iter()
-                .map(|r| (*r, node.allocatable(r)))
-                .find(|(_, n)| *n > 0)
-            else {
-                continue;
-            };
-            let t = s
-                .types
-                .entry(itype.to_string())
-                .or_insert_with(|| NodeType {
-                    name: itype.to_string(),
-                    accelerator_resource: res.to_string(),
-                    ..NodeType::default()
-                });
-            t.accelerators = t.accelerators.max(count);
-            t.efa = t.efa.max(node.allocatable(RES_EFA));
-            t.nodes += 1;
-            if let Some(zone) = zone
-                && !t.zones.contains(zone)
-            {
-                t.zones.insert(zone.to_string());
-            }
-            for key in POOL_LABELS {
-                if let Some(v) = node.label(key) {
-                    let pool = format!("{key}={v}");
-                    if !t.pools.contains(&pool) {
-                        t.pools.insert(pool);
-                    }
-                }
-            }
-        }
-        // Grouped over borrowed keys first: 100,000 pods of 1,000 jobs allocate
-        // 1,000 keys, not 100,000.
-        let mut jobs: HashMap<(&'v str, &'static str, &'v str), BTreeSet<&'v str>, Fold> =
-            HashMap::default();
+        let mut jobs = JobIndex::default();
         for pod in pods {
-            let (Some(node), Some(ns)) = (pod.node_name(), pod.namespace()) else {
-                continue;
-            };
-            let Some(zone) = node_zone.get(node) else {
-                continue;
-            };
-            for (key, v) in pod.job_labels() {
-                jobs.entry((ns, key, v)).or_default().insert(zone);
-            }
+            jobs.add(pod);
         }
-        s.jobs = jobs
-            .into_iter()
-            .map(|((ns, key, v), zones)| {
-                let zones = zones.into_iter().map(str::to_string).collect();
-                ((ns.to_string(), key.to_string(), v.to_string()), zones)
-            })
-            .collect();
+        Self::build_indexed(nodes, &mut jobs, namespaces)
+    }
+
+    /// Build from node and namespace objects, with where each job's pods are bound
+    /// from `jobs` (the live watch keeps that index up to date pod by pod). Every
+    /// change recorded in `jobs` is in the new snapshot.
+    pub fn build_indexed<'v, N, S>(
+        nodes: impl IntoIterator<Item = &'v N>,
+        jobs: &mut JobIndex,
+        namespaces: impl IntoIterator<Item = &'v S>,
+    ) -> Self
+    where
+        N: NodeFacts + 'v,
+        S: NamespaceFacts + 'v,
+    {
+        let mut types = BTreeMap::new();
+        let mut c = Cluster {
+            nodes_listed: true,
+            ..Cluster::default()
+        };
+        for node in nodes {
+            c.add_node(node, &mut types);
+        }
         for ns in namespaces {
             if let Some(name) = ns.name() {
-                s.namespaces.insert(name.to_string(), ns.labels());
+                c.namespaces.insert(name.to_string(), ns.labels());
             }
         }
-        s.learned = s
-            .types
-            .values()
-            .map(|t| {
-                let profile = InstanceProfile {
-                    name: t.name.clone(),
-                    family: "unknown".into(),
-                    accelerator: t.accelerator_resource.clone(),
-                    accelerator_resource: t.accelerator_resource.clone(),
-                    accelerators: t.accelerators,
-                    accelerator_memory_gi_b: None,
-                    memory_gi_b: None,
-                    intra_node: "unknown".into(),
-                    nvlink: false,
-                    nvlink_domain_instances: None,
-                    accelerator_cores: None,
-                    max_efa: t.efa,
-                    network_gbps: None,
-                    rdma: Rdma::None,
-                    capacity_blocks: None,
-                    price_per_hour_usd: None,
-                    shm_default: "32Gi".into(),
-                    source: format!("cluster inventory: allocatable of {} node(s)", t.nodes),
-                };
-                (t.name.clone(), profile)
-            })
-            .collect();
-        s
+        c.learned = types.values().map(learned_profile).collect();
+        Snapshot {
+            types,
+            jobs: jobs.publish_all(&c.node_zones),
+            cluster: Arc::new(c),
+        }
+    }
+
+    /// This snapshot with the pod changes `jobs` recorded since it was built (or
+    /// last published from): only the jobs that changed are looked at, and everything
+    /// else is shared with `self`. `jobs` must be the index `self` was built from.
+    pub fn with_job_changes(&self, jobs: &mut JobIndex) -> Self {
+        let mut next = self.clone();
+        jobs.publish_changes(&mut next.jobs, &self.cluster.node_zones);
+        next
     }
 
     /// Build from `kind: List` (or `NodeList`, `PodList`) documents.
@@ -252,7 +208,7 @@ impl Snapshot {
                 continue;
             };
             let at = |k: &str| str_at(o, &["metadata", k]).unwrap_or("").to_string();
-            self.scalable.insert(
+            Arc::make_mut(&mut self.cluster).scalable.insert(
                 (at("namespace"), resource.to_string(), at("name")),
                 o.clone(),
             );
@@ -263,24 +219,27 @@ impl Snapshot {
     /// Rules that need the node list (`unknown-instance-type`) stay silent.
     pub fn blocks_only(reservations: Reservations) -> Self {
         Snapshot {
-            reservations,
+            cluster: Arc::new(Cluster {
+                reservations,
+                ..Cluster::default()
+            }),
             ..Snapshot::default()
         }
     }
 
     /// Whether the snapshot holds the cluster's node list.
     pub fn nodes_listed(&self) -> bool {
-        self.nodes_listed
+        self.cluster.nodes_listed
     }
 
     /// Index DRA objects (ResourceClaimTemplates, ResourceClaims, ComputeDomains) that
     /// pods' `resourceClaims` are counted through.
     pub fn add_claims<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
-        self.claims.add(objects, "default");
+        Arc::make_mut(&mut self.cluster).claims.add(objects, "default");
     }
 
     pub fn claims(&self) -> &Claims {
-        &self.claims
+        &self.cluster.claims
     }
 
     /// Index TrainingRuntimes and ClusterTrainingRuntimes (other objects are ignored).
@@ -295,7 +254,7 @@ impl Snapshot {
                 "ClusterTrainingRuntime" => "",
                 _ => continue,
             };
-            self.runtimes.insert(
+            Arc::make_mut(&mut self.cluster).runtimes.insert(
                 (namespace.to_string(), kind.to_string(), name.to_string()),
                 o.clone(),
             );
@@ -310,27 +269,27 @@ impl Snapshot {
         } else {
             namespace
         };
-        self.runtimes
+        self.cluster.runtimes
             .get(&(namespace.to_string(), kind.to_string(), name.to_string()))
     }
 
     /// Capacity Blocks from EC2NodeClass statuses and/or describe-capacity-reservations.
     pub fn reservations_mut(&mut self) -> &mut Reservations {
-        &mut self.reservations
+        &mut Arc::make_mut(&mut self.cluster).reservations
     }
 
     pub fn reservations(&self) -> &Reservations {
-        &self.reservations
+        &self.cluster.reservations
     }
 
     /// Which nodes run on reserved capacity (matched to blocks through `reservations`).
     pub fn block_nodes(&self) -> &BlockNodes {
-        &self.block_nodes
+        &self.cluster.block_nodes
     }
 
     /// The workload a Scale review scales, when the inventory holds it.
     pub fn scalable(&self, namespace: &str, resource: &str, name: &str) -> Option<&Value> {
-        self.scalable.get(&(
+        self.cluster.scalable.get(&(
             namespace.to_string(),
             resource.to_string(),
             name.to_string(),
@@ -339,7 +298,7 @@ impl Snapshot {
 
     /// A profile for a type the catalog lacks, from what the nodes advertise.
     pub fn learned(&self, name: &str) -> Option<&InstanceProfile> {
-        self.learned.get(name)
+        self.cluster.learned.get(name)
     }
 
     /// The GPU instance types in the cluster for `resource`, limited to nodes in the
@@ -367,13 +326,13 @@ impl Snapshot {
     /// Whether the cluster has nodes of this type (with devices through device plugins
     /// or DRA).
     pub fn has_type(&self, name: &str) -> bool {
-        self.types.contains_key(name) || self.node_efa.contains_key(name)
+        self.types.contains_key(name) || self.cluster.node_efa.contains_key(name)
     }
 
     /// Whether nodes of this type advertise `vpc.amazonaws.com/efa`; `None` when the
     /// cluster has none of them.
     pub fn advertises_efa(&self, name: &str) -> Option<bool> {
-        self.node_efa.get(name).map(|n| *n > 0)
+        self.cluster.node_efa.get(name).map(|n| *n > 0)
     }
 
     /// Zones where pods of this job are already bound.
@@ -384,10 +343,80 @@ impl Snapshot {
         value: &str,
     ) -> Option<&BTreeSet<String>> {
         self.jobs
-            .get(&(namespace.to_string(), label.to_string(), value.to_string()))
+            .get(&JobRef::new(namespace, label, value))
+            .map(Arc::as_ref)
     }
 
     pub fn namespace_labels(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
-        self.namespaces.get(namespace)
+        self.cluster.namespaces.get(namespace)
     }
+}
+
+impl Cluster {
+    /// Record one node: its zone, reserved capacity, and its GPU instance type.
+    fn add_node(&mut self, node: &impl NodeFacts, types: &mut BTreeMap<String, NodeType>) {
+        self.block_nodes.add(node.name(), |k| node.label(k));
+        let zone = node.label(LABEL_ZONE);
+        if let Some(zone) = zone {
+            self.node_zones.insert(node.name().into(), zone.into());
+        }
+        let Some(itype) = node.label(LABEL_INSTANCE_TYPE) else {
+            return;
+        };
+        let efa = self.node_efa.entry(itype.to_string()).or_default();
+        *efa = (*efa).max(node.allocatable(RES_EFA));
+        let Some((res, count)) = ACCELERATOR_RESOURCES
+            .iter()
+            .map(|r| (*r, node.allocatable(r)))
+            .find(|(_, n)| *n > 0)
+        else {
+            return;
+        };
+        let t = types.entry(itype.to_string()).or_insert_with(|| NodeType {
+            name: itype.to_string(),
+            accelerator_resource: res.to_string(),
+            ..NodeType::default()
+        });
+        t.accelerators = t.accelerators.max(count);
+        t.efa = t.efa.max(node.allocatable(RES_EFA));
+        t.nodes += 1;
+        if let Some(zone) = zone
+            && !t.zones.contains(zone)
+        {
+            t.zones.insert(zone.to_string());
+        }
+        for key in POOL_LABELS {
+            if let Some(v) = node.label(key) {
+                let pool = format!("{key}={v}");
+                if !t.pools.contains(&pool) {
+                    t.pools.insert(pool);
+                }
+            }
+        }
+    }
+}
+
+/// A profile for a GPU type the catalog lacks, from what its nodes advertise.
+fn learned_profile(t: &NodeType) -> (String, InstanceProfile) {
+    let profile = InstanceProfile {
+        name: t.name.clone(),
+        family: "unknown".into(),
+        accelerator: t.accelerator_resource.clone(),
+        accelerator_resource: t.accelerator_resource.clone(),
+        accelerators: t.accelerators,
+        accelerator_memory_gi_b: None,
+        memory_gi_b: None,
+        intra_node: "unknown".into(),
+        nvlink: false,
+        nvlink_domain_instances: None,
+        accelerator_cores: None,
+        max_efa: t.efa,
+        network_gbps: None,
+        rdma: Rdma::None,
+        capacity_blocks: None,
+        price_per_hour_usd: None,
+        shm_default: "32Gi".into(),
+        source: format!("cluster inventory: allocatable of {} node(s)", t.nodes),
+    };
+    (t.name.clone(), profile)
 }
