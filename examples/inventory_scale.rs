@@ -1,9 +1,12 @@
 //! Inventory at cluster scale: a synthetic cluster of 5,000 GPU nodes and 100,000 pods
 //! of 1,000 training jobs, fed through the live inventory's own caches (the watch's
-//! slimming step, the reflector store, `Caches::snapshot`), as a watch would deliver it.
-//! Measures the snapshot rebuild time, the process's memory, and the latency of
-//! reviews (a ~10 KB training pod judged against the snapshot) without and with churn
-//! (one pod changed per ms and the snapshot rebuilt once a second, as the server does).
+//! decoding and slimming, the reflector store, the pod index with its job counts,
+//! `Caches::snapshot` and `Caches::publish`), as a watch would deliver it.
+//! Measures what one pod change costs the index, what publishing a snapshot with the
+//! changes costs, a full rebuild (what a node or namespace change costs), the process's
+//! memory, and the latency of reviews (a ~10 KB training pod judged against the
+//! snapshot) without and with churn (one pod changed per ms, a quarter of them to
+//! another zone, and the changes published once a second, as the server does).
 //!
 //!   cargo run --release --example inventory_scale
 //!   NODES=5000 PODS=100000 JOBS=1000 SECS=10 cargo run --release --example inventory_scale
@@ -16,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
-use std::sync::RwLock;
+use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
@@ -102,9 +105,14 @@ fn node(i: usize) -> Node {
 }
 
 /// Pod `p` of job `j`, from the ~10 KB JobSet training pod, bound to a node in the
-/// job's zone (`shift` moves it to another node of that zone), decoded from its JSON
-/// text as the watch decodes it.
-fn pod(template: &Value, j: usize, p: usize, nodes: usize, shift: usize) -> PodPlacement {
+/// job's zone moved on by `zone` (`shift` moves it to another node of that zone),
+/// decoded from its JSON text as the watch decodes it.
+fn pod(
+    template: &Value,
+    (j, p): (usize, usize),
+    nodes: usize,
+    (zone, shift): (usize, usize),
+) -> PodPlacement {
     let mut v = template.clone();
     let job = format!("job-{j}");
     v["metadata"]["name"] = json!(format!("{job}-node-0-{p}-abcde"));
@@ -114,8 +122,8 @@ fn pod(template: &Value, j: usize, p: usize, nodes: usize, shift: usize) -> PodP
     labels["jobset.sigs.k8s.io/jobset-name"] = json!(job);
     labels["batch.kubernetes.io/job-name"] = json!(format!("{job}-node-0"));
     labels["batch.kubernetes.io/job-completion-index"] = json!(p.to_string());
-    // Nodes of zone z are those with i % 3 == z; a job stays in one zone.
-    let zone = j % 3;
+    // Nodes of zone z are those with i % 3 == z; a job starts in one zone.
+    let zone = (j + zone) % 3;
     let node = ((j * 97 + p + shift) % (nodes / 3).max(1)) * 3 + zone;
     v["spec"]["nodeName"] = json!(format!(
         "ip-10-0-{}-{}.ec2.internal",
@@ -147,6 +155,35 @@ fn reviews(current: &ArcSwap<Snapshot>, policy: &Policy, body: &Value, secs: u64
     }
     lat.sort();
     lat
+}
+
+/// A deterministic pseudo-random sequence (xorshift64*), to pick which pods change.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n.max(1)
+    }
+}
+
+/// Change `k`: a random pod rebound to another node, in a quarter of the changes in
+/// another zone than its job started in.
+fn change(
+    rng: &mut Rng,
+    template: &Value,
+    (n_pods, per_job, n_nodes): (usize, usize, usize),
+    k: usize,
+) -> PodPlacement {
+    let i = rng.below(n_pods);
+    let zone = if rng.below(4) == 0 {
+        1 + rng.below(2)
+    } else {
+        0
+    };
+    pod(template, (i / per_job, i % per_job), n_nodes, (zone, 1 + k))
 }
 
 fn main() {
@@ -186,20 +223,20 @@ fn main() {
     }
     let template: Value = serde_json::from_str(POD).expect("pod fixture");
     let per_job = n_pods.div_ceil(n_jobs);
+    // The initial list, as the watch delivers it: one relist, applied at its end.
+    pods.apply(0, &Event::Init);
     for i in 0..n_pods {
-        pods.apply(&Event::Apply(pod(
-            &template,
-            i / per_job,
-            i % per_job,
-            n_nodes,
-            0,
-        )));
+        let p = pod(&template, (i / per_job, i % per_job), n_nodes, (0, 0));
+        pods.apply(0, &Event::InitApply(p));
     }
+    let t_list = Instant::now();
+    pods.apply(0, &Event::InitDone);
+    let list_done = t_list.elapsed();
     let load = t.elapsed();
     let caches = Caches {
         nodes: node_w.as_reader(),
         namespaces: ns_w.as_reader(),
-        pods: vec![Arc::new(RwLock::new(pods))],
+        pods: Arc::new(Mutex::new(pods)),
         jobs: [
             jobs_w.as_reader(),
             store_of("kubeflow.org", "v1", "PaddleJob", "paddlejobs").as_reader(),
@@ -225,6 +262,8 @@ fn main() {
     };
     let (rss_loaded, _) = memory();
 
+    // A full rebuild from the caches: what a node or namespace change costs (the job
+    // counts are read, the pods are not).
     let mut rebuilds = Vec::new();
     let mut snap = caches.snapshot();
     for _ in 0..20 {
@@ -233,6 +272,23 @@ fn main() {
         rebuilds.push(t.elapsed());
     }
     rebuilds.sort();
+    // For comparison: a snapshot built from every pod (the files source's path, and
+    // what the server did on every pod change before the job index).
+    let mut from_pods = Vec::new();
+    for _ in 0..5 {
+        let index = caches.pods.lock().expect("pod index");
+        let nodes = caches.nodes.state();
+        let namespaces = caches.namespaces.state();
+        let t = Instant::now();
+        let s = Snapshot::build_from(
+            nodes.iter().map(Arc::as_ref),
+            index.placements(),
+            namespaces.iter().map(Arc::as_ref),
+        );
+        from_pods.push(t.elapsed());
+        drop(s);
+    }
+    from_pods.sort();
     let jobs_seen = (0..n_jobs)
         .filter(|j| {
             snap.sibling_zones(
@@ -246,6 +302,43 @@ fn main() {
     assert_eq!(jobs_seen, n_jobs, "every job is seen in exactly one zone");
     let (rss_built, _) = memory();
 
+    // Per-change cost: decoded changes applied to the index one event at a time (the
+    // lock taken per event, as the watch does), then published.
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let sizes = (n_pods, per_job, n_nodes);
+    let batch: Vec<PodPlacement> = (0..20_000)
+        .map(|k| change(&mut rng, &template, sizes, k))
+        .collect();
+    let t = Instant::now();
+    for moved in &batch {
+        caches
+            .pods
+            .lock()
+            .expect("pod index")
+            .apply(0, &Event::Apply(moved.clone()));
+    }
+    let apply_each = t.elapsed() / batch.len() as u32;
+    let t = Instant::now();
+    snap = caches.publish(&snap);
+    let publish_20k = t.elapsed();
+    // One second of churn (1,000 changes), published: as the server does once a second.
+    let mut publish_1k = Vec::new();
+    for round in 0..10 {
+        for k in 0..1_000 {
+            let moved = change(&mut rng, &template, sizes, 20_000 + round * 1_000 + k);
+            caches
+                .pods
+                .lock()
+                .expect("pod index")
+                .apply(0, &Event::Apply(moved));
+        }
+        let t = Instant::now();
+        snap = caches.publish(&snap);
+        publish_1k.push(t.elapsed());
+    }
+    publish_1k.sort();
+    let (rss_changed, _) = memory();
+
     let policy = Policy::embedded();
     let body = json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -258,44 +351,37 @@ fn main() {
     let current = Arc::new(ArcSwap::from_pointee(snap));
     let quiet = reviews(&current, &policy, &body, secs);
 
-    // Churn: one pod changed per ms (rebound to another node), the snapshot rebuilt
-    // once a second, while the same reviews run.
+    // Churn: one pod changed per ms (decoded from its JSON text and applied to the
+    // index, as the watch does), the changes published once a second, while the same
+    // reviews run.
     let stop = Arc::new(AtomicBool::new(false));
     let caches = Arc::new(caches);
     let churn = {
-        let stop = stop.clone();
-        let template = template.clone();
-        let index = caches.pods[0].clone();
+        let (stop, caches, template) = (stop.clone(), caches.clone(), template.clone());
         std::thread::spawn(move || {
             let mut changed = 0usize;
             while !stop.load(Ordering::Relaxed) {
-                // Pod i moves to another node of its job's zone.
-                let i = changed % n_pods;
-                let moved = pod(
-                    &template,
-                    i / per_job,
-                    i % per_job,
-                    n_nodes,
-                    1 + changed / n_pods,
-                );
-                index
-                    .write()
+                let moved = change(&mut rng, &template, sizes, 40_000 + changed);
+                caches
+                    .pods
+                    .lock()
                     .expect("pod index")
-                    .apply(&Event::Apply(moved));
+                    .apply(0, &Event::Apply(moved));
                 changed += 1;
                 std::thread::sleep(Duration::from_millis(1));
             }
             changed
         })
     };
-    let rebuilder = {
+    let publisher = {
         let (stop, caches, current) = (stop.clone(), caches.clone(), current.clone());
         std::thread::spawn(move || {
             let mut times = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_secs(1));
                 let t = Instant::now();
-                current.store(Arc::new(caches.snapshot()));
+                let next = caches.publish(&current.load());
+                current.store(Arc::new(next));
                 times.push(t.elapsed());
             }
             times
@@ -304,30 +390,43 @@ fn main() {
     let busy = reviews(&current, &policy, &body, secs);
     stop.store(true, Ordering::Relaxed);
     let changed = churn.join().expect("churn thread");
-    let mut churn_rebuilds = rebuilder.join().expect("rebuild thread");
-    churn_rebuilds.sort();
+    let mut churn_publishes = publisher.join().expect("publish thread");
+    churn_publishes.sort();
     let (rss_end, hwm) = memory();
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
-        "cluster: {n_nodes} nodes, {n_pods} pods in {n_jobs} jobs (loaded into the caches in {:.1} s)",
-        load.as_secs_f64()
+        "cluster: {n_nodes} nodes, {n_pods} pods in {n_jobs} jobs (loaded into the caches in {:.1} s; the initial list's end, counting every pod into the job index, {:.1} ms)",
+        load.as_secs_f64(),
+        ms(list_done)
     );
     println!(
-        "snapshot rebuild: min {:.1} ms, median {:.1} ms, max {:.1} ms (20 rebuilds, quiet)",
+        "pod change applied to the index: {:.2} µs each (mean of {} decoded changes, a quarter to another zone)",
+        us(apply_each),
+        batch.len()
+    );
+    println!(
+        "publish: after 1,000 changes median {:.0} µs, max {:.0} µs (10 rounds); after 20,000 changes {:.0} µs; under churn median {:.0} µs, max {:.0} µs ({} publishes)",
+        us(percentile(&publish_1k, 0.5)),
+        us(publish_1k[publish_1k.len() - 1]),
+        us(publish_20k),
+        us(percentile(&churn_publishes, 0.5)),
+        us(churn_publishes.last().copied().unwrap_or_default()),
+        churn_publishes.len()
+    );
+    println!(
+        "full rebuild from the caches (a node or namespace change): min {:.1} ms, median {:.1} ms, max {:.1} ms (20 rebuilds)",
         ms(rebuilds[0]),
         ms(percentile(&rebuilds, 0.5)),
         ms(rebuilds[rebuilds.len() - 1])
     );
     println!(
-        "snapshot rebuild under churn: median {:.1} ms, max {:.1} ms ({} rebuilds)",
-        ms(percentile(&churn_rebuilds, 0.5)),
-        ms(churn_rebuilds.last().copied().unwrap_or_default()),
-        churn_rebuilds.len()
+        "snapshot from every pod (files path; the server's old rebuild): median {:.1} ms (5 builds)",
+        ms(percentile(&from_pods, 0.5))
     );
     println!(
-        "RSS: start {rss0:.1} MiB, caches loaded {rss_loaded:.1} MiB, snapshot built {rss_built:.1} MiB, end {rss_end:.1} MiB, peak {hwm:.1} MiB"
+        "RSS: start {rss0:.1} MiB, caches loaded {rss_loaded:.1} MiB, snapshot built {rss_built:.1} MiB, after 30,000 changes {rss_changed:.1} MiB, end {rss_end:.1} MiB, peak {hwm:.1} MiB"
     );
     let line = |name: &str, l: &[Duration]| {
         println!(

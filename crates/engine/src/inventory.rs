@@ -57,8 +57,6 @@ pub struct Snapshot {
 /// What a snapshot knows besides where each job's pods are bound.
 #[derive(Debug, Clone, Default)]
 struct Cluster {
-    /// Each node's zone: what a job's nodes are mapped to zones with.
-    node_zones: NodeZones,
     namespaces: HashMap<String, BTreeMap<String, String>>,
     /// Profiles for GPU types the catalog does not know, learned from allocatable.
     learned: BTreeMap<String, InstanceProfile>,
@@ -143,11 +141,13 @@ impl Snapshot {
         P: PodFacts + 'v,
         S: NamespaceFacts + 'v,
     {
+        // The live watch's path: the nodes first, then the pods as changes.
         let mut jobs = JobIndex::default();
+        let snap = Self::build_indexed(nodes, &mut jobs, namespaces);
         for pod in pods {
             jobs.add(pod);
         }
-        Self::build_indexed(nodes, &mut jobs, namespaces)
+        snap.with_job_changes(&mut jobs)
     }
 
     /// Build from node and namespace objects, with where each job's pods are bound
@@ -162,13 +162,25 @@ impl Snapshot {
         N: NodeFacts + 'v,
         S: NamespaceFacts + 'v,
     {
-        let mut types = BTreeMap::new();
+        let (mut types, mut node_zones) = (BTreeMap::new(), NodeZones::default());
         let mut c = Cluster {
             nodes_listed: true,
             ..Cluster::default()
         };
+        // One `Arc` per zone, shared by its nodes (a region has a handful of zones).
+        let mut zones: Vec<Arc<str>> = Vec::new();
         for node in nodes {
             c.add_node(node, &mut types);
+            if let Some(zone) = node.label(LABEL_ZONE) {
+                let shared = match zones.iter().find(|z| &***z == zone) {
+                    Some(z) => z.clone(),
+                    None => {
+                        zones.push(zone.into());
+                        zones[zones.len() - 1].clone()
+                    }
+                };
+                node_zones.insert(node.name().into(), shared);
+            }
         }
         for ns in namespaces {
             if let Some(name) = ns.name() {
@@ -178,7 +190,7 @@ impl Snapshot {
         c.learned = types.values().map(learned_profile).collect();
         Snapshot {
             types,
-            jobs: jobs.publish_all(&c.node_zones),
+            jobs: jobs.publish_all(node_zones),
             cluster: Arc::new(c),
         }
     }
@@ -188,7 +200,7 @@ impl Snapshot {
     /// else is shared with `self`. `jobs` must be the index `self` was built from.
     pub fn with_job_changes(&self, jobs: &mut JobIndex) -> Self {
         let mut next = self.clone();
-        jobs.publish_changes(&mut next.jobs, &self.cluster.node_zones);
+        jobs.publish_changes(&mut next.jobs);
         next
     }
 
@@ -357,9 +369,6 @@ impl Cluster {
     fn add_node(&mut self, node: &impl NodeFacts, types: &mut BTreeMap<String, NodeType>) {
         self.block_nodes.add(node.name(), |k| node.label(k));
         let zone = node.label(LABEL_ZONE);
-        if let Some(zone) = zone {
-            self.node_zones.insert(node.name().into(), zone.into());
-        }
         let Some(itype) = node.label(LABEL_INSTANCE_TYPE) else {
             return;
         };

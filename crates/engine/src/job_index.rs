@@ -2,12 +2,12 @@
 //! O(its job labels) and a new snapshot costs O(jobs whose zones changed), not a pass
 //! over every pod of the cluster.
 //!
-//! [`JobIndex`] counts each job's pods per node (the live watch keeps one across
-//! snapshots; the files source builds one and drops it). [`JobZones`], what reviewers
-//! read, maps each job to the zones of those nodes; it is a persistent map, so a new
-//! snapshot shares every job that did not change with the snapshot before it.
+//! [`JobIndex`] counts each job's pods per node and per zone (the live watch keeps one
+//! across snapshots; the files source builds one and drops it). [`JobZones`], what
+//! reviewers read, maps each job to the zones it has pods in; it is a persistent map,
+//! so a new snapshot shares every job that did not change with the snapshot before.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -17,8 +17,8 @@ use crate::cluster_objects::PodFacts;
 
 type Fold = foldhash::fast::RandomState;
 
-/// Node name -> its `topology.kubernetes.io/zone`.
-pub(crate) type NodeZones = HashMap<Box<str>, Box<str>, Fold>;
+/// Node name -> its `topology.kubernetes.io/zone` (one `Arc` per zone).
+pub(crate) type NodeZones = HashMap<Box<str>, Arc<str>, Fold>;
 
 /// Zones where each job's pods are bound, as reviewers read them.
 pub(crate) type JobZones = imbl::HashMap<JobKey, Arc<BTreeSet<String>>>;
@@ -33,7 +33,7 @@ pub(crate) struct JobKey {
 
 impl Hash for JobKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        JobRef::of(self).hash(state)
+        JobRef::new(&self.namespace, self.label, &self.value).hash(state)
     }
 }
 
@@ -53,10 +53,6 @@ impl<'a> JobRef<'a> {
             value,
         }
     }
-
-    fn of(key: &'a JobKey) -> Self {
-        JobRef::new(&key.namespace, key.label, &key.value)
-    }
 }
 
 impl Equivalent<JobKey> for JobRef<'_> {
@@ -65,15 +61,77 @@ impl Equivalent<JobKey> for JobRef<'_> {
     }
 }
 
-/// Each job's pods counted per node. A pod added, moved or deleted changes one count
-/// per identity label it carries, and marks its jobs for the next publish.
+/// One job's pods: per node (to map them to zones again when the node list changes)
+/// and per zone (what a snapshot reads). No count is ever 0: emptied entries go.
+#[derive(Debug, Default)]
+struct Counts {
+    nodes: HashMap<Box<str>, u32, Fold>,
+    zones: BTreeMap<Arc<str>, u32>,
+}
+
+impl Counts {
+    /// One more pod on `node`; whether the job gained a zone.
+    fn add(&mut self, node: &str, zone: Option<&Arc<str>>) -> bool {
+        match self.nodes.get_mut(node) {
+            Some(n) => *n += 1,
+            None => {
+                self.nodes.insert(node.into(), 1);
+            }
+        }
+        let Some(zone) = zone else {
+            return false;
+        };
+        let n = self.zones.entry(zone.clone()).or_default();
+        *n += 1;
+        *n == 1
+    }
+
+    /// One pod fewer on `node`: `None` when no pod was counted there, else whether the
+    /// job lost a zone.
+    fn remove(&mut self, node: &str, zone: Option<&Arc<str>>) -> Option<bool> {
+        let n = self.nodes.get_mut(node)?;
+        *n -= 1;
+        if *n == 0 {
+            self.nodes.remove(node);
+        }
+        let Some(z) = zone.and_then(|zone| self.zones.get_mut(&**zone)) else {
+            return Some(false);
+        };
+        *z -= 1;
+        if *z > 0 {
+            return Some(false);
+        }
+        if let Some(zone) = zone {
+            self.zones.remove(&**zone);
+        }
+        Some(true)
+    }
+
+    /// The zone counts afresh from the node counts.
+    fn rezone(&mut self, node_zones: &NodeZones) {
+        self.zones.clear();
+        for (node, n) in &self.nodes {
+            if let Some(zone) = node_zones.get(node) {
+                *self.zones.entry(zone.clone()).or_default() += n;
+            }
+        }
+    }
+
+    fn zone_set(&self) -> BTreeSet<String> {
+        self.zones.keys().map(|z| z.to_string()).collect()
+    }
+}
+
+/// Each job's pods counted per node and zone. A pod added, moved or deleted changes
+/// one count per identity label it carries; a job whose set of zones changed is
+/// marked for the next publish.
 #[derive(Debug, Default)]
 pub struct JobIndex {
-    /// job -> node -> how many of its pods are bound there (never 0: emptied entries
-    /// are removed, so a job whose pods all left takes no memory).
-    jobs: HashMap<JobKey, HashMap<Box<str>, u32, Fold>, Fold>,
-    /// Jobs whose counts changed since the last publish.
-    changed: HashSet<JobKey, Fold>,
+    jobs: hashbrown::HashMap<JobKey, Counts, Fold>,
+    /// Jobs whose zones changed since the last publish.
+    changed: hashbrown::HashSet<JobKey, Fold>,
+    /// The node list's zones, as of the last snapshot built from this index.
+    node_zones: Arc<NodeZones>,
 }
 
 impl JobIndex {
@@ -82,8 +140,9 @@ impl JobIndex {
         self.count(pod, true);
     }
 
-    /// Take back a pod counted by [`JobIndex::add`] (give it the same facts it was
-    /// added with: the cached copy, not the changed object).
+    /// Take back a pod counted by [`JobIndex::add`] (give it the facts it was added
+    /// with: the cached copy, not the changed object). A pod never counted changes
+    /// nothing.
     pub fn remove(&mut self, pod: &impl PodFacts) {
         self.count(pod, false);
     }
@@ -101,74 +160,60 @@ impl JobIndex {
         let (Some(node), Some(namespace)) = (pod.node_name(), pod.namespace()) else {
             return;
         };
+        let zone = self.node_zones.get(node);
         for (label, value) in pod.job_labels() {
-            let key = JobKey {
-                namespace: namespace.into(),
-                label,
-                value: value.into(),
-            };
-            if add {
-                let nodes = self.jobs.entry(key.clone()).or_default();
-                match nodes.get_mut(node) {
-                    Some(n) => *n += 1,
-                    None => {
-                        nodes.insert(node.into(), 1);
-                    }
-                }
-            } else {
-                let Some(nodes) = self.jobs.get_mut(&key) else {
-                    continue;
+            let job = JobRef::new(namespace, label, value);
+            if add && !self.jobs.contains_key(&job) {
+                let key = JobKey {
+                    namespace: namespace.into(),
+                    label,
+                    value: value.into(),
                 };
-                let Some(n) = nodes.get_mut(node) else {
-                    continue;
-                };
-                *n -= 1;
-                if *n == 0 {
-                    nodes.remove(node);
-                    if nodes.is_empty() {
-                        self.jobs.remove(&key);
-                    }
-                }
+                self.jobs.insert(key, Counts::default());
             }
-            self.changed.insert(key);
+            let Some((key, counts)) = self.jobs.get_key_value_mut(&job) else {
+                continue;
+            };
+            let zones_changed = if add {
+                counts.add(node, zone)
+            } else {
+                counts.remove(node, zone).unwrap_or(false)
+            };
+            if zones_changed && !self.changed.contains(&job) {
+                self.changed.insert(key.clone());
+            }
+            if counts.nodes.is_empty() {
+                self.jobs.remove(&job);
+            }
         }
     }
 
-    /// The zones of the nodes a job's pods are bound to (nodes with no known zone
-    /// count nowhere).
-    fn zones(&self, key: &JobKey, node_zones: &NodeZones) -> BTreeSet<String> {
-        let zones: BTreeSet<&str> = self
-            .jobs
-            .get(key)
-            .into_iter()
-            .flat_map(HashMap::keys)
-            .filter_map(|node| node_zones.get(node).map(|z| &**z))
-            .collect();
-        zones.into_iter().map(str::to_string).collect()
-    }
-
-    /// Every job's zones afresh (for a new node list); clears the changes.
-    pub(crate) fn publish_all(&mut self, node_zones: &NodeZones) -> JobZones {
+    /// Map every job's pods to zones by a new node list, and publish them all.
+    pub(crate) fn publish_all(&mut self, node_zones: NodeZones) -> JobZones {
+        self.node_zones = Arc::new(node_zones);
         self.changed.clear();
         self.release();
-        self.jobs
-            .keys()
-            .filter_map(|key| {
-                let zones = self.zones(key, node_zones);
-                (!zones.is_empty()).then(|| (key.clone(), Arc::new(zones)))
-            })
-            .collect()
+        let mut published = JobZones::default();
+        for (key, counts) in &mut self.jobs {
+            counts.rezone(&self.node_zones);
+            if !counts.zones.is_empty() {
+                published.insert(key.clone(), Arc::new(counts.zone_set()));
+            }
+        }
+        published
     }
 
-    /// Lay the jobs changed since the last publish over `published` (built from this
-    /// index and `node_zones`); clears the changes. Costs O(changed jobs).
-    pub(crate) fn publish_changes(&mut self, published: &mut JobZones, node_zones: &NodeZones) {
+    /// Lay the jobs whose zones changed since the last publish over `published` (the
+    /// jobs as this index last published them). Costs O(those jobs).
+    pub(crate) fn publish_changes(&mut self, published: &mut JobZones) {
         for key in std::mem::take(&mut self.changed) {
-            let zones = self.zones(&key, node_zones);
-            if zones.is_empty() {
-                published.remove(&key);
-            } else if published.get(&key).is_none_or(|old| **old != zones) {
-                published.insert(key, Arc::new(zones));
+            match self.jobs.get(&key).filter(|c| !c.zones.is_empty()) {
+                None => {
+                    published.remove(&key);
+                }
+                Some(counts) => {
+                    published.insert(key, Arc::new(counts.zone_set()));
+                }
             }
         }
         self.release();

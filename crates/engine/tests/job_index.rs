@@ -3,7 +3,7 @@
 //! pseudo-random sequence of adds, moves (also to another zone), deletes, re-adds,
 //! pods losing their job labels and pods without a node, checked at every publish.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 use trainplace_engine::{JobIndex, Snapshot};
@@ -51,9 +51,34 @@ impl Rng {
     }
 }
 
+/// The zones of a job worked out by hand from the pods and nodes: what both snapshots
+/// must answer.
+fn expected<'a>(
+    pods: impl Iterator<Item = &'a Value>,
+    nodes: &[Value],
+    (ns, label, value): (&str, &str, &str),
+) -> Option<BTreeSet<String>> {
+    let zones: BTreeSet<String> = pods
+        .filter(|p| p["metadata"]["namespace"] == ns && p["metadata"]["labels"][label] == value)
+        .filter_map(|p| {
+            let node = nodes
+                .iter()
+                .find(|n| n["metadata"]["name"] == p["spec"]["nodeName"])?;
+            Some(node["metadata"]["labels"]["topology.kubernetes.io/zone"].as_str()?.to_string())
+        })
+        .collect();
+    (!zones.is_empty()).then_some(zones)
+}
+
 /// Every answer the two snapshots can give about the jobs of the test (and one that
-/// never existed) is the same.
-fn assert_same(incremental: &Snapshot, rebuilt: &Snapshot, jobs: usize, step: usize) {
+/// never existed) is the same, and what the pods say by hand.
+fn assert_same(
+    incremental: &Snapshot,
+    rebuilt: &Snapshot,
+    (pods, nodes): (&BTreeMap<usize, Value>, &[Value]),
+    jobs: usize,
+    step: usize,
+) {
     for ns in 0..2 {
         for job in 0..=jobs {
             for (label, value) in [
@@ -61,9 +86,15 @@ fn assert_same(incremental: &Snapshot, rebuilt: &Snapshot, jobs: usize, step: us
                 (BATCH, format!("job-{job}-workers")),
             ] {
                 let ns = format!("ns-{ns}");
+                let answer = incremental.sibling_zones(&ns, label, &value);
                 assert_eq!(
-                    incremental.sibling_zones(&ns, label, &value),
+                    answer,
                     rebuilt.sibling_zones(&ns, label, &value),
+                    "step {step}: {ns} {label}={value}"
+                );
+                assert_eq!(
+                    answer.cloned(),
+                    expected(pods.values(), nodes, (&ns, label, &value)),
                     "step {step}: {ns} {label}={value}"
                 );
             }
@@ -106,18 +137,18 @@ fn incremental_changes_answer_like_a_full_rebuild() {
         if rng.below(7) == 0 {
             snap = snap.with_job_changes(&mut index);
             let rebuilt = Snapshot::build_from(&node_list, pods.values(), &no_namespaces);
-            assert_same(&snap, &rebuilt, JOBS, step);
+            assert_same(&snap, &rebuilt, (&pods, &node_list), JOBS, step);
         }
     }
     snap = snap.with_job_changes(&mut index);
     let rebuilt = Snapshot::build_from(&node_list, pods.values(), &no_namespaces);
-    assert_same(&snap, &rebuilt, JOBS, 5_000);
+    assert_same(&snap, &rebuilt, (&pods, &node_list), JOBS, 5_000);
 
     // A new node list (every node moved a zone on) is read with the same counts.
     let moved = nodes(NODES, 1);
     let relisted = Snapshot::build_indexed(&moved, &mut index, &no_namespaces);
     let rebuilt = Snapshot::build_from(&moved, pods.values(), &no_namespaces);
-    assert_same(&relisted, &rebuilt, JOBS, 5_001);
+    assert_same(&relisted, &rebuilt, (&pods, &moved), JOBS, 5_001);
 }
 
 /// A job whose pods all left is gone from the index (its memory released) and from
