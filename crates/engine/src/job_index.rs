@@ -17,8 +17,9 @@ use crate::cluster_objects::PodFacts;
 
 type Fold = foldhash::fast::RandomState;
 
-/// Node name -> its `topology.kubernetes.io/zone` (one `Arc` per zone).
-pub(crate) type NodeZones = HashMap<Box<str>, Arc<str>, Fold>;
+/// Node name -> its `topology.kubernetes.io/zone` (one `Arc` per zone; the jobs' node
+/// counts share the names).
+pub(crate) type NodeZones = HashMap<Arc<str>, Arc<str>, Fold>;
 
 /// Zones where each job's pods are bound, as reviewers read them.
 pub(crate) type JobZones = imbl::HashMap<JobKey, Arc<BTreeSet<String>>>;
@@ -65,19 +66,22 @@ impl Equivalent<JobKey> for JobRef<'_> {
 /// and per zone (what a snapshot reads). No count is ever 0: emptied entries go.
 #[derive(Debug, Default)]
 struct Counts {
-    nodes: HashMap<Box<str>, u32, Fold>,
+    nodes: HashMap<Arc<str>, u32, Fold>,
     zones: BTreeMap<Arc<str>, u32>,
 }
 
 impl Counts {
-    /// One more pod on `node`; whether the job gained a zone.
-    fn add(&mut self, node: &str, zone: Option<&Arc<str>>) -> bool {
+    /// One more pod on `node` (`listed`: its name and zone from the node list);
+    /// whether the job gained a zone.
+    fn add(&mut self, node: &str, listed: Option<(&Arc<str>, &Arc<str>)>) -> bool {
         match self.nodes.get_mut(node) {
             Some(n) => *n += 1,
             None => {
-                self.nodes.insert(node.into(), 1);
+                let name = listed.map_or_else(|| node.into(), |(name, _)| name.clone());
+                self.nodes.insert(name, 1);
             }
         }
+        let zone = listed.map(|(_, zone)| zone);
         let Some(zone) = zone else {
             return false;
         };
@@ -160,7 +164,8 @@ impl JobIndex {
         let (Some(node), Some(namespace)) = (pod.node_name(), pod.namespace()) else {
             return;
         };
-        let zone = self.node_zones.get(node);
+        let listed = self.node_zones.get_key_value(node);
+        let zone = listed.map(|(_, zone)| zone);
         for (label, value) in pod.job_labels() {
             let job = JobRef::new(namespace, label, value);
             if add && !self.jobs.contains_key(&job) {
@@ -175,7 +180,7 @@ impl JobIndex {
                 continue;
             };
             let zones_changed = if add {
-                counts.add(node, zone)
+                counts.add(node, listed)
             } else {
                 counts.remove(node, zone).unwrap_or(false)
             };
