@@ -311,8 +311,10 @@ mod tests {
         const JOBS: usize = 6;
         let zones = ["us-east-1a", "us-east-1b", "us-east-1c"];
         let nodes: Vec<serde_json::Value> = (0..7)
-            .map(|i| json!({"metadata": {"name": format!("n{i}"),
-                "labels": {"topology.kubernetes.io/zone": zones[i % 3]}}}))
+            .map(|i| {
+                json!({"metadata": {"name": format!("n{i}"),
+                "labels": {"topology.kubernetes.io/zone": zones[i % 3]}}})
+            })
             .collect();
         let none: [serde_json::Value; 0] = [];
         let mut index = PodIndex::default();
@@ -347,7 +349,9 @@ mod tests {
                 snap = snap.with_job_changes(index.jobs_mut());
                 let rebuilt = Snapshot::build_from(&nodes, index.placements(), &none);
                 for j in 0..=JOBS {
-                    for (label, value) in [(JOBSET, format!("job-{j}")), (BATCH, format!("job-{j}-0"))] {
+                    for (label, value) in
+                        [(JOBSET, format!("job-{j}")), (BATCH, format!("job-{j}-0"))]
+                    {
                         assert_eq!(
                             snap.sibling_zones("team-a", label, &value),
                             rebuilt.sibling_zones("team-a", label, &value),
@@ -364,7 +368,10 @@ mod tests {
             }
         }
         assert!(index.is_empty());
-        assert!(index.jobs_mut().is_empty(), "jobs with no pods are released");
+        assert!(
+            index.jobs_mut().is_empty(),
+            "jobs with no pods are released"
+        );
         snap = snap.with_job_changes(index.jobs_mut());
         assert_eq!(snap.sibling_zones("team-a", JOBSET, "job-1"), None);
     }

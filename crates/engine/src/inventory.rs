@@ -247,7 +247,9 @@ impl Snapshot {
     /// Index DRA objects (ResourceClaimTemplates, ResourceClaims, ComputeDomains) that
     /// pods' `resourceClaims` are counted through.
     pub fn add_claims<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
-        Arc::make_mut(&mut self.cluster).claims.add(objects, "default");
+        Arc::make_mut(&mut self.cluster)
+            .claims
+            .add(objects, "default");
     }
 
     pub fn claims(&self) -> &Claims {
@@ -281,7 +283,8 @@ impl Snapshot {
         } else {
             namespace
         };
-        self.cluster.runtimes
+        self.cluster
+            .runtimes
             .get(&(namespace.to_string(), kind.to_string(), name.to_string()))
     }
 

@@ -64,7 +64,11 @@ fn expected<'a>(
             let node = nodes
                 .iter()
                 .find(|n| n["metadata"]["name"] == p["spec"]["nodeName"])?;
-            Some(node["metadata"]["labels"]["topology.kubernetes.io/zone"].as_str()?.to_string())
+            Some(
+                node["metadata"]["labels"]["topology.kubernetes.io/zone"]
+                    .as_str()?
+                    .to_string(),
+            )
         })
         .collect();
     (!zones.is_empty()).then_some(zones)
