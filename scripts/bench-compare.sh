@@ -5,12 +5,15 @@
 #
 #   scripts/bench-compare.sh            # 10 s per round, 2 rounds
 #   SECS=30 ROUNDS=3 scripts/bench-compare.sh
+#   PROFILE=release scripts/bench-compare.sh   # the quicker build (default: dist, as shipped)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${SECS:-10}
 ROUNDS=${ROUNDS:-2}
-cargo build --release --locked --bin trainplace --example loadgen --example baseline >&2
-BIN=${CARGO_TARGET_DIR:-target}/release
+PROFILE=${PROFILE:-dist}
+# Both servers (and the load generator) from the same profile.
+cargo build --profile "$PROFILE" --locked --bin trainplace --example loadgen --example baseline >&2
+BIN=${CARGO_TARGET_DIR:-target}/$PROFILE
 rss() { awk '/VmRSS/ {printf "%.1f MiB", $2/1024}' "/proc/$1/status"; }
 
 TRAINPLACE_LOG=warn "$BIN/trainplace" serve --addr 127.0.0.1:18443 --probe-addr 127.0.0.1:18080 --inventory off &

@@ -1,16 +1,20 @@
-//! Reviews run on a small fixed set of threads, so the async workers stay free for
-//! TLS, connections and the probes, and memory stays bounded: a fixed set of threads
-//! keeps a fixed set of allocator heaps (tokio's growing blocking pool left one heap
-//! per short-lived thread, and RSS with it). A bounded number of reviews may wait for a
-//! thread; beyond that the server answers at once that it is busy.
+//! Reviews run on a small bounded set of threads, so the async workers stay free for
+//! TLS, connections and the probes, and memory stays bounded: at most `concurrency`
+//! threads keep allocator heaps (tokio's growing blocking pool left one heap per
+//! short-lived thread, and RSS with it). A thread that has had nothing to do for
+//! [`IDLE_RETIRE`] ends, and its heap with it, so a server that goes quiet after a
+//! burst gives that memory back; the next review starts a thread again. A bounded
+//! number of reviews may wait for a thread; beyond that the server answers at once
+//! that it is busy.
 //!
 //! Large reviews (a body over `--large-review-bytes`) run in a lane of their own, so
 //! a burst of them (hundreds of containers each) fills that lane's queue, not the one
 //! ordinary training pods wait in.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use thiserror::Error;
 use tokio::sync::oneshot;
@@ -27,13 +31,29 @@ pub enum PoolError {
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// How long a review thread waits for work before it ends.
+pub const IDLE_RETIRE: Duration = Duration::from_secs(5);
+
 #[derive(Debug)]
 pub struct ReviewPool {
     jobs: Sender<Job>,
+    workers: Arc<Workers>,
     /// Reviews running or waiting.
     pending: Arc<AtomicUsize>,
     concurrency: usize,
     max_waiting: usize,
+}
+
+/// The threads' side: the queue they take reviews from and how many are alive.
+#[derive(Debug)]
+struct Workers {
+    queue: Mutex<Receiver<Job>>,
+    live: AtomicUsize,
+    idle: Duration,
+    name: &'static str,
+    /// Zero in the server; tests widen the moment between a thread's timeout and its
+    /// retirement to prove no review is lost there.
+    retire_pause: Duration,
 }
 
 /// Counts a review as pending until it has run (or was dropped unrun).
@@ -45,51 +65,113 @@ impl Drop for Pending {
     }
 }
 
-fn worker(jobs: Arc<Mutex<Receiver<Job>>>) {
+fn worker(workers: Arc<Workers>) {
     loop {
-        let job = match jobs.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return,
+        let job = match workers.queue.lock() {
+            Ok(queue) => match queue.recv_timeout(workers.idle) {
+                Ok(job) => Some(job),
+                Err(RecvTimeoutError::Timeout) => {
+                    if !workers.retire_pause.is_zero() {
+                        std::thread::sleep(workers.retire_pause);
+                    }
+                    // Retire, then look once more: a review sent just before `live`
+                    // dropped may have seen this thread as alive and started none.
+                    workers.live.fetch_sub(1, Ordering::SeqCst);
+                    match queue.try_recv() {
+                        Ok(job) => {
+                            workers.live.fetch_add(1, Ordering::SeqCst);
+                            Some(job)
+                        }
+                        Err(_) => return,
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => None,
+            },
+            Err(_) => None,
         };
-        match job {
-            // A panicking review must not cost a thread; its caller sees the dropped
-            // answer as a failure.
-            Ok(job) => {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        let Some(job) = job else {
+            workers.live.fetch_sub(1, Ordering::SeqCst);
+            return;
+        };
+        // A panicking review must not cost a thread; its caller sees the dropped
+        // answer as a failure.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+    }
+}
+
+impl Workers {
+    /// Start threads until `wanted` (at most the pool's concurrency) are alive.
+    fn ensure(self: &Arc<Self>, wanted: usize) -> bool {
+        loop {
+            let live = self.live.load(Ordering::SeqCst);
+            if live >= wanted {
+                return true;
             }
-            Err(_) => return,
+            if self
+                .live
+                .compare_exchange(live, live + 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                continue;
+            }
+            let me = self.clone();
+            let started = std::thread::Builder::new()
+                .name(format!("trainplace-{}-{live}", self.name))
+                .spawn(move || worker(me));
+            if let Err(error) = started {
+                self.live.fetch_sub(1, Ordering::SeqCst);
+                tracing::error!(%error, "cannot start a review thread");
+                return self.live.load(Ordering::SeqCst) > 0;
+            }
         }
     }
 }
 
 impl ReviewPool {
-    /// `concurrency` 0 means one per available core. The threads end when the pool is
-    /// dropped.
+    /// `concurrency` 0 means one per available core. Threads start as reviews arrive
+    /// and end after [`IDLE_RETIRE`] without work, or when the pool is dropped.
     pub fn new(concurrency: usize, max_waiting: usize) -> Self {
+        Self::with_idle(concurrency, max_waiting, IDLE_RETIRE, "review")
+    }
+
+    fn with_idle(
+        concurrency: usize,
+        max_waiting: usize,
+        idle: Duration,
+        name: &'static str,
+    ) -> Self {
         let concurrency = if concurrency == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
         } else {
             concurrency
         };
         let (tx, rx) = channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        for i in 0..concurrency {
-            let rx = rx.clone();
-            // Failing to start a thread leaves fewer workers; zero would hang reviews,
-            // so the first one must start.
-            let started = std::thread::Builder::new()
-                .name(format!("trainplace-review-{i}"))
-                .spawn(move || worker(rx));
-            if let Err(error) = started {
-                tracing::error!(%error, "cannot start a review thread");
-            }
-        }
         ReviewPool {
             jobs: tx,
+            workers: Arc::new(Workers {
+                queue: Mutex::new(rx),
+                live: AtomicUsize::new(0),
+                idle,
+                name,
+                retire_pause: Duration::ZERO,
+            }),
             pending: Arc::new(AtomicUsize::new(0)),
             concurrency,
             max_waiting,
         }
+    }
+
+    #[cfg(test)]
+    fn with_retire_pause(mut self, pause: Duration) -> Self {
+        if let Some(w) = Arc::get_mut(&mut self.workers) {
+            w.retire_pause = pause;
+        }
+        self
+    }
+
+    /// Threads alive now.
+    pub fn live_threads(&self) -> usize {
+        self.workers.live.load(Ordering::SeqCst)
     }
 
     pub fn concurrency(&self) -> usize {
@@ -121,6 +203,12 @@ impl ReviewPool {
         if self.jobs.send(job).is_err() {
             return Err(PoolError::Failed("no review thread is running".into()));
         }
+        // Sent first, then counted: a thread retiring at this moment either is seen
+        // alive here (and finds the review when it looks once more) or is not (and a
+        // new one starts).
+        if !self.workers.ensure((before + 1).min(self.concurrency)) {
+            return Err(PoolError::Failed("no review thread could start".into()));
+        }
         answer
             .await
             .map_err(|_| PoolError::Failed("the review panicked".into()))
@@ -144,7 +232,9 @@ impl Lanes {
     pub fn new(concurrency: usize, max_waiting: usize, large_bytes: usize) -> Self {
         Lanes {
             normal: ReviewPool::new(concurrency, max_waiting),
-            large: (large_bytes > 0).then(|| ReviewPool::new(1, (max_waiting / 4).max(1))),
+            large: (large_bytes > 0).then(|| {
+                ReviewPool::with_idle(1, (max_waiting / 4).max(1), IDLE_RETIRE, "large-review")
+            }),
             large_bytes,
         }
     }
@@ -224,6 +314,44 @@ mod tests {
         release.send(()).unwrap();
         assert_eq!(busy.await.unwrap(), Ok(Some(())));
         assert_eq!(queued.await.unwrap(), Ok(1));
+    }
+
+    #[tokio::test]
+    async fn idle_threads_end_and_start_again() {
+        let pool = ReviewPool::with_idle(2, 8, Duration::from_millis(50), "test");
+        assert_eq!(pool.live_threads(), 0, "no thread before the first review");
+        assert_eq!(pool.run(|| 1).await, Ok(1));
+        assert_eq!(pool.live_threads(), 1);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while pool.live_threads() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "idle thread never ended"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            pool.run(|| 2).await,
+            Ok(2),
+            "a new thread takes the next review"
+        );
+    }
+
+    /// A review arriving just as the last thread retires must still run. The thread
+    /// times out after 5 ms and pauses 20 ms before it retires; each review is sent
+    /// 10 ms after the one before, inside that pause, when the thread still counts as
+    /// alive, so no new thread starts for it.
+    #[tokio::test]
+    async fn no_review_is_lost_while_threads_retire() {
+        let pool = ReviewPool::with_idle(1, 8, Duration::from_millis(5), "test")
+            .with_retire_pause(Duration::from_millis(20));
+        for j in 0..10u64 {
+            let got = tokio::time::timeout(Duration::from_secs(5), pool.run(move || j))
+                .await
+                .expect("a review sent while the thread retired was never run");
+            assert_eq!(got, Ok(j));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     #[test]

@@ -187,10 +187,11 @@ mod tests {
 
     #[test]
     fn layout_matches_kubectl() {
+        // Keys come out sorted, as `kubectl get -o yaml` prints them.
         let v = json!({"spec": {"containers": [{"name": "a", "args": ["-c", "x"]}], "hostIPC": true, "empty": {}, "none": []}});
         assert_eq!(
             document(&v),
-            "spec:\n  containers:\n  - name: a\n    args:\n    - -c\n    - x\n  hostIPC: true\n  empty: {}\n  none: []\n"
+            "spec:\n  containers:\n  - args:\n    - -c\n    - x\n    name: a\n  empty: {}\n  hostIPC: true\n  none: []\n"
         );
         assert_eq!(
             document(&json!({"a": [[1, 2], [3]]})),
@@ -205,7 +206,7 @@ mod tests {
         let text = document(&v);
         assert_eq!(
             text,
-            "'on': 'off'\nmode: '0755'\nt: '1:30'\nd: '2025-01-01'\ne: '1e3'\nx: '0x10'\no: '012'\n'n': 'n'\ntilde: '~'\nq: it's\nimg: nvcr.io/a:1\n"
+            "d: '2025-01-01'\ne: '1e3'\nimg: nvcr.io/a:1\nmode: '0755'\n'n': 'n'\no: '012'\n'on': 'off'\nq: it's\nt: '1:30'\ntilde: '~'\nx: '0x10'\n"
         );
         assert_eq!(round_trip(&v), v);
     }

@@ -1,0 +1,38 @@
+//! A fixed number of AdmissionReviews, bytes in to bytes out, on the ~10 KB training
+//! pod of the criterion benchmark: for counting instructions, which unlike time do not
+//! move with the load of a shared machine.
+//!
+//!   cargo build --release -p trainplace-engine --example review_loop
+//!   perf stat -e instructions:u target/release/examples/review_loop 20000
+
+use serde_json::{Value, json};
+use std::hint::black_box;
+use trainplace_engine::{Endpoint, Policy, review};
+
+const POD: &str = include_str!("../../../tests/fixtures/bench/training-pod-10k.json");
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000);
+    let pod: Value = serde_json::from_str(POD).expect("bench pod");
+    let body = serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "team-a", "operation": "CREATE",
+            "userInfo": {"username": "a", "groups": ["system:authenticated"]}, "object": pod}
+    }))
+    .expect("review");
+    let policy = Policy::embedded();
+    let mut bytes = 0;
+    for _ in 0..n {
+        let v: Value = serde_json::from_slice(black_box(&body)).expect("parse");
+        let r = review(v, Endpoint::Mutate, &policy, None, None);
+        bytes += serde_json::to_vec(&r.body.expect("encoded"))
+            .expect("json")
+            .len();
+    }
+    println!("{n} reviews, {bytes} response bytes");
+}
