@@ -26,8 +26,9 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::Event;
 use serde_json::{Value, json};
-use trainplace::inventory::live::{Caches, slim_namespace, slim_node};
+use trainplace::inventory::live::Caches;
 use trainplace::inventory::pods::{PodIndex, PodPlacement};
+use trainplace::inventory::slim::{slim_namespace, slim_node};
 use trainplace_engine::{Endpoint, Policy, Snapshot, review};
 
 #[global_allocator]

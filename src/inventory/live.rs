@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, NodeStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::{Namespace, Node};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,6 +26,7 @@ use trainplace_engine::annotations::JOB_IDENTITY_LABELS;
 use trainplace_engine::{Reservations, Snapshot};
 
 use super::pods::{PodIndex, PodPlacement};
+use super::slim::{slim_namespace, slim_node};
 use super::{InventorySource, Status};
 
 pub struct LiveInventory {
@@ -196,40 +196,6 @@ fn watch_pods(
 /// A poisoned lock (a panic while applying an event) still holds a usable index.
 fn lock(index: &Mutex<PodIndex>) -> MutexGuard<'_, PodIndex> {
     index.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Keep of a cached Node its name, labels and allocatable: a GPU node's status lists
-/// its container images (tens of KB) and conditions, which the snapshot never reads.
-pub fn slim_node(node: &mut Node) {
-    let allocatable = node.status.as_mut().and_then(|s| s.allocatable.take());
-    *node = Node {
-        metadata: slim_meta(std::mem::take(&mut node.metadata)),
-        spec: None,
-        status: Some(NodeStatus {
-            allocatable,
-            ..NodeStatus::default()
-        }),
-    };
-}
-
-/// Keep of a cached Namespace its name and labels.
-pub fn slim_namespace(ns: &mut Namespace) {
-    *ns = Namespace {
-        metadata: slim_meta(std::mem::take(&mut ns.metadata)),
-        spec: None,
-        status: None,
-    };
-}
-
-fn slim_meta(meta: ObjectMeta) -> ObjectMeta {
-    ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        labels: meta.labels,
-        uid: meta.uid,
-        resource_version: meta.resource_version,
-        ..ObjectMeta::default()
-    }
 }
 
 /// The watch caches a snapshot is built from.

@@ -7,6 +7,7 @@ pub mod files;
 pub mod live;
 pub mod pods;
 pub mod reservations_file;
+pub mod slim;
 
 use std::sync::Arc;
 

@@ -9,39 +9,17 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::annotations::{
-    ACCELERATOR_RESOURCES, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA, RES_NVIDIA_GPU,
-};
+use crate::annotations::{LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA, RES_NVIDIA_GPU};
 use crate::block_nodes::BlockNodes;
-use crate::catalog::{InstanceProfile, Rdma};
+use crate::catalog::InstanceProfile;
 use crate::cluster_objects::{NamespaceFacts, NodeFacts, PodFacts};
 use crate::dra::Claims;
 use crate::job_index::{JobIndex, JobRef, JobZones, NodeZones};
 use crate::json::{items, str_at};
+use crate::node_types::{NodeType, count_node, learned_profile};
 use crate::reservations::Reservations;
-
-/// Labels that say which node group / pool / reservation a node belongs to.
-const POOL_LABELS: [&str; 3] = [
-    "eks.amazonaws.com/nodegroup",
-    "karpenter.sh/nodepool",
-    "karpenter.k8s.aws/capacity-reservation-id",
-];
-
-/// One GPU instance type as the cluster has it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct NodeType {
-    pub name: String,
-    pub accelerator_resource: String,
-    pub accelerators: u32,
-    pub efa: u32,
-    pub nodes: u32,
-    pub zones: BTreeSet<String>,
-    /// `label=value` of node groups, node pools and capacity reservations.
-    pub pools: BTreeSet<String>,
-}
 
 /// A snapshot is cheap to clone: what pods change often (where each job runs) is a
 /// persistent map, and everything else is shared behind one `Arc`, so the live watch
@@ -368,67 +346,14 @@ impl Snapshot {
 }
 
 impl Cluster {
-    /// Record one node: its zone, reserved capacity, and its GPU instance type.
+    /// Record one node: its reserved capacity and its instance type.
     fn add_node(&mut self, node: &impl NodeFacts, types: &mut BTreeMap<String, NodeType>) {
         self.block_nodes.add(node.name(), |k| node.label(k));
-        let zone = node.label(LABEL_ZONE);
         let Some(itype) = node.label(LABEL_INSTANCE_TYPE) else {
             return;
         };
         let efa = self.node_efa.entry(itype.to_string()).or_default();
         *efa = (*efa).max(node.allocatable(RES_EFA));
-        let Some((res, count)) = ACCELERATOR_RESOURCES
-            .iter()
-            .map(|r| (*r, node.allocatable(r)))
-            .find(|(_, n)| *n > 0)
-        else {
-            return;
-        };
-        let t = types.entry(itype.to_string()).or_insert_with(|| NodeType {
-            name: itype.to_string(),
-            accelerator_resource: res.to_string(),
-            ..NodeType::default()
-        });
-        t.accelerators = t.accelerators.max(count);
-        t.efa = t.efa.max(node.allocatable(RES_EFA));
-        t.nodes += 1;
-        if let Some(zone) = zone
-            && !t.zones.contains(zone)
-        {
-            t.zones.insert(zone.to_string());
-        }
-        for key in POOL_LABELS {
-            if let Some(v) = node.label(key) {
-                let pool = format!("{key}={v}");
-                if !t.pools.contains(&pool) {
-                    t.pools.insert(pool);
-                }
-            }
-        }
+        count_node(types, itype, node);
     }
-}
-
-/// A profile for a GPU type the catalog lacks, from what its nodes advertise.
-fn learned_profile(t: &NodeType) -> (String, InstanceProfile) {
-    let profile = InstanceProfile {
-        name: t.name.clone(),
-        family: "unknown".into(),
-        accelerator: t.accelerator_resource.clone(),
-        accelerator_resource: t.accelerator_resource.clone(),
-        accelerators: t.accelerators,
-        accelerator_memory_gi_b: None,
-        memory_gi_b: None,
-        intra_node: "unknown".into(),
-        nvlink: false,
-        nvlink_domain_instances: None,
-        accelerator_cores: None,
-        max_efa: t.efa,
-        network_gbps: None,
-        rdma: Rdma::None,
-        capacity_blocks: None,
-        price_per_hour_usd: None,
-        shm_default: "32Gi".into(),
-        source: format!("cluster inventory: allocatable of {} node(s)", t.nodes),
-    };
-    (t.name.clone(), profile)
 }

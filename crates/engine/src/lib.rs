@@ -41,6 +41,7 @@ mod json;
 mod judge;
 mod layout;
 mod mark;
+mod node_types;
 mod nvlink;
 mod owner;
 mod podspec;
