@@ -5,9 +5,9 @@
 //! ResourceClaims and ComputeDomains. A ticker publishes a new snapshot at most once a
 //! second when something changed: when only pods changed, the last snapshot with the
 //! jobs whose pods moved (counted as the events arrived, `pods.rs`); otherwise one
-//! rebuilt from the caches. The request path only loads the newest snapshot (never
-//! waits on the API). When the API is unreachable the status says so and the last snapshot (or
-//! none: the embedded catalog) keeps serving.
+//! rebuilt from the caches (any Node, Namespace or CRD change). The request path only
+//! loads the newest snapshot (never waits on the API). When the API is unreachable the
+//! status says so and the last snapshot (or none: the embedded catalog) keeps serving.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -240,7 +240,7 @@ impl Caches {
     }
 
     /// `current` (the last snapshot from these caches) with the pod changes since it:
-    /// costs O(the jobs whose pods changed), and shares everything else.
+    /// costs O(the jobs whose zones changed), and shares everything else.
     pub fn publish(&self, current: &Snapshot) -> Snapshot {
         current.with_job_changes(lock(&self.pods).jobs_mut())
     }
