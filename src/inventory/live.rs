@@ -26,7 +26,7 @@ use trainplace_engine::annotations::JOB_IDENTITY_LABELS;
 use trainplace_engine::{Reservations, Snapshot};
 
 use super::pods::{PodIndex, PodPlacement};
-use super::slim::{slim_namespace, slim_node};
+use super::slim::{changes_cache, slim_namespace, slim_node};
 use super::{InventorySource, Status};
 
 pub struct LiveInventory {
@@ -68,8 +68,10 @@ impl InventorySource for LiveInventory {
     }
 }
 
-/// Watch `api` into a store, marking the inventory dirty on every event and recording
-/// watch errors (the watcher retries with backoff by itself).
+/// Watch `api` into a store, marking the inventory dirty on every event that changes
+/// what the store keeps (a Node's status update that only slimming sees, its
+/// heartbeat conditions, does not) and recording watch errors (the watcher retries
+/// with backoff by itself).
 fn watch<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -81,16 +83,37 @@ where
         + Clone
         + DeserializeOwned
         + std::fmt::Debug
+        + PartialEq
         + Send
         + Sync
         + 'static,
 {
     let (reader, writer) = reflector::store();
+    let cached = reader.clone();
+    // Whether the object of the event in flight changes the store: decided before the
+    // store takes it, marked dirty after (so a rebuild cannot miss it).
+    let changes = Arc::new(AtomicBool::new(false));
+    let seen = changes.clone();
+    let marks = inv.clone();
     drive(
         watcher(api, config)
             .default_backoff()
             .modify(slim)
-            .reflect(writer),
+            .map(move |event| {
+                if let Ok(watcher::Event::Apply(obj)) = &event {
+                    seen.store(changes_cache(&cached, obj), Ordering::Relaxed);
+                }
+                event
+            })
+            .reflect(writer)
+            .map(move |event| {
+                if let Ok(watcher::Event::Apply(_)) = &event
+                    && changes.swap(false, Ordering::Relaxed)
+                {
+                    marks.dirty.store(true, Ordering::Release);
+                }
+                event
+            }),
         inv,
         Source::Cluster,
     );
@@ -100,7 +123,8 @@ where
 /// What a watch delivers, for what its events mark dirty.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Source {
-    /// Nodes and Namespaces: a watch failure marks the inventory down.
+    /// Nodes and Namespaces: a watch failure marks the inventory down; an applied
+    /// object marks the inventory dirty only when it changes the cache (`watch`).
     Cluster,
     /// Training pods: a watch failure marks the inventory down.
     Pods,
@@ -123,6 +147,7 @@ where
         while let Some(event) = stream.next().await {
             match event {
                 Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {}
+                Ok(watcher::Event::Apply(_)) if source == Source::Cluster => {}
                 Ok(_) if source == Source::Pods => inv.pods_dirty.store(true, Ordering::Release),
                 Ok(_) => inv.dirty.store(true, Ordering::Release),
                 Err(error) if source != Source::Optional => {
