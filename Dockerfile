@@ -13,9 +13,6 @@ RUN cargo build --profile dist --locked -p trainplace --bin trainplace \
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/trainplace /usr/local/bin/trainplace
 USER 65532:65532
-# mimalloc purges freed pages at once, so RSS comes back down after a burst (README
-# "Performance"; https://microsoft.github.io/mimalloc/environment.html).
-ENV MIMALLOC_PURGE_DELAY=0
 # 8443: HTTPS /mutate and /validate; 8080: plain-HTTP /healthz, /readyz, /metrics.
 EXPOSE 8443 8080
 ENTRYPOINT ["/usr/local/bin/trainplace"]

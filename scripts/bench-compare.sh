@@ -24,6 +24,11 @@ trap 'kill $TP $BASE 2>/dev/null || true' EXIT
 sleep 2
 echo "idle RSS: trainplace $(rss $TP), baseline $(rss $BASE)"
 echo "cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+for port in 18443 19443; do
+  "$BIN/examples/loadgen" --url "https://127.0.0.1:$port/mutate" --insecure -d 1 -c 1 --rate 20 >/dev/null
+done
+sleep 8
+echo "idle RSS after 20 reviews each, 8 s later: trainplace $(rss $TP), baseline $(rss $BASE)"
 
 load() { # label port extra-args...
   local label=$1 port=$2 pid=$3; shift 3
@@ -39,5 +44,7 @@ for round in $(seq "$ROUNDS"); do
   load baseline 19443 $BASE -c 16 --rate 2000
 done
 echo "RSS after the load: trainplace $(rss $TP), baseline $(rss $BASE)"
-sleep 30
+sleep 10
+echo "RSS 10 s later: trainplace $(rss $TP), baseline $(rss $BASE)"
+sleep 20
 echo "RSS 30 s later: trainplace $(rss $TP), baseline $(rss $BASE)"
