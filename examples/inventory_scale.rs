@@ -169,29 +169,17 @@ fn reviews(current: &ArcSwap<Snapshot>, policy: &Policy, body: &Value, secs: u64
     lat
 }
 
-/// A deterministic pseudo-random sequence (xorshift64*), to pick which pods change.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n.max(1)
-    }
-}
-
 /// Change `k`: a random pod rebound to another node, in a quarter of the changes in
 /// another zone than its job started in.
 fn change(
-    rng: &mut Rng,
+    rng: &mut fastrand::Rng,
     template: &str,
     (n_pods, per_job, n_nodes): (usize, usize, usize),
     k: usize,
 ) -> PodPlacement {
-    let i = rng.below(n_pods);
-    let zone = if rng.below(4) == 0 {
-        1 + rng.below(2)
+    let i = rng.usize(..n_pods.max(1));
+    let zone = if rng.usize(..4) == 0 {
+        1 + rng.usize(..2)
     } else {
         0
     };
@@ -300,7 +288,7 @@ fn main() {
 
     // Per-change cost: decoded changes applied to the index one event at a time (the
     // lock taken per event, as the watch does), then published.
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = fastrand::Rng::with_seed(0x9E37_79B9_7F4A_7C15);
     let sizes = (n_pods, per_job, n_nodes);
     let batch: Vec<PodPlacement> = (0..20_000)
         .map(|k| change(&mut rng, &text, sizes, k))
@@ -359,7 +347,7 @@ fn main() {
         let churn = {
             let (stop, caches, text) = (stop.clone(), caches.clone(), text.clone());
             std::thread::spawn(move || {
-                let (mut changed, mut rng) = (0usize, Rng(seed));
+                let (mut changed, mut rng) = (0usize, fastrand::Rng::with_seed(seed));
                 while !stop.load(Ordering::Relaxed) {
                     let moved = change(&mut rng, &text, sizes, 40_000 + changed);
                     if apply {

@@ -39,18 +39,6 @@ fn pod(ns: usize, job: usize, node: Option<usize>, labelled: bool) -> Value {
         "spec": {"nodeName": node.map(|n| format!("node-{n}"))}})
 }
 
-/// A deterministic pseudo-random sequence (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
-    }
-}
-
 /// The zones of a job worked out by hand from the pods and nodes: what both snapshots
 /// must answer.
 fn expected<'a>(
@@ -116,19 +104,19 @@ fn incremental_changes_answer_like_a_full_rebuild() {
     let mut pods: BTreeMap<usize, Value> = BTreeMap::new();
     let mut index = JobIndex::default();
     let mut snap = Snapshot::build_indexed(&node_list, &mut index, &no_namespaces);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = fastrand::Rng::with_seed(0x9E37_79B9_7F4A_7C15);
     for step in 0..5_000 {
-        let name = rng.below(40);
+        let name = rng.usize(..40);
         let (ns, job) = (name % 2, name % JOBS);
-        let new = match rng.below(10) {
+        let new = match rng.usize(..10) {
             // Deleted (also a pod that is not there: nothing happens).
             0 | 1 => None,
             // Lost its job labels.
-            2 => Some(pod(ns, job, Some(rng.below(NODES)), false)),
+            2 => Some(pod(ns, job, Some(rng.usize(..NODES)), false)),
             // Not bound yet.
             3 => Some(pod(ns, job, None, true)),
             // Added, re-added, or moved to any node (any zone, or the zoneless one).
-            _ => Some(pod(ns, job, Some(rng.below(NODES)), true)),
+            _ => Some(pod(ns, job, Some(rng.usize(..NODES)), true)),
         };
         // What the watch cache does: take back the pod as it was counted, count the new one.
         if let Some(old) = pods.remove(&name) {
@@ -138,7 +126,7 @@ fn incremental_changes_answer_like_a_full_rebuild() {
             index.add(&new);
             pods.insert(name, new);
         }
-        if rng.below(7) == 0 {
+        if rng.usize(..7) == 0 {
             snap = snap.with_job_changes(&mut index);
             let rebuilt = Snapshot::build_from(&node_list, pods.values(), &no_namespaces);
             assert_same(&snap, &rebuilt, (&pods, &node_list), JOBS, step);
