@@ -359,3 +359,87 @@ fn a_negative_duration_is_reported_as_malformed() {
         "{found}"
     );
 }
+
+/// `job-outlives.yaml` with its reservation pin replaced by `scheduling` (YAML lines under
+/// the pod spec), judged against the Karpenter cluster.
+fn scheduled(scheduling: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(format!("{DIR}/job-outlives.yaml")).unwrap();
+    let pin = "        karpenter.k8s.aws/capacity-reservation-id: cr-0a1b2c3d4e5f60718\n";
+    assert!(text.contains(pin));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("job.yaml");
+    std::fs::write(&file, text.replace(pin, "").to_string() + scheduling).unwrap();
+    let cluster = format!("{DIR}/karpenter");
+    let o = run(&[
+        "check",
+        "-f",
+        file.to_str().unwrap(),
+        "--cluster",
+        &cluster,
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    ]);
+    block_findings("scheduled", &o)
+}
+
+fn required(exprs: &str) -> String {
+    format!(
+        "      affinity:\n        nodeAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            nodeSelectorTerms:\n            - matchExpressions:\n{exprs}"
+    )
+}
+
+#[test]
+fn reserved_capacity_only_is_read_from_every_way_of_saying_it() {
+    let block_only = [
+        "        karpenter.sh/capacity-type: reserved\n".to_string(),
+        "        karpenter.k8s.aws/capacity-reservation-type: capacity-block\n".to_string(),
+        required(
+            "              - {key: karpenter.sh/capacity-type, operator: In, values: [reserved]}\n",
+        ),
+        // NotIn the other capacity types, on nodes that carry the label.
+        required(
+            "              - {key: karpenter.sh/capacity-type, operator: NotIn, values: [spot, on-demand]}\n              - {key: karpenter.sh/capacity-type, operator: Exists}\n",
+        ),
+        required(
+            "              - {key: karpenter.k8s.aws/capacity-reservation-type, operator: NotIn, values: [default]}\n              - {key: karpenter.k8s.aws/capacity-reservation-type, operator: Exists}\n",
+        ),
+    ];
+    for s in &block_only {
+        let f = scheduled(s);
+        assert_eq!(f.len(), 1, "{s}: {f:?}");
+        assert!(
+            f[0]["found"]
+                .as_str()
+                .unwrap()
+                .contains("cr-0ffeeffeeffee0001"),
+            "{s}: the p5 block that ends first: {f:?}"
+        );
+    }
+}
+
+#[test]
+fn scheduling_that_may_land_off_reserved_capacity_is_not_judged_as_a_block() {
+    let may_leave = [
+        // A node without the label (not made by Karpenter) matches NotIn too.
+        required(
+            "              - {key: karpenter.sh/capacity-type, operator: NotIn, values: [spot, on-demand]}\n",
+        ),
+        required(
+            "              - {key: karpenter.sh/capacity-type, operator: In, values: [reserved, on-demand]}\n",
+        ),
+        required("              - {key: karpenter.sh/capacity-type, operator: DoesNotExist}\n"),
+        // One term pins reserved capacity, the other does not: either may be used.
+        format!(
+            "{}            - matchExpressions:\n              - {{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}}\n",
+            required(
+                "              - {key: karpenter.sh/capacity-type, operator: In, values: [reserved]}\n"
+            )
+        ),
+        "        karpenter.sh/capacity-type: on-demand\n".to_string(),
+    ];
+    for s in &may_leave {
+        assert!(scheduled(s).is_empty(), "{s}");
+    }
+}

@@ -20,23 +20,34 @@ use crate::podspec::PodView;
 use crate::policy::{Effective, Mode};
 use crate::reservations::Reservation;
 
-/// Node labels that say "Capacity Block nodes only", and who provisions such nodes.
-/// `karpenter.k8s.aws/capacity-reservation-type` is Karpenter's label for the kind of
-/// reservation (https://karpenter.sh/docs/reference/instance-types/, Karpenter >= 1.6).
-const BLOCK_ONLY: [(&str, &str, Provisioner); 3] = [
+/// Node labels that say "Capacity Block nodes only": the value that means it, every value
+/// the label takes (so `NotIn` the others can be read as that one), and who provisions
+/// such nodes.
+/// - `karpenter.sh/capacity-type`: `spot`, `on-demand`, `reserved`
+///   (https://karpenter.sh/docs/concepts/scheduling/, https://karpenter.sh/docs/tasks/odcrs/).
+/// - `karpenter.k8s.aws/capacity-reservation-type`: `default`, `capacity-block`, Karpenter's
+///   label for the kind of reservation (https://karpenter.sh/docs/reference/instance-types/,
+///   Karpenter >= 1.6).
+/// - `eks.amazonaws.com/capacityType`: `ON_DEMAND`, `SPOT`, `CAPACITY_BLOCK`, a managed
+///   node group's capacity type
+///   (https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html).
+const BLOCK_ONLY: [(&str, &str, &[&str], Provisioner); 3] = [
     (
         LABEL_KARPENTER_CAPACITY_TYPE,
         "reserved",
+        &["spot", "on-demand", "reserved"],
         Provisioner::Karpenter,
     ),
     (
         "karpenter.k8s.aws/capacity-reservation-type",
         "capacity-block",
+        &["default", "capacity-block"],
         Provisioner::Karpenter,
     ),
     (
         LABEL_EKS_CAPACITY_TYPE,
         "CAPACITY_BLOCK",
+        &["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"],
         Provisioner::ManagedNodeGroup,
     ),
 ];
@@ -61,6 +72,59 @@ fn allowed(pod: &Value, key: &str) -> Option<Vec<String>> {
         Allowed::Values(v) if !v.is_empty() => Some(v),
         _ => None,
     }
+}
+
+/// Whether the pod's required scheduling lets it land only on nodes whose `key` label is
+/// `value`, reading `In`, `NotIn`, `Exists` and `DoesNotExist` over the label's known
+/// values `domain`. As the scheduler does, `NotIn` and `DoesNotExist` also match a node
+/// without the label, so `NotIn [spot, on-demand]` alone may land on a node Karpenter did
+/// not make; with `Exists` (or an `In`) beside it, it may not.
+fn only_value(pod: &Value, key: &str, value: &str, domain: &[&str]) -> bool {
+    if let Some(v) = str_at(pod, &["spec", "nodeSelector", key]) {
+        return v == value;
+    }
+    let terms = items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    );
+    // The terms are ORed: each must allow `value` alone or nothing, and one must allow it.
+    let mut reaches = false;
+    for term in terms {
+        let mut labelled_only = false;
+        let mut allowed: Vec<&str> = domain.to_vec();
+        for e in items(term, &["matchExpressions"]) {
+            if e.get("key").and_then(Value::as_str) != Some(key) {
+                continue;
+            }
+            let vals: Vec<&str> = items(e, &["values"])
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            match e.get("operator").and_then(Value::as_str) {
+                Some("In") => {
+                    labelled_only = true;
+                    allowed.retain(|v| vals.contains(v));
+                }
+                Some("NotIn") => allowed.retain(|v| !vals.contains(v)),
+                Some("Exists") => labelled_only = true,
+                Some("DoesNotExist") => allowed.clear(),
+                // Gt/Lt on these labels, or an unknown operator: not read.
+                _ => return false,
+            }
+        }
+        match allowed.as_slice() {
+            [] if labelled_only => {}
+            [only] if labelled_only && *only == value => reaches = true,
+            _ => return false,
+        }
+    }
+    reaches
 }
 
 /// The block, of those each allowed value leads to, whose pods stop first; `None`
@@ -100,11 +164,9 @@ fn block<'a>(input: &BlockInput<'a>) -> Option<(&'a Reservation, Provisioner)> {
         }
     }
     // Only that value allowed: `In [reserved, on-demand]` may land elsewhere.
-    let provisioner = BLOCK_ONLY.iter().find_map(|(k, v, p)| {
-        allowed(pod, k)
-            .is_some_and(|vals| vals == [*v])
-            .then_some(*p)
-    })?;
+    let provisioner = BLOCK_ONLY
+        .iter()
+        .find_map(|(k, v, domain, p)| only_value(pod, k, v, domain).then_some(*p))?;
     let zone = allowed(pod, LABEL_ZONE).filter(|z| z.len() == 1);
     let block =
         reservations.first_ending(input.instance_type?, zone.as_ref().map(|z| z[0].as_str()))?;
