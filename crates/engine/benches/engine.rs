@@ -3,12 +3,14 @@
 //! mutated pod (the validating webhook's case), and a full AdmissionReview.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::hint::black_box;
 use trainplace_engine::{Endpoint, review};
 use trainplace_engine::{Policy, Requester, evaluate, evaluate_owned};
 
-const POD: &str = include_str!("../../../tests/fixtures/bench/training-pod-10k.json");
+#[path = "support/review.rs"]
+mod review_body;
+use review_body::{POD, review_bytes};
 
 fn bench(c: &mut Criterion) {
     let pod: Value = serde_json::from_str(POD).unwrap();
@@ -40,14 +42,7 @@ fn bench(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
-    let body = serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "team-a", "operation": "CREATE",
-            "userInfo": {"username": "a", "groups": ["system:authenticated"]}, "object": pod}
-    }))
-    .unwrap();
+    let body = review_bytes(&pod);
     c.bench_function("AdmissionReview bytes -> response bytes (mutate)", |b| {
         b.iter(|| {
             let v: Value = serde_json::from_slice(black_box(&body)).unwrap();

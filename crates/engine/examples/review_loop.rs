@@ -5,11 +5,13 @@
 //!   cargo build --release -p trainplace-engine --example review_loop
 //!   perf stat -e instructions:u target/release/examples/review_loop 20000
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::hint::black_box;
 use trainplace_engine::{Endpoint, Policy, review};
 
-const POD: &str = include_str!("../../../tests/fixtures/bench/training-pod-10k.json");
+#[path = "../benches/support/review.rs"]
+mod review_body;
+use review_body::{POD, review_bytes};
 
 fn main() {
     let n: usize = std::env::args()
@@ -17,14 +19,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(10_000);
     let pod: Value = serde_json::from_str(POD).expect("bench pod");
-    let body = serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "team-a", "operation": "CREATE",
-            "userInfo": {"username": "a", "groups": ["system:authenticated"]}, "object": pod}
-    }))
-    .expect("review");
+    let body = review_bytes(&pod);
     let policy = Policy::embedded();
     let mut bytes = 0;
     for _ in 0..n {

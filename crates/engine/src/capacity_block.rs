@@ -12,7 +12,7 @@ use crate::block_nodes::{
     LABEL_EKS_CAPACITY_TYPE, LABEL_KARPENTER_CAPACITY_TYPE, LABEL_NODEGROUP, LABEL_NODEPOOL,
     Provisioner,
 };
-use crate::classify::{Allowed, affinity_values};
+use crate::classify::{Allowed, affinity_values, required_node_terms};
 use crate::finding::{Finding, Rule};
 use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
@@ -83,16 +83,7 @@ fn only_value(pod: &Value, key: &str, value: &str, domain: &[&str]) -> bool {
     if let Some(v) = str_at(pod, &["spec", "nodeSelector", key]) {
         return v == value;
     }
-    let terms = items(
-        pod,
-        &[
-            "spec",
-            "affinity",
-            "nodeAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-            "nodeSelectorTerms",
-        ],
-    );
+    let terms = required_node_terms(pod);
     // The terms are ORed: each must allow `value` alone or nothing, and one must allow it.
     let mut reaches = false;
     for term in terms {

@@ -309,10 +309,9 @@ pub(crate) enum Allowed {
     Unbounded(String),
 }
 
-/// Combine the required node selector terms (ORed) for `keys`. `None` when no term
-/// constrains the key at all.
-pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
-    let terms = items(
+/// The pod's required node selector terms (ORed).
+pub(crate) fn required_node_terms(pod: &Value) -> &[Value] {
+    items(
         pod,
         &[
             "spec",
@@ -321,7 +320,13 @@ pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
             "requiredDuringSchedulingIgnoredDuringExecution",
             "nodeSelectorTerms",
         ],
-    );
+    )
+}
+
+/// Combine the required node selector terms (ORed) for `keys`. `None` when no term
+/// constrains the key at all.
+pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
+    let terms = required_node_terms(pod);
     let mut any_constrained = false;
     let mut values: Vec<String> = Vec::new();
     let mut unbounded: Option<String> = None;
