@@ -15,7 +15,11 @@ use clap::Parser;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use serde_json::{Value, json};
+use serde_json::Value;
+
+/// The ~10 KB JobSet training pod's AdmissionReview, as the engine benchmarks send it.
+#[path = "../crates/engine/benches/support/review.rs"]
+mod review_body;
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -73,18 +77,8 @@ fn proc_usage(pid: u32) -> Option<(f64, u64)> {
 }
 
 fn body() -> Vec<u8> {
-    let pod: Value = serde_json::from_str(include_str!(
-        "../tests/fixtures/bench/training-pod-10k.json"
-    ))
-    .unwrap();
-    serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "loadgen", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "team-a", "operation": "CREATE",
-            "userInfo": {"username": "loadgen", "groups": ["system:authenticated"]}, "object": pod}
-    }))
-    .unwrap()
+    let pod: Value = serde_json::from_str(review_body::POD).unwrap();
+    review_body::review_bytes(&pod)
 }
 
 fn client(args: &Args) -> reqwest::Client {
