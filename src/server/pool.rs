@@ -54,6 +54,26 @@ struct Workers {
     /// Zero in the server; tests widen the moment between a thread's timeout and its
     /// retirement to prove no review is lost there.
     retire_pause: Duration,
+    /// The nice value the threads run at: 0, or [`LARGE_NICE`] for the large lane.
+    nice: i32,
+}
+
+/// The large lane's threads run at nice 10: on a busy node the scheduler gives them a
+/// small share of a contended core, so a burst of huge objects takes CPU from ordinary
+/// reviews only where cores are idle.
+pub const LARGE_NICE: i32 = 10;
+
+/// Lower this thread's priority to `nice` (Linux keeps a nice value per thread:
+/// https://man7.org/linux/man-pages/man2/setpriority.2.html). Raising one's own nice
+/// value needs no privilege.
+fn lower_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    if let Err(error) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice) {
+        tracing::warn!(%error, nice, "cannot lower the large-review thread's priority");
+    }
 }
 
 /// Counts a review as pending until it has run (or was dropped unrun).
@@ -66,6 +86,7 @@ impl Drop for Pending {
 }
 
 fn worker(workers: Arc<Workers>) {
+    lower_priority(workers.nice);
     loop {
         let job = match workers.queue.lock() {
             Ok(queue) => match queue.recv_timeout(workers.idle) {
@@ -74,9 +95,13 @@ fn worker(workers: Arc<Workers>) {
                     if !workers.retire_pause.is_zero() {
                         std::thread::sleep(workers.retire_pause);
                     }
-                    // Retire, then look once more: a review sent just before `live`
-                    // dropped may have seen this thread as alive and started none.
-                    workers.live.fetch_sub(1, Ordering::SeqCst);
+                    // Retire. Another thread still alive takes whatever is queued. The
+                    // last one looks once more: a review sent just before `live` dropped
+                    // may have seen this thread as alive and started none (so for that
+                    // moment a new thread and this one may both run: `concurrency` + 1).
+                    if workers.live.fetch_sub(1, Ordering::SeqCst) > 1 {
+                        return;
+                    }
                     match queue.try_recv() {
                         Ok(job) => {
                             workers.live.fetch_add(1, Ordering::SeqCst);
@@ -131,7 +156,7 @@ impl ReviewPool {
     /// `concurrency` 0 means one per available core. Threads start as reviews arrive
     /// and end after [`IDLE_RETIRE`] without work, or when the pool is dropped.
     pub fn new(concurrency: usize, max_waiting: usize) -> Self {
-        Self::with_idle(concurrency, max_waiting, IDLE_RETIRE, "review")
+        Self::with_idle(concurrency, max_waiting, IDLE_RETIRE, "review", 0)
     }
 
     fn with_idle(
@@ -139,6 +164,7 @@ impl ReviewPool {
         max_waiting: usize,
         idle: Duration,
         name: &'static str,
+        nice: i32,
     ) -> Self {
         let concurrency = if concurrency == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -154,6 +180,7 @@ impl ReviewPool {
                 idle,
                 name,
                 retire_pause: Duration::ZERO,
+                nice,
             }),
             pending: Arc::new(AtomicUsize::new(0)),
             concurrency,
@@ -233,7 +260,13 @@ impl Lanes {
         Lanes {
             normal: ReviewPool::new(concurrency, max_waiting),
             large: (large_bytes > 0).then(|| {
-                ReviewPool::with_idle(1, (max_waiting / 4).max(1), IDLE_RETIRE, "large-review")
+                ReviewPool::with_idle(
+                    1,
+                    (max_waiting / 4).max(1),
+                    IDLE_RETIRE,
+                    "large-review",
+                    LARGE_NICE,
+                )
             }),
             large_bytes,
         }
@@ -318,7 +351,7 @@ mod tests {
 
     #[tokio::test]
     async fn idle_threads_end_and_start_again() {
-        let pool = ReviewPool::with_idle(2, 8, Duration::from_millis(50), "test");
+        let pool = ReviewPool::with_idle(2, 8, Duration::from_millis(50), "test", 0);
         assert_eq!(pool.live_threads(), 0, "no thread before the first review");
         assert_eq!(pool.run(|| 1).await, Ok(1));
         assert_eq!(pool.live_threads(), 1);
@@ -343,7 +376,7 @@ mod tests {
     /// alive, so no new thread starts for it.
     #[tokio::test]
     async fn no_review_is_lost_while_threads_retire() {
-        let pool = ReviewPool::with_idle(1, 8, Duration::from_millis(5), "test")
+        let pool = ReviewPool::with_idle(1, 8, Duration::from_millis(5), "test", 0)
             .with_retire_pause(Duration::from_millis(20));
         for j in 0..10u64 {
             let got = tokio::time::timeout(Duration::from_secs(5), pool.run(move || j))
@@ -352,6 +385,23 @@ mod tests {
             assert_eq!(got, Ok(j));
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// The nice value of the calling thread, from /proc (field 19 of its stat line).
+    #[cfg(target_os = "linux")]
+    fn own_nice() -> i32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // The command name (field 2) may hold spaces; fields after it are plain.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        after.split(' ').nth(16).unwrap().parse().unwrap()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn large_reviews_run_at_a_lower_priority() {
+        let lanes = Lanes::new(1, 8, 100);
+        assert_eq!(lanes.for_body(1000).run(own_nice).await, Ok(LARGE_NICE));
+        assert_eq!(lanes.for_body(10).run(own_nice).await, Ok(0));
     }
 
     #[test]
