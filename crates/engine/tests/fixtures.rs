@@ -6,11 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod fixture_env;
+
 use rstest::rstest;
 use serde::Deserialize;
 use serde_json::Value;
 use trainplace_engine::Snapshot;
-use trainplace_engine::{Catalog, Claims, Mode, Policy, Requester, Verdict, evaluate};
+use trainplace_engine::{Claims, Mode, Policy, Requester, Verdict, evaluate};
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -71,43 +73,15 @@ struct Case {
     objects: Vec<Value>,
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn policy_for(case: &Case) -> Policy {
-    if let Some(file) = &case.policy_file {
-        let text = std::fs::read_to_string(repo_root().join(file)).expect("policy file");
-        return Policy::from_parts(&text, file, Catalog::embedded()).expect("policy loads");
-    }
-    if let Some(inline) = &case.policy {
-        let text = serde_yaml_ng::to_string(inline).unwrap();
-        return Policy::from_parts(&text, "inline", Catalog::embedded()).expect("policy loads");
-    }
-    Policy::embedded()
+    fixture_env::policy(case.policy_file.as_deref(), case.policy.as_ref())
 }
 
+/// The cluster directory, with the Trainer runtimes a TrainJob inherits from.
 fn cluster(name: &str) -> Snapshot {
-    let dir = repo_root().join("tests/fixtures/cluster").join(name);
-    let list = |f: &str| -> Value {
-        std::fs::read_to_string(dir.join(f))
-            .map(|t| serde_json::from_str(&t).expect("valid JSON list"))
-            .unwrap_or_else(|_| serde_json::json!({"items": []}))
-    };
-    let mut snapshot = Snapshot::from_lists(
-        &list("nodes.json"),
-        &list("pods.json"),
-        &list("namespaces.json"),
-    );
-    for file in [
-        "resourceclaimtemplates.json",
-        "resourceclaims.json",
-        "computedomains.json",
-    ] {
-        snapshot.add_claims(list(file)["items"].as_array().into_iter().flatten());
-    }
+    let mut snapshot = fixture_env::cluster(name);
     for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
-        let runtimes = list(file);
+        let runtimes = fixture_env::cluster_list(name, file);
         snapshot.add_runtimes(runtimes["items"].as_array().into_iter().flatten());
     }
     snapshot

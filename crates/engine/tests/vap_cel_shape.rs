@@ -7,7 +7,8 @@ mod vap_support;
 use trainplace_engine::vap::export;
 use trainplace_engine::{Catalog, Policy};
 use vap_support::Apiserver;
-use vap_support::corpus::{repo_root, with_stack};
+use vap_support::corpus::with_stack;
+use vap_support::fixture_env::repo_root;
 
 /// Macros that iterate (comprehensions).
 const COMPREHENSIONS: [&str; 5] = ["exists_one", "exists", "all", "map", "filter"];

@@ -15,7 +15,8 @@ use serde_json::Value;
 use trainplace_engine::annotations::ALLOW_PARTIAL_NODE;
 use trainplace_engine::vap::{Check, RULE_LABEL, export};
 use trainplace_engine::{Claims, Mode, Requester, evaluate};
-use vap_support::corpus::{Case, cluster, corpus, policy_for, repo_root, with_stack};
+use vap_support::corpus::{Case, corpus, policy_for, with_stack};
+use vap_support::fixture_env::{cluster, repo_root};
 use vap_support::{Apiserver, Outcome, Request, selects};
 
 /// Fixture (`dir/file@policy`), rule, stage (`raw` / `mutated`): what CEL cannot

@@ -2,11 +2,11 @@
 //! and `bypass` under the restricted and the embedded default policy.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
-use trainplace_engine::{Catalog, Policy, Snapshot};
+use trainplace_engine::Policy;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -23,42 +23,10 @@ pub struct Case {
     pub objects: Vec<Value>,
 }
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use super::fixture_env::repo_root;
 
 pub fn policy_for(case: &Case) -> Policy {
-    if let Some(file) = &case.policy_file {
-        let text = std::fs::read_to_string(repo_root().join(file)).expect("policy file");
-        return Policy::from_parts(&text, file, Catalog::embedded()).expect("policy loads");
-    }
-    if let Some(inline) = &case.policy {
-        let text = serde_yaml_ng::to_string(inline).unwrap();
-        return Policy::from_parts(&text, "inline", Catalog::embedded()).expect("policy loads");
-    }
-    Policy::embedded()
-}
-
-pub fn cluster(name: &str) -> Snapshot {
-    let dir = repo_root().join("tests/fixtures/cluster").join(name);
-    let list = |f: &str| -> Value {
-        std::fs::read_to_string(dir.join(f))
-            .map(|t| serde_json::from_str(&t).expect("valid JSON list"))
-            .unwrap_or_else(|_| serde_json::json!({"items": []}))
-    };
-    let mut snapshot = Snapshot::from_lists(
-        &list("nodes.json"),
-        &list("pods.json"),
-        &list("namespaces.json"),
-    );
-    for file in [
-        "resourceclaimtemplates.json",
-        "resourceclaims.json",
-        "computedomains.json",
-    ] {
-        snapshot.add_claims(list(file)["items"].as_array().into_iter().flatten());
-    }
-    snapshot
+    super::fixture_env::policy(case.policy_file.as_deref(), case.policy.as_ref())
 }
 
 /// Every fixture, named `dir/file` (bypass: `dir/file@restricted|default`).

@@ -10,6 +10,8 @@
 #![allow(dead_code)]
 
 pub mod corpus;
+#[path = "../fixture_env/mod.rs"]
+pub mod fixture_env;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
