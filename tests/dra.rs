@@ -231,28 +231,10 @@ async fn live_verdict(with_template: bool) -> Value {
     let api = fake_api(objects).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{api}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: c\n  context: {{cluster: fake, user: u}}\ncurrent-context: c\n"
-        ),
-    )
-    .unwrap();
+    common::write_kubeconfig(&kubeconfig, &format!("http://{api}"), false);
     let [addr, probe] = common::free_addrs().map(|a| a.port());
-    let mut child = std::process::Command::new(BIN)
-        .args([
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{addr}"),
-            "--probe-addr",
-            &format!("127.0.0.1:{probe}"),
-        ])
-        .env("KUBECONFIG", &kubeconfig)
-        .env("TRAINPLACE_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        common::serve_with_kubeconfig(&kubeconfig, addr, probe, std::process::Stdio::null());
     let readyz = format!("http://127.0.0.1:{probe}/readyz");
     let mut live = false;
     for _ in 0..100 {

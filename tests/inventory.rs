@@ -56,27 +56,8 @@ async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
     // A kubeconfig whose API server refuses connections.
     let [dead, addr, probe] = free_addrs().map(|a| a.port());
     let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: https://127.0.0.1:{dead}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: c\n  context: {{cluster: dead, user: u}}\ncurrent-context: c\n"
-        ),
-    )
-    .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
-        .args([
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{addr}"),
-            "--probe-addr",
-            &format!("127.0.0.1:{probe}"),
-        ])
-        .env("KUBECONFIG", &kubeconfig)
-        .env("TRAINPLACE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    write_kubeconfig(&kubeconfig, &format!("https://127.0.0.1:{dead}"), true);
+    let mut child = serve_with_kubeconfig(&kubeconfig, addr, probe, Stdio::piped());
     let readyz = format!("http://127.0.0.1:{probe}/readyz");
     let mut ready: Option<Value> = None;
     for _ in 0..100 {

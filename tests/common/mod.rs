@@ -274,3 +274,46 @@ pub async fn post_review(url: &str, body: &Value) -> (u16, Value) {
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
 }
+
+/// Write a kubeconfig at `path` that points at `server` with a bearer token (the
+/// tests' fake or dead API servers); `insecure` skips TLS verification for it.
+#[allow(dead_code)]
+pub fn write_kubeconfig(path: &Path, server: &str, insecure: bool) {
+    let skip = if insecure {
+        "\n    insecure-skip-tls-verify: true"
+    } else {
+        ""
+    };
+    std::fs::write(
+        path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {server}{skip}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: c\n  context: {{cluster: test, user: u}}\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Start `trainplace serve` on `addr`/`probe` with the inventory read through
+/// `kubeconfig`; its stderr goes to `stderr`.
+#[allow(dead_code)]
+pub fn serve_with_kubeconfig(
+    kubeconfig: &Path,
+    addr: u16,
+    probe: u16,
+    stderr: std::process::Stdio,
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{addr}"),
+            "--probe-addr",
+            &format!("127.0.0.1:{probe}"),
+        ])
+        .env("KUBECONFIG", kubeconfig)
+        .env("TRAINPLACE_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
+}
