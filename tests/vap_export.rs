@@ -5,6 +5,9 @@
 //! a namespaceSelector cannot say is refused with the override named.
 
 mod common;
+#[path = "common/manifests_helpers.rs"]
+#[allow(dead_code)]
+mod manifests_helpers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,17 +30,6 @@ fn export(args: &[&str]) -> Output {
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `kubectl kustomize DIR`, offline (KUBECONFIG names a file that does not exist).
-fn kustomize(dir: &Path) -> Vec<Value> {
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(dir)
-        .env("KUBECONFIG", dir.join("no-such-kubeconfig"))
-        .output()
-        .expect("kubectl is installed (scripts/test-deps.sh checks it)");
-    documents(&stdout_ok(&out))
 }
 
 fn stdout_ok(out: &Output) -> String {
@@ -174,7 +166,7 @@ fn guardrails_overlay_holds_what_the_generator_writes() {
 
 #[test]
 fn guardrails_overlay_renders_policies_next_to_the_webhook() {
-    let docs = kustomize(&root().join(OVERLAY));
+    let docs = manifests_helpers::kustomize(&root().join(OVERLAY));
     let names = kinds(&docs);
     for want in [
         "MutatingWebhookConfiguration/trainplace",
