@@ -3,9 +3,11 @@
 //! straight into it: no clone of the object and no tree diff in the hot path. Edits
 //! only add (missing keys, appended list entries), so user values are never replaced.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
-use crate::json::escape;
+use crate::json::{child_pointer, unescape};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -34,18 +36,25 @@ impl<'v> Cursor<'v> {
 
     /// An existing child by key or index; never creates.
     pub fn get(self, key: &str) -> Option<Cursor<'v>> {
-        let ptr = format!("{}/{}", self.ptr, escape(key));
         let value = match self.value {
             Value::Object(m) => m.get_mut(key)?,
             Value::Array(a) => a.get_mut(key.parse::<usize>().ok()?)?,
             _ => return None,
         };
+        let ptr = child_pointer(&self.ptr, key);
+        Some(Cursor { value, ptr })
+    }
+
+    /// An existing array entry; never creates.
+    pub fn at(self, index: usize) -> Option<Cursor<'v>> {
+        let value = self.value.as_array_mut()?.get_mut(index)?;
+        let ptr = child_pointer(&self.ptr, itoa::Buffer::new().format(index));
         Some(Cursor { value, ptr })
     }
 
     fn ensure(self, key: &str, empty: fn() -> Value, ops: &mut Ops) -> Option<Cursor<'v>> {
-        let ptr = format!("{}/{}", self.ptr, escape(key));
         let map = self.value.as_object_mut()?;
+        let ptr = child_pointer(&self.ptr, key);
         let slot = match map.get(key) {
             Some(v) if !v.is_null() => map.get_mut(key)?,
             Some(_) => {
@@ -80,8 +89,8 @@ impl<'v> Cursor<'v> {
     /// Append to this array.
     pub fn push(&mut self, v: Value, ops: &mut Ops) {
         if let Value::Array(a) = self.value {
-            ops.0
-                .push((Op::Add, format!("{}/{}", self.ptr, a.len()), v.clone()));
+            let ptr = child_pointer(&self.ptr, itoa::Buffer::new().format(a.len()));
+            ops.0.push((Op::Add, ptr, v.clone()));
             a.push(v);
         }
     }
@@ -91,7 +100,7 @@ impl<'v> Cursor<'v> {
         match self.value {
             Value::Object(m) if !m.contains_key(key) => {
                 ops.0
-                    .push((Op::Add, format!("{}/{}", self.ptr, escape(key)), v.clone()));
+                    .push((Op::Add, child_pointer(&self.ptr, key), v.clone()));
                 m.insert(key.to_string(), v);
                 true
             }
@@ -103,7 +112,7 @@ impl<'v> Cursor<'v> {
     /// annotation).
     pub fn set(&mut self, key: &str, v: Value, ops: &mut Ops) {
         if let Value::Object(m) = self.value {
-            let ptr = format!("{}/{}", self.ptr, escape(key));
+            let ptr = child_pointer(&self.ptr, key);
             let op = if m.contains_key(key) {
                 Op::Replace
             } else {
@@ -142,7 +151,7 @@ impl Ops {
             .into_iter()
             .filter_map(|(op, path, value)| {
                 // Every pointer here was built from escaped tokens, so parsing succeeds.
-                let path = json_patch::jsonptr::PointerBuf::parse(&path).ok()?;
+                let path = json_patch::jsonptr::PointerBuf::parse(path).ok()?;
                 Some(match op {
                     Op::Add => {
                         json_patch::PatchOperation::Add(json_patch::AddOperation { path, value })
@@ -162,17 +171,14 @@ impl Ops {
 
 /// Put `value` at relative pointer `rest` inside `container` (which we created).
 fn insert_under(container: &mut Value, rest: &str, value: Value) -> bool {
-    let tokens: Vec<String> = rest[1..]
-        .split('/')
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
-        .collect();
+    let tokens: Vec<Cow<'_, str>> = rest[1..].split('/').map(unescape).collect();
     let Some((last, parents)) = tokens.split_last() else {
         return false;
     };
     let mut cur = container;
     for t in parents {
         cur = match cur {
-            Value::Object(m) => match m.get_mut(t) {
+            Value::Object(m) => match m.get_mut(t.as_ref()) {
                 Some(v) => v,
                 None => return false,
             },
@@ -184,8 +190,8 @@ fn insert_under(container: &mut Value, rest: &str, value: Value) -> bool {
         };
     }
     match cur {
-        Value::Object(m) if !m.contains_key(last) => {
-            m.insert(last.clone(), value);
+        Value::Object(m) if !m.contains_key(last.as_ref()) => {
+            m.insert(last.to_string(), value);
             true
         }
         Value::Array(a) if last.parse::<usize>().ok() == Some(a.len()) => {

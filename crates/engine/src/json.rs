@@ -1,5 +1,7 @@
 //! Small helpers for reading raw JSON objects (edits go through `edit::Cursor`).
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 /// A string at `keys`, if every step exists and the leaf is a string.
@@ -25,5 +27,68 @@ pub fn items<'a>(obj: &'a Value, keys: &[&str]) -> &'a [Value] {
 
 /// Escape one JSON Pointer token (RFC 6901).
 pub fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+    let mut out = String::with_capacity(token.len());
+    push_escaped(&mut out, token);
+    out
+}
+
+/// `parent` followed by `/` and the escaped `token`: one allocation, sized up front.
+pub fn child_pointer(parent: &str, token: &str) -> String {
+    let mut out = String::with_capacity(parent.len() + 1 + token.len());
+    out.push_str(parent);
+    out.push('/');
+    push_escaped(&mut out, token);
+    out
+}
+
+/// One JSON Pointer token with its escapes undone; borrowed when it has none.
+pub fn unescape(token: &str) -> Cow<'_, str> {
+    if token.contains('~') {
+        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(token)
+    }
+}
+
+fn push_escaped(out: &mut String, token: &str) {
+    if !token.contains(['~', '/']) {
+        out.push_str(token);
+        return;
+    }
+    for c in token.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointer_tokens_are_escaped_per_rfc_6901() {
+        assert_eq!(escape("plain"), "plain");
+        assert_eq!(escape("vpc.amazonaws.com/efa"), "vpc.amazonaws.com~1efa");
+        // `~` first, so an escaped `/` is not escaped again.
+        assert_eq!(escape("a~/b"), "a~0~1b");
+        assert_eq!(
+            child_pointer(
+                "/spec/containers/0/resources/limits",
+                "vpc.amazonaws.com/efa"
+            ),
+            "/spec/containers/0/resources/limits/vpc.amazonaws.com~1efa"
+        );
+        assert_eq!(child_pointer("", "~"), "/~0");
+        for token in ["plain", "vpc.amazonaws.com/efa", "a~/b", "~1", "~01"] {
+            assert_eq!(unescape(&escape(token)), token);
+        }
+        let resolved = serde_json::json!({"a/b": {"c~d": 1}});
+        assert_eq!(
+            resolved.pointer(&child_pointer(&child_pointer("", "a/b"), "c~d")),
+            Some(&serde_json::json!(1))
+        );
+    }
 }

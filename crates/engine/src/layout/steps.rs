@@ -1,6 +1,8 @@
 //! The layout steps: each writes one part of the recommended layout into a pod
 //! template when it is missing, and records the change with its reason.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::{Edit, Plan, SHM_VOLUME};
@@ -172,24 +174,26 @@ impl Plan<'_> {
     }
 
     pub(super) fn nccl_env(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
-        let mut wanted: Vec<(String, String, String)> = Vec::new();
+        let mut wanted: Vec<(&str, &str, Cow<'_, str>)> = Vec::new();
         // The catalog's rules name the accelerator family they serve: NCCL env on
         // NVIDIA instances, Neuron collectives' env on Trainium.
         let efa = self.shape.efa > 0 || self.adds_efa();
         let catalog = &self.eff.policy.catalog;
         for rule in catalog.nccl_env(self.instance, &self.eff.plugin_version, efa) {
-            wanted.push((rule.name.clone(), rule.value.clone(), rule.source.clone()));
+            wanted.push((&rule.name, &rule.value, Cow::Borrowed(&rule.source)));
         }
         if let Some(level) = &self.nccl_debug {
             wanted.push((
-                "NCCL_DEBUG".into(),
-                level.clone(),
-                format!("annotation {NCCL_DEBUG}"),
+                "NCCL_DEBUG",
+                level,
+                Cow::Owned(format!("annotation {NCCL_DEBUG}")),
             ));
             wanted.push((
-                "NCCL_DEBUG_SUBSYS".into(),
-                "INIT,GRAPH,ENV,NET".into(),
-                format!("annotation {NCCL_DEBUG}: the subsystems that show transports and env"),
+                "NCCL_DEBUG_SUBSYS",
+                "INIT,GRAPH,ENV,NET",
+                Cow::Owned(format!(
+                    "annotation {NCCL_DEBUG}: the subsystems that show transports and env"
+                )),
             ));
         }
         for &i in &self.containers {
@@ -235,13 +239,13 @@ impl Plan<'_> {
         why: &str,
         ed: &mut Edit<'_>,
     ) {
-        let cname = container_name(spec.value, i);
         if items(spec.value, &["containers"])
             .get(i)
             .is_some_and(|c| env_entry(c, name).is_some())
         {
             return;
         }
+        let cname = container_name(spec.value, i);
         if let Some(mut env) = container(spec, i).and_then(|c| c.array("env", ed.ops)) {
             env.push(json!({"name": name, "value": value}), ed.ops);
             ed.change(
@@ -368,7 +372,7 @@ fn reborrow<'a>(c: &'a mut Cursor<'_>) -> Cursor<'a> {
 }
 
 fn container<'a>(spec: &'a mut Cursor<'_>, i: usize) -> Option<Cursor<'a>> {
-    reborrow(spec).get("containers")?.get(&i.to_string())
+    reborrow(spec).get("containers")?.at(i)
 }
 
 fn container_name(spec: &Value, i: usize) -> String {
