@@ -4,6 +4,7 @@
 //!
 //!   cargo build --release -p trainplace-engine --example review_loop
 //!   perf stat -e instructions:u target/release/examples/review_loop 20000
+//!   target/release/examples/review_loop 200 other-pod.json   # any pod, as JSON
 
 use serde_json::Value;
 use std::hint::black_box;
@@ -18,7 +19,13 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(10_000);
-    let pod: Value = serde_json::from_str(POD).expect("bench pod");
+    let pod: Value = match std::env::args().nth(2) {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).expect("pod file");
+            serde_json::from_str(&text).expect("pod JSON")
+        }
+        None => serde_json::from_str(POD).expect("bench pod"),
+    };
     let body = review_bytes(&pod);
     let policy = Policy::embedded();
     let mut bytes = 0;

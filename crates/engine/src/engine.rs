@@ -338,13 +338,9 @@ fn kueue_topology(object: &mut Value, site: &Site, changes: &mut Vec<Change>, op
     }
 }
 
-/// Write the `trainplace.io/mutated` annotation on the template: one line per change.
+/// Write the `trainplace.io/mutated` annotation on the template: each change and why.
 fn record(site: &mut Value, pointer: &str, changes: &[Change], ops: &mut Ops) {
-    let text = changes
-        .iter()
-        .map(|c| format!("{}: {}", c.what, c.why))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = crate::layout::mutated_text(changes);
     if let Some(mut ann) = Cursor::root(site, pointer).objects(&["metadata", "annotations"], ops) {
         ann.set(MUTATED, Value::String(text), ops);
     }

@@ -70,7 +70,7 @@ pub use error::{ObjectError, PolicyError};
 pub use finding::{Finding, Rule};
 pub use inventory::Snapshot;
 pub use job_index::JobIndex;
-pub use layout::Change;
+pub use layout::{Change, MUTATED_TEXT_LIMIT};
 pub use mark::MarkKeys;
 pub use policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};
 pub use requester::Requester;

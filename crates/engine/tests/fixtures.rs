@@ -301,7 +301,8 @@ fn invariants(
     json_patch::patch(&mut patched, &v.patch)
         .unwrap_or_else(|e| panic!("{name}: patch does not apply: {e}"));
     assert_eq!(&patched, &v.object, "{name}: patch and object disagree");
-    // Every change is explained in a trainplace.io/mutated annotation, one line each.
+    // Every change is explained in a trainplace.io/mutated annotation: each change
+    // named, each reason written once per annotation.
     if v.changes.is_empty() {
         assert!(
             v.patch.0.is_empty(),
@@ -310,11 +311,26 @@ fn invariants(
     } else {
         let mut notes = Vec::new();
         mutated_notes(&v.object, &mut notes);
-        let lines: usize = notes.iter().map(|n| n.lines().count()).sum();
-        assert_eq!(
-            lines,
-            v.changes.len(),
-            "{name}: one annotation line per change: {notes:#?}"
+        let all = notes.join("\n");
+        for c in &v.changes {
+            assert!(
+                all.contains(&c.what),
+                "{name}: change {:?} is not in the annotation: {notes:#?}",
+                c.what
+            );
+            let ending = format!(": {}", c.why);
+            for note in &notes {
+                assert!(
+                    note.lines().filter(|l| l.ends_with(&ending)).count() <= 1,
+                    "{name}: reason {:?} repeated in one annotation: {note}",
+                    c.why
+                );
+            }
+        }
+        let reasons: usize = notes.iter().map(|n| n.lines().count()).sum();
+        assert!(
+            reasons <= v.changes.len(),
+            "{name}: more annotation lines than changes: {notes:#?}"
         );
     }
     // Idempotent: a second pass over the mutated object changes nothing.

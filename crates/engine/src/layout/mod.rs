@@ -19,6 +19,49 @@ pub struct Change {
     pub why: String,
 }
 
+/// The most text the `trainplace.io/mutated` annotation carries. The API server
+/// rejects an object whose annotations together pass 256 KiB
+/// (https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations/#syntax-and-character-set),
+/// so the explanation must never be what pushes a pod over.
+pub const MUTATED_TEXT_LIMIT: usize = 16 * 1024;
+
+/// The `trainplace.io/mutated` text for `changes`: one line per reason, naming every
+/// change made for it (`what; what: why`), so a pod of many containers repeats no
+/// reason. Past [`MUTATED_TEXT_LIMIT`] the remaining reasons are counted, not written.
+pub fn mutated_text(changes: &[Change]) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in changes {
+        match groups.iter_mut().find(|(why, _)| *why == c.why) {
+            Some((_, whats)) => whats.push(&c.what),
+            None => groups.push((&c.why, vec![&c.what])),
+        }
+    }
+    let mut text = String::new();
+    let mut omitted = 0;
+    for (why, whats) in &groups {
+        let line_len = whats.iter().map(|w| w.len() + 2).sum::<usize>() + why.len() + 1;
+        if omitted > 0 || text.len() + line_len > MUTATED_TEXT_LIMIT {
+            omitted += whats.len();
+            continue;
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&whats.join("; "));
+        text.push_str(": ");
+        text.push_str(why);
+    }
+    if omitted > 0 {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "... and {omitted} more changes; `trainplace mutate -f` on the object lists every one"
+        ));
+    }
+    text
+}
+
 const SHM_VOLUME: &str = "trainplace-shm";
 
 /// Everything the layout needs, read before any edit.
@@ -134,4 +177,51 @@ pub fn shm_size(
         .shm_size
         .clone()
         .unwrap_or_else(|| instance.shm_default.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(what: &str, why: &str) -> Change {
+        Change {
+            what: what.into(),
+            why: why.into(),
+        }
+    }
+
+    #[test]
+    fn each_reason_is_written_once_with_every_change_made_for_it() {
+        let text = mutated_text(&[
+            change("hostIPC=true", "layout"),
+            change("container a: capability IPC_LOCK", "memlock"),
+            change("container b: capability IPC_LOCK", "memlock"),
+        ]);
+        assert_eq!(
+            text,
+            "hostIPC=true: layout\ncontainer a: capability IPC_LOCK; container b: capability IPC_LOCK: memlock"
+        );
+    }
+
+    #[test]
+    fn past_the_limit_the_remaining_changes_are_counted() {
+        let long = "x".repeat(MUTATED_TEXT_LIMIT / 4);
+        let changes: Vec<Change> = (0..8)
+            .map(|i| change(&format!("change {i}"), &format!("{long} {i}")))
+            .collect();
+        let text = mutated_text(&changes);
+        assert!(
+            text.len() <= MUTATED_TEXT_LIMIT + 100,
+            "{} bytes",
+            text.len()
+        );
+        assert!(text.starts_with("change 0: "));
+        assert!(
+            text.ends_with(
+                "... and 5 more changes; `trainplace mutate -f` on the object lists every one"
+            ),
+            "{}",
+            &text[text.len() - 120..]
+        );
+    }
 }

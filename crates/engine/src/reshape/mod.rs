@@ -234,20 +234,20 @@ pub(super) fn not_whole_nodes(
     (found, fix)
 }
 
-/// Explain a reshape on the workload itself: one annotation line per rewritten field.
+/// Explain a reshape on the workload itself: every rewritten field and why.
 fn record(object: &mut Value, lines: Vec<String>, why: &str, verdict: &mut Verdict, ops: &mut Ops) {
-    let text = lines
-        .iter()
-        .map(|l| format!("{l}: {why}"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let changes: Vec<Change> = lines
+        .into_iter()
+        .map(|what| Change {
+            what,
+            why: why.to_string(),
+        })
+        .collect();
+    let text = crate::layout::mutated_text(&changes);
     if let Some(mut ann) = Cursor::root(object, "").objects(&["metadata", "annotations"], ops) {
         ann.set(MUTATED, Value::String(text), ops);
     }
-    verdict.changes.extend(lines.into_iter().map(|what| Change {
-        what,
-        why: why.to_string(),
-    }));
+    verdict.changes.extend(changes);
 }
 
 /// The size fields to set for `new_pods`, per kind.

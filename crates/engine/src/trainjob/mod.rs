@@ -175,11 +175,7 @@ fn write_back(
         container.extend(c.clone());
     }
     spec.insert("containers".into(), json!([container]));
-    let text = changes
-        .iter()
-        .map(|c| format!("{}: {}", c.what, c.why))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = crate::layout::mutated_text(changes);
     let entry = json!({
         "manager": MANAGER,
         "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
