@@ -132,18 +132,31 @@ impl Ops {
 
     /// Fold additions into containers added earlier in the same patch, so a new
     /// `affinity` arrives as one operation, then build the JSON Patch.
+    ///
+    /// Each addition looks up its own ancestors (nearest first) among the objects and
+    /// arrays recorded so far, so folding costs the pointer's depth per operation, not
+    /// the number of operations before it (a pod of many containers records thousands).
     pub fn into_patch(self) -> json_patch::Patch {
-        let mut out: Vec<(Op, String, Value)> = Vec::new();
-        'next: for (op, path, value) in self.0 {
-            if op == Op::Add {
-                for (_, earlier, container) in out.iter_mut().rev() {
-                    if let Some(rest) = path.strip_prefix(earlier.as_str())
-                        && rest.starts_with('/')
-                        && insert_under(container, rest, value.clone())
-                    {
-                        continue 'next;
+        let mut out: Vec<(Op, String, Value)> = Vec::with_capacity(self.0.len());
+        // Pointer of each recorded object or array -> its entries in `out`, latest last.
+        let mut containers: foldhash::HashMap<String, Vec<usize>> = Default::default();
+        'next: for (op, path, mut value) in self.0 {
+            if op == Op::Add && !containers.is_empty() {
+                for (cut, _) in path.rmatch_indices('/') {
+                    let (ancestor, rest) = path.split_at(cut);
+                    let Some(found) = containers.get(ancestor) else {
+                        continue;
+                    };
+                    for &i in found.iter().rev() {
+                        match insert_under(&mut out[i].2, rest, value) {
+                            Ok(()) => continue 'next,
+                            Err(back) => value = back,
+                        }
                     }
                 }
+            }
+            if value.is_object() || value.is_array() {
+                containers.entry(path.clone()).or_default().push(out.len());
             }
             out.push((op, path, value));
         }
@@ -169,35 +182,34 @@ impl Ops {
     }
 }
 
-/// Put `value` at relative pointer `rest` inside `container` (which we created).
-fn insert_under(container: &mut Value, rest: &str, value: Value) -> bool {
+/// Put `value` at relative pointer `rest` inside `container` (which we created), or
+/// hand it back when that place is missing or taken.
+fn insert_under(container: &mut Value, rest: &str, value: Value) -> Result<(), Value> {
     let tokens: Vec<Cow<'_, str>> = rest[1..].split('/').map(unescape).collect();
     let Some((last, parents)) = tokens.split_last() else {
-        return false;
+        return Err(value);
     };
     let mut cur = container;
     for t in parents {
-        cur = match cur {
-            Value::Object(m) => match m.get_mut(t.as_ref()) {
-                Some(v) => v,
-                None => return false,
-            },
-            Value::Array(a) => match t.parse::<usize>().ok().and_then(|i| a.get_mut(i)) {
-                Some(v) => v,
-                None => return false,
-            },
-            _ => return false,
+        let next = match cur {
+            Value::Object(m) => m.get_mut(t.as_ref()),
+            Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+            _ => None,
         };
+        match next {
+            Some(v) => cur = v,
+            None => return Err(value),
+        }
     }
     match cur {
         Value::Object(m) if !m.contains_key(last.as_ref()) => {
             m.insert(last.to_string(), value);
-            true
+            Ok(())
         }
         Value::Array(a) if last.parse::<usize>().ok() == Some(a.len()) => {
             a.push(value);
-            true
+            Ok(())
         }
-        _ => false,
+        _ => Err(value),
     }
 }
