@@ -15,7 +15,8 @@ pub const EXPECTED_DURATION: &str = "trainplace.io/expected-duration";
 pub const LABEL_RESERVATION_ID: &str = "karpenter.k8s.aws/capacity-reservation-id";
 /// Annotations that change a verdict: covered by the admission mark.
 pub const OPT_INS: [&str; 4] = [ALLOW_PARTIAL_NODE, ALLOW_MULTI_AZ, SKIP, INSTANCE_TYPE];
-/// Written by trainplace: one line per change, with the reason.
+/// Written by trainplace: one line per reason, naming every change made for it (capped at
+/// `layout::MUTATED_TEXT_LIMIT`).
 pub const MUTATED: &str = "trainplace.io/mutated";
 
 pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
