@@ -8,6 +8,8 @@
 //! reviews stays within 1.5x of the same load without heavy and malformed ones:
 //!   TRAINPLACE_SOAK_SECS=600 TRAINPLACE_SOAK_RPS=1000 \
 //!     cargo test --release --test soak -- --nocapture
+//! To see which extra load moves the p99, send only one kind of it with
+//! `TRAINPLACE_SOAK_EXTRA=heavy` or `=malformed` (default: both).
 
 mod common;
 
@@ -69,7 +71,39 @@ fn p99(mut v: Vec<u64>) -> u64 {
         .unwrap_or(0)
 }
 
-async fn run_load(url: &str, ca: &str, rps: u64, secs: f64, mixed: bool) -> Seen {
+/// Which extra reviews go in among the normal ones (1 in 20 of each kind sent).
+#[derive(Debug, Clone, Copy)]
+struct Extra {
+    heavy: bool,
+    malformed: bool,
+}
+
+impl Extra {
+    const NONE: Extra = Extra {
+        heavy: false,
+        malformed: false,
+    };
+
+    fn from_env() -> Extra {
+        match std::env::var("TRAINPLACE_SOAK_EXTRA").as_deref() {
+            Ok("heavy") => Extra {
+                heavy: true,
+                malformed: false,
+            },
+            Ok("malformed") => Extra {
+                heavy: false,
+                malformed: true,
+            },
+            Ok("both") | Err(_) => Extra {
+                heavy: true,
+                malformed: true,
+            },
+            Ok(other) => panic!("TRAINPLACE_SOAK_EXTRA={other:?}: use heavy, malformed or both"),
+        }
+    }
+}
+
+async fn run_load(url: &str, ca: &str, rps: u64, secs: f64, extra: Extra) -> Seen {
     let normal =
         serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), "n")).unwrap();
     let mut wide = fixture_object("full-node-p5-jobset");
@@ -97,9 +131,9 @@ async fn run_load(url: &str, ca: &str, rps: u64, secs: f64, mixed: bool) -> Seen
             while Instant::now() < end {
                 tick.tick().await;
                 n += workers;
-                let kind = match (mixed, n % 20) {
-                    (true, 7) => Kind::Heavy,
-                    (true, 13) => Kind::Malformed,
+                let kind = match n % 20 {
+                    7 if extra.heavy => Kind::Heavy,
+                    13 if extra.malformed => Kind::Malformed,
                     _ => Kind::Normal,
                 };
                 let body = bodies[kind as usize].clone();
@@ -177,7 +211,14 @@ async fn soak_mixed_load() {
     let url = format!("https://localhost:{}/validate", addr.port());
 
     // Reference: the same rate of normal reviews only.
-    let reference = run_load(&url, &pki.ca_pem, rps, (secs as f64 / 10.0).max(1.0), false).await;
+    let reference = run_load(
+        &url,
+        &pki.ca_pem,
+        rps,
+        (secs as f64 / 10.0).max(1.0),
+        Extra::NONE,
+    )
+    .await;
     let ref_p99 = p99(reference.normal_us.clone());
 
     // Sample RSS while the mixed load runs.
@@ -195,7 +236,8 @@ async fn soak_mixed_load() {
             }
         })
     };
-    let mixed = run_load(&url, &pki.ca_pem, rps, secs as f64, true).await;
+    let extra = Extra::from_env();
+    let mixed = run_load(&url, &pki.ca_pem, rps, secs as f64, extra).await;
     sampler.abort();
     let samples = samples.lock().unwrap().clone();
     let warm = secs as f64 * 0.2;
@@ -231,7 +273,8 @@ async fn soak_mixed_load() {
         mixed.malformed_other, 0,
         "malformed reviews not refused with 400"
     );
-    assert!(mixed.heavy_ok > 0 && mixed.malformed_400 > 0);
+    assert_eq!(mixed.heavy_ok > 0, extra.heavy, "{extra:?}");
+    assert_eq!(mixed.malformed_400 > 0, extra.malformed, "{extra:?}");
     if full {
         assert!(
             drift_kib < 2048,
