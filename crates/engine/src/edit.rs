@@ -133,25 +133,28 @@ impl Ops {
     /// Fold additions into containers added earlier in the same patch, so a new
     /// `affinity` arrives as one operation, then build the JSON Patch.
     ///
-    /// Each addition looks up its own ancestors (nearest first) among the objects and
-    /// arrays recorded so far, so folding costs the pointer's depth per operation, not
-    /// the number of operations before it (a pod of many containers records thousands).
+    /// Each addition looks up its own ancestors among the objects and arrays recorded
+    /// so far and tries them latest first, as a scan back over every earlier operation
+    /// would, but at the cost of the pointer's depth per operation rather than the
+    /// number of operations before it (a pod of many containers records thousands).
     pub fn into_patch(self) -> json_patch::Patch {
         let mut out: Vec<(Op, String, Value)> = Vec::with_capacity(self.0.len());
-        // Pointer of each recorded object or array -> its entries in `out`, latest last.
+        // Pointer of each recorded object or array -> its entries in `out`.
         let mut containers: foldhash::HashMap<String, Vec<usize>> = Default::default();
+        let mut candidates: Vec<(usize, usize)> = Vec::new();
         'next: for (op, path, mut value) in self.0 {
             if op == Op::Add && !containers.is_empty() {
+                candidates.clear();
                 for (cut, _) in path.rmatch_indices('/') {
-                    let (ancestor, rest) = path.split_at(cut);
-                    let Some(found) = containers.get(ancestor) else {
-                        continue;
-                    };
-                    for &i in found.iter().rev() {
-                        match insert_under(&mut out[i].2, rest, value) {
-                            Ok(()) => continue 'next,
-                            Err(back) => value = back,
-                        }
+                    if let Some(found) = containers.get(&path[..cut]) {
+                        candidates.extend(found.iter().map(|&i| (i, cut)));
+                    }
+                }
+                candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+                for &(i, cut) in &candidates {
+                    match insert_under(&mut out[i].2, &path[cut..], value) {
+                        Ok(()) => continue 'next,
+                        Err(back) => value = back,
                     }
                 }
             }
@@ -211,5 +214,59 @@ fn insert_under(container: &mut Value, rest: &str, value: Value) -> Result<(), V
             Ok(())
         }
         _ => Err(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn add(ops: &mut Ops, path: &str, value: Value) {
+        ops.0.push((Op::Add, path.to_string(), value));
+    }
+
+    #[test]
+    fn additions_fold_into_containers_added_earlier() {
+        let mut ops = Ops::default();
+        add(&mut ops, "/spec/affinity", json!({}));
+        add(&mut ops, "/spec/tolerations", json!([]));
+        add(&mut ops, "/spec/affinity/podAffinity", json!({}));
+        add(&mut ops, "/spec/affinity/podAffinity/required", json!([]));
+        add(&mut ops, "/spec/tolerations/0", json!({"key": "a"}));
+        add(
+            &mut ops,
+            "/spec/affinity/podAffinity/required/0",
+            json!({"x": 1}),
+        );
+        // Not under anything added here: stays its own operation.
+        add(&mut ops, "/spec/containers/0/env/3", json!({"name": "N"}));
+        // Under a container, but not at its end: cannot fold, stays.
+        add(&mut ops, "/spec/tolerations/5", json!({"key": "b"}));
+        let patch = serde_json::to_value(ops.into_patch()).unwrap();
+        assert_eq!(
+            patch,
+            json!([
+                {"op": "add", "path": "/spec/affinity",
+                    "value": {"podAffinity": {"required": [{"x": 1}]}}},
+                {"op": "add", "path": "/spec/tolerations", "value": [{"key": "a"}]},
+                {"op": "add", "path": "/spec/containers/0/env/3", "value": {"name": "N"}},
+                {"op": "add", "path": "/spec/tolerations/5", "value": {"key": "b"}},
+            ])
+        );
+    }
+
+    #[test]
+    fn the_latest_container_takes_the_addition_even_when_a_nearer_one_is_older() {
+        let mut ops = Ops::default();
+        add(&mut ops, "/a/b", json!({}));
+        ops.replace("/a", json!({"b": {}}));
+        add(&mut ops, "/a/b/c", json!(1));
+        let patch = ops.into_patch();
+        // Folding into the older `/a/b` would be undone by the replace that follows it.
+        let mut doc = json!({"a": {}});
+        json_patch::patch(&mut doc, &patch).unwrap();
+        assert_eq!(doc, json!({"a": {"b": {"c": 1}}}));
+        assert_eq!(patch.0.len(), 2, "{patch:?}");
     }
 }
