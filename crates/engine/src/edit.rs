@@ -150,7 +150,7 @@ impl Ops {
                         candidates.extend(found.iter().map(|&i| (i, cut)));
                     }
                 }
-                candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+                candidates.sort_unstable_by_key(|&(i, _)| std::cmp::Reverse(i));
                 for &(i, cut) in &candidates {
                     match insert_under(&mut out[i].2, &path[cut..], value) {
                         Ok(()) => continue 'next,
