@@ -5,6 +5,7 @@
 //!   cargo build --release -p trainplace-engine --example review_loop
 //!   perf stat -e instructions:u target/release/examples/review_loop 20000
 //!   target/release/examples/review_loop 200 other-pod.json   # any pod, as JSON
+//!   target/release/examples/review_loop 200 - validate        # the bench pod, /validate
 
 use serde_json::Value;
 use std::hint::black_box;
@@ -19,7 +20,11 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(10_000);
-    let pod: Value = match std::env::args().nth(2) {
+    let endpoint = match std::env::args().nth(3).as_deref() {
+        Some("validate") => Endpoint::Validate,
+        _ => Endpoint::Mutate,
+    };
+    let pod: Value = match std::env::args().nth(2).filter(|p| p != "-") {
         Some(path) => {
             let text = std::fs::read_to_string(&path).expect("pod file");
             serde_json::from_str(&text).expect("pod JSON")
@@ -31,7 +36,7 @@ fn main() {
     let mut bytes = 0;
     for _ in 0..n {
         let v: Value = serde_json::from_slice(black_box(&body)).expect("parse");
-        let r = review(v, Endpoint::Mutate, &policy, None, None);
+        let r = review(v, endpoint, &policy, None, None);
         bytes += serde_json::to_vec(&r.body.expect("encoded"))
             .expect("json")
             .len();

@@ -6,7 +6,7 @@ use kube_core::DynamicObject;
 use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use serde_json::Value;
 
-use crate::engine::evaluate_owned;
+use crate::engine::{evaluate_owned, judge_owned};
 use crate::inventory::{Snapshot, scale_replicas_path};
 use crate::mark::MarkKeys;
 use crate::policy::Policy;
@@ -186,7 +186,12 @@ pub fn review_with(
         now: Some(jiff::Timestamp::now()),
         claims: None,
     };
-    let verdict = match evaluate_owned(object, policy, &who) {
+    // The validating webhook sends no patch: judge without writing the layout.
+    let judged = match endpoint {
+        Endpoint::Mutate => evaluate_owned(object, policy, &who),
+        Endpoint::Validate => judge_owned(object, policy, &who),
+    };
+    let verdict = match judged {
         Ok(v) => v,
         Err(e) => {
             let message = format!("trainplace cannot read {}: {e}", object_name());

@@ -34,9 +34,37 @@ pub fn evaluate(
 /// Evaluate an object the caller owns: the layout is written into it in place and
 /// each edit is recorded as a JSON Patch operation (no clone, no tree diff).
 pub fn evaluate_owned(
+    object: Value,
+    policy: &Policy,
+    who: &Requester<'_>,
+) -> Result<Verdict, ObjectError> {
+    run(object, policy, who, Layout::Write)
+}
+
+/// Judge an object without writing its layout: the same findings, notes and verdict
+/// as [`evaluate_owned`] (every template is judged before any layout is written), but
+/// no changes and no patch. For the validating webhook, which answers only allowed or
+/// denied and sends no patch.
+pub fn judge_owned(
+    object: Value,
+    policy: &Policy,
+    who: &Requester<'_>,
+) -> Result<Verdict, ObjectError> {
+    run(object, policy, who, Layout::Skip)
+}
+
+/// Whether [`run`] writes the recommended layout after judging.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Write,
+    Skip,
+}
+
+fn run(
     mut object: Value,
     policy: &Policy,
     who: &Requester<'_>,
+    layout: Layout,
 ) -> Result<Verdict, ObjectError> {
     if !object.is_object() {
         return Err(ObjectError::NotAnObject);
@@ -87,8 +115,10 @@ pub fn evaluate_owned(
     // Read and judge every template once, then write the layouts.
     let judged = judge_sites(&object, &sites, &ctx, &mut verdict)?;
     any_training |= !judged.is_empty();
-    for (site, judgement) in judged {
-        write_site(&mut object, site, &judgement, &ctx, &mut verdict, &mut ops)?;
+    if layout == Layout::Write {
+        for (site, judgement) in judged {
+            write_site(&mut object, site, &judgement, &ctx, &mut verdict, &mut ops)?;
+        }
     }
     if skip && any_training {
         verdict.findings.push(Finding {

@@ -65,7 +65,7 @@ pub use block_nodes::{BlockNode, BlockNodes, Provisioner};
 pub use catalog::{Catalog, InstanceProfile, Rdma};
 pub use dra::Claims;
 pub use ending::{EndingJob, ending_within};
-pub use engine::{evaluate, evaluate_owned};
+pub use engine::{evaluate, evaluate_owned, judge_owned};
 pub use error::{ObjectError, PolicyError};
 pub use finding::{Finding, Rule};
 pub use inventory::Snapshot;

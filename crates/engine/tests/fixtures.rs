@@ -12,7 +12,7 @@ use rstest::rstest;
 use serde::Deserialize;
 use serde_json::Value;
 use trainplace_engine::Snapshot;
-use trainplace_engine::{Claims, Mode, Policy, Requester, Verdict, evaluate};
+use trainplace_engine::{Claims, Mode, Policy, Requester, Verdict, evaluate, judge_owned};
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -164,6 +164,10 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
     let e = &case.expect;
     let result = evaluate(&case.object, &policy, &who);
     if let Some(want) = &e.error {
+        assert!(
+            judge_owned(case.object.clone(), &policy, &who).is_err(),
+            "{name}: judge_owned accepted what evaluate refuses"
+        );
         let err = result.expect_err(&format!("{name}: expected an error"));
         assert!(
             err.to_string().contains(want.as_str()),
@@ -172,6 +176,24 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
         return;
     }
     let v = result.unwrap_or_else(|err| panic!("{name}: unexpected error {err}"));
+    // The validating webhook judges without writing the layout: the same verdict, no patch.
+    let judged = judge_owned(case.object.clone(), &policy, &who)
+        .unwrap_or_else(|err| panic!("{name}: judge_owned: {err}"));
+    assert_eq!(judged.allowed, v.allowed, "{name}: judge_owned allowed");
+    assert_eq!(judged.findings, v.findings, "{name}: judge_owned findings");
+    assert_eq!(judged.notes, v.notes, "{name}: judge_owned notes");
+    // Only what judging needs is written (a reshape, a TrainJob's runtime); a pod's
+    // layout never is.
+    assert!(
+        judged.changes.len() <= v.changes.len(),
+        "{name}: judge_owned wrote more"
+    );
+    if case.object["kind"] == "Pod" {
+        assert!(
+            judged.patch.0.is_empty(),
+            "{name}: judge_owned wrote a pod's layout"
+        );
+    }
     let changes = changes_text(&v);
     let fired: Vec<String> = v
         .findings
