@@ -319,33 +319,27 @@ mod tests {
         let none: [serde_json::Value; 0] = [];
         let mut index = PodIndex::default();
         let mut snap = Snapshot::build_indexed(&nodes, index.jobs_mut(), &none);
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut below = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = fastrand::Rng::with_seed(0x9E37_79B9_7F4A_7C15);
         for step in 0..3_000 {
-            let watch = below(2);
-            let any = |below: &mut dyn FnMut(usize) -> usize| {
-                let job = (below(8) > 0).then(|| below(JOBS));
+            let watch = rng.usize(..2);
+            let any = |rng: &mut fastrand::Rng| {
+                let job = (rng.usize(..8) > 0).then(|| rng.usize(..JOBS));
                 // Node 7 is not in the node list.
-                let node = (below(10) > 0).then(|| below(8));
-                placed(below(25), job, node)
+                let node = (rng.usize(..10) > 0).then(|| rng.usize(..8));
+                placed(rng.usize(..25), job, node)
             };
-            match below(20) {
-                0..=3 => index.apply(watch, &Event::Delete(any(&mut below))),
+            match rng.usize(..20) {
+                0..=3 => index.apply(watch, &Event::Delete(any(&mut rng))),
                 4 => {
                     index.apply(watch, &Event::Init);
-                    for _ in 0..below(20) {
-                        index.apply(watch, &Event::InitApply(any(&mut below)));
+                    for _ in 0..rng.usize(..20) {
+                        index.apply(watch, &Event::InitApply(any(&mut rng)));
                     }
                     index.apply(watch, &Event::InitDone);
                 }
-                _ => index.apply(watch, &Event::Apply(any(&mut below))),
+                _ => index.apply(watch, &Event::Apply(any(&mut rng))),
             }
-            if below(5) == 0 {
+            if rng.usize(..5) == 0 {
                 snap = snap.with_job_changes(index.jobs_mut());
                 let rebuilt = Snapshot::build_from(&nodes, index.placements(), &none);
                 for j in 0..=JOBS {
