@@ -81,8 +81,7 @@ impl Counts {
                 self.nodes.insert(name, 1);
             }
         }
-        let zone = listed.map(|(_, zone)| zone);
-        let Some(zone) = zone else {
+        let Some((_, zone)) = listed else {
             return false;
         };
         let n = self.zones.entry(zone.clone()).or_default();
@@ -98,16 +97,17 @@ impl Counts {
         if *n == 0 {
             self.nodes.remove(node);
         }
-        let Some(z) = zone.and_then(|zone| self.zones.get_mut(&**zone)) else {
+        let Some(zone) = zone else {
+            return Some(false);
+        };
+        let Some(z) = self.zones.get_mut(&**zone) else {
             return Some(false);
         };
         *z -= 1;
         if *z > 0 {
             return Some(false);
         }
-        if let Some(zone) = zone {
-            self.zones.remove(&**zone);
-        }
+        self.zones.remove(&**zone);
         Some(true)
     }
 

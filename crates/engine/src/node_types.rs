@@ -59,10 +59,7 @@ pub(crate) fn count_node(
     }
     for key in POOL_LABELS {
         if let Some(v) = node.label(key) {
-            let pool = format!("{key}={v}");
-            if !t.pools.contains(&pool) {
-                t.pools.insert(pool);
-            }
+            t.pools.insert(format!("{key}={v}"));
         }
     }
 }
