@@ -34,7 +34,11 @@ use trainplace_engine::{Endpoint, Policy, Snapshot, review};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const POD: &str = include_str!("../tests/fixtures/bench/training-pod-10k.json");
+/// The ~10 KB JobSet training pod and its AdmissionReview, as the engine benchmarks
+/// send them.
+#[path = "../crates/engine/benches/support/review.rs"]
+mod review_body;
+use review_body::{POD, review_json};
 const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
 
 fn env(name: &str, default: usize) -> usize {
@@ -186,6 +190,15 @@ fn change(
     pod(template, (i / per_job, i % per_job), n_nodes, (zone, 1 + k))
 }
 
+/// A changed pod applied as the watch applies it: one event, the index locked for it.
+fn apply_change(caches: &Caches, moved: PodPlacement) {
+    caches
+        .pods
+        .lock()
+        .expect("pod index")
+        .apply(0, &Event::Apply(moved));
+}
+
 fn main() {
     let (n_nodes, n_pods, n_jobs, secs) = (
         env("NODES", 5_000),
@@ -295,11 +308,7 @@ fn main() {
         .collect();
     let t = Instant::now();
     for moved in &batch {
-        caches
-            .pods
-            .lock()
-            .expect("pod index")
-            .apply(0, &Event::Apply(moved.clone()));
+        apply_change(&caches, moved.clone());
     }
     let apply_each = t.elapsed() / batch.len() as u32;
     let t = Instant::now();
@@ -309,12 +318,10 @@ fn main() {
     let mut publish_1k = Vec::new();
     for round in 0..10 {
         for k in 0..1_000 {
-            let moved = change(&mut rng, &text, sizes, 20_000 + round * 1_000 + k);
-            caches
-                .pods
-                .lock()
-                .expect("pod index")
-                .apply(0, &Event::Apply(moved));
+            apply_change(
+                &caches,
+                change(&mut rng, &text, sizes, 20_000 + round * 1_000 + k),
+            );
         }
         let t = Instant::now();
         snap = caches.publish(&snap);
@@ -326,14 +333,7 @@ fn main() {
     let (rss_changed, _) = memory();
 
     let policy = Policy::embedded();
-    let body = json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "team-1", "operation": "CREATE",
-            "userInfo": {"username": "a", "groups": ["system:authenticated"]},
-            "object": template}
-    });
+    let body = review_json(&template, "team-1");
     let current = Arc::new(ArcSwap::from_pointee(snap));
     let quiet = reviews(&current, &policy, &body, secs);
 
@@ -351,11 +351,7 @@ fn main() {
                 while !stop.load(Ordering::Relaxed) {
                     let moved = change(&mut rng, &text, sizes, 40_000 + changed);
                     if apply {
-                        caches
-                            .pods
-                            .lock()
-                            .expect("pod index")
-                            .apply(0, &Event::Apply(moved));
+                        apply_change(&caches, moved);
                     }
                     changed += 1;
                     std::thread::sleep(Duration::from_millis(1));
