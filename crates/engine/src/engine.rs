@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::annotations::{JOB_IDENTITY_LABELS, LABEL_ZONE, MUTATED, SKIP};
+use crate::annotations::{JOB_IDENTITY_LABELS, LABEL_ZONE, SKIP};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
@@ -283,7 +283,7 @@ fn write_site(
         kueue_topology(object, site, &mut changes, ops);
     }
     if !changes.is_empty() {
-        record(
+        crate::layout::write_mutated(
             object.pointer_mut(&site.pointer).ok_or_else(missing)?,
             &site.pointer,
             &changes,
@@ -365,13 +365,5 @@ fn kueue_topology(object: &mut Value, site: &Site, changes: &mut Vec<Change>, op
             what: format!("annotation {KUEUE_REQUIRED}={LABEL_ZONE}"),
             why: "Kueue admits the podset into one zone (Topology Aware Scheduling)".into(),
         });
-    }
-}
-
-/// Write the `trainplace.io/mutated` annotation on the template: each change and why.
-fn record(site: &mut Value, pointer: &str, changes: &[Change], ops: &mut Ops) {
-    let text = crate::layout::mutated_text(changes);
-    if let Some(mut ann) = Cursor::root(site, pointer).objects(&["metadata", "annotations"], ops) {
-        ann.set(MUTATED, Value::String(text), ops);
     }
 }

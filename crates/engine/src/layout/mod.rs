@@ -5,7 +5,9 @@
 mod nvlink;
 mod steps;
 
-use crate::annotations::SHM_SIZE;
+use serde_json::Value;
+
+use crate::annotations::{MUTATED, SHM_SIZE};
 use crate::catalog::InstanceProfile;
 use crate::classify::{InstanceSource, Shape};
 use crate::edit::{Cursor, Ops};
@@ -177,6 +179,15 @@ pub fn shm_size(
         .shm_size
         .clone()
         .unwrap_or_else(|| instance.shm_default.clone()))
+}
+
+/// Write the `trainplace.io/mutated` annotation (see [`mutated_text`]) on the object
+/// at `pointer` inside `site`.
+pub(crate) fn write_mutated(site: &mut Value, pointer: &str, changes: &[Change], ops: &mut Ops) {
+    let text = mutated_text(changes);
+    if let Some(mut ann) = Cursor::root(site, pointer).objects(&["metadata", "annotations"], ops) {
+        ann.set(MUTATED, Value::String(text), ops);
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use template::{commands_are_literal, rewrite_template};
 
-use crate::annotations::{MUTATED, RESHAPE};
+use crate::annotations::RESHAPE;
 use crate::catalog::InstanceProfile;
 use crate::classify::{Class, SiteHints, Target, classify};
 use crate::edit::{Cursor, Ops};
@@ -243,10 +243,7 @@ fn record(object: &mut Value, lines: Vec<String>, why: &str, verdict: &mut Verdi
             why: why.to_string(),
         })
         .collect();
-    let text = crate::layout::mutated_text(&changes);
-    if let Some(mut ann) = Cursor::root(object, "").objects(&["metadata", "annotations"], ops) {
-        ann.set(MUTATED, Value::String(text), ops);
-    }
+    crate::layout::write_mutated(object, "", &changes, ops);
     verdict.changes.extend(changes);
 }
 
