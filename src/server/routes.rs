@@ -171,12 +171,7 @@ fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>,
         &state.limits,
     );
     record(state, endpoint, &reviewed);
-    let json = encoded(
-        reviewed
-            .body
-            .map_err(|e| e.to_string())
-            .and_then(|v| serde_json::to_vec(&v).map_err(|e| e.to_string())),
-    )?;
+    let json = encoded(reviewed.body.map_err(|e| e.to_string()))?;
     state
         .metrics
         .latency

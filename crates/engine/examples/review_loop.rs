@@ -6,6 +6,10 @@
 //!   perf stat -e instructions:u target/release/examples/review_loop 20000
 //!   target/release/examples/review_loop 200 other-pod.json   # any pod, as JSON
 //!   target/release/examples/review_loop 200 - validate        # the bench pod, /validate
+//!   PARSE_ONLY=1 target/release/examples/review_loop 20000    # only parse and drop the
+//!                                                             # review, as the baseline does
+//!
+//! It allocates with mimalloc, as `trainplace serve` does.
 
 use serde_json::Value;
 use std::hint::black_box;
@@ -14,6 +18,9 @@ use trainplace_engine::{Endpoint, Policy, review};
 #[path = "../benches/support/review.rs"]
 mod review_body;
 use review_body::{POD, review_bytes};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let n: usize = std::env::args()
@@ -34,12 +41,18 @@ fn main() {
     let body = review_bytes(&pod);
     let policy = Policy::embedded();
     let mut bytes = 0;
+    if std::env::var_os("PARSE_ONLY").is_some() {
+        for _ in 0..n {
+            let v: Value = serde_json::from_slice(black_box(&body)).expect("parse");
+            bytes += black_box(v).as_object().map_or(0, |o| o.len());
+        }
+        println!("{n} parses {bytes}");
+        return;
+    }
     for _ in 0..n {
         let v: Value = serde_json::from_slice(black_box(&body)).expect("parse");
         let r = review(v, endpoint, &policy, None, None);
-        bytes += serde_json::to_vec(&r.body.expect("encoded"))
-            .expect("json")
-            .len();
+        bytes += r.body.expect("encoded").len();
     }
     println!("{n} reviews, {bytes} response bytes");
 }

@@ -11,7 +11,7 @@ use crate::inventory::{Snapshot, scale_replicas_path};
 use crate::mark::MarkKeys;
 use crate::policy::Policy;
 use crate::requester::Requester;
-use crate::response::{EncodeError, Limits, count_containers, encode_patch, review_json};
+use crate::response::{EncodeError, Limits, answer_bytes, count_containers, encode_patch};
 use crate::verdict::Verdict;
 
 /// Which webhook is answering.
@@ -51,9 +51,9 @@ pub enum Outcome {
 }
 
 pub struct Reviewed {
-    /// The AdmissionReview to send back (HTTP 200), or why it could not be encoded
-    /// (the server answers HTTP 500 with the message, never a JSON `null`).
-    pub body: Result<Value, EncodeError>,
+    /// The AdmissionReview to send back (HTTP 200) as JSON bytes, or why it could not
+    /// be encoded (the server answers HTTP 500 with the message, never a JSON `null`).
+    pub body: Result<Vec<u8>, EncodeError>,
     pub uid: String,
     pub dry_run: bool,
     pub outcome: Outcome,
@@ -70,7 +70,7 @@ fn op_label(op: &Operation) -> &'static str {
 
 fn invalid(message: String) -> Reviewed {
     Reviewed {
-        body: review_json(AdmissionResponse::invalid(&message), None),
+        body: answer_bytes(AdmissionResponse::invalid(&message), None),
         uid: String::new(),
         dry_run: false,
         outcome: Outcome::Invalid(message),
@@ -131,7 +131,7 @@ pub fn review_with(
     let uid = req.uid.clone();
     let dry_run = req.dry_run;
     let done = |resp: AdmissionResponse, outcome| Reviewed {
-        body: review_json(resp, None),
+        body: answer_bytes(resp, None),
         uid: uid.clone(),
         dry_run,
         outcome,
@@ -207,7 +207,7 @@ pub fn review_with(
         Endpoint::Mutate => match encode_patch(&verdict.patch, limits.max_patch_bytes) {
             Ok(encoded) => {
                 return Reviewed {
-                    body: review_json(base, Some(encoded)),
+                    body: answer_bytes(base, Some(encoded)),
                     uid: uid.clone(),
                     dry_run,
                     outcome: Outcome::Judged {

@@ -9,7 +9,10 @@ use base64::engine::general_purpose::STANDARD;
 use kube_core::admission::AdmissionResponse;
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use thiserror::Error;
+
+use crate::workload::{Kind, locate};
 
 /// Size limits for one review. The defaults are far above any real training object
 /// and bound the work and memory of a hostile one.
@@ -52,58 +55,92 @@ pub enum EncodeError {
     Response(String),
 }
 
-/// Containers declared anywhere in `object`: every element of an array named
-/// `containers`, `initContainers` or `ephemeralContainers`, at any depth (pod spec,
-/// Job/JobSet/PyTorchJob/... templates alike).
+/// Containers in the pod templates the engine reviews: every element of
+/// `containers`, `initContainers` and `ephemeralContainers` of each template
+/// [`locate`] finds (a Pod's own spec, a Job's, each JobSet replicated job's, ...).
+/// A TrainJob has no template of its own, so every such array anywhere in it counts
+/// (its pod overrides). Arrays elsewhere are never read, so they cost no review work
+/// and are not counted; an object [`locate`] cannot read counts 0 and is refused by
+/// the engine with the reason.
 pub fn count_containers(object: &Value) -> usize {
-    match object {
+    match locate(object) {
+        Ok((Kind::TrainJob, _)) => containers_anywhere(object),
+        Ok((_, sites)) => sites
+            .iter()
+            .filter_map(|site| object.pointer(&site.pointer))
+            .map(|template| containers_in_spec(&template["spec"]))
+            .fold(0, usize::saturating_add),
+        Err(_) => 0,
+    }
+}
+
+const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+
+fn containers_in_spec(spec: &Value) -> usize {
+    CONTAINER_LISTS
+        .iter()
+        .filter_map(|list| spec.get(list).and_then(Value::as_array))
+        .map(Vec::len)
+        .fold(0, usize::saturating_add)
+}
+
+fn containers_anywhere(value: &Value) -> usize {
+    match value {
         Value::Object(map) => map
             .iter()
             .map(|(key, v)| {
-                let here = match (key.as_str(), v) {
-                    ("containers" | "initContainers" | "ephemeralContainers", Value::Array(a)) => {
-                        a.len()
-                    }
+                let here = match v {
+                    Value::Array(a) if CONTAINER_LISTS.contains(&key.as_str()) => a.len(),
                     _ => 0,
                 };
-                here.saturating_add(count_containers(v))
+                here.saturating_add(containers_anywhere(v))
             })
-            .fold(0usize, usize::saturating_add),
+            .fold(0, usize::saturating_add),
         Value::Array(items) => items
             .iter()
-            .map(count_containers)
-            .fold(0usize, usize::saturating_add),
+            .map(containers_anywhere)
+            .fold(0, usize::saturating_add),
         _ => 0,
     }
 }
 
 /// A writer that refuses to grow past `limit` bytes.
-struct Capped<W> {
-    inner: W,
+struct Capped {
+    inner: Vec<u8>,
     written: usize,
     limit: usize,
 }
 
-impl<W: Write> Write for Capped<W> {
+impl Write for Capped {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.written = self.written.saturating_add(buf.len());
         if self.written > self.limit {
             return Err(std::io::Error::other("patch ceiling"));
         }
-        self.inner.write(buf)
+        self.inner.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    // serde_json writes every token with `write_all`; one check and one copy per call
+    // instead of the default retry loop around `write`.
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.write(buf).map(drop)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+        Ok(())
     }
 }
 
-/// Serialise `patch` and encode it as base64 text (the API server decodes `patch` as a
-/// Go `[]byte`, i.e. base64), stopping as soon as the serialisation passes
-/// `max_bytes`. The JSON is written into one buffer and encoded in one call: many
-/// small writes through a streaming encoder cost more than the buffer, which the
-/// ceiling bounds.
-pub fn encode_patch(patch: &json_patch::Patch, max_bytes: usize) -> Result<String, EncodeError> {
+/// Serialise `patch` and encode it as base64 (the API server decodes `patch` as a Go
+/// `[]byte`, i.e. base64), stopping as soon as the serialisation passes `max_bytes`.
+/// The JSON is written into one buffer and encoded in one call: many small writes
+/// through a streaming encoder cost more than the buffer, which the ceiling bounds.
+/// The result is the JSON string (quotes included) ready to be put in the answer.
+pub fn encode_patch(
+    patch: &json_patch::Patch,
+    max_bytes: usize,
+) -> Result<Box<RawValue>, EncodeError> {
     let mut w = Capped {
         inner: Vec::with_capacity(4096.min(max_bytes)),
         written: 0,
@@ -116,19 +153,29 @@ pub fn encode_patch(patch: &json_patch::Patch, max_bytes: usize) -> Result<Strin
             EncodeError::Patch(e.to_string())
         });
     }
-    Ok(STANDARD.encode(&w.inner))
+    // Base64 needs no JSON escaping: the quoted text is the JSON string as it is.
+    let mut quoted = String::with_capacity(w.inner.len().div_ceil(3) * 4 + 2);
+    quoted.push('"');
+    STANDARD.encode_string(&w.inner, &mut quoted);
+    quoted.push('"');
+    RawValue::from_string(quoted).map_err(|e| EncodeError::Patch(e.to_string()))
 }
 
-/// The AdmissionReview for `resp`, with `patch` (already base64) as a JSON Patch.
+/// The AdmissionReview answer as JSON bytes: `resp`, with `patch` (from
+/// [`encode_patch`]) as its JSON Patch. Serialised straight from the typed response,
+/// with no JSON tree in between.
 ///
 /// kube-core serialises `AdmissionResponse::patch: Vec<u8>` as an array of numbers
 /// (kube-rs/kube#1781), which the API server rejects and which costs one JSON value per
-/// byte. The patch is therefore left out of the typed response and put in as the
-/// base64 string the API server expects.
-pub fn review_json(resp: AdmissionResponse, patch: Option<String>) -> Result<Value, EncodeError> {
+/// byte. The patch is therefore left out of the typed response and written next to it
+/// as the base64 string the API server expects.
+pub fn answer_bytes(
+    resp: AdmissionResponse,
+    patch: Option<Box<RawValue>>,
+) -> Result<Vec<u8>, EncodeError> {
     let resp = match patch {
         // `with_patch` is the only way to set the (private) patchType; an empty patch is
-        // two bytes, and the bytes themselves are replaced below.
+        // two bytes, and the bytes themselves are written by `Answer` instead.
         Some(_) => resp
             .with_patch(json_patch::Patch(Vec::new()))
             .map_err(|e| EncodeError::Response(e.to_string()))
@@ -138,18 +185,37 @@ pub fn review_json(resp: AdmissionResponse, patch: Option<String>) -> Result<Val
             })?,
         None => resp,
     };
-    let mut v = to_json(&resp.into_review())?;
-    if let Some(patch) = patch
-        && let Some(response) = v.get_mut("response").and_then(Value::as_object_mut)
-    {
-        response.insert("patch".into(), Value::String(patch));
-    }
-    Ok(v)
+    let answer = Answer {
+        api_version: &resp.types.api_version,
+        kind: &resp.types.kind,
+        response: WithPatch {
+            response: &resp,
+            patch: patch.as_deref(),
+        },
+    };
+    to_bytes(&answer)
 }
 
-/// `serde_json::to_value`, with its failure kept as an error instead of a `null`.
-pub fn to_json<T: Serialize>(value: &T) -> Result<Value, EncodeError> {
-    serde_json::to_value(value).map_err(|e| EncodeError::Response(e.to_string()))
+/// `serde_json::to_vec`, with its failure kept as an error (answered as HTTP 500).
+fn to_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, EncodeError> {
+    serde_json::to_vec(value).map_err(|e| EncodeError::Response(e.to_string()))
+}
+
+/// `AdmissionReview` with only a response, as kube-core's `into_review` gives it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    response: WithPatch<'a>,
+}
+
+#[derive(Serialize)]
+struct WithPatch<'a> {
+    #[serde(flatten)]
+    response: &'a AdmissionResponse,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<&'a RawValue>,
 }
 
 #[cfg(test)]
@@ -159,22 +225,79 @@ mod tests {
 
     #[test]
     fn counts_containers_in_every_template() {
-        let jobset = json!({"spec": {"replicatedJobs": [
+        let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "spec": {"replicatedJobs": [
             {"template": {"spec": {"template": {"spec": {
                 "initContainers": [{}, {}], "containers": [{}, {}, {}]}}}}},
             {"template": {"spec": {"template": {"spec": {"containers": [{}]}}}}}
         ]}});
         assert_eq!(count_containers(&jobset), 6);
-        assert_eq!(count_containers(&json!({"containers": "x"})), 0);
+        let pod = |spec: Value| json!({"apiVersion": "v1", "kind": "Pod", "spec": spec});
+        assert_eq!(count_containers(&pod(json!({"containers": "x"}))), 0);
+        assert_eq!(
+            count_containers(&pod(
+                json!({"containers": [{}], "ephemeralContainers": [{}, {}]})
+            )),
+            3
+        );
+    }
+
+    #[test]
+    fn containers_outside_a_template_are_not_review_work() {
+        // Not a template the engine reads: the same arrays under a container's env, or
+        // in a kind trainplace passes through unchanged.
+        let hidden = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [
+            {"name": "a", "env": [{"name": "X", "containers": [{}, {}, {}]}]}]}});
+        assert_eq!(count_containers(&hidden), 1);
+        let other =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"containers": [{}, {}]}});
+        assert_eq!(count_containers(&other), 0);
+    }
+
+    #[test]
+    fn a_trainjob_counts_the_containers_of_its_overrides() {
+        let trainjob = json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "spec": {"podTemplateOverrides": [{"targetJobs": [{"name": "node"}],
+                "spec": {"containers": [{"name": "a"}, {"name": "b"}], "initContainers": [{"name": "c"}]}}]}});
+        assert_eq!(count_containers(&trainjob), 3);
     }
 
     #[test]
     fn patch_is_base64_of_its_json() {
         let patch: json_patch::Patch =
             serde_json::from_value(json!([{"op": "add", "path": "/a", "value": 1}])).unwrap();
-        let b64 = encode_patch(&patch, 1024).unwrap();
+        let quoted = encode_patch(&patch, 1024).unwrap();
+        let b64: String = serde_json::from_str(quoted.get()).unwrap();
         let raw = STANDARD.decode(b64).unwrap();
         assert_eq!(raw, serde_json::to_vec(&patch).unwrap());
+    }
+
+    #[test]
+    fn the_answer_carries_the_patch_as_base64_with_its_type() {
+        let patch: json_patch::Patch =
+            serde_json::from_value(json!([{"op": "add", "path": "/a", "value": 1}])).unwrap();
+        let mut resp = AdmissionResponse::invalid("x");
+        resp.allowed = true;
+        resp.uid = "u-1".into();
+        let bytes = answer_bytes(resp, Some(encode_patch(&patch, 1024).unwrap())).unwrap();
+        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(answer["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(answer["kind"], "AdmissionReview");
+        let r = &answer["response"];
+        assert_eq!(
+            (&r["uid"], &r["allowed"], &r["patchType"]),
+            (&json!("u-1"), &json!(true), &json!("JSONPatch"))
+        );
+        let raw = STANDARD.decode(r["patch"].as_str().unwrap()).unwrap();
+        assert_eq!(raw, serde_json::to_vec(&patch).unwrap());
+        let plain: Value =
+            serde_json::from_slice(&answer_bytes(AdmissionResponse::invalid("no"), None).unwrap())
+                .unwrap();
+        assert!(
+            plain["response"].get("patch").is_none()
+                && plain["response"].get("patchType").is_none(),
+            "{plain}"
+        );
+        assert_eq!(plain["response"]["status"]["message"], "no");
     }
 
     #[test]
@@ -183,7 +306,7 @@ mod tests {
             serde_json::from_value(json!([{"op": "add", "path": "/a", "value": "x".repeat(100)}]))
                 .unwrap();
         assert_eq!(
-            encode_patch(&patch, 50),
+            encode_patch(&patch, 50).map(|raw| raw.get().to_string()),
             Err(EncodeError::PatchTooLarge { limit: 50 })
         );
     }
@@ -198,7 +321,7 @@ mod tests {
 
     #[test]
     fn a_failed_serialisation_is_an_error_not_null() {
-        let e = to_json(&Unserialisable).unwrap_err();
+        let e = to_bytes(&Unserialisable).unwrap_err();
         assert!(e.to_string().contains("broken on purpose"), "{e}");
     }
 }

@@ -37,7 +37,7 @@ fn admission(object: &Value, group: &str, resource: &str, namespace: Option<&str
 fn answer(body: Value, endpoint: Endpoint, inventory: Option<&Snapshot>) -> Value {
     let policy = Policy::embedded();
     let r = review(body, endpoint, &policy, inventory, None);
-    serde_json::to_value(r.body.as_ref().unwrap()).unwrap()["response"].clone()
+    serde_json::from_slice::<Value>(r.body.as_ref().unwrap()).unwrap()["response"].clone()
 }
 
 fn patch_of(response: &Value) -> String {
