@@ -78,7 +78,7 @@ fn proc_usage(pid: u32) -> Option<(f64, u64)> {
 
 fn body() -> Vec<u8> {
     let pod: Value = serde_json::from_str(review_body::POD).unwrap();
-    review_body::review_bytes(&pod)
+    review_body::encoded_review(&pod)
 }
 
 fn client(args: &Args) -> reqwest::Client {

@@ -1,4 +1,4 @@
-//! HTTPS routes: thin handlers around `trainplace_engine::review_with`, run in the
+//! HTTPS routes: thin handlers around `trainplace_engine::review_bytes`, run in the
 //! review pool.
 
 use std::time::{Duration, Instant};
@@ -9,10 +9,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde_json::json;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use trainplace_engine::Mode;
-use trainplace_engine::{Endpoint, Outcome, Reviewed, review_with};
+use trainplace_engine::{Endpoint, Outcome, Reviewed, review_bytes};
 
 use super::metrics::{EndpointLabels, FindingLabels, ReviewLabels};
 use super::pool::PoolError;
@@ -155,21 +155,21 @@ async fn handle(
 /// Parse, review and serialise one AdmissionReview (runs on a blocking thread).
 fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>, ApiError> {
     let start = Instant::now();
-    let body: Value = serde_json::from_slice(bytes).map_err(|e| ApiError {
-        status: StatusCode::BAD_REQUEST,
-        message: format!("request body is not an AdmissionReview JSON document: {e}"),
-    })?;
     let policy = state.policy.load();
     let snapshot = state.inventory.snapshot();
     let marks = state.marks.load();
-    let reviewed = review_with(
-        body,
+    let reviewed = review_bytes(
+        bytes,
         endpoint,
         &policy,
         snapshot.as_deref(),
         marks.as_deref(),
         &state.limits,
-    );
+    )
+    .map_err(|e| ApiError {
+        status: StatusCode::BAD_REQUEST,
+        message: e.to_string(),
+    })?;
     record(state, endpoint, &reviewed);
     let json = encoded(reviewed.body.map_err(|e| e.to_string()))?;
     state

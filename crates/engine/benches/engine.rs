@@ -5,12 +5,12 @@
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 use std::hint::black_box;
-use trainplace_engine::{Endpoint, review};
+use trainplace_engine::{Endpoint, Limits, review_bytes};
 use trainplace_engine::{Policy, Requester, evaluate, evaluate_owned};
 
 #[path = "support/review.rs"]
 mod review_body;
-use review_body::{POD, review_bytes};
+use review_body::{POD, encoded_review};
 
 fn bench(c: &mut Criterion) {
     let pod: Value = serde_json::from_str(POD).unwrap();
@@ -42,12 +42,18 @@ fn bench(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
-    let body = review_bytes(&pod);
+    let body = encoded_review(&pod);
     c.bench_function("AdmissionReview bytes -> response bytes (mutate)", |b| {
         b.iter(|| {
-            let v: Value = serde_json::from_slice(black_box(&body)).unwrap();
-            let r = review(v, Endpoint::Mutate, &policy, None, None);
-            r.body.unwrap()
+            let r = review_bytes(
+                black_box(&body),
+                Endpoint::Mutate,
+                &policy,
+                None,
+                None,
+                &Limits::default(),
+            );
+            r.unwrap().body.unwrap()
         })
     });
 }

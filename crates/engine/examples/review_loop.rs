@@ -8,16 +8,17 @@
 //!   target/release/examples/review_loop 200 - validate        # the bench pod, /validate
 //!   PARSE_ONLY=1 target/release/examples/review_loop 20000    # only parse and drop the
 //!                                                             # review, as the baseline does
+//!   UPDATE=1 target/release/examples/review_loop 200          # an UPDATE (oldObject = pod)
 //!
 //! It allocates with mimalloc, as `trainplace serve` does.
 
 use serde_json::Value;
 use std::hint::black_box;
-use trainplace_engine::{Endpoint, Policy, review};
+use trainplace_engine::{Endpoint, Limits, Policy, review_bytes};
 
 #[path = "../benches/support/review.rs"]
 mod review_body;
-use review_body::{POD, review_bytes};
+use review_body::{POD, encoded_review, review_json};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -38,8 +39,17 @@ fn main() {
         }
         None => serde_json::from_str(POD).expect("bench pod"),
     };
-    let body = review_bytes(&pod);
+    let body = if std::env::var_os("UPDATE").is_some() {
+        // An UPDATE carries the object before the change as oldObject.
+        let mut review = review_json(&pod, "team-a");
+        review["request"]["operation"] = "UPDATE".into();
+        review["request"]["oldObject"] = pod.clone();
+        serde_json::to_vec(&review).expect("JSON")
+    } else {
+        encoded_review(&pod)
+    };
     let policy = Policy::embedded();
+    let limits = Limits::default();
     let mut bytes = 0;
     if std::env::var_os("PARSE_ONLY").is_some() {
         for _ in 0..n {
@@ -50,8 +60,8 @@ fn main() {
         return;
     }
     for _ in 0..n {
-        let v: Value = serde_json::from_slice(black_box(&body)).expect("parse");
-        let r = review(v, endpoint, &policy, None, None);
+        let r =
+            review_bytes(black_box(&body), endpoint, &policy, None, None, &limits).expect("JSON");
         bytes += r.body.expect("encoded").len();
     }
     println!("{n} reviews, {bytes} response bytes");

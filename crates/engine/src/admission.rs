@@ -2,11 +2,12 @@
 //! (never round-tripped through typed structs); the response is built from the request
 //! with kube-core so the uid and types are echoed correctly.
 
-use kube_core::DynamicObject;
-use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
+use kube_core::admission::{AdmissionRequest, AdmissionResponse, Operation};
+use kube_core::{DynamicObject, TypeMeta};
 use serde_json::Value;
 
 use crate::engine::{evaluate_owned, judge_owned};
+use crate::incoming::{Incoming, Types};
 use crate::inventory::{Snapshot, scale_replicas_path};
 use crate::mark::MarkKeys;
 use crate::policy::Policy;
@@ -68,6 +69,15 @@ fn op_label(op: &Operation) -> &'static str {
     }
 }
 
+const API_VERSION: &str = "admission.k8s.io/v1";
+const KIND: &str = "AdmissionReview";
+
+fn wrong_types(api: &str, kind: &str) -> Reviewed {
+    invalid(format!(
+        "expected apiVersion {API_VERSION} kind {KIND}, got {api:?} {kind:?}; set admissionReviewVersions: [v1] in the webhook configuration"
+    ))
+}
+
 fn invalid(message: String) -> Reviewed {
     Reviewed {
         body: answer_bytes(AdmissionResponse::invalid(&message), None),
@@ -93,39 +103,90 @@ pub fn review(
 /// [`review`] with explicit size limits (the server's `--max-containers` and
 /// `--max-patch-bytes`).
 pub fn review_with(
-    mut body: Value,
+    body: Value,
     endpoint: Endpoint,
     policy: &Policy,
     inventory: Option<&Snapshot>,
     marks: Option<&MarkKeys>,
     limits: &Limits,
 ) -> Reviewed {
-    let api = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
-    if api != "admission.k8s.io/v1" || kind != "AdmissionReview" {
-        return invalid(format!(
-            "expected apiVersion admission.k8s.io/v1 kind AdmissionReview, got {api:?} {kind:?}; set admissionReviewVersions: [v1] in the webhook configuration"
-        ));
+    let types = Types {
+        api_version: body.get("apiVersion").cloned(),
+        kind: body.get("kind").cloned(),
+    };
+    let incoming = serde_json::from_value::<Incoming>(body);
+    answer(
+        incoming,
+        || Ok(types),
+        endpoint,
+        policy,
+        inventory,
+        marks,
+        limits,
+    )
+}
+
+/// The request body was not JSON at all (the server answers HTTP 400).
+#[derive(Debug, thiserror::Error)]
+#[error("request body is not an AdmissionReview JSON document: {0}")]
+pub struct NotJson(serde_json::Error);
+
+/// Answer one AdmissionReview from the request body's bytes, as the webhook receives
+/// it: parsed in one pass, with `oldObject` read past but not built.
+pub fn review_bytes(
+    body: &[u8],
+    endpoint: Endpoint,
+    policy: &Policy,
+    inventory: Option<&Snapshot>,
+    marks: Option<&MarkKeys>,
+    limits: &Limits,
+) -> Result<Reviewed, NotJson> {
+    let incoming = match serde_json::from_slice::<Incoming>(body) {
+        // Syntax, an early end or I/O: not JSON, as opposed to JSON of the wrong shape.
+        Err(e) if !e.is_data() => return Err(NotJson(e)),
+        parsed => parsed,
+    };
+    let types = || serde_json::from_slice::<Types>(body);
+    Ok(answer(
+        incoming, types, endpoint, policy, inventory, marks, limits,
+    ))
+}
+
+fn answer(
+    incoming: Result<Incoming, serde_json::Error>,
+    types: impl FnOnce() -> Result<Types, serde_json::Error>,
+    endpoint: Endpoint,
+    policy: &Policy,
+    inventory: Option<&Snapshot>,
+    marks: Option<&MarkKeys>,
+    limits: &Limits,
+) -> Reviewed {
+    let incoming = match incoming {
+        Ok(incoming) => incoming,
+        Err(e) => {
+            // Name a wrong version or kind before a field of the request.
+            let (api, kind) = types().map(|t| (t.api_version, t.kind)).unwrap_or_default();
+            let is =
+                |v: &Option<Value>, want: &str| v.as_ref().and_then(Value::as_str) == Some(want);
+            if !is(&api, API_VERSION) || !is(&kind, KIND) {
+                return wrong_types(
+                    api.as_ref().and_then(Value::as_str).unwrap_or(""),
+                    kind.as_ref().and_then(Value::as_str).unwrap_or(""),
+                );
+            }
+            return invalid(format!("malformed AdmissionReview request: {e}"));
+        }
+    };
+    if incoming.api_version != API_VERSION || incoming.kind != KIND {
+        return wrong_types(&incoming.api_version, &incoming.kind);
     }
-    let Some(request) = body.get_mut("request").filter(|r| r.is_object()) else {
+    let Some(request) = incoming.request else {
         return invalid("AdmissionReview has no request".into());
     };
-    let object = request
-        .get_mut("object")
-        .map(Value::take)
-        .unwrap_or(Value::Null);
-    // oldObject is not needed and may be large; drop it before the typed parse.
-    if let Some(old) = request.get_mut("oldObject") {
-        *old = Value::Null;
-    }
-    let parsed: AdmissionReview<DynamicObject> = match serde_json::from_value(body) {
-        Ok(r) => r,
-        Err(e) => return invalid(format!("malformed AdmissionReview request: {e}")),
-    };
-    let req: AdmissionRequest<DynamicObject> = match parsed.try_into() {
-        Ok(r) => r,
-        Err(_) => return invalid("AdmissionReview has no request".into()),
-    };
+    let (object, req) = request.split(TypeMeta {
+        api_version: incoming.api_version,
+        kind: incoming.kind,
+    });
     let operation = op_label(&req.operation);
     let base = AdmissionResponse::from(&req);
     let uid = req.uid.clone();

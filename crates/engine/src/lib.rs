@@ -35,6 +35,7 @@ mod ending;
 mod engine;
 mod error;
 mod finding;
+mod incoming;
 mod inventory;
 mod job_index;
 mod json;
@@ -60,7 +61,7 @@ mod verdict;
 mod workload;
 mod yaml;
 
-pub use admission::{Endpoint, Outcome, Reviewed, review, review_with};
+pub use admission::{Endpoint, NotJson, Outcome, Reviewed, review, review_bytes, review_with};
 pub use block_nodes::{BlockNode, BlockNodes, Provisioner};
 pub use catalog::{Catalog, InstanceProfile, Rdma};
 pub use dra::Claims;

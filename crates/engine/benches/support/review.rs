@@ -19,6 +19,6 @@ pub fn review_json(pod: &Value, namespace: &str) -> Value {
 
 /// The AdmissionReview of `pod` in team-a, serialised.
 #[allow(dead_code)] // examples/inventory_scale.rs reviews the parsed JSON
-pub fn review_bytes(pod: &Value) -> Vec<u8> {
+pub fn encoded_review(pod: &Value) -> Vec<u8> {
     serde_json::to_vec(&review_json(pod, "team-a")).expect("a JSON value serialises")
 }

@@ -1,0 +1,95 @@
+//! What the webhook reads of an AdmissionReview, parsed in one pass: the request's
+//! fields typed, its `object` as JSON, and its `oldObject` skipped unparsed. The engine
+//! never reads `oldObject`, and on an UPDATE it is as large as the object: building it
+//! as a JSON tree would double the parse work and memory of every UPDATE review.
+
+use k8s_openapi::api::authentication::v1::UserInfo;
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use kube_core::DynamicObject;
+use kube_core::admission::{AdmissionRequest, Operation};
+use kube_core::{GroupVersionKind, GroupVersionResource, TypeMeta};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+/// The review's envelope. Fields other than these (and those of [`Request`]) are
+/// ignored, as kube-core's `AdmissionReview` ignores them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Incoming {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub request: Option<Request>,
+}
+
+/// kube-core's `AdmissionRequest` field for field (the same names, types and
+/// defaults), except that `object` stays JSON and `oldObject` is not kept.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Request {
+    uid: String,
+    kind: GroupVersionKind,
+    resource: GroupVersionResource,
+    #[serde(default)]
+    sub_resource: Option<String>,
+    #[serde(default)]
+    request_kind: Option<GroupVersionKind>,
+    #[serde(default)]
+    request_resource: Option<GroupVersionResource>,
+    #[serde(default)]
+    request_sub_resource: Option<String>,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    operation: Operation,
+    user_info: UserInfo,
+    #[serde(default)]
+    object: Value,
+    // Read past without building anything (still checked to be well-formed JSON).
+    #[serde(default, rename = "oldObject")]
+    _old_object: IgnoredAny,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    options: Option<RawExtension>,
+}
+
+impl Request {
+    /// The object under review, and the rest of the request as kube-core's type
+    /// (without objects), for building the response and reading who asked.
+    pub(crate) fn split(self, types: TypeMeta) -> (Value, AdmissionRequest<DynamicObject>) {
+        let request = AdmissionRequest {
+            types,
+            uid: self.uid,
+            kind: self.kind,
+            resource: self.resource,
+            sub_resource: self.sub_resource,
+            request_kind: self.request_kind,
+            request_resource: self.request_resource,
+            request_sub_resource: self.request_sub_resource,
+            name: self.name,
+            namespace: self.namespace,
+            operation: self.operation,
+            user_info: self.user_info,
+            object: None,
+            old_object: None,
+            dry_run: self.dry_run,
+            options: self.options,
+        };
+        (self.object, request)
+    }
+}
+
+/// Only the review's version and kind, to name them when the rest does not parse.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Types {
+    #[serde(default)]
+    pub api_version: Option<Value>,
+    #[serde(default)]
+    pub kind: Option<Value>,
+}
