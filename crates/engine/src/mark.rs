@@ -10,8 +10,7 @@
 //!
 //! Threat model and what stays possible: README, "Security".
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64_simd::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -62,7 +61,7 @@ impl MarkKeys {
         let (id, key) = &self.keys[0];
         format!(
             "{VERSION}.{id}.{}",
-            URL_SAFE_NO_PAD.encode(Self::mac(key, &claim.message()))
+            URL_SAFE_NO_PAD.encode_to_string(Self::mac(key, &claim.message()))
         )
     }
 
@@ -78,7 +77,7 @@ impl MarkKeys {
         };
         let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
         mac.update(&claim.message());
-        match URL_SAFE_NO_PAD.decode(given) {
+        match URL_SAFE_NO_PAD.decode_to_vec(given) {
             Ok(bytes) => mac.verify_slice(&bytes).is_ok(),
             Err(_) => false,
         }

@@ -4,8 +4,6 @@
 
 use std::io::Write;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use kube_core::admission::AdmissionResponse;
 use serde::Serialize;
 use serde_json::Value;
@@ -156,7 +154,7 @@ pub fn encode_patch(
     // Base64 needs no JSON escaping: the quoted text is the JSON string as it is.
     let mut quoted = String::with_capacity(w.inner.len().div_ceil(3) * 4 + 2);
     quoted.push('"');
-    STANDARD.encode_string(&w.inner, &mut quoted);
+    base64_simd::STANDARD.encode_append(&w.inner, &mut quoted);
     quoted.push('"');
     RawValue::from_string(quoted).map_err(|e| EncodeError::Patch(e.to_string()))
 }
@@ -221,6 +219,7 @@ struct WithPatch<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64_simd::STANDARD;
     use serde_json::json;
 
     #[test]
@@ -267,7 +266,7 @@ mod tests {
             serde_json::from_value(json!([{"op": "add", "path": "/a", "value": 1}])).unwrap();
         let quoted = encode_patch(&patch, 1024).unwrap();
         let b64: String = serde_json::from_str(quoted.get()).unwrap();
-        let raw = STANDARD.decode(b64).unwrap();
+        let raw = STANDARD.decode_to_vec(b64).unwrap();
         assert_eq!(raw, serde_json::to_vec(&patch).unwrap());
     }
 
@@ -287,7 +286,9 @@ mod tests {
             (&r["uid"], &r["allowed"], &r["patchType"]),
             (&json!("u-1"), &json!(true), &json!("JSONPatch"))
         );
-        let raw = STANDARD.decode(r["patch"].as_str().unwrap()).unwrap();
+        let raw = STANDARD
+            .decode_to_vec(r["patch"].as_str().unwrap())
+            .unwrap();
         assert_eq!(raw, serde_json::to_vec(&patch).unwrap());
         let plain: Value =
             serde_json::from_slice(&answer_bytes(AdmissionResponse::invalid("no"), None).unwrap())
