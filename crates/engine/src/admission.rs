@@ -87,7 +87,8 @@ fn invalid(message: String) -> Reviewed {
     }
 }
 
-/// Answer one AdmissionReview (already parsed as JSON) with the default [`Limits`].
+/// Answer one AdmissionReview already parsed as JSON, with the default [`Limits`] (for
+/// tests and tools; the server answers from the body's bytes with [`review_bytes`]).
 /// `inventory` is the cluster snapshot when one is available (namespace labels, node
 /// types, sibling zones).
 pub fn review(
@@ -97,24 +98,12 @@ pub fn review(
     inventory: Option<&Snapshot>,
     marks: Option<&MarkKeys>,
 ) -> Reviewed {
-    review_with(body, endpoint, policy, inventory, marks, &Limits::default())
-}
-
-/// [`review`] with explicit size limits (the server's `--max-containers` and
-/// `--max-patch-bytes`).
-pub fn review_with(
-    body: Value,
-    endpoint: Endpoint,
-    policy: &Policy,
-    inventory: Option<&Snapshot>,
-    marks: Option<&MarkKeys>,
-    limits: &Limits,
-) -> Reviewed {
     let types = Types {
         api_version: body.get("apiVersion").cloned(),
         kind: body.get("kind").cloned(),
     };
     let incoming = serde_json::from_value::<Incoming>(body);
+    let limits = Limits::default();
     answer(
         incoming,
         || Ok(types),
@@ -122,7 +111,7 @@ pub fn review_with(
         policy,
         inventory,
         marks,
-        limits,
+        &limits,
     )
 }
 
@@ -132,7 +121,8 @@ pub fn review_with(
 pub struct NotJson(serde_json::Error);
 
 /// Answer one AdmissionReview from the request body's bytes, as the webhook receives
-/// it: parsed in one pass, with `oldObject` read past but not built.
+/// it: parsed in one pass, with `oldObject` read past but not built. `limits` are the
+/// server's `--max-containers` and `--max-patch-bytes`.
 pub fn review_bytes(
     body: &[u8],
     endpoint: Endpoint,

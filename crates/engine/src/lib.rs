@@ -61,7 +61,7 @@ mod verdict;
 mod workload;
 mod yaml;
 
-pub use admission::{Endpoint, NotJson, Outcome, Reviewed, review, review_bytes, review_with};
+pub use admission::{Endpoint, NotJson, Outcome, Reviewed, review, review_bytes};
 pub use block_nodes::{BlockNode, BlockNodes, Provisioner};
 pub use catalog::{Catalog, InstanceProfile, Rdma};
 pub use dra::Claims;
