@@ -201,3 +201,47 @@ async fn a_saturated_server_answers_busy_at_once() {
     );
     srv.handle.shutdown();
 }
+
+/// An UPDATE carries the object before the change as `oldObject`, as large as the
+/// object. The webhook reads past it without building it: the answer is the object's,
+/// whatever the old one holds, even one nested deeper than a JSON tree may be (which the
+/// webhook answered HTTP 400 while it parsed the whole review into a tree).
+#[tokio::test]
+async fn an_update_is_answered_from_its_object_without_building_the_old_one() {
+    let (srv, pki, _dir) = tls_server(None).await;
+    let c = client(&pki.ca_pem);
+    let url = format!("{}/mutate", https_base(&srv));
+    let pod = fixture_object("full-node-p5-jobset");
+    let (status, create) = post(&c, &url, &review_for(&pod, "create")).await;
+    assert_eq!(status, 200);
+    assert!(create["response"]["patch"].is_string(), "{create}");
+
+    let mut deep = json!("leaf");
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    let mut update = review_for(&pod, "update");
+    update["request"]["operation"] = json!("UPDATE");
+    update["request"]["oldObject"] = deep;
+    let bytes = serde_json::to_vec(&update).unwrap();
+    let tree = serde_json::from_slice::<Value>(&bytes).unwrap_err();
+    assert!(tree.to_string().contains("recursion limit"), "{tree}");
+    let (status, body) = post(&c, &url, &update).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["response"]["uid"], "update");
+    assert_eq!(body["response"]["patch"], create["response"]["patch"]);
+
+    // Broken JSON inside oldObject is still broken JSON: HTTP 400, as for any body.
+    let text = serde_json::to_string(&review_for(&pod, "broken"))
+        .unwrap()
+        .replacen("\"request\":{", "\"request\":{\"oldObject\":{,},", 1);
+    let r = c
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(text)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    srv.handle.shutdown();
+}
