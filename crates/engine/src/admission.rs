@@ -155,14 +155,10 @@ fn answer(
         Ok(incoming) => incoming,
         Err(e) => {
             // Name a wrong version or kind before a field of the request.
-            let (api, kind) = types().map(|t| (t.api_version, t.kind)).unwrap_or_default();
-            let is =
-                |v: &Option<Value>, want: &str| v.as_ref().and_then(Value::as_str) == Some(want);
-            if !is(&api, API_VERSION) || !is(&kind, KIND) {
-                return wrong_types(
-                    api.as_ref().and_then(Value::as_str).unwrap_or(""),
-                    kind.as_ref().and_then(Value::as_str).unwrap_or(""),
-                );
+            let types = types().unwrap_or_default();
+            let (api, kind) = types.texts();
+            if api != API_VERSION || kind != KIND {
+                return wrong_types(api, kind);
             }
             return invalid(format!("malformed AdmissionReview request: {e}"));
         }

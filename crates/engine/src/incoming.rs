@@ -85,11 +85,21 @@ impl Request {
 }
 
 /// Only the review's version and kind, to name them when the rest does not parse.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Types {
     #[serde(default)]
     pub api_version: Option<Value>,
     #[serde(default)]
     pub kind: Option<Value>,
+}
+
+impl Types {
+    /// The version and kind as text ("" where missing or not a string).
+    pub(crate) fn texts(&self) -> (&str, &str) {
+        fn text(v: &Option<Value>) -> &str {
+            v.as_ref().and_then(Value::as_str).unwrap_or("")
+        }
+        (text(&self.api_version), text(&self.kind))
+    }
 }
