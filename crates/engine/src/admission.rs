@@ -131,7 +131,14 @@ pub fn review_bytes(
     marks: Option<&MarkKeys>,
     limits: &Limits,
 ) -> Result<Reviewed, NotJson> {
-    let incoming = match serde_json::from_slice::<Incoming>(body) {
+    // One check of the whole body instead of serde_json checking each string it reads:
+    // text that is UTF-8 is read as `str`. Bytes that are not go through the same byte
+    // parser as before, which names where they stop being JSON.
+    let parsed = match std::str::from_utf8(body) {
+        Ok(text) => serde_json::from_str::<Incoming>(text),
+        Err(_) => serde_json::from_slice::<Incoming>(body),
+    };
+    let incoming = match parsed {
         // Syntax, an early end or I/O: not JSON, as opposed to JSON of the wrong shape.
         Err(e) if !e.is_data() => return Err(NotJson(e)),
         parsed => parsed,

@@ -165,3 +165,31 @@ fn a_review_naming_its_object_twice_is_refused_not_read_either_way() {
         reviewed.outcome
     );
 }
+
+#[test]
+fn a_body_that_is_not_utf8_is_not_json_and_utf8_text_reads_as_before() {
+    let policy = Policy::embedded();
+    let limits = Limits::default();
+    // Text beyond ASCII, raw and escaped, reads the same from bytes as from a tree.
+    let mut pod = pod();
+    pod["metadata"]["annotations"]["team.example/owner"] = json!("Zoë ✓ 训练 \u{1F680}");
+    let body = admission("CREATE", pod, None);
+    let mut bytes = serde_json::to_vec(&body).unwrap();
+    let from_value = review(body.clone(), Endpoint::Mutate, &policy, None, None);
+    let from_value: Value = serde_json::from_slice(&from_value.body.unwrap()).unwrap();
+    assert_eq!(from_value, answer_of(&bytes, Endpoint::Mutate));
+    // One byte that cannot start a UTF-8 character, inside the owner's name: the
+    // body is not JSON (RFC 8259 §8.1) and the answer is HTTP 400, never a review.
+    let at = bytes
+        .windows(3)
+        .position(|w| w == b"Zo\xc3")
+        .expect("the name")
+        + 1;
+    bytes[at] = 0xff;
+    assert!(std::str::from_utf8(&bytes).is_err());
+    let e = review_bytes(&bytes, Endpoint::Mutate, &policy, None, None, &limits)
+        .err()
+        .expect("a body that is not UTF-8 is not JSON")
+        .to_string();
+    assert!(e.contains("invalid unicode code point"), "{e}");
+}
