@@ -144,7 +144,7 @@ pub fn encode_patch(
         written: 0,
         limit: max_bytes,
     };
-    if let Err(e) = serde_json::to_writer(&mut w, patch) {
+    if let Err(e) = write_patch(&mut w, patch) {
         return Err(if w.written > w.limit {
             EncodeError::PatchTooLarge { limit: max_bytes }
         } else {
@@ -157,6 +157,33 @@ pub fn encode_patch(
     base64_simd::STANDARD.encode_append(&w.inner, &mut quoted);
     quoted.push('"');
     RawValue::from_string(quoted).map_err(|e| EncodeError::Patch(e.to_string()))
+}
+
+/// `patch` as JSON text, the same as its `Serialize` writes. The operations the
+/// engine records (`add`, `replace`) are written directly, which costs about a third
+/// fewer instructions than serde's internally tagged enum; others go through serde.
+fn write_patch(w: &mut Capped, patch: &json_patch::Patch) -> serde_json::Result<()> {
+    use json_patch::PatchOperation::{Add, Replace};
+    w.write_all(b"[").map_err(serde_json::Error::io)?;
+    for (i, op) in patch.0.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",").map_err(serde_json::Error::io)?;
+        }
+        let (head, path, value): (&[u8], _, _) = match op {
+            Add(a) => (b"{\"op\":\"add\",\"path\":", &a.path, &a.value),
+            Replace(r) => (b"{\"op\":\"replace\",\"path\":", &r.path, &r.value),
+            other => {
+                serde_json::to_writer(&mut *w, other)?;
+                continue;
+            }
+        };
+        w.write_all(head).map_err(serde_json::Error::io)?;
+        serde_json::to_writer(&mut *w, path.as_str())?;
+        w.write_all(b",\"value\":").map_err(serde_json::Error::io)?;
+        serde_json::to_writer(&mut *w, value)?;
+        w.write_all(b"}").map_err(serde_json::Error::io)?;
+    }
+    w.write_all(b"]").map_err(serde_json::Error::io)
 }
 
 /// The AdmissionReview answer as JSON bytes: `resp`, with `patch` (from
@@ -262,12 +289,32 @@ mod tests {
 
     #[test]
     fn patch_is_base64_of_its_json() {
-        let patch: json_patch::Patch =
-            serde_json::from_value(json!([{"op": "add", "path": "/a", "value": 1}])).unwrap();
-        let quoted = encode_patch(&patch, 1024).unwrap();
-        let b64: String = serde_json::from_str(quoted.get()).unwrap();
-        let raw = STANDARD.decode_to_vec(b64).unwrap();
-        assert_eq!(raw, serde_json::to_vec(&patch).unwrap());
+        // Every kind of operation, escapes in paths and values, and no operation at all:
+        // the bytes are what the patch's own `Serialize` writes.
+        let patches = [
+            json!([{"op": "add", "path": "/a", "value": 1}]),
+            json!([
+                {"op": "add", "path": "/metadata/annotations/trainplace.io~1mutated",
+                    "value": "line \"one\"\nline\ttwo \u{1F680}"},
+                {"op": "replace", "path": "/spec/x~0y", "value": {"b": [true, null, 1.5], "a": {}}},
+                {"op": "remove", "path": "/spec/z"},
+                {"op": "test", "path": "/spec/t", "value": "v"},
+                {"op": "move", "from": "/a", "path": "/b"},
+                {"op": "copy", "from": "/b", "path": "/c"},
+                {"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "N", "value": ""}},
+            ]),
+            json!([]),
+        ];
+        for value in patches {
+            let patch: json_patch::Patch = serde_json::from_value(value).unwrap();
+            let quoted = encode_patch(&patch, 4096).unwrap();
+            let b64: String = serde_json::from_str(quoted.get()).unwrap();
+            let raw = STANDARD.decode_to_vec(b64).unwrap();
+            assert_eq!(
+                String::from_utf8(raw).unwrap(),
+                serde_json::to_string(&patch).unwrap()
+            );
+        }
     }
 
     #[test]
