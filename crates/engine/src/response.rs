@@ -160,8 +160,9 @@ pub fn encode_patch(
 }
 
 /// `patch` as JSON text, the same as its `Serialize` writes. The operations the
-/// engine records (`add`, `replace`) are written directly, which costs about a third
-/// fewer instructions than serde's internally tagged enum; others go through serde.
+/// engine records (`add`, `replace`) are written directly rather than through serde's
+/// internally tagged enum (14k of 667k instructions per review of the 10 KB pod,
+/// README "Performance"); others go through serde.
 fn write_patch(w: &mut Capped, patch: &json_patch::Patch) -> serde_json::Result<()> {
     use json_patch::PatchOperation::{Add, Replace};
     w.write_all(b"[").map_err(serde_json::Error::io)?;
