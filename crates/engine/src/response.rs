@@ -2,12 +2,9 @@
 //! memory bounded: how many containers an object may declare and how large the JSON
 //! Patch may grow.
 
-use std::io::Write;
-
 use kube_core::admission::AdmissionResponse;
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use thiserror::Error;
 
 use crate::workload::{Kind, locate};
@@ -102,89 +99,74 @@ fn containers_anywhere(value: &Value) -> usize {
     }
 }
 
-/// A writer that refuses to grow past `limit` bytes.
-struct Capped {
-    inner: Vec<u8>,
-    written: usize,
-    limit: usize,
-}
+/// The JSON Patch of a review as JSON text, within `--max-patch-bytes`
+/// ([`encode_patch`]); [`answer_bytes`] puts it in the answer as base64.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedPatch(Vec<u8>);
 
-impl Write for Capped {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.written = self.written.saturating_add(buf.len());
-        if self.written > self.limit {
-            return Err(std::io::Error::other("patch ceiling"));
-        }
-        self.inner.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    // serde_json writes every token with `write_all`; one check and one copy per call
-    // instead of the default retry loop around `write`.
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.write(buf).map(drop)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Serialise `patch` and encode it as base64 (the API server decodes `patch` as a Go
-/// `[]byte`, i.e. base64), stopping as soon as the serialisation passes `max_bytes`.
-/// The JSON is written into one buffer and encoded in one call: many small writes
-/// through a streaming encoder cost more than the buffer, which the ceiling bounds.
-/// The result is the JSON string (quotes included) ready to be put in the answer.
+/// Serialise `patch`, refusing it once the text passes `max_bytes`. The length is
+/// checked after each operation, so serialising stops at the first operation past
+/// the ceiling: memory stays within the ceiling plus one operation, whose value the
+/// engine built from the (size-limited) object.
 pub fn encode_patch(
     patch: &json_patch::Patch,
     max_bytes: usize,
-) -> Result<Box<RawValue>, EncodeError> {
-    let mut w = Capped {
-        inner: Vec::with_capacity(4096.min(max_bytes)),
-        written: 0,
-        limit: max_bytes,
-    };
-    if let Err(e) = write_patch(&mut w, patch) {
-        return Err(if w.written > w.limit {
-            EncodeError::PatchTooLarge { limit: max_bytes }
-        } else {
-            EncodeError::Patch(e.to_string())
-        });
+) -> Result<EncodedPatch, EncodeError> {
+    let mut out = Vec::with_capacity(4096.min(max_bytes));
+    write_patch(&mut out, patch, max_bytes).map_err(|e| match e {
+        Written::TooLarge => EncodeError::PatchTooLarge { limit: max_bytes },
+        Written::Failed(e) => EncodeError::Patch(e.to_string()),
+    })?;
+    Ok(EncodedPatch(out))
+}
+
+enum Written {
+    TooLarge,
+    Failed(serde_json::Error),
+}
+
+impl From<serde_json::Error> for Written {
+    fn from(e: serde_json::Error) -> Self {
+        Written::Failed(e)
     }
-    // Base64 needs no JSON escaping: the quoted text is the JSON string as it is.
-    let mut quoted = String::with_capacity(w.inner.len().div_ceil(3) * 4 + 2);
-    quoted.push('"');
-    base64_simd::STANDARD.encode_append(&w.inner, &mut quoted);
-    quoted.push('"');
-    RawValue::from_string(quoted).map_err(|e| EncodeError::Patch(e.to_string()))
 }
 
 /// `patch` as JSON text, the same as its `Serialize` writes. The operations the
 /// engine records (`add`, `replace`) are written directly rather than through serde's
 /// internally tagged enum (14k of 667k instructions per review of the 10 KB pod,
 /// README "Performance"); others go through serde.
-fn write_patch(w: &mut Capped, patch: &json_patch::Patch) -> serde_json::Result<()> {
+fn write_patch(out: &mut Vec<u8>, patch: &json_patch::Patch, max: usize) -> Result<(), Written> {
     use json_patch::PatchOperation::{Add, Replace};
-    w.write_all(b"[").map_err(serde_json::Error::io)?;
+    out.push(b'[');
     for (i, op) in patch.0.iter().enumerate() {
         if i > 0 {
-            w.write_all(b",").map_err(serde_json::Error::io)?;
+            out.push(b',');
         }
         let (head, path, value): (&[u8], _, _) = match op {
             Add(a) => (b"{\"op\":\"add\",\"path\":", &a.path, &a.value),
             Replace(r) => (b"{\"op\":\"replace\",\"path\":", &r.path, &r.value),
             other => {
-                serde_json::to_writer(&mut *w, other)?;
+                serde_json::to_writer(&mut *out, other)?;
+                if out.len() > max {
+                    return Err(Written::TooLarge);
+                }
                 continue;
             }
         };
-        w.write_all(head).map_err(serde_json::Error::io)?;
-        serde_json::to_writer(&mut *w, path.as_str())?;
-        w.write_all(b",\"value\":").map_err(serde_json::Error::io)?;
-        serde_json::to_writer(&mut *w, value)?;
-        w.write_all(b"}").map_err(serde_json::Error::io)?;
+        out.extend_from_slice(head);
+        serde_json::to_writer(&mut *out, path.as_str())?;
+        out.extend_from_slice(b",\"value\":");
+        serde_json::to_writer(&mut *out, value)?;
+        out.push(b'}');
+        if out.len() > max {
+            return Err(Written::TooLarge);
+        }
     }
-    w.write_all(b"]").map_err(serde_json::Error::io)
+    out.push(b']');
+    if out.len() > max {
+        return Err(Written::TooLarge);
+    }
+    Ok(())
 }
 
 /// The AdmissionReview answer as JSON bytes: `resp`, with `patch` (from
@@ -193,15 +175,16 @@ fn write_patch(w: &mut Capped, patch: &json_patch::Patch) -> serde_json::Result<
 ///
 /// kube-core serialises `AdmissionResponse::patch: Vec<u8>` as an array of numbers
 /// (kube-rs/kube#1781), which the API server rejects and which costs one JSON value per
-/// byte. The patch is therefore left out of the typed response and written next to it
-/// as the base64 string the API server expects.
+/// byte. The patch is therefore left out of the typed response and written after its
+/// last field as the base64 string the API server expects (it decodes `patch` as a Go
+/// `[]byte`). Base64 needs no JSON escaping, so it is encoded straight into the answer.
 pub fn answer_bytes(
     resp: AdmissionResponse,
-    patch: Option<Box<RawValue>>,
+    patch: Option<EncodedPatch>,
 ) -> Result<Vec<u8>, EncodeError> {
     let resp = match patch {
         // `with_patch` is the only way to set the (private) patchType; an empty patch is
-        // two bytes, and the bytes themselves are written by `Answer` instead.
+        // two bytes, and the bytes themselves are written below instead.
         Some(_) => resp
             .with_patch(json_patch::Patch(Vec::new()))
             .map_err(|e| EncodeError::Response(e.to_string()))
@@ -214,12 +197,25 @@ pub fn answer_bytes(
     let answer = Answer {
         api_version: &resp.types.api_version,
         kind: &resp.types.kind,
-        response: WithPatch {
-            response: &resp,
-            patch: patch.as_deref(),
-        },
+        response: &resp,
     };
-    to_bytes(&answer)
+    let mut out = to_bytes(&answer)?;
+    let Some(patch) = patch else {
+        return Ok(out);
+    };
+    // The answer ends with the response's closing brace and the review's; the response
+    // has fields (uid, allowed), so the patch follows a comma.
+    if !out.ends_with(b"}}") {
+        return Err(EncodeError::Response(
+            "the serialised answer does not end with its response object".into(),
+        ));
+    }
+    out.truncate(out.len() - 2);
+    out.reserve(patch.0.len().div_ceil(3) * 4 + 16);
+    out.extend_from_slice(b",\"patch\":\"");
+    base64_simd::STANDARD.encode_append(&patch.0, &mut out);
+    out.extend_from_slice(b"\"}}");
+    Ok(out)
 }
 
 /// `serde_json::to_vec`, with its failure kept as an error (answered as HTTP 500).
@@ -233,15 +229,7 @@ fn to_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, EncodeError> {
 struct Answer<'a> {
     api_version: &'a str,
     kind: &'a str,
-    response: WithPatch<'a>,
-}
-
-#[derive(Serialize)]
-struct WithPatch<'a> {
-    #[serde(flatten)]
     response: &'a AdmissionResponse,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<&'a RawValue>,
 }
 
 #[cfg(test)]
@@ -308,13 +296,19 @@ mod tests {
         ];
         for value in patches {
             let patch: json_patch::Patch = serde_json::from_value(value).unwrap();
-            let quoted = encode_patch(&patch, 4096).unwrap();
-            let b64: String = serde_json::from_str(quoted.get()).unwrap();
-            let raw = STANDARD.decode_to_vec(b64).unwrap();
+            let encoded = encode_patch(&patch, 4096).unwrap();
             assert_eq!(
-                String::from_utf8(raw).unwrap(),
+                String::from_utf8(encoded.0.clone()).unwrap(),
                 serde_json::to_string(&patch).unwrap()
             );
+            let mut resp = AdmissionResponse::invalid("x");
+            resp.allowed = true;
+            let answer: Value =
+                serde_json::from_slice(&answer_bytes(resp, Some(encoded)).unwrap()).unwrap();
+            let raw = STANDARD
+                .decode_to_vec(answer["response"]["patch"].as_str().unwrap())
+                .unwrap();
+            assert_eq!(raw, serde_json::to_vec(&patch).unwrap());
         }
     }
 
@@ -355,8 +349,15 @@ mod tests {
             serde_json::from_value(json!([{"op": "add", "path": "/a", "value": "x".repeat(100)}]))
                 .unwrap();
         assert_eq!(
-            encode_patch(&patch, 50).map(|raw| raw.get().to_string()),
+            encode_patch(&patch, 50),
             Err(EncodeError::PatchTooLarge { limit: 50 })
+        );
+        // The closing bracket counts too: a patch one byte over its ceiling is refused.
+        let exact = serde_json::to_vec(&patch).unwrap().len();
+        assert!(encode_patch(&patch, exact).is_ok());
+        assert_eq!(
+            encode_patch(&patch, exact - 1),
+            Err(EncodeError::PatchTooLarge { limit: exact - 1 })
         );
     }
 
