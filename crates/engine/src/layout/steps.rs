@@ -208,18 +208,23 @@ impl Plan<'_> {
             let Some(c) = items(spec.value, &["containers"]).get(i) else {
                 continue;
             };
-            let uses_pet = items(c, &["env"]).iter().any(|e| {
-                e.get("name")
-                    .and_then(Value::as_str)
-                    .is_some_and(|n| n.starts_with("PET_"))
-            });
+            // One look through the env: does it use PET_ variables, and is the count set?
+            let (mut uses_pet, mut count_set) = (false, false);
+            for name in items(c, &["env"])
+                .iter()
+                .filter_map(|e| e.get("name").and_then(Value::as_str))
+            {
+                uses_pet |= name.starts_with("PET_");
+                count_set |= name == "PET_NPROC_PER_NODE";
+            }
             let cmd = command_line(c);
             let cmd_sets = cmd.contains("--nproc_per_node") || cmd.contains("--nproc-per-node");
-            if !uses_pet || cmd_sets || env_entry(c, "PET_NPROC_PER_NODE").is_some() {
+            if !uses_pet || cmd_sets || count_set {
                 continue;
             }
             let n = container_accels(c, &self.shape.accel_resource).unwrap_or(self.shape.per_pod);
-            self.add_env(
+            // Not set (looked at above), so no second look through the env.
+            push_env(
                 spec,
                 i,
                 "PET_NPROC_PER_NODE",
@@ -245,14 +250,7 @@ impl Plan<'_> {
         {
             return;
         }
-        let cname = container_name(spec.value, i);
-        if let Some(mut env) = container(spec, i).and_then(|c| c.array("env", ed.ops)) {
-            env.push(json!({"name": name, "value": value}), ed.ops);
-            ed.change(
-                format!("container {cname}: env {name}={value}"),
-                why.to_string(),
-            );
-        }
+        push_env(spec, i, name, value, why, ed);
     }
 
     pub(super) fn tolerations(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
@@ -412,4 +410,23 @@ fn container_accels(c: &Value, res: &str) -> Option<u32> {
         .and_then(|m| m.get(res))
         .or_else(|| r.get("requests")?.get(res))?;
     crate::quantity::parse_count(v).ok()
+}
+
+/// Append `name=value` to container `i`'s env, which has no `name` yet.
+fn push_env(
+    spec: &mut Cursor<'_>,
+    i: usize,
+    name: &str,
+    value: &str,
+    why: &str,
+    ed: &mut Edit<'_>,
+) {
+    let cname = container_name(spec.value, i);
+    if let Some(mut env) = container(spec, i).and_then(|c| c.array("env", ed.ops)) {
+        env.push(json!({"name": name, "value": value}), ed.ops);
+        ed.change(
+            format!("container {cname}: env {name}={value}"),
+            why.to_string(),
+        );
+    }
 }
