@@ -2,7 +2,7 @@
 //! advises its 1 GiB arena with MADV_HUGEPAGE; on a node whose THP mode is `madvise`
 //! (the common distribution default) every touched 2 MiB of the arena then becomes
 //! resident as a whole, which doubled `trainplace serve`'s idle RSS (23 MiB against
-//! 12 MiB without; README "Performance"). The RSS numbers come from
+//! 12 MiB without; docs/performance-history.md, "Memory"). The RSS numbers come from
 //! scripts/bench-compare.sh; this test checks the cause: no mapping of a running
 //! server, after it answered over its real sockets, carries the `hg` (MADV_HUGEPAGE)
 //! flag in /proc/PID/smaps.

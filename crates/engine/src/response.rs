@@ -134,7 +134,7 @@ impl From<serde_json::Error> for Written {
 /// `patch` as JSON text, the same as its `Serialize` writes. The operations the
 /// engine records (`add`, `replace`) are written directly rather than through serde's
 /// internally tagged enum (14k of 667k instructions per review of the 10 KB pod,
-/// README "Performance"); others go through serde.
+/// docs/performance-history.md); others go through serde.
 fn write_patch(out: &mut Vec<u8>, patch: &json_patch::Patch, max: usize) -> Result<(), Written> {
     use json_patch::PatchOperation::{Add, Replace};
     out.push(b'[');
