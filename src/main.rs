@@ -20,7 +20,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => {
             trainplace::server::init_tracing();
             let config = (*args).into_config()?;
-            runtime()?.block_on(trainplace::server::serve(config))?;
+            server_runtime(config.io_threads)?.block_on(trainplace::server::serve(config))?;
             ExitCode::Ok
         }
         Command::Advise(mut args) => {
@@ -51,6 +51,16 @@ fn main() -> anyhow::Result<()> {
 
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
+/// The webhook's runtime: `io_threads` workers (`--io-threads`), named so an operator
+/// (and `tests/io_threads.rs`) can tell them from the review threads in /proc or `top -H`.
+fn server_runtime(io_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(io_threads.max(1))
+        .thread_name("trainplace-io")
         .enable_all()
         .build()
 }

@@ -88,6 +88,8 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
             header_read: Duration::from_secs(1),
             ..Default::default()
         },
+        // The binary's runtime only; these servers run on the test's runtime.
+        io_threads: 1,
     }
 }
 

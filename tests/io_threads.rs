@@ -1,0 +1,92 @@
+//! `trainplace serve` runs connections, TLS and HTTP on `--io-threads` async workers
+//! (one per core by default) named `trainplace-io`; reviews run on their own threads. Counted
+//! in /proc/PID/task/*/comm of a running server that has answered a review over its
+//! real HTTPS socket.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::free_addrs;
+use serde_json::json;
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `trainplace serve` with `extra` flags, wait until it answers a review on
+/// /validate, and return the names of its threads.
+async fn thread_names(extra: &[&str]) -> Vec<String> {
+    let [addr, probe] = free_addrs::<2>();
+    let child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["serve", "--inventory", "off", "--addr"])
+        .arg(addr.to_string())
+        .arg("--probe-addr")
+        .arg(probe.to_string())
+        .args(extra)
+        .env("TRAINPLACE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("trainplace serve starts");
+    let server = Server(child);
+    let client = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let review = common::review_for(
+        &json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team-a"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+        "u-1",
+    );
+    let mut answered = false;
+    for _ in 0..400 {
+        let sent = client
+            .post(format!("https://{addr}/validate"))
+            .json(&review)
+            .send()
+            .await;
+        if let Ok(resp) = sent {
+            assert!(resp.status().is_success(), "{}", resp.status());
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(answered, "trainplace serve never answered on {addr}");
+    let tasks = format!("/proc/{}/task", server.0.id());
+    std::fs::read_dir(&tasks)
+        .expect("the server's threads")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim_end().to_string())
+        .collect()
+}
+
+fn io_threads(names: &[String]) -> usize {
+    names.iter().filter(|n| *n == "trainplace-io").count()
+}
+
+#[tokio::test]
+async fn one_io_thread_per_core_by_default_and_as_many_as_asked() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let default = thread_names(&[]).await;
+    assert_eq!(io_threads(&default), cores, "{default:?}");
+    // The review ran on a review thread, not on an I/O thread.
+    assert!(
+        default.iter().any(|n| n.starts_with("trainplace-revi")),
+        "{default:?}"
+    );
+    let one = thread_names(&["--io-threads", "1"]).await;
+    assert_eq!(io_threads(&one), 1, "{one:?}");
+    let three = thread_names(&["--io-threads", "3"]).await;
+    assert_eq!(io_threads(&three), 3, "{three:?}");
+}
