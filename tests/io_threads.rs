@@ -6,37 +6,16 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::free_addrs;
+use common::{free_addrs, spawn_serve};
 use serde_json::json;
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Start `trainplace serve` with `extra` flags, wait until it answers a review on
 /// /validate, and return the names of its threads.
 async fn thread_names(extra: &[&str]) -> Vec<String> {
     let [addr, probe] = free_addrs::<2>();
-    let child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
-        .args(["serve", "--inventory", "off", "--addr"])
-        .arg(addr.to_string())
-        .arg("--probe-addr")
-        .arg(probe.to_string())
-        .args(extra)
-        .env("TRAINPLACE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("trainplace serve starts");
-    let server = Server(child);
+    let server = spawn_serve(addr, probe, extra);
     let client = reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
         .timeout(Duration::from_secs(5))

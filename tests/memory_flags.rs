@@ -11,19 +11,9 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::free_addrs;
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{free_addrs, spawn_serve};
 
 /// One plain HTTP/1.0 GET on the probe port; the status line, or None when the
 /// port does not answer yet.
@@ -39,17 +29,7 @@ fn get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
 #[test]
 fn serve_does_not_advise_huge_pages() {
     let [addr, probe] = free_addrs::<2>();
-    let child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
-        .args(["serve", "--inventory", "off", "--addr"])
-        .arg(addr.to_string())
-        .arg("--probe-addr")
-        .arg(probe.to_string())
-        .env("TRAINPLACE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("trainplace serve starts");
-    let server = Server(child);
+    let server = spawn_serve(addr, probe, &[]);
     let mut ready = false;
     for _ in 0..400 {
         if get(probe, "/readyz").is_some_and(|s| s.contains(" 200 ")) {

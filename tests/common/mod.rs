@@ -319,3 +319,34 @@ pub fn serve_with_kubeconfig(
         .spawn()
         .unwrap()
 }
+
+/// A `trainplace serve` process, killed when dropped.
+pub struct ServeProcess(pub std::process::Child);
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `trainplace serve --inventory off` on `addr` (HTTPS) and `probe`, with
+/// `extra` flags, logging warnings only to a discarded stderr.
+pub fn spawn_serve(
+    addr: std::net::SocketAddr,
+    probe: std::net::SocketAddr,
+    extra: &[&str],
+) -> ServeProcess {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["serve", "--inventory", "off", "--addr"])
+        .arg(addr.to_string())
+        .arg("--probe-addr")
+        .arg(probe.to_string())
+        .args(extra)
+        .env("TRAINPLACE_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("trainplace serve starts");
+    ServeProcess(child)
+}

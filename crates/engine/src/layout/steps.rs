@@ -198,7 +198,12 @@ impl Plan<'_> {
         }
         for &i in &self.containers {
             for (name, value, why) in &wanted {
-                self.add_env(spec, i, name, value, why, ed);
+                let set = items(spec.value, &["containers"])
+                    .get(i)
+                    .is_some_and(|c| env_entry(c, name).is_some());
+                if !set {
+                    push_env(spec, i, name, value, why, ed);
+                }
             }
         }
     }
@@ -233,24 +238,6 @@ impl Plan<'_> {
                 ed,
             );
         }
-    }
-
-    pub(super) fn add_env(
-        &self,
-        spec: &mut Cursor<'_>,
-        i: usize,
-        name: &str,
-        value: &str,
-        why: &str,
-        ed: &mut Edit<'_>,
-    ) {
-        if items(spec.value, &["containers"])
-            .get(i)
-            .is_some_and(|c| env_entry(c, name).is_some())
-        {
-            return;
-        }
-        push_env(spec, i, name, value, why, ed);
     }
 
     pub(super) fn tolerations(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
