@@ -25,12 +25,6 @@ fn wide_pod(n: usize) -> Value {
     pod
 }
 
-async fn post(c: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
-    let r = c.post(url).json(body).send().await.expect("request");
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn oversized_objects_and_patches_are_denied_with_the_reason() {
     let (srv, pki, _dir) = tls_server(None).await;
@@ -100,12 +94,7 @@ async fn probes_stay_fast_while_heavy_reviews_run() {
         load.push(tokio::spawn(async move {
             let mut done = 0u32;
             while Instant::now() < stop {
-                let r = c
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .body(heavy.clone())
-                    .send()
-                    .await;
+                let r = post_text(&c, &url, heavy.clone()).await;
                 if r.is_ok_and(|r| r.status().is_success()) {
                     done += 1;
                 }
@@ -160,13 +149,7 @@ async fn a_saturated_server_answers_busy_at_once() {
         tasks.push(tokio::spawn(async move {
             let mut seen = Vec::new();
             for _ in 0..10 {
-                let r = c
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .body(heavy.clone())
-                    .send()
-                    .await
-                    .unwrap();
+                let r = post_text(&c, &url, heavy.clone()).await.unwrap();
                 let status = r.status().as_u16();
                 let retry = r.headers().get("retry-after").is_some();
                 let text = r.text().await.unwrap();
@@ -235,13 +218,7 @@ async fn an_update_is_answered_from_its_object_without_building_the_old_one() {
     let text = serde_json::to_string(&review_for(&pod, "broken"))
         .unwrap()
         .replacen("\"request\":{", "\"request\":{\"oldObject\":{,},", 1);
-    let r = c
-        .post(&url)
-        .header("content-type", "application/json")
-        .body(text)
-        .send()
-        .await
-        .unwrap();
+    let r = post_text(&c, &url, text).await.unwrap();
     assert_eq!(r.status().as_u16(), 400);
     srv.handle.shutdown();
 }

@@ -9,12 +9,6 @@ use common::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-async fn post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
-    let resp = client.post(url).json(body).send().await.expect("request");
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn mutate_and_validate_over_tls() {
     let (srv, pki, _dir) = tls_server(None).await;
@@ -128,13 +122,7 @@ async fn bad_input_gets_clear_errors() {
         .unwrap();
     let url = format!("https://127.0.0.1:{}/validate", srv.addr.port());
 
-    let r = c
-        .post(&url)
-        .header("content-type", "application/json")
-        .body("not json")
-        .send()
-        .await
-        .unwrap();
+    let r = post_text(&c, &url, "not json").await.unwrap();
     assert_eq!(r.status().as_u16(), 400);
     let body: Value = r.json().await.unwrap();
     assert!(
@@ -155,13 +143,7 @@ async fn bad_input_gets_clear_errors() {
     assert_eq!(r.status().as_u16(), 415);
 
     let big = format!("{{\"x\":\"{}\"}}", "a".repeat(10 * 1024 * 1024));
-    let r = c
-        .post(&url)
-        .header("content-type", "application/json")
-        .body(big)
-        .send()
-        .await
-        .unwrap();
+    let r = post_text(&c, &url, big).await.unwrap();
     assert_eq!(r.status().as_u16(), 413);
 
     let (s, body) = post(&c, &url, &json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}})).await;

@@ -265,6 +265,26 @@ pub fn free_addrs<const N: usize>() -> [std::net::SocketAddr; N] {
     std::array::from_fn(|i| held[i].local_addr().unwrap())
 }
 
+/// POST an AdmissionReview: the HTTP status and the answer (`Null` when it is not JSON).
+pub async fn post(c: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
+    let resp = c.post(url).json(body).send().await.expect("request");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// POST `body` as it is (JSON or not) with the JSON content type.
+pub async fn post_text(
+    c: &reqwest::Client,
+    url: &str,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::Result<reqwest::Response> {
+    c.post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+}
+
 /// POST an AdmissionReview to a webhook with a self-signed certificate.
 #[allow(dead_code)]
 pub async fn post_review(url: &str, body: &Value) -> (u16, Value) {
@@ -272,9 +292,7 @@ pub async fn post_review(url: &str, body: &Value) -> (u16, Value) {
         .danger_accept_invalid_certs(true)
         .build()
         .unwrap();
-    let resp = c.post(url).json(body).send().await.expect("request");
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    post(&c, url, body).await
 }
 
 /// Write a kubeconfig at `path` that points at `server` with a bearer token (the
