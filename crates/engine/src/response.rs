@@ -137,35 +137,37 @@ impl From<serde_json::Error> for Written {
 /// docs/performance-history.md); others go through serde.
 fn write_patch(out: &mut Vec<u8>, patch: &json_patch::Patch, max: usize) -> Result<(), Written> {
     use json_patch::PatchOperation::{Add, Replace};
+    let too_large = |out: &Vec<u8>| out.len() > max;
     out.push(b'[');
     for (i, op) in patch.0.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        let (head, path, value): (&[u8], _, _) = match op {
-            Add(a) => (b"{\"op\":\"add\",\"path\":", &a.path, &a.value),
-            Replace(r) => (b"{\"op\":\"replace\",\"path\":", &r.path, &r.value),
-            other => {
-                serde_json::to_writer(&mut *out, other)?;
-                if out.len() > max {
-                    return Err(Written::TooLarge);
-                }
-                continue;
-            }
-        };
-        out.extend_from_slice(head);
-        serde_json::to_writer(&mut *out, path.as_str())?;
-        out.extend_from_slice(b",\"value\":");
-        serde_json::to_writer(&mut *out, value)?;
-        out.push(b'}');
-        if out.len() > max {
+        match op {
+            Add(a) => write_op(out, "add", a.path.as_str(), &a.value)?,
+            Replace(r) => write_op(out, "replace", r.path.as_str(), &r.value)?,
+            other => serde_json::to_writer(&mut *out, other)?,
+        }
+        if too_large(out) {
             return Err(Written::TooLarge);
         }
     }
     out.push(b']');
-    if out.len() > max {
+    if too_large(out) {
         return Err(Written::TooLarge);
     }
+    Ok(())
+}
+
+/// `{"op":OP,"path":PATH,"value":VALUE}`, in the field order serde writes.
+fn write_op(out: &mut Vec<u8>, op: &str, path: &str, value: &Value) -> serde_json::Result<()> {
+    out.extend_from_slice(b"{\"op\":\"");
+    out.extend_from_slice(op.as_bytes());
+    out.extend_from_slice(b"\",\"path\":");
+    serde_json::to_writer(&mut *out, path)?;
+    out.extend_from_slice(b",\"value\":");
+    serde_json::to_writer(&mut *out, value)?;
+    out.push(b'}');
     Ok(())
 }
 
