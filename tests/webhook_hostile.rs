@@ -222,3 +222,53 @@ async fn an_update_is_answered_from_its_object_without_building_the_old_one() {
     assert_eq!(r.status().as_u16(), 400);
     srv.handle.shutdown();
 }
+
+/// Nesting is bounded wherever the webhook reads it. A body nested a million arrays deep
+/// (2 MB, within `--max-body`) is refused with HTTP 400 naming the limit in the object,
+/// and denied as a review of the wrong shape as the whole body; in `oldObject`, which is
+/// read past, it changes nothing; and the webhook goes on answering. A parser that recursed once per level without a limit
+/// would abort the process here (sonic-rs's tree parser, measured in round 2's eighth
+/// session, overflowed a 2 MiB stack at 10,000 levels).
+#[tokio::test]
+async fn nesting_a_million_deep_is_refused_or_read_past_and_the_webhook_stays_up() {
+    let (srv, pki, _dir) = tls_server(None).await;
+    let c = client(&pki.ca_pem);
+    let url = format!("{}/mutate", https_base(&srv));
+    let pod = fixture_object("full-node-p5-jobset");
+    let (_, create) = post(&c, &url, &review_for(&pod, "create")).await;
+    let deep = format!("{}1{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+    // `review` with `"@"` where the deep value goes.
+    let with_deep = |review: &Value| {
+        serde_json::to_string(review)
+            .unwrap()
+            .replacen("\"@\"", &deep, 1)
+    };
+
+    let mut in_object = pod.clone();
+    in_object["spec"]["extra"] = json!("@");
+    let r = post_text(&c, &url, with_deep(&review_for(&in_object, "deep")))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let text = r.text().await.unwrap();
+    assert!(text.contains("recursion limit exceeded"), "{text}");
+
+    // The whole body an array: JSON of the wrong shape, answered from its first level.
+    let r = post_text(&c, &url, deep.clone()).await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["response"]["allowed"], false, "{body}");
+
+    let mut update = review_for(&pod, "update");
+    update["request"]["operation"] = json!("UPDATE");
+    update["request"]["oldObject"] = json!("@");
+    let r = post_text(&c, &url, with_deep(&update)).await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["response"]["patch"], create["response"]["patch"]);
+
+    let (status, again) = post(&c, &url, &review_for(&pod, "again")).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["response"]["patch"], create["response"]["patch"]);
+    srv.handle.shutdown();
+}
