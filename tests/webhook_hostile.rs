@@ -25,6 +25,14 @@ fn wide_pod(n: usize) -> Value {
     pod
 }
 
+/// The UPDATE review of `object` (uid `update`) whose object before the change was `old`.
+fn update_of(object: &Value, old: Value) -> Value {
+    let mut update = review_for(object, "update");
+    update["request"]["operation"] = json!("UPDATE");
+    update["request"]["oldObject"] = old;
+    update
+}
+
 #[tokio::test]
 async fn oversized_objects_and_patches_are_denied_with_the_reason() {
     let (srv, pki, _dir) = tls_server(None).await;
@@ -203,9 +211,7 @@ async fn an_update_is_answered_from_its_object_without_building_the_old_one() {
     for _ in 0..200 {
         deep = json!([deep]);
     }
-    let mut update = review_for(&pod, "update");
-    update["request"]["operation"] = json!("UPDATE");
-    update["request"]["oldObject"] = deep;
+    let update = update_of(&pod, deep);
     let bytes = serde_json::to_vec(&update).unwrap();
     let tree = serde_json::from_slice::<Value>(&bytes).unwrap_err();
     assert!(tree.to_string().contains("recursion limit"), "{tree}");
@@ -223,12 +229,13 @@ async fn an_update_is_answered_from_its_object_without_building_the_old_one() {
     srv.handle.shutdown();
 }
 
-/// Nesting is bounded wherever the webhook reads it. A body nested a million arrays deep
-/// (2 MB, within `--max-body`) is refused with HTTP 400 naming the limit in the object,
-/// and denied as a review of the wrong shape as the whole body; in `oldObject`, which is
-/// read past, it changes nothing; and the webhook goes on answering. A parser that recursed once per level without a limit
-/// would abort the process here (sonic-rs's tree parser, measured in round 2's eighth
-/// session, overflowed a 2 MiB stack at 10,000 levels).
+/// Nesting is bounded wherever the webhook reads it. A body nested a million arrays
+/// deep (2 MB, within `--max-body`) is refused with HTTP 400 naming the limit in the
+/// object, and denied as a review of the wrong shape as the whole body; in `oldObject`,
+/// which is read past, it changes nothing; and the webhook goes on answering. A parser
+/// that recursed once per level without a limit would abort the process here
+/// (sonic-rs's tree parser overflowed a 2 MiB stack at 10,000 levels;
+/// docs/performance-history.md).
 #[tokio::test]
 async fn nesting_a_million_deep_is_refused_or_read_past_and_the_webhook_stays_up() {
     let (srv, pki, _dir) = tls_server(None).await;
@@ -259,9 +266,7 @@ async fn nesting_a_million_deep_is_refused_or_read_past_and_the_webhook_stays_up
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["response"]["allowed"], false, "{body}");
 
-    let mut update = review_for(&pod, "update");
-    update["request"]["operation"] = json!("UPDATE");
-    update["request"]["oldObject"] = json!("@");
+    let update = update_of(&pod, json!("@"));
     let r = post_text(&c, &url, with_deep(&update)).await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
     let body: Value = r.json().await.unwrap();
