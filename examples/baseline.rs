@@ -4,6 +4,13 @@
 //! nothing and answers `allowed: true`.
 //!
 //!   cargo run --release --example baseline -- 127.0.0.1:9443
+//!   cargo run --release --example baseline -- 127.0.0.1:9443 typed
+//!
+//! By default it parses the body into a `serde_json::Value`, the cheapest read there
+//! is. With `typed` it is the webhook kube-rs's documentation leads to: axum's `Json`
+//! extractor into kube-core's `AdmissionReview<DynamicObject>`, and an
+//! `AdmissionResponse::from(&request)` answered through axum's `Json`
+//! (https://docs.rs/kube/latest/kube/core/admission/index.html).
 //!
 //! See scripts/bench-compare.sh for the side-by-side run.
 
@@ -14,6 +21,8 @@ use axum::body::Bytes;
 use axum::routing::post;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
+use kube_core::DynamicObject;
+use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -28,9 +37,21 @@ async fn allow(body: Bytes) -> axum::Json<Value> {
     }))
 }
 
+async fn allow_typed(
+    axum::Json(review): axum::Json<AdmissionReview<DynamicObject>>,
+) -> axum::Json<AdmissionReview<DynamicObject>> {
+    let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
+    let response = match request {
+        Ok(request) => AdmissionResponse::from(&request),
+        Err(error) => AdmissionResponse::invalid(error.to_string()),
+    };
+    axum::Json(response.into_review())
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let addr = std::env::args().nth(1).unwrap_or("127.0.0.1:9443".into());
+    let typed = std::env::args().nth(2).as_deref() == Some("typed");
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
     let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
@@ -43,11 +64,21 @@ async fn main() -> std::io::Result<()> {
     .expect("key");
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let app = Router::new()
-        .route("/mutate", post(allow))
-        .route("/validate", post(allow));
+    let app = if typed {
+        Router::new()
+            .route("/mutate", post(allow_typed))
+            .route("/validate", post(allow_typed))
+    } else {
+        Router::new()
+            .route("/mutate", post(allow))
+            .route("/validate", post(allow))
+    };
     let listener = tokio::net::TcpListener::bind(&addr).await?;
-    eprintln!("baseline webhook on https://{}", listener.local_addr()?);
+    let mode = if typed { "typed" } else { "JSON tree" };
+    eprintln!(
+        "baseline webhook ({mode}) on https://{}",
+        listener.local_addr()?
+    );
     loop {
         let (tcp, _) = listener.accept().await?;
         let _ = tcp.set_nodelay(true);

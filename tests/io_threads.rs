@@ -1,7 +1,7 @@
 //! `trainplace serve` runs connections, TLS and HTTP on `--io-threads` async workers
-//! (one per core by default) named `trainplace-io`; reviews run on their own threads. Counted
-//! in /proc/PID/task/*/comm of a running server that has answered a review over its
-//! real HTTPS socket.
+//! (one by default, `0` for one per core) named `trainplace-io`; reviews run on their
+//! own threads. Counted in /proc/PID/task/*/comm of a running server that has answered
+//! a review over its real HTTPS socket.
 #![cfg(target_os = "linux")]
 
 mod common;
@@ -55,17 +55,17 @@ fn io_threads(names: &[String]) -> usize {
 }
 
 #[tokio::test]
-async fn one_io_thread_per_core_by_default_and_as_many_as_asked() {
+async fn one_io_thread_by_default_one_per_core_with_zero_and_as_many_as_asked() {
     let cores = std::thread::available_parallelism().unwrap().get();
     let default = thread_names(&[]).await;
-    assert_eq!(io_threads(&default), cores, "{default:?}");
+    assert_eq!(io_threads(&default), 1, "{default:?}");
     // The review ran on a review thread, not on an I/O thread.
     assert!(
         default.iter().any(|n| n.starts_with("trainplace-revi")),
         "{default:?}"
     );
-    let one = thread_names(&["--io-threads", "1"]).await;
-    assert_eq!(io_threads(&one), 1, "{one:?}");
+    let per_core = thread_names(&["--io-threads", "0"]).await;
+    assert_eq!(io_threads(&per_core), cores, "{per_core:?}");
     let three = thread_names(&["--io-threads", "3"]).await;
     assert_eq!(io_threads(&three), 3, "{three:?}");
 }

@@ -58,10 +58,11 @@ pub struct ServeArgs {
     #[arg(long, env = "TRAINPLACE_MAX_PATCH_BYTES", default_value_t = DEFAULT_MAX_PATCH_BYTES)]
     pub max_patch_bytes: usize,
     /// Threads that accept connections and run TLS and HTTP; 0 = one per core. Reviews
-    /// run on threads of their own (--review-concurrency). On a 2-core node one thread
-    /// took 6-12% less CPU per review and left 1 MiB less memory after a burst, but its
-    /// p99.9 latency was half as long again (README "Performance").
-    #[arg(long, env = "TRAINPLACE_IO_THREADS", default_value_t = 0)]
+    /// run on threads of their own (--review-concurrency). On a 2-core machine one
+    /// thread took 6-14% less CPU per review than one per core, kept 1.6-2 MiB less
+    /// memory after a burst, and its p99 latency was similar (README "Performance");
+    /// each thread keeps some freed memory, so one per core grows with the node.
+    #[arg(long, env = "TRAINPLACE_IO_THREADS", default_value_t = 1)]
     pub io_threads: usize,
     /// Reviews running at once (on blocking threads); 0 = one per core.
     #[arg(long, env = "TRAINPLACE_REVIEW_CONCURRENCY", default_value_t = 0)]
