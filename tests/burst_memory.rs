@@ -29,7 +29,7 @@ fn rss_kib(pid: u32) -> u64 {
         .expect("VmRSS in /proc/PID/status")
 }
 
-/// The burst needs 2,000 sockets here and up to 1,024 (`--max-connections`) in the
+/// The burst needs 2,000 sockets here and up to 512 (`--max-connections`) in the
 /// server, which inherits this limit: raise the soft open-file limit to the hard one.
 fn raise_open_file_limit() {
     use rustix::process::{Resource, getrlimit, setrlimit};

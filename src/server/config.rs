@@ -76,7 +76,7 @@ pub struct ServeArgs {
     #[arg(long, env = "TRAINPLACE_LARGE_REVIEW_BYTES", default_value_t = super::pool::DEFAULT_LARGE_REVIEW_BYTES)]
     pub large_review_bytes: usize,
     /// Open HTTPS connections at most; further ones wait in the listen backlog.
-    #[arg(long, env = "TRAINPLACE_MAX_CONNECTIONS", default_value_t = 1024)]
+    #[arg(long, env = "TRAINPLACE_MAX_CONNECTIONS", default_value_t = super::listener::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
     /// Time from TCP accept to the client's first byte.
     #[arg(long, env = "TRAINPLACE_FIRST_BYTE_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
@@ -224,5 +224,32 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" => Ok(Duration::from_secs(n)),
         "m" => Ok(Duration::from_secs(n * 60)),
         _ => Err(format!("{text:?}: unit must be ms, s or m")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    /// The flags' defaults are the ones `Deadlines::default()` (what the library and its
+    /// tests start from) and the README give.
+    #[test]
+    fn serve_flag_defaults_are_the_documented_ones() {
+        let config = Serve::try_parse_from(["serve"])
+            .unwrap()
+            .args
+            .into_config()
+            .unwrap();
+        assert_eq!(config.deadlines, Deadlines::default());
+        assert_eq!(config.deadlines.max_connections, 512);
+        assert_eq!(config.io_threads, 1);
     }
 }
