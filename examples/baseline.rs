@@ -64,15 +64,14 @@ async fn main() -> std::io::Result<()> {
     .expect("key");
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let app = if typed {
-        Router::new()
-            .route("/mutate", post(allow_typed))
-            .route("/validate", post(allow_typed))
+    let review = if typed {
+        post(allow_typed)
     } else {
-        Router::new()
-            .route("/mutate", post(allow))
-            .route("/validate", post(allow))
+        post(allow)
     };
+    let app = Router::new()
+        .route("/mutate", review.clone())
+        .route("/validate", review);
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     let mode = if typed { "typed" } else { "JSON tree" };
     eprintln!(

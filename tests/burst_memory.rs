@@ -12,7 +12,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{free_addrs, review_for, spawn_serve};
+use common::{first_answer, free_addrs, post_text, review_for, spawn_serve};
 use serde_json::Value;
 
 /// What the server may keep over its warm idle RSS, 30 s after the burst (this debug
@@ -21,12 +21,7 @@ const KEPT_MIB: u64 = 10;
 const CONNECTIONS: usize = 2_000;
 
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("server status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .expect("VmRSS in /proc/PID/status")
+    common::rss_kib(pid).expect("VmRSS in /proc/PID/status")
 }
 
 /// The burst needs 2,000 sockets here and up to 512 (`--max-connections`) in the
@@ -63,19 +58,10 @@ async fn memory_comes_back_after_two_thousand_connections_at_once() {
     let client = client();
 
     // Warm: the first reviews page in the code they run; that is not what a burst keeps.
-    let started = Instant::now();
-    let mut warmed = 0;
-    while warmed < 20 {
-        match client.post(&url).json(&review).send().await {
-            Ok(resp) => {
-                assert_eq!(resp.status(), 200);
-                warmed += 1;
-            }
-            Err(_) if started.elapsed() < Duration::from_secs(20) => {
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-            Err(e) => panic!("trainplace serve never answered on {addr}: {e}"),
-        }
+    assert_eq!(first_answer(&client, &url, &review).await, 200);
+    for _ in 1..20 {
+        let resp = client.post(&url).json(&review).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let warm = rss_kib(pid);
@@ -85,13 +71,7 @@ async fn memory_comes_back_after_two_thousand_connections_at_once() {
     for _ in 0..CONNECTIONS {
         let (client, url, body) = (client.clone(), url.clone(), body.clone());
         burst.spawn(async move {
-            let sent = client
-                .post(url)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await;
-            match sent {
+            match post_text(&client, &url, body).await {
                 Ok(resp) => Some(resp.status().as_u16()),
                 Err(_) => None,
             }

@@ -27,17 +27,6 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 struct Server(Child);
 
 impl Drop for Server {
@@ -231,7 +220,7 @@ async fn soak_mixed_load() {
                 samples
                     .lock()
                     .unwrap()
-                    .push((t.elapsed().as_secs_f64(), rss_kib(pid)));
+                    .push((t.elapsed().as_secs_f64(), rss_kib(pid).unwrap_or(0)));
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         })

@@ -368,3 +368,27 @@ pub fn spawn_serve(
         .expect("trainplace serve starts");
     ServeProcess(child)
 }
+
+/// POST `review` to `url` until a just-started server answers (every 25 ms, up to
+/// 10 s): the HTTP status of the first answer.
+pub async fn first_answer(c: &reqwest::Client, url: &str, review: &Value) -> u16 {
+    for _ in 0..400 {
+        if let Ok(resp) = c.post(url).json(review).send().await {
+            return resp.status().as_u16();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("trainplace serve never answered on {url}");
+}
+
+/// VmRSS of process `pid` in KiB, from /proc/PID/status; `None` once it is gone.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
