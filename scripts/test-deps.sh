@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs besides Rust: PyPI kubernetes-validate (official
 # Kubernetes schemas, strict mode) and PyYAML (a YAML 1.1 reader for the YAML
-# round-trip tests) in .venv, and Debian chromium for the advisor's browser test.
+# round-trip tests) in .venv, Debian chromium for the advisor's browser test and HAProxy
+# for the sandbox's two-replica test, and the sandbox's control plane (kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
+# sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it).
 # Idempotent; safe to run on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +20,15 @@ if ! command -v chromium >/dev/null 2>&1; then
     echo "chromium is missing: install the Debian package chromium (the advisor browser test needs it)" >&2
   fi
 fi
-if ! command -v openssl >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+missing=()
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+if [ "${#missing[@]}" -gt 0 ] && [ "$(id -u)" = 0 ]; then
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 command -v openssl >/dev/null || { echo "openssl is missing (certs/make-certs.sh and its test use it)" >&2; exit 1; }
 command -v kubectl >/dev/null || { echo "kubectl is missing (the plugin and kustomize tests run the real kubectl)" >&2; exit 1; }
+command -v haproxy >/dev/null || { echo "haproxy is missing (the sandbox's two-replica test balances with it)" >&2; exit 1; }
+command -v go >/dev/null || { echo "go is missing: the sandbox's control plane is built from source (Go >= 1.24)" >&2; exit 1; }
+scripts/control-plane.sh >/dev/null

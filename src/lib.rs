@@ -8,4 +8,5 @@ pub mod exit;
 pub mod inventory;
 pub mod mark_keys;
 pub mod policy_dir;
+pub mod sandbox_fleet;
 pub mod server;

@@ -7,7 +7,7 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use trainplace::cli::{
-    AdvisorSub, Cli, Command, ExitCode, advise, audit, diagnose, dryrun, policy_cmd,
+    AdvisorSub, Cli, Command, ExitCode, advise, audit, diagnose, dryrun, policy_cmd, sandbox,
 };
 
 fn main() -> anyhow::Result<()> {
@@ -45,6 +45,7 @@ fn main() -> anyhow::Result<()> {
             }
         },
         Command::Diagnose(args) => diagnose::run(&args)?,
+        Command::Sandbox(cmd) => sandbox::run(&cmd),
     };
     exit(code as i32)
 }

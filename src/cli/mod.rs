@@ -10,6 +10,7 @@ pub mod input;
 pub mod judge;
 pub mod policy_cmd;
 pub mod render;
+pub mod sandbox;
 mod yaml;
 
 use std::path::PathBuf;
@@ -49,6 +50,8 @@ pub enum Command {
     Advisor(AdvisorCommand),
     /// Read NCCL logs, `nvidia-smi topo -m` or nccl-tests output and judge the layout.
     Diagnose(diagnose::DiagnoseArgs),
+    /// The local sandbox's simulated fleet (scripts/sandbox.sh).
+    Sandbox(sandbox::SandboxCommand),
 }
 
 #[derive(Debug, Args)]

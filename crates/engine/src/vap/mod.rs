@@ -131,7 +131,7 @@ fn labels(check: Check) -> Value {
 fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError> {
     let variables: Vec<Value> = facts::variables(policy)?
         .into_iter()
-        .map(|v| json!({"name": v.name, "expression": v.expression}))
+        .map(|v| json!({"name": v.name, "expression": text::dyn_map_values(&v.expression)}))
         .collect();
     Ok(json!({
         "apiVersion": API_VERSION,
@@ -151,8 +151,8 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
             "matchConditions": match_conditions(policy),
             "variables": variables,
             "validations": [{
-                "expression": checks::validation(check),
-                "messageExpression": checks::message(check),
+                "expression": text::dyn_map_values(&checks::validation(check)),
+                "messageExpression": text::dyn_map_values(&checks::message(check)),
                 "reason": "Forbidden",
             }],
         },

@@ -99,9 +99,206 @@ pub(crate) fn grant(grant: Option<&OptInGrant>) -> String {
     format!("({ns}) && ({groups})")
 }
 
+/// `expr` with every map literal's values, and the elements of every list literal that
+/// mixes kinds, wrapped in `dyn(...)`. The API server compiles CEL with
+/// `HomogeneousAggregateLiterals` (k8s.io/apiserver pkg/cel/environment/base.go:
+/// https://github.com/kubernetes/kubernetes/blob/v1.34.4/staging/src/k8s.io/apiserver/pkg/cel/environment/base.go),
+/// which refuses a literal whose entries are not all of one type, such as `{'gpus': 8,
+/// 'resource': 'nvidia.com/gpu'}` or `['key', object.metadata.name]` (string and dyn).
+/// `dyn` changes no value at run time. String literals are copied untouched (regexes
+/// hold braces and brackets).
+pub(crate) fn dyn_map_values(expr: &str) -> String {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut out = String::with_capacity(expr.len() + expr.len() / 4);
+    let mut i = 0;
+    while i < chars.len() {
+        copy(&chars, &mut i, &mut out, &[]);
+        if i < chars.len() {
+            // An unbalanced closing bracket: copied as written (CEL will say where).
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Copies from `i` up to a character of `stops` at this nesting depth (not consumed),
+/// rewriting nested maps; `None` at the end of the text.
+fn copy(chars: &[char], i: &mut usize, out: &mut String, stops: &[char]) -> Option<char> {
+    while *i < chars.len() {
+        let c = chars[*i];
+        if stops.contains(&c) {
+            return Some(c);
+        }
+        match c {
+            '\'' | '"' => string(chars, i, out),
+            '[' if !follows_operand(out) => list_literal(chars, i, out),
+            '(' | '[' => {
+                out.push(c);
+                *i += 1;
+                let close = if c == '(' { ')' } else { ']' };
+                if copy(chars, i, out, &[close]).is_some() {
+                    out.push(close);
+                    *i += 1;
+                }
+            }
+            '{' => map(chars, i, out),
+            ')' | ']' | '}' => return Some(c),
+            _ => {
+                out.push(c);
+                *i += 1;
+            }
+        }
+    }
+    None
+}
+
+/// Whether a `[` here indexes what precedes it (`a[0]`, `f(x)[0]`) rather than opening
+/// a list literal.
+fn follows_operand(out: &str) -> bool {
+    out.trim_end()
+        .chars()
+        .next_back()
+        .is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | ')' | ']' | '}'))
+}
+
+/// A list literal from its `[`: elements as written when they are all string literals or
+/// all integer literals (one type), else each as `dyn(element)`.
+fn list_literal(chars: &[char], i: &mut usize, out: &mut String) {
+    *i += 1;
+    let mut elements = Vec::new();
+    let closed = loop {
+        let mut element = String::new();
+        let stop = copy(chars, i, &mut element, &[',', ']']);
+        elements.push(element);
+        match stop {
+            Some(',') => *i += 1,
+            Some(']') => {
+                *i += 1;
+                break true;
+            }
+            _ => break false,
+        }
+    };
+    let literal = |e: &str, kind: fn(&str) -> bool| kind(e.trim());
+    let string = |e: &str| {
+        e.len() >= 2
+            && (e.starts_with('\'') || e.starts_with('"'))
+            && !e[1..e.len() - 1].contains(['\'', '"'])
+    };
+    let integer = |e: &str| {
+        !e.is_empty()
+            && e.trim_start_matches('-')
+                .chars()
+                .all(|c| c.is_ascii_digit())
+    };
+    let one_type = elements.len() < 2
+        || elements.iter().all(|e| literal(e, string))
+        || elements.iter().all(|e| literal(e, integer));
+    out.push('[');
+    for (n, element) in elements.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        if one_type || element.trim().is_empty() {
+            out.push_str(element);
+        } else {
+            wrap(element, out);
+        }
+    }
+    if closed {
+        out.push(']');
+    }
+}
+
+/// `text` as `dyn(text)`, its surrounding whitespace kept outside.
+fn wrap(text: &str, out: &mut String) {
+    let body = text.trim_start();
+    out.push_str(&text[..text.len() - body.len()]);
+    out.push_str("dyn(");
+    out.push_str(body.trim_end());
+    out.push(')');
+    out.push_str(&body[body.trim_end().len()..]);
+}
+
+/// A quoted string literal, escapes included, copied as is.
+fn string(chars: &[char], i: &mut usize, out: &mut String) {
+    let quote = chars[*i];
+    out.push(quote);
+    *i += 1;
+    while *i < chars.len() {
+        let c = chars[*i];
+        out.push(c);
+        *i += 1;
+        if c == '\\' && *i < chars.len() {
+            out.push(chars[*i]);
+            *i += 1;
+        } else if c == quote {
+            return;
+        }
+    }
+}
+
+/// A map literal from its `{`: keys as written, each value as `dyn(value)`.
+fn map(chars: &[char], i: &mut usize, out: &mut String) {
+    out.push('{');
+    *i += 1;
+    loop {
+        match copy(chars, i, out, &[':', '}']) {
+            Some(':') => {
+                out.push(':');
+                *i += 1;
+            }
+            Some('}') => {
+                out.push('}');
+                *i += 1;
+                return;
+            }
+            _ => return,
+        }
+        let mut value = String::new();
+        let stop = copy(chars, i, &mut value, &[',', '}']);
+        wrap(&value, out);
+        match stop {
+            Some(c @ (',' | '}')) => {
+                out.push(c);
+                *i += 1;
+                if c == '}' {
+                    return;
+                }
+            }
+            _ => return,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{fill, lit};
+    use super::{dyn_map_values, fill, lit};
+
+    #[test]
+    fn map_values_become_dyn_and_strings_braces_and_ternaries_stay() {
+        assert_eq!(
+            dyn_map_values("{'gpus': 8, 'r': x ? 'a' : 'b', 'm': {'k': [1, f(a, b)]}}"),
+            "{'gpus': dyn(8), 'r': dyn(x ? 'a' : 'b'), 'm': dyn({'k': dyn([dyn(1), dyn(f(a, b))])})}"
+        );
+        assert_eq!(
+            dyn_map_values("x in ['a', 'b'] && [1, -2][0] == a[0] && ['k', o.name] == f(x)[1]"),
+            "x in ['a', 'b'] && [1, -2][0] == a[0] && [dyn('k'), dyn(o.name)] == f(x)[1]"
+        );
+        assert_eq!(
+            dyn_map_values("x.matches('^[0-9]{1,9}$') && y == {}"),
+            "x.matches('^[0-9]{1,9}$') && y == {}"
+        );
+        assert_eq!(
+            dyn_map_values("[{'a': 'it\\'s', 'b': true}]"),
+            "[{'a': dyn('it\\'s'), 'b': dyn(true)}]"
+        );
+        assert_eq!(
+            dyn_map_values("{'a': 1,\n 'b': 2\n}"),
+            "{'a': dyn(1),\n 'b': dyn(2)\n}"
+        );
+    }
 
     #[test]
     fn literals_escape_quotes_and_backslashes() {
