@@ -46,6 +46,8 @@ down() {
   for name in watchdog "${components[@]}"; do
     [ -f "$dir/pids/$name" ] || continue
     pid="$(cat "$dir/pids/$name")"
+    # The watchdog runs this very `down` (bash execs its last command): not itself.
+    [ "$pid" = "$$" ] && { rm -f "$dir/pids/$name"; continue; }
     if kill -0 "$pid" 2>/dev/null; then
       kill -TERM "$pid" 2>/dev/null || true
       stopped=$((stopped + 1))

@@ -138,6 +138,9 @@ fn the_opt_in_admits_the_job_and_kubectl_prints_the_warnings() {
     let ns = sb.namespace("optin");
     let mut job = manifest("tests/fixtures/workloads/job-one-gpu.yaml", &ns);
     job["metadata"]["annotations"] = json!({"trainplace.io/allow-partial-node": "true"});
+    // 8 pods of 1 GPU share nodes: no CPU or memory requests that would take a node each.
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] =
+        json!({"limits": {"nvidia.com/gpu": "1"}});
     let out = sb.apply(&ns, &job.to_string());
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
@@ -145,7 +148,11 @@ fn the_opt_in_admits_the_job_and_kubectl_prints_the_warnings() {
         err.contains("Warning:"),
         "kubectl prints the webhook's warnings:\n{err}"
     );
-    assert!(err.contains("partial-node"), "{err}");
+    assert!(
+        err.contains("[partial-node]")
+            && err.contains("Admitted under the opt-in trainplace.io/allow-partial-node"),
+        "{err}"
+    );
     // The Job controller's pods are admitted too: all 8 are created and bound.
     wait_until(Duration::from_secs(60), "8 pods bound", || {
         let pods = sb.pods(&ns, "batch.kubernetes.io/job-name=bert");

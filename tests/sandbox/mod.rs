@@ -66,11 +66,24 @@ impl Sandbox {
         let bin = control_plane_bin();
         let dir = repo().join("target/sandbox-tests").join(name);
         std::fs::create_dir_all(&dir).unwrap();
+        // A sandbox left by an earlier run of this binary that was killed too hard for its
+        // watchdog: stopped first, so this run starts clean.
+        let down = Command::new(repo().join("scripts/sandbox.sh"))
+            .arg("down")
+            .env("SANDBOX_DIR", &dir)
+            .output()
+            .expect("run scripts/sandbox.sh down");
+        assert!(
+            down.status.success(),
+            "{}",
+            String::from_utf8_lossy(&down.stderr)
+        );
         let started = Instant::now();
         let mut cmd = Command::new(repo().join("scripts/sandbox.sh"));
         cmd.arg("up")
             .env("SANDBOX_DIR", &dir)
             .env("SANDBOX_OWNER_PID", std::process::id().to_string())
+            .env("SANDBOX_FLEET", repo().join("tests/sandbox/fleet.yaml"))
             .env("TRAINPLACE_BIN", env!("CARGO_BIN_EXE_trainplace"));
         for (k, v) in extra {
             cmd.env(k, v);

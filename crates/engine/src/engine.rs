@@ -87,15 +87,21 @@ fn run(
     let ctx = Ctx {
         eff: &eff,
         who,
-        judged_upstream: policy.trusted_controller(who)
-            && judged_upstream(&object, kind, who, policy),
         kind,
     };
+    // A pod whose mark verifies has exactly the judged fields of the template trainplace
+    // admitted (and laid out) with the submitter's identity. Laying it out again as a
+    // lone pod would add what that job was judged not to need (a single-pod Job's pod
+    // would get a multi-pod layout) and break its own mark for /validate.
+    if policy.trusted_controller(who) && judged_upstream(&object, kind, who, policy) {
+        verdict.notes.push(format!(
+            "made by its controller from a template trainplace admitted ({ADMITTED} verified); left as admitted."
+        ));
+        verdict.object = object;
+        return Ok(verdict);
+    }
     let skip = annotation(&object, SKIP) == Some("true");
-    if skip
-        && (ctx.judged_upstream
-            || opt_in_state(true, OptIn::Skip, &eff, who) == OptInState::Granted)
-    {
+    if skip && opt_in_state(true, OptIn::Skip, &eff, who) == OptInState::Granted {
         verdict.notes.push(format!(
             "{SKIP}: \"true\": trainplace left this object alone."
         ));

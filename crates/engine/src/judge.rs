@@ -27,8 +27,6 @@ use crate::workload::Kind;
 pub(crate) struct Ctx<'a, 'p> {
     pub eff: &'a Effective<'p>,
     pub who: &'a Requester<'a>,
-    /// A pod its controller made from a template trainplace already judged.
-    pub judged_upstream: bool,
     pub kind: Kind,
 }
 
@@ -39,14 +37,10 @@ impl<'a> Ctx<'a, '_> {
         self.who.inventory?.sibling_zones(namespace, key, value)
     }
 
-    /// Whether an opt-in annotation is set and granted. Pods made from a judged
-    /// template carry the submitter's grant: they are not asked again.
+    /// Whether an opt-in annotation is set and granted. (Pods made from a judged
+    /// template are not judged again at all: `engine::run`.)
     pub(crate) fn opt_in(&self, set: bool, which: OptIn) -> OptInState {
-        if self.judged_upstream {
-            OptInState::Granted
-        } else {
-            opt_in_state(set, which, self.eff, self.who)
-        }
+        opt_in_state(set, which, self.eff, self.who)
     }
 }
 

@@ -337,9 +337,6 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
         });
         return;
     }
-    if input.partial_opt_in == OptInState::Granted {
-        return;
-    }
     let pods_text = match s.pods {
         Some(n) => format!("{} x {}", count(n, "pod"), count(s.per_pod, what)),
         None => format!("pods of {}", count(s.per_pod, what)),
@@ -384,20 +381,23 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
             " The opt-in {ALLOW_PARTIAL_NODE} is not permitted for this namespace or your groups."
         ));
     }
-    out.push(Finding {
-        rule: Rule::PartialNode,
-        mode: input.eff.mode_partial_node(),
-        site: site.clone(),
-        found,
-        fix: format!("use {recommended}."),
-        opt_in: Some(ALLOW_PARTIAL_NODE),
-    });
+    out.extend(opted_in(
+        Finding {
+            rule: Rule::PartialNode,
+            mode: input.eff.mode_partial_node(),
+            site: site.clone(),
+            found,
+            fix: format!("use {recommended}."),
+            opt_in: Some(ALLOW_PARTIAL_NODE),
+        },
+        input.partial_opt_in,
+    ));
 }
 
 fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     let s = input.shape;
     let z = &s.zones;
-    if !s.multi_pod || input.multi_az_opt_in == OptInState::Granted {
+    if !s.multi_pod {
         return;
     }
     let siblings = input.siblings.filter(|zs| !zs.is_empty());
@@ -438,14 +438,36 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
             " The opt-in {ALLOW_MULTI_AZ} is not permitted for this namespace or your groups."
         ));
     }
-    out.push(Finding {
-        rule: Rule::MultiAz,
-        mode: input.eff.mode_multi_az(),
-        site: input.view.base.clone(),
-        found,
-        fix: "pin one zone (nodeSelector topology.kubernetes.io/zone) or remove the multi-zone constraint; trainplace then holds the job in one zone.".into(),
-        opt_in: Some(ALLOW_MULTI_AZ),
-    });
+    out.extend(opted_in(
+        Finding {
+            rule: Rule::MultiAz,
+            mode: input.eff.mode_multi_az(),
+            site: input.view.base.clone(),
+            found,
+            fix: "pin one zone (nodeSelector topology.kubernetes.io/zone) or remove the multi-zone constraint; trainplace then holds the job in one zone.".into(),
+            opt_in: Some(ALLOW_MULTI_AZ),
+        },
+        input.multi_az_opt_in,
+    ));
+}
+
+/// A layout finding under a granted opt-in: admitted, but the user still hears what it
+/// costs (a warning, or the audit log under `audit`); nothing when the rule is off.
+fn opted_in(mut finding: Finding, opt_in: OptInState) -> Option<Finding> {
+    if opt_in != OptInState::Granted {
+        return Some(finding);
+    }
+    finding.mode = match finding.mode {
+        Mode::Off => return None,
+        Mode::Audit => Mode::Audit,
+        Mode::Enforce | Mode::Warn => Mode::Warn,
+    };
+    if let Some(key) = finding.opt_in.take() {
+        finding
+            .found
+            .push_str(&format!(" Admitted under the opt-in {key}."));
+    }
+    Some(finding)
 }
 
 /// DRA claims trainplace could not count (a template not in the input or the cluster,

@@ -222,3 +222,71 @@ fn a_volcano_pod_from_an_admitted_template_is_trusted() {
     pod["metadata"]["ownerReferences"][0]["kind"] = json!("RayCluster");
     assert!(!evaluate(&pod, &policy(), &as_volcano).unwrap().allowed);
 }
+
+/// Found in the sandbox: the Job controller's pod of an admitted single-pod 1-GPU Job was
+/// laid out again by /mutate as a lone pod of an unknown-size job (EFA share, zone hold),
+/// which broke its mark, and /validate then denied it as partial-node: the Job never
+/// started. A pod whose mark verifies is now left exactly as admitted.
+#[test]
+fn the_pod_of_an_admitted_single_pod_job_is_left_as_admitted() {
+    let keys = keys("k1", 9);
+    let job = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "one", "namespace": "research"},
+        "spec": {"template": {"spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+            "containers": [{"name": "c", "image": "busybox",
+                "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}
+    });
+    let user = ["alice".to_string()];
+    let submit = Requester {
+        namespace: "research",
+        groups: &user,
+        marks: Some(&keys),
+        ..Default::default()
+    };
+    let admitted = evaluate(&job, &policy(), &submit).unwrap();
+    assert!(admitted.allowed, "{:#?}", admitted.findings);
+    let template = &admitted.object["spec"]["template"];
+    // The pod as the API server stores it: requests defaulted from limits.
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": template["metadata"].clone(), "spec": template["spec"].clone()});
+    pod["metadata"]["namespace"] = json!("research");
+    pod["metadata"]["labels"] = json!({"batch.kubernetes.io/job-name": "one", "job-name": "one"});
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+        "name": "one", "uid": "6f7c2c1e-1111-4a2b-9c3d-000000000002", "controller": true}]);
+    pod["spec"]["containers"][0]["resources"]["requests"] = json!({"nvidia.com/gpu": "1"});
+    let controller = ["system:serviceaccounts:kube-system".to_string()];
+    let from_controller = Requester {
+        namespace: "research",
+        groups: &controller,
+        marks: Some(&keys),
+        ..Default::default()
+    };
+    let mutated = evaluate(&pod, &policy(), &from_controller).unwrap();
+    assert!(mutated.allowed, "{:#?}", mutated.findings);
+    assert!(
+        mutated.patch.0.is_empty(),
+        "nothing rewritten: {:?}",
+        mutated.patch
+    );
+    assert!(
+        mutated.notes.iter().any(|n| n.contains("left as admitted")),
+        "{:?}",
+        mutated.notes
+    );
+    // The same pod from a user (no controller group) is judged as a lone pod again.
+    let by_user = Requester {
+        namespace: "research",
+        groups: &user,
+        marks: Some(&keys),
+        ..Default::default()
+    };
+    let judged = evaluate(&pod, &policy(), &by_user).unwrap();
+    assert!(
+        !judged.allowed,
+        "a user's copy of the pod is judged: {:#?}",
+        judged.findings
+    );
+}

@@ -12,7 +12,6 @@ mod vap_support;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use trainplace_engine::annotations::ALLOW_PARTIAL_NODE;
 use trainplace_engine::vap::{Check, RULE_LABEL, export};
 use trainplace_engine::{Claims, Mode, Requester, evaluate};
 use vap_support::corpus::{Case, corpus, policy_for, with_stack};
@@ -323,9 +322,11 @@ fn engine_outcome(
     let Ok(v) = verdict else {
         return Outcome::Refused;
     };
+    // A layout finding that offers no opt-in is no deny: the single-pod partial-node
+    // note, and the warning of what a granted opt-in costs (the policies admit both
+    // without a word).
     let found = v.findings.iter().find(|f| {
-        f.rule.as_str() == check.rule()
-            && (check != Check::PartialNode || f.opt_in == Some(ALLOW_PARTIAL_NODE))
+        f.rule.as_str() == check.rule() && (check == Check::ImpossibleRequest || f.opt_in.is_some())
     });
     match found {
         None => Outcome::Pass,
