@@ -302,7 +302,20 @@ fn a_pod_pinned_to_another_zone_than_its_bound_siblings_is_denied_through_the_li
                 "containers": [{"name": "c", "image": "busybox",
                     "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
         });
-        let out = sb.apply(&ns, &pod.to_string());
+        // The siblings' bindings reach trainplace through its pod watch: a dry-run is
+        // retried until the inventory has them (bounded), then judged.
+        let dry_run = || {
+            sb.kubectl_stdin(
+                &["create", "--dry-run=server", "-n", &ns, "-f", "-"],
+                Some(&pod.to_string()),
+            )
+        };
+        let mut out = dry_run();
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        while out.status.success() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            out = dry_run();
+        }
         assert!(
             !out.status.success(),
             "pinned by {key} to {value}: {}",

@@ -245,7 +245,11 @@ impl Plan<'_> {
         if !self.shape.accel_resource.is_empty() {
             keys.push(self.shape.accel_resource.clone());
         }
-        if self.shape.efa > 0 || self.adds_efa() {
+        // The pod is pinned to this instance type, and EFA node groups are tainted with
+        // vpc.amazonaws.com/efa whether or not the pod takes an interface: without the
+        // toleration a pod that uses no EFA (a single-pod job on part of a p5) never
+        // schedules (seen in the sandbox's kube-scheduler).
+        if self.shape.efa > 0 || self.adds_efa() || self.instance.has_efa() {
             keys.push(RES_EFA.to_string());
         }
         for key in keys {
