@@ -259,9 +259,12 @@ up() {
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
     --cidr 10.64.0.0/16 --node-ip 10.96.0.1 --server-address ""
 
-  log "CRDs of every workload kind trainplace reads (schemas/)"
-  local crds=()
-  for f in "$root"/schemas/*.yaml; do
+  # MPIJob comes from the MPI Operator (kubeflow.org/v2beta1); the Training Operator's
+  # v1 MPIJob CRD has the same name, and a cluster runs one of the two.
+  log "CRDs of every workload kind trainplace reads (schemas/, sandbox/crds/)"
+  local crds=(-f "$root/schemas/mpi-operator-v2beta1/kubeflow.org_mpijobs.yaml")
+  for f in "$root"/schemas/*.yaml "$root"/sandbox/crds/*.yaml; do
+    [ "$(basename "$f")" = kubeflow.org_mpijobs.yaml ] && continue
     grep -q '^kind: CustomResourceDefinition' "$f" && crds+=(-f "$f")
   done
   kubectl apply --server-side "${crds[@]}" >/dev/null

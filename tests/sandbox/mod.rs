@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod corpus;
+
 pub struct Sandbox {
     pub dir: PathBuf,
     pub kubeconfig: PathBuf,
