@@ -268,14 +268,15 @@ up() {
     grep -q '^kind: CustomResourceDefinition' "$f" && crds+=(-f "$f")
   done
   kubectl apply --server-side "${crds[@]}" >/dev/null
-  kubectl wait --for condition=established --timeout 60s crd --all >/dev/null
+  # `kubectl wait` errors out on a CRD whose status is not written yet: retried.
+  wait_for "CRDs established" 60 kubectl wait --for condition=established --timeout 10s crd --all
 
   log "fleet from $fleet"
   local policy_args=()
   [ -n "${SANDBOX_POLICY_DIR:-}" ] && policy_args=(--policy-dir "$SANDBOX_POLICY_DIR")
   "$trainplace" sandbox nodes -f "$fleet" "${policy_args[@]}" >"$dir/nodes.json"
   kubectl apply -f "$dir/nodes.json" >/dev/null
-  kubectl wait --for condition=Ready --timeout 60s node --all >/dev/null
+  wait_for "nodes Ready" 60 kubectl wait --for condition=Ready --timeout 10s node --all
 
   log "trainplace serve on https://127.0.0.1:$webhook_port"
   kubectl create namespace trainplace --dry-run=client -o json | kubectl apply -f - >/dev/null
