@@ -97,11 +97,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ),
     ("workloads/trainjob-reshape.yaml", "partial-node", "policy"),
     (
-        "workloads/pytorchjob-trn1-all-neuroncores.yaml",
-        "partial-node",
-        "policy",
-    ),
-    (
         "workloads/rayservice-launcher-evidence.yaml",
         "partial-node",
         "engine",

@@ -141,18 +141,6 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         RESHAPE,
     ),
     (
-        "workloads/pytorchjob-trn1-all-neuroncores.yaml",
-        "partial-node",
-        "raw",
-        NEURONCORES,
-    ),
-    (
-        "workloads/pytorchjob-trn1-all-neuroncores.yaml",
-        "partial-node",
-        "mutated",
-        NEURONCORES,
-    ),
-    (
         "workloads/rayservice-launcher-evidence.yaml",
         "partial-node",
         "raw",
@@ -301,7 +289,6 @@ const LAUNCHER: &str = "a RayService serves unless it says it trains; the engine
 const RUNTIME: &str = "the TrainJob's node template (instance type, layout) and default node count come from its TrainingRuntime in the cluster inventory; a VAP sees only the TrainJob (VAP looser; the runtime itself is guarded when it is created)";
 const DRA: &str = "the devices a DRA claim asks for are in its ResourceClaimTemplate, a separate object a VAP cannot read (VAP looser)";
 const GB200: &str = "the GB200 type is inferred from the pod's ComputeDomain channel or NVLink-clique affinity and its NVLink domain size is catalog data; the VAP judges the pod against its nodeSelector or the namespace's default type";
-const NEURONCORES: &str = "every NeuronCore of the node is the whole node (catalog acceleratorCores); the VAP counts aws.amazon.com/neuroncore as slices (VAP stricter)";
 const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";
 
 fn mode_name(mode: Mode) -> &'static str {

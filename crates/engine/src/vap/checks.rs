@@ -36,7 +36,9 @@ const TRAINING: &str = "(y.dev && (y.train || (object.kind == 'Pod' && variables
 
 /// Instance type `n` is too small or of another kind for the pod of `y`.
 const IMPOSSIBLE_ON: &str = "((y.p.g > 0 && y.fam != variables.catalog[n].family) || (y.p.g > variables.catalog[n].gpus && !y.p.shared) || y.p.efa > variables.catalog[n].efa)";
-const PARTIAL_ON: &str = "(y.p.shared || y.p.g < variables.catalog[n].gpus)";
+/// Every core of the instance's devices (all 32 NeuronCores of a trn1) is the whole node,
+/// as the engine's `classify` counts it.
+const PARTIAL_ON: &str = "(y.p.cores && variables.catalog[n].cores > 0 && y.p.g == variables.catalog[n].cores ? false : (y.p.shared || y.p.g < variables.catalog[n].gpus))";
 
 fn absurd() -> String {
     format!("(object.kind != 'Pod' && y.p.n > {MAX_JOB_PODS} && (y.p.g > 0 || y.p.efa > 0))")

@@ -26,26 +26,27 @@ fn accel(policy: &Policy) -> String {
         .filter(|r| !r.name.ends_with('*'))
         .map(|r| {
             format!(
-                "{}: {{'family': {}, 'shared': {}}}",
+                "{}: {{'family': {}, 'shared': {}, 'cores': {}}}",
                 lit(&r.name),
                 lit(&r.family),
-                r.shared
+                r.shared,
+                r.cores
             )
         })
         .collect();
     format!("{{{}}}", entries.join(", "))
 }
 
-/// The family (`fam`) or slice flag (`shared`) of resource name `r`: exact names
-/// from `variables.accel`, then prefixes inline.
+/// The family (`family`), slice flag (`shared`) or core-count flag (`cores`) of resource
+/// name `r`: exact names from `variables.accel`, then prefixes inline.
 fn resource_fact(policy: &Policy, r: &str, fact: &str) -> String {
     let mut out = format!("{r} in variables.accel ? variables.accel[{r}].{fact} : ");
     for p in policy.catalog.accelerator_resources() {
         if let Some(prefix) = p.name.strip_suffix('*') {
-            let value = if fact == "family" {
-                lit(&p.family)
-            } else {
-                p.shared.to_string()
+            let value = match fact {
+                "family" => lit(&p.family),
+                "cores" => p.cores.to_string(),
+                _ => p.shared.to_string(),
             };
             out.push_str(&format!("{r}.startsWith({}) ? {value} : ", lit(prefix)));
         }
@@ -54,7 +55,8 @@ fn resource_fact(policy: &Policy, r: &str, fact: &str) -> String {
     format!("({out})")
 }
 
-/// `catalog`: instance type -> accelerators, EFA interfaces, device resource and family.
+/// `catalog`: instance type -> accelerators, EFA interfaces, device resource, family and
+/// device cores (`acceleratorCores`, 0 when the type has none).
 fn catalog(policy: &Policy) -> String {
     let c = &policy.catalog;
     let entries: Vec<String> = c
@@ -64,12 +66,13 @@ fn catalog(policy: &Policy) -> String {
                 .family_of(&i.accelerator_resource)
                 .unwrap_or(&i.accelerator_resource);
             format!(
-                "{}: {{'gpus': {}, 'efa': {}, 'resource': {}, 'family': {}}}",
+                "{}: {{'gpus': {}, 'efa': {}, 'resource': {}, 'family': {}, 'cores': {}}}",
                 lit(&i.name),
                 i.accelerators,
                 i.max_efa,
                 lit(&i.accelerator_resource),
-                lit(family)
+                lit(family),
+                i.accelerator_cores.unwrap_or(0)
             )
         })
         .collect();
@@ -159,6 +162,7 @@ fn pods(policy: &Policy) -> String {
  'efa': [x.app.map(r, r.efa).sum() + x.init.filter(r, r.side).map(r, r.efa).sum(), ([0] + x.init.filter(r, !r.side).map(r, r.efa)).max()].max(),
  'res': ((x.app + x.init).filter(r, r.key != '').map(r, r.key) + [''])[0],
  'shared': (x.app + x.init).exists(r, r.key != '' && {shared}),
+ 'cores': (x.app + x.init).exists(r, r.key != '' && {cores}),
  'dc': x.app.filter(r, r.n > 0 || r.efa > 0),
  'claims': has({spec}.resourceClaims) && size({spec}.resourceClaims) > 0,
  'labels': has(x.site.t.metadata) && has(x.site.t.metadata.labels) ? x.site.t.metadata.labels : {{}},
@@ -171,6 +175,7 @@ fn pods(policy: &Policy) -> String {
  'zspread': has({spec}.topologySpreadConstraints) && {spec}.topologySpreadConstraints.exists(c, has(c.topologyKey) && c.topologyKey in {zk}),
  'zanti': has({spec}.affinity) && has({spec}.affinity.podAntiAffinity) && has({anti}.requiredDuringSchedulingIgnoredDuringExecution) && {anti}.requiredDuringSchedulingIgnoredDuringExecution.exists(t, has(t.topologyKey) && t.topologyKey in {zk} && size(x.site.id) == 2 && has(t.labelSelector) && ((has(t.labelSelector.matchLabels) && x.site.id[0] in t.labelSelector.matchLabels && t.labelSelector.matchLabels[x.site.id[0]] == x.site.id[1]) || (size(t.labelSelector) > 0 && has(t.matchLabelKeys) && x.site.id[0] in t.matchLabelKeys)))}})",
         shared = resource_fact(policy, "r.key", "shared"),
+        cores = resource_fact(policy, "r.key", "cores"),
         tr = lit(TRAINING),
         ann_type = annotation(INSTANCE_TYPE),
         opt_p = annotation(ALLOW_PARTIAL_NODE),
