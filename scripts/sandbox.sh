@@ -5,6 +5,9 @@
 #   scripts/sandbox.sh up       build what is missing, start everything, print `export KUBECONFIG=...`
 #   scripts/sandbox.sh down     stop every process `up` started (by PID) and remove the state
 #   scripts/sandbox.sh status   what runs, where its logs are
+#   scripts/sandbox.sh restart COMPONENT
+#                               stop one component (SIGTERM) and start it again with the same
+#                               command line, e.g. kube-apiserver to see watches recover
 #
 # Runs on loopback only: etcd, kube-apiserver (client-certificate auth, RBAC, the default
 # admission plugins, which include the webhooks and ValidatingAdmissionPolicy),
@@ -95,8 +98,25 @@ for s in socks: s.close()' "$1"
 
 start() { # start NAME CMD...: in the background, its own session, logs in logs/NAME.log
   local name="$1"; shift
-  setsid "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
+  mkdir -p "$dir/cmd"
+  # The command line (and KUBECONFIG), NUL-separated, for `restart`.
+  { printf '%s\0' "KUBECONFIG=${KUBECONFIG:-}"; printf '%s\0' "$@"; } >"$dir/cmd/$name"
+  setsid "$@" >>"$dir/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$dir/pids/$name"
+}
+
+restart() { # restart NAME
+  local name="${1:-}" pid
+  [ -n "$name" ] && [ -f "$dir/cmd/$name" ] || die "restart what? one of: ${components[*]}"
+  running "$name" || die "$name is not running"
+  pid="$(cat "$dir/pids/$name")"
+  kill -TERM "$pid"
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  local args=()
+  while IFS= read -r -d '' a; do args+=("$a"); done <"$dir/cmd/$name"
+  KUBECONFIG="${args[0]#KUBECONFIG=}" start "$name" "${args[@]:1}"
+  log "restarted $name (pid $(cat "$dir/pids/$name"))"
 }
 
 wait_for() { # wait_for WHAT SECONDS CMD...: until CMD succeeds; a dead component fails at once
@@ -312,5 +332,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
+  restart) shift; restart "$@" ;;
   *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -1,0 +1,120 @@
+//! trainplace's live inventory and `trainplace audit` against a real API server: nodes
+//! arrive through real watches, the watches recover after the API server restarts, and
+//! audit lists what was created while the webhook was away.
+
+mod sandbox;
+
+use std::process::Command;
+use std::time::Duration;
+
+use sandbox::{Sandbox, stderr, wait_until};
+use serde_json::{Value, json};
+
+fn readyz(sb: &Sandbox) -> Option<Value> {
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            &format!("http://127.0.0.1:{}/readyz", sb.env["SANDBOX_PROBE_PORT"]),
+        ])
+        .output()
+        .ok()?;
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+fn live_nodes(sb: &Sandbox) -> Option<u64> {
+    let r = readyz(sb)?;
+    (r["inventory"]["state"] == "live").then(|| r["inventory"]["nodes"].as_u64())?
+}
+
+#[test]
+fn inventory_recovers_after_an_api_server_restart_and_audit_lists_violations() {
+    let sb = sandbox::shared("cluster_inventory");
+    let nodes = sb.json(&["get", "nodes"])["items"]
+        .as_array()
+        .unwrap()
+        .len() as u64;
+    wait_until(
+        Duration::from_secs(30),
+        "the inventory live with every node",
+        || live_nodes(sb) == Some(nodes),
+    );
+
+    // The API server goes away and comes back: the watches reconnect and a node added
+    // afterwards reaches the inventory.
+    let restart = Command::new(format!("{}/scripts/sandbox.sh", env!("CARGO_MANIFEST_DIR")))
+        .args(["restart", "kube-apiserver"])
+        .env("SANDBOX_DIR", &sb.dir)
+        .output()
+        .unwrap();
+    assert!(
+        restart.status.success(),
+        "{}",
+        String::from_utf8_lossy(&restart.stderr)
+    );
+    wait_until(Duration::from_secs(90), "the API server back", || {
+        sb.kubectl(&["get", "--raw", "/readyz"]).status.success()
+    });
+    let mut node = sb.json(&["get", "node", "p5-us-east-1a-0"]);
+    node["metadata"] = json!({"name": "p5-us-east-1a-late", "labels": node["metadata"]["labels"],
+        "annotations": node["metadata"]["annotations"]});
+    node["metadata"]["labels"]["kubernetes.io/hostname"] = json!("p5-us-east-1a-late");
+    node.as_object_mut().unwrap().remove("status");
+    let out = sb.kubectl_stdin(&["create", "-f", "-"], Some(&node.to_string()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    wait_until(
+        Duration::from_secs(60),
+        "the new node in the inventory",
+        || live_nodes(sb) == Some(nodes + 1),
+    );
+
+    // A job created while the webhooks were away: audit finds it.
+    let ns = sb.namespace("audit");
+    let saved: Vec<Value> = [
+        "mutatingwebhookconfiguration",
+        "validatingwebhookconfiguration",
+    ]
+    .iter()
+    .map(|k| sb.json(&["get", k, "trainplace"]))
+    .collect();
+    sb.ok(&[
+        "delete",
+        "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+        "trainplace",
+    ]);
+    let job = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "bert", "namespace": ns},
+        "spec": {"suspend": true, "parallelism": 8, "completions": 8, "completionMode": "Indexed",
+            "template": {"spec": {"restartPolicy": "Never",
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+                "containers": [{"name": "c", "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}
+    });
+    let out = sb.apply(&ns, &job.to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+    for mut s in saved {
+        for k in [
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "managedFields",
+        ] {
+            s["metadata"].as_object_mut().unwrap().remove(k);
+        }
+        let out = sb.kubectl_stdin(&["create", "-f", "-"], Some(&s.to_string()));
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let audit = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["audit", "-n", &ns])
+        .env("KUBECONFIG", &sb.kubeconfig)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&audit.stdout);
+    assert!(
+        table.contains("bert") && table.contains("partial-node"),
+        "audit lists the job:\n{table}\n{}",
+        String::from_utf8_lossy(&audit.stderr)
+    );
+    assert_eq!(audit.status.code(), Some(1), "violations found: exit 1");
+}
