@@ -1,0 +1,138 @@
+//! Pod-creation latency through the sandbox's real API server, with trainplace's webhooks
+//! registered and without them (`scripts/sandbox.sh up` first):
+//!
+//!     eval "$(scripts/sandbox.sh up | tail -1)"
+//!     cargo run --release --example sandbox_pod_latency -- [SECONDS_PER_RUN]
+//!
+//! At 20 and 100 creates/s it sends one 8-GPU training pod per tick (the pod the webhook
+//! lays out), each create `dryRun=All`: the API server decodes, defaults, runs every
+//! admission plugin and validation exactly as for a real create and skips the etcd write,
+//! so thousands of pods do not pile up on the 2-core machine and skew later runs. It then
+//! removes the two webhook configurations, measures the same, and puts them back. Prints
+//! p50/p99 per rate and configuration and the p99 added by the webhooks.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::core::DynamicObject;
+use kube::discovery::ApiResource;
+use serde_json::json;
+
+const NAMESPACE: &str = "latency-bench";
+
+fn pod(i: u64) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("bench-{i}"), "namespace": NAMESPACE,
+            "labels": {"batch.kubernetes.io/job-name": "bench"}},
+        "spec": {"nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+            "containers": [{"name": "trainer", "image": "busybox",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+    }))
+    .expect("a valid pod")
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+async fn run(pods: &Api<Pod>, rate: u64, seconds: u64) -> anyhow::Result<(Duration, Duration, usize)> {
+    let mut tick = tokio::time::interval(Duration::from_nanos(1_000_000_000 / rate));
+    let mut tasks = Vec::new();
+    for i in 0..rate * seconds {
+        tick.tick().await;
+        let pods = pods.clone();
+        tasks.push(tokio::spawn(async move {
+            let params = PostParams {
+                dry_run: true,
+                ..Default::default()
+            };
+            let start = Instant::now();
+            let result = pods.create(&params, &pod(i)).await;
+            (start.elapsed(), result.is_ok())
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut failed = 0;
+    for t in tasks {
+        let (d, ok) = t.await?;
+        if ok {
+            latencies.push(d);
+        } else {
+            failed += 1;
+        }
+    }
+    latencies.sort();
+    anyhow::ensure!(!latencies.is_empty(), "every create failed");
+    Ok((percentile(&latencies, 0.5), percentile(&latencies, 0.99), failed))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let seconds: u64 = std::env::args().nth(1).map_or(Ok(20), |s| s.parse())?;
+    let client = kube::Client::try_default().await?;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let _ = namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))?,
+        )
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await; // its default ServiceAccount
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let kinds = [
+        ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
+        ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),
+    ];
+    let apis: Vec<Api<DynamicObject>> = kinds
+        .iter()
+        .map(|(kind, plural)| {
+            let gvk = kube::core::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+            Api::all_with(client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural))
+        })
+        .collect();
+    let mut saved = Vec::new();
+    for api in &apis {
+        saved.push(api.get("trainplace").await?);
+    }
+    let mut rows = Vec::new();
+    for with in [true, false] {
+        if !with {
+            for api in &apis {
+                api.delete("trainplace", &DeleteParams::default()).await?;
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        for rate in [20, 100] {
+            run(&pods, rate, 2).await?; // warm the connections
+            let (p50, p99, failed) = run(&pods, rate, seconds).await?;
+            eprintln!("webhooks {}: {rate}/s p50 {p50:?} p99 {p99:?} failed {failed}", if with { "on" } else { "off" });
+            rows.push((with, rate, p50, p99, failed));
+        }
+    }
+    for (api, mut obj) in apis.iter().zip(saved) {
+        obj.metadata.resource_version = None;
+        obj.metadata.uid = None;
+        obj.metadata.managed_fields = None;
+        obj.metadata.creation_timestamp = None;
+        api.create(&PostParams::default(), &obj).await?;
+    }
+    println!("| rate | webhooks | p50 | p99 | failed |\n|---|---|---|---|---|");
+    for (with, rate, p50, p99, failed) in &rows {
+        println!(
+            "| {rate}/s | {} | {:.2} ms | {:.2} ms | {failed} |",
+            if *with { "on" } else { "off" },
+            p50.as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3
+        );
+    }
+    for rate in [20, 100] {
+        let p99 = |w: bool| rows.iter().find(|r| r.0 == w && r.1 == rate).map(|r| r.3.as_secs_f64() * 1e3);
+        if let (Some(on), Some(off)) = (p99(true), p99(false)) {
+            println!("{rate}/s: p99 added by the webhooks {:.2} ms ({:.2}x)", on - off, on / off);
+        }
+    }
+    Ok(())
+}
