@@ -38,7 +38,11 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
-async fn run(pods: &Api<Pod>, rate: u64, seconds: u64) -> anyhow::Result<(Duration, Duration, usize)> {
+async fn run(
+    pods: &Api<Pod>,
+    rate: u64,
+    seconds: u64,
+) -> anyhow::Result<(Duration, Duration, usize)> {
     let mut tick = tokio::time::interval(Duration::from_nanos(1_000_000_000 / rate));
     let mut tasks = Vec::new();
     for i in 0..rate * seconds {
@@ -66,7 +70,11 @@ async fn run(pods: &Api<Pod>, rate: u64, seconds: u64) -> anyhow::Result<(Durati
     }
     latencies.sort();
     anyhow::ensure!(!latencies.is_empty(), "every create failed");
-    Ok((percentile(&latencies, 0.5), percentile(&latencies, 0.99), failed))
+    Ok((
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        failed,
+    ))
 }
 
 #[tokio::main]
@@ -83,14 +91,23 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(2)).await; // its default ServiceAccount
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
     let kinds = [
-        ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
-        ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),
+        (
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+        ),
     ];
     let apis: Vec<Api<DynamicObject>> = kinds
         .iter()
         .map(|(kind, plural)| {
             let gvk = kube::core::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
-            Api::all_with(client.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural))
+            Api::all_with(
+                client.clone(),
+                &ApiResource::from_gvk_with_plural(&gvk, plural),
+            )
         })
         .collect();
     let mut saved = Vec::new();
@@ -108,7 +125,10 @@ async fn main() -> anyhow::Result<()> {
         for rate in [20, 100] {
             run(&pods, rate, 2).await?; // warm the connections
             let (p50, p99, failed) = run(&pods, rate, seconds).await?;
-            eprintln!("webhooks {}: {rate}/s p50 {p50:?} p99 {p99:?} failed {failed}", if with { "on" } else { "off" });
+            eprintln!(
+                "webhooks {}: {rate}/s p50 {p50:?} p99 {p99:?} failed {failed}",
+                if with { "on" } else { "off" }
+            );
             rows.push((with, rate, p50, p99, failed));
         }
     }
@@ -129,9 +149,17 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     for rate in [20, 100] {
-        let p99 = |w: bool| rows.iter().find(|r| r.0 == w && r.1 == rate).map(|r| r.3.as_secs_f64() * 1e3);
+        let p99 = |w: bool| {
+            rows.iter()
+                .find(|r| r.0 == w && r.1 == rate)
+                .map(|r| r.3.as_secs_f64() * 1e3)
+        };
         if let (Some(on), Some(off)) = (p99(true), p99(false)) {
-            println!("{rate}/s: p99 added by the webhooks {:.2} ms ({:.2}x)", on - off, on / off);
+            println!(
+                "{rate}/s: p99 added by the webhooks {:.2} ms ({:.2}x)",
+                on - off,
+                on / off
+            );
         }
     }
     Ok(())

@@ -226,6 +226,7 @@ up() {
   fi
   command -v openssl >/dev/null || die "openssl is missing (the sandbox makes its own certificates)"
   command -v python3 >/dev/null || die "python3 is missing (the sandbox rewrites the webhook configurations with it)"
+  command -v curl >/dev/null || die "curl is missing (the sandbox waits on health endpoints with it)"
   [ -f "$fleet" ] || die "fleet file $fleet does not exist (SANDBOX_FLEET)"
   bin="$("$root/scripts/control-plane.sh")"
   local trainplace="${TRAINPLACE_BIN:-$root/target/release/trainplace}"

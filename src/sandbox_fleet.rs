@@ -333,6 +333,6 @@ nodeGroups:
         );
         let huge = FLEET.replace("us-east-1a: 2,", "us-east-1a: 20000,");
         let e = nodes(&huge, "fleet.yaml", &Catalog::embedded()).unwrap_err();
-        assert!(e.to_string().contains("20001 nodes"), "{e}");
+        assert!(e.to_string().contains("20002 nodes"), "{e}");
     }
 }

@@ -328,3 +328,70 @@ fn a_pod_pinned_to_another_zone_than_its_bound_siblings_is_denied_through_the_li
         );
     }
 }
+
+/// Every document of the upstream example manifests (Kubeflow, JobSet, LWS, KubeRay,
+/// Volcano, MPI Operator, aws-samples; tests/fixtures/upstream) and of the fixture corpus,
+/// through the real API server: admitted, or denied by a trainplace rule, and never made
+/// invalid by trainplace's patch (the same object with `trainplace.io/skip` is the control).
+#[test]
+fn upstream_examples_and_fixtures_are_admitted_or_denied_by_a_rule_never_broken_by_the_patch() {
+    let sb = sb();
+    let ns = sb.namespace("upstream");
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut objects: Vec<(String, Value)> = Vec::new();
+    let mut stack = vec![root.join("tests/fixtures/upstream")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+                    let Ok(v) = <Value as serde::Deserialize>::deserialize(doc) else {
+                        continue;
+                    };
+                    if v.get("kind").is_some() && v.get("apiVersion").is_some() {
+                        let name = path.strip_prefix(&root).unwrap().display().to_string();
+                        objects.push((format!("{name}#{i}"), v));
+                    }
+                }
+            }
+        }
+    }
+    let upstream = objects.len();
+    assert!(upstream >= 50, "upstream documents: {upstream}");
+    objects.extend(
+        sandbox::corpus::fixtures()
+            .into_iter()
+            .map(|f| (f.name, f.object)),
+    );
+    let (mut admitted, mut denied, mut broken) = (0, 0, Vec::new());
+    for (name, object) in &objects {
+        let object = sandbox::corpus::placed(object, &ns);
+        match sandbox::corpus::dry_run(sb, &object) {
+            Ok(_) => admitted += 1,
+            Err(e) if e.contains("denied the request") && e.contains("trainplace.io") => {
+                denied += 1
+            }
+            Err(e) => {
+                let mut control = object.clone();
+                control["metadata"]["annotations"]["trainplace.io/skip"] = json!("true");
+                if sandbox::corpus::dry_run(sb, &control).is_ok() {
+                    broken.push(format!(
+                        "{name}: valid as submitted, refused after trainplace: {e}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+    eprintln!(
+        "{} objects ({upstream} upstream): {admitted} admitted, {denied} denied by a rule",
+        objects.len()
+    );
+    assert!(
+        admitted >= 80 && denied >= 30,
+        "{admitted} admitted, {denied} denied"
+    );
+}
