@@ -12,6 +12,10 @@
 //! `AdmissionResponse::from(&request)` answered through axum's `Json`
 //! (https://docs.rs/kube/latest/kube/core/admission/index.html).
 //!
+//! With BASELINE_TLS_CERT and BASELINE_TLS_KEY (PEM files) it serves that certificate
+//! instead of a self-signed one, so a real API server can call it
+//! (examples/sandbox_pod_latency.rs).
+//!
 //! See scripts/bench-compare.sh for the side-by-side run.
 
 use std::sync::Arc;
@@ -52,15 +56,35 @@ async fn allow_typed(
 async fn main() -> std::io::Result<()> {
     let addr = std::env::args().nth(1).unwrap_or("127.0.0.1:9443".into());
     let typed = std::env::args().nth(2).as_deref() == Some("typed");
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+    let (chain, key) = match (
+        std::env::var_os("BASELINE_TLS_CERT"),
+        std::env::var_os("BASELINE_TLS_KEY"),
+    ) {
+        (Some(cert), Some(key)) => {
+            use rustls::pki_types::pem::PemObject;
+            let chain = rustls::pki_types::CertificateDer::pem_file_iter(cert)
+                .expect("BASELINE_TLS_CERT")
+                .collect::<Result<Vec<_>, _>>()
+                .expect("BASELINE_TLS_CERT");
+            (
+                chain,
+                rustls::pki_types::PrivateKeyDer::from_pem_file(key).expect("BASELINE_TLS_KEY"),
+            )
+        }
+        _ => {
+            let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
+            let key =
+                rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+            (vec![cert.cert.der().clone()], key)
+        }
+    };
     let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .expect("protocols")
     .with_no_client_auth()
-    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .with_single_cert(chain, key)
     .expect("key");
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));

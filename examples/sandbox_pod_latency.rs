@@ -2,7 +2,12 @@
 //! registered and without them (`scripts/sandbox.sh up` first):
 //!
 //!     eval "$(scripts/sandbox.sh up | tail -1)"
-//!     cargo run --release --example sandbox_pod_latency -- [SECONDS_PER_RUN]
+//!     cargo run --release --example sandbox_pod_latency -- [SECONDS_PER_RUN [BASELINE_PORT]]
+//!
+//! With BASELINE_PORT, a third configuration: the same two webhook configurations pointed
+//! at a do-nothing webhook on 127.0.0.1:BASELINE_PORT (examples/baseline.rs with the
+//! sandbox's certificate), which tells what any webhook costs the API server from what
+//! trainplace adds to it.
 //!
 //! At 20 and 100 creates/s it sends one 8-GPU training pod per tick (the pod the webhook
 //! lays out), each create `dryRun=All`: the API server decodes, defaults, runs every
@@ -114,22 +119,45 @@ async fn main() -> anyhow::Result<()> {
     for api in &apis {
         saved.push(api.get("trainplace").await?);
     }
+    let baseline: Option<u16> = std::env::args().nth(2).map(|s| s.parse()).transpose()?;
+    let mut configs = vec!["trainplace"];
+    if baseline.is_some() {
+        configs.push("do-nothing");
+    }
+    configs.push("none");
     let mut rows = Vec::new();
-    for with in [true, false] {
-        if !with {
-            for api in &apis {
-                api.delete("trainplace", &DeleteParams::default()).await?;
+    for config in configs {
+        match (config, baseline) {
+            ("do-nothing", Some(port)) => {
+                for (api, saved) in apis.iter().zip(&saved) {
+                    let mut obj = saved.clone();
+                    for w in obj.data["webhooks"].as_array_mut().into_iter().flatten() {
+                        let url = w["clientConfig"]["url"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string();
+                        let path = url.rsplit_once('/').map_or("", |(_, p)| p).to_string();
+                        w["clientConfig"]["url"] =
+                            json!(format!("https://127.0.0.1:{port}/{path}"));
+                    }
+                    api.replace("trainplace", &PostParams::default(), &obj)
+                        .await?;
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
             }
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            ("none", _) => {
+                for api in &apis {
+                    api.delete("trainplace", &DeleteParams::default()).await?;
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            _ => {}
         }
         for rate in [20, 100] {
             run(&pods, rate, 2).await?; // warm the connections
             let (p50, p99, failed) = run(&pods, rate, seconds).await?;
-            eprintln!(
-                "webhooks {}: {rate}/s p50 {p50:?} p99 {p99:?} failed {failed}",
-                if with { "on" } else { "off" }
-            );
-            rows.push((with, rate, p50, p99, failed));
+            eprintln!("webhooks {config}: {rate}/s p50 {p50:?} p99 {p99:?} failed {failed}");
+            rows.push((config, rate, p50, p99, failed));
         }
     }
     for (api, mut obj) in apis.iter().zip(saved) {
@@ -140,25 +168,30 @@ async fn main() -> anyhow::Result<()> {
         api.create(&PostParams::default(), &obj).await?;
     }
     println!("| rate | webhooks | p50 | p99 | failed |\n|---|---|---|---|---|");
-    for (with, rate, p50, p99, failed) in &rows {
+    for (config, rate, p50, p99, failed) in &rows {
         println!(
-            "| {rate}/s | {} | {:.2} ms | {:.2} ms | {failed} |",
-            if *with { "on" } else { "off" },
+            "| {rate}/s | {config} | {:.2} ms | {:.2} ms | {failed} |",
             p50.as_secs_f64() * 1e3,
             p99.as_secs_f64() * 1e3
         );
     }
     for rate in [20, 100] {
-        let p99 = |w: bool| {
+        let p99 = |c: &str| {
             rows.iter()
-                .find(|r| r.0 == w && r.1 == rate)
+                .find(|r| r.0 == c && r.1 == rate)
                 .map(|r| r.3.as_secs_f64() * 1e3)
         };
-        if let (Some(on), Some(off)) = (p99(true), p99(false)) {
+        if let (Some(on), Some(off)) = (p99("trainplace"), p99("none")) {
             println!(
-                "{rate}/s: p99 added by the webhooks {:.2} ms ({:.2}x)",
+                "{rate}/s: p99 added by trainplace's webhooks {:.2} ms ({:.2}x)",
                 on - off,
                 on / off
+            );
+        }
+        if let (Some(on), Some(nothing)) = (p99("trainplace"), p99("do-nothing")) {
+            println!(
+                "{rate}/s: trainplace against a do-nothing webhook: {:+.2} ms p99",
+                on - nothing
             );
         }
     }
