@@ -138,6 +138,7 @@ fn mutated_workloads_validate_against_their_crds() {
             marks: None,
             now: None,
             claims: Some(&claims),
+            updating: false,
         };
         let v = evaluate(object, &policy, &who).unwrap();
         let kind = object["kind"].as_str().unwrap();
@@ -267,6 +268,7 @@ fn mutated_upstream_workloads_validate_against_their_crds() {
         marks: None,
         now: None,
         claims: None,
+        updating: false,
     };
     let mut files = Vec::new();
     let mut stack = vec![root().join("tests/fixtures/upstream")];

@@ -42,6 +42,8 @@ impl<'a> Submitter<'a> {
             marks: None,
             now: self.now,
             claims: None,
+            // Offline there is no UPDATE: every object is judged as submitted.
+            updating: false,
         }
     }
 }

@@ -24,6 +24,7 @@ fn bench(c: &mut Criterion) {
         marks: None,
         now: None,
         claims: None,
+        updating: false,
     };
     let mutated = evaluate(&pod, &policy, &who).unwrap().object;
 

@@ -239,6 +239,7 @@ fn answer(
         // The webhook judges time-bound rules (Capacity Block ends) at the request's time.
         now: Some(jiff::Timestamp::now()),
         claims: None,
+        updating: matches!(req.operation, Operation::Update),
     };
     // The validating webhook sends no patch: judge without writing the layout.
     let judged = match endpoint {

@@ -25,4 +25,8 @@ pub struct Requester<'a> {
     /// DRA objects submitted alongside the object (the CLI's input files); the
     /// inventory's own are looked up after these.
     pub claims: Option<&'a Claims>,
+    /// The request UPDATEs an existing object: a workload template that still carries
+    /// trainplace's mark keeps the grants it was admitted with (Kueue's unsuspend). A
+    /// CREATE is judged with the requester's own grants, so a copied mark grants nothing.
+    pub updating: bool,
 }

@@ -433,6 +433,7 @@ fn judge(api: &Apiserver, name: &str, case: &Case, out: &mut Vec<Mismatch>, tall
         marks: None,
         now: None,
         claims: Some(&claims),
+        updating: false,
     };
     let mut ns_labels = labels.clone().unwrap_or_default();
     ns_labels.insert("kubernetes.io/metadata.name".into(), ns.clone());

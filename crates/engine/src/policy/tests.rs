@@ -62,6 +62,7 @@ fn namespace_overrides_by_name_and_label() {
         marks: None,
         now: None,
         claims: None,
+        updating: false,
     };
     let eff = p.effective(&sandbox);
     assert_eq!(eff.mode_partial_node(), Mode::Audit);
@@ -88,6 +89,7 @@ fn opt_in_grants_by_namespace_and_group() {
         marks: None,
         now: None,
         claims: None,
+        updating: false,
     };
     let user = Requester {
         namespace: "prod",
@@ -97,6 +99,7 @@ fn opt_in_grants_by_namespace_and_group() {
         marks: None,
         now: None,
         claims: None,
+        updating: false,
     };
     assert!(p.may_opt_in(OptIn::Skip, &admin));
     assert!(!p.may_opt_in(OptIn::Skip, &user));
@@ -110,6 +113,7 @@ fn opt_in_grants_by_namespace_and_group() {
         marks: None,
         now: None,
         claims: None,
+        updating: false,
     };
     assert!(p.may_opt_in(OptIn::AllowPartialNode, &research));
 }
