@@ -395,3 +395,80 @@ fn upstream_examples_and_fixtures_are_admitted_or_denied_by_a_rule_never_broken_
         "{admitted} admitted, {denied} denied"
     );
 }
+
+/// Pods of a failed attempt hold no zone: once they are Failed, a pod of the same job
+/// pinned to another zone (the retry, or an update that moves the job) is admitted.
+#[test]
+fn failed_pods_of_an_earlier_attempt_do_not_hold_the_job_in_their_zone() {
+    let sb = sb();
+    let ns = sb.namespace("retry");
+    let mut job = manifest("examples/workloads/job.yaml", &ns);
+    job["metadata"]["name"] = json!("attempt");
+    let out = sb.apply(&ns, &job.to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let selector = "batch.kubernetes.io/job-name=attempt";
+    wait_until(Duration::from_secs(60), "4 pods bound", || {
+        let pods = sb.pods(&ns, selector);
+        pods.len() == 4 && scheduled(&pods)
+    });
+    let pods = sb.pods(&ns, selector);
+    let zone = zone_of(sb, pods[0]["spec"]["nodeName"].as_str().unwrap());
+    let other = ["us-east-1a", "us-east-1b", "us-east-1c"]
+        .into_iter()
+        .find(|z| *z != zone)
+        .unwrap();
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "retry", "namespace": ns,
+            "labels": {"batch.kubernetes.io/job-name": "attempt"}},
+        "spec": {"nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge",
+                "topology.kubernetes.io/zone": other},
+            "containers": [{"name": "c", "image": "busybox",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+    });
+    let dry_run = || sandbox::corpus::dry_run(sb, &pod);
+    wait_until(
+        Duration::from_secs(15),
+        "the running siblings hold the job",
+        || dry_run().is_err_and(|e| e.contains("[multi-az]")),
+    );
+    // The attempt fails (the kubelet's part: kwok plays it, here by hand). With
+    // backoffLimit 0 the Job controller then deletes the pods not yet failed.
+    for p in &pods {
+        let name = p["metadata"]["name"].as_str().unwrap();
+        let out = sb.kubectl(&[
+            "-n",
+            &ns,
+            "patch",
+            "pod",
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Failed"}}"#,
+        ]);
+        assert!(
+            out.status.success() || stderr(&out).contains("NotFound"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    wait_until(
+        Duration::from_secs(30),
+        "the attempt over: no pod of it running",
+        || {
+            sb.pods(&ns, selector)
+                .iter()
+                .all(|p| p["status"]["phase"] == "Failed")
+        },
+    );
+    assert!(
+        !sb.pods(&ns, selector).is_empty(),
+        "a failed pod stays, still bound to its node"
+    );
+    wait_until(
+        Duration::from_secs(15),
+        "the failed pods let go of the zone",
+        || dry_run().is_ok(),
+    );
+}

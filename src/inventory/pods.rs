@@ -35,6 +35,8 @@ struct Wire {
     metadata: WireMeta,
     #[serde(default)]
     spec: WireSpec,
+    #[serde(default)]
+    status: WireStatus,
 }
 
 #[derive(Deserialize, Default)]
@@ -54,6 +56,11 @@ struct WireSpec {
     node_name: Option<String>,
 }
 
+#[derive(Deserialize, Default)]
+struct WireStatus {
+    phase: Option<String>,
+}
+
 impl From<Wire> for PodPlacement {
     fn from(w: Wire) -> Self {
         let mut labels = w.metadata.labels;
@@ -67,7 +74,13 @@ impl From<Wire> for PodPlacement {
                 labels: Some(labels),
                 ..ObjectMeta::default()
             },
-            node: w.spec.node_name,
+            // A pod that has finished (a failed attempt, a completed rank) runs nowhere:
+            // its zone says nothing about where the job's live pods are, and must not
+            // hold a retry or an update to it.
+            node: w
+                .spec
+                .node_name
+                .filter(|_| !matches!(w.status.phase.as_deref(), Some("Failed" | "Succeeded"))),
         }
     }
 }
@@ -248,6 +261,23 @@ mod tests {
             "status": {"phase": "Running"}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_finished_pod_is_placed_nowhere() {
+        for (phase, placed) in [
+            ("Failed", false),
+            ("Succeeded", false),
+            ("Running", true),
+            ("Pending", true),
+        ] {
+            let p: PodPlacement = serde_json::from_value(json!({
+                "metadata": {"name": "a", "namespace": "team-a"},
+                "spec": {"nodeName": "n1"}, "status": {"phase": phase}
+            }))
+            .unwrap();
+            assert_eq!(p.node.is_some(), placed, "{phase}");
+        }
     }
 
     #[test]

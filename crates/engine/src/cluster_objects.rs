@@ -63,8 +63,13 @@ impl PodFacts for Value {
     fn namespace(&self) -> Option<&str> {
         str_at(self, &["metadata", "namespace"])
     }
+    /// A finished pod (Failed, Succeeded) is placed nowhere: it no longer holds its zone.
     fn node_name(&self) -> Option<&str> {
-        str_at(self, &["spec", "nodeName"])
+        let finished = matches!(
+            str_at(self, &["status", "phase"]),
+            Some("Failed" | "Succeeded")
+        );
+        str_at(self, &["spec", "nodeName"]).filter(|_| !finished)
     }
     fn label(&self, key: &str) -> Option<&str> {
         json_label(self, key)
@@ -113,6 +118,10 @@ impl PodFacts for Pod {
         self.metadata.namespace.as_deref()
     }
     fn node_name(&self) -> Option<&str> {
+        let phase = self.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Failed" | "Succeeded")) {
+            return None;
+        }
         self.spec.as_ref()?.node_name.as_deref()
     }
     fn label(&self, key: &str) -> Option<&str> {
