@@ -35,24 +35,39 @@ fn zone_of(sb: &Sandbox, node: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn an_indexed_job_of_four_whole_nodes_lands_one_pod_per_p5_in_one_zone() {
-    let sb = sb();
-    let ns = sb.namespace("layout");
-    let job = manifest("examples/workloads/job.yaml", &ns);
-    let out = sb.apply(&ns, &job.to_string());
+/// examples/workloads/job.yaml (4 pods x 8 GPUs on p5) as job `name` in `ns`, once the
+/// scheduler has bound all 4 pods; its pods.
+fn four_node_job(sb: &Sandbox, ns: &str, name: &str) -> Vec<Value> {
+    let mut job = manifest("examples/workloads/job.yaml", ns);
+    job["metadata"]["name"] = json!(name);
+    let out = sb.apply(ns, &job.to_string());
     assert!(out.status.success(), "{}", stderr(&out));
-
-    let selector = "batch.kubernetes.io/job-name=llama-pretrain";
+    let selector = format!("batch.kubernetes.io/job-name={name}");
     wait_until(
         Duration::from_secs(60),
         "4 pods bound by the scheduler",
         || {
-            let pods = sb.pods(&ns, selector);
+            let pods = sb.pods(ns, &selector);
             pods.len() == 4 && scheduled(&pods)
         },
     );
-    let pods = sb.pods(&ns, selector);
+    sb.pods(ns, &selector)
+}
+
+/// A sandbox zone other than `zone`.
+fn other_zone(zone: &str) -> &'static str {
+    ["us-east-1a", "us-east-1b", "us-east-1c"]
+        .into_iter()
+        .find(|z| *z != zone)
+        .unwrap()
+}
+
+#[test]
+fn an_indexed_job_of_four_whole_nodes_lands_one_pod_per_p5_in_one_zone() {
+    let sb = sb();
+    let ns = sb.namespace("layout");
+    let selector = "batch.kubernetes.io/job-name=llama-pretrain";
+    let pods = four_node_job(sb, &ns, "llama-pretrain");
     let nodes: BTreeSet<String> = pods
         .iter()
         .map(|p| p["spec"]["nodeName"].as_str().unwrap().to_string())
@@ -268,24 +283,11 @@ fn controllers_are_never_refused_single_pod_jobs_start_suspend_resume_and_foregr
 fn a_pod_pinned_to_another_zone_than_its_bound_siblings_is_denied_through_the_live_inventory() {
     let sb = sb();
     let ns = sb.namespace("zones");
-    let job = manifest("examples/workloads/job.yaml", &ns);
-    let out = sb.apply(&ns, &job.to_string());
-    assert!(out.status.success(), "{}", stderr(&out));
-    let selector = "batch.kubernetes.io/job-name=llama-pretrain";
-    wait_until(Duration::from_secs(60), "4 pods bound", || {
-        let pods = sb.pods(&ns, selector);
-        pods.len() == 4 && scheduled(&pods)
-    });
-    let node = sb.pods(&ns, selector)[0]["spec"]["nodeName"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let pods = four_node_job(sb, &ns, "llama-pretrain");
+    let node = pods[0]["spec"]["nodeName"].as_str().unwrap().to_string();
     let labels = sb.node_labels(&node);
     let zone = labels["topology.kubernetes.io/zone"].as_str().unwrap();
-    let other = ["us-east-1a", "us-east-1b", "us-east-1c"]
-        .into_iter()
-        .find(|z| *z != zone)
-        .unwrap();
+    let other = other_zone(zone);
     let other_id = ["use1-az4", "use1-az6", "use1-az1"]
         .into_iter()
         .find(|z| *z != labels["topology.k8s.aws/zone-id"])
@@ -402,21 +404,10 @@ fn upstream_examples_and_fixtures_are_admitted_or_denied_by_a_rule_never_broken_
 fn failed_pods_of_an_earlier_attempt_do_not_hold_the_job_in_their_zone() {
     let sb = sb();
     let ns = sb.namespace("retry");
-    let mut job = manifest("examples/workloads/job.yaml", &ns);
-    job["metadata"]["name"] = json!("attempt");
-    let out = sb.apply(&ns, &job.to_string());
-    assert!(out.status.success(), "{}", stderr(&out));
     let selector = "batch.kubernetes.io/job-name=attempt";
-    wait_until(Duration::from_secs(60), "4 pods bound", || {
-        let pods = sb.pods(&ns, selector);
-        pods.len() == 4 && scheduled(&pods)
-    });
-    let pods = sb.pods(&ns, selector);
+    let pods = four_node_job(sb, &ns, "attempt");
     let zone = zone_of(sb, pods[0]["spec"]["nodeName"].as_str().unwrap());
-    let other = ["us-east-1a", "us-east-1b", "us-east-1c"]
-        .into_iter()
-        .find(|z| *z != zone)
-        .unwrap();
+    let other = other_zone(&zone);
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "retry", "namespace": ns,

@@ -177,18 +177,7 @@ fn failure_modes_in_order() {
     );
     let whole_single = gpu_pod(&ns, "single", 8, json!({}));
     corpus::dry_run(sb, &whole_single).expect("a whole-node single pod passes /validate alone");
-    let mut restore = mutating.clone();
-    for k in [
-        "resourceVersion",
-        "uid",
-        "creationTimestamp",
-        "generation",
-        "managedFields",
-    ] {
-        restore["metadata"].as_object_mut().unwrap().remove(k);
-    }
-    let out = sb.kubectl_stdin(&["create", "-f", "-"], Some(&restore.to_string()));
-    assert!(out.status.success(), "{}", stderr(&out));
+    sb.recreate(mutating);
 
     // The webhook down, with the shipped failurePolicy (mutate Ignore, validate Fail) and
     // timeouts: a GPU pod is refused (validate fails closed), a CPU pod never reaches the

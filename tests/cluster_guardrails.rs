@@ -19,11 +19,7 @@ fn with_the_webhook_up_no_object_it_admits_is_refused_by_a_policy() {
     let out = sb.kubectl(&["apply", "-k", &overlay]);
     assert!(out.status.success(), "{}", stderr(&out));
     let ns = sb.namespace("corpus");
-    let job = corpus::fixtures()
-        .into_iter()
-        .find(|f| f.name == "workloads/job-one-gpu.yaml")
-        .unwrap();
-    let denied = corpus::placed(&job.object, &ns);
+    let denied = corpus::placed(&corpus::fixture("workloads/job-one-gpu.yaml"), &ns);
     wait_until(Duration::from_secs(30), "the policies loaded", || {
         let list = sb.json(&["get", "validatingadmissionpolicies"]);
         list["items"].as_array().is_some_and(|i| i.len() == 3)

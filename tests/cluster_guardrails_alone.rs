@@ -9,7 +9,6 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use sandbox::{Sandbox, corpus, stderr, wait_until};
-use serde_json::Value;
 
 /// The sandbox with the guardrails overlay applied and in force.
 fn sb() -> &'static Sandbox {
@@ -29,20 +28,12 @@ fn sb() -> &'static Sandbox {
         // The API server's policy informer picks them up asynchronously: wait until a
         // job the engine denies is refused by the policy.
         let ns = sb.namespace("probe");
-        let probe = corpus::placed(&one_gpu_job(), &ns);
+        let probe = corpus::placed(&corpus::fixture("workloads/job-one-gpu.yaml"), &ns);
         wait_until(Duration::from_secs(30), "the policies in force", || {
             corpus::dry_run(sb, &probe).is_err_and(|e| e.contains("[partial-node]"))
         });
     });
     sb
-}
-
-fn one_gpu_job() -> Value {
-    corpus::fixtures()
-        .into_iter()
-        .find(|f| f.name == "workloads/job-one-gpu.yaml")
-        .unwrap()
-        .object
 }
 
 #[test]

@@ -92,18 +92,8 @@ fn inventory_recovers_after_an_api_server_restart_and_audit_lists_violations() {
     });
     let out = sb.apply(&ns, &job.to_string());
     assert!(out.status.success(), "{}", stderr(&out));
-    for mut s in saved {
-        for k in [
-            "resourceVersion",
-            "uid",
-            "creationTimestamp",
-            "generation",
-            "managedFields",
-        ] {
-            s["metadata"].as_object_mut().unwrap().remove(k);
-        }
-        let out = sb.kubectl_stdin(&["create", "-f", "-"], Some(&s.to_string()));
-        assert!(out.status.success(), "{}", stderr(&out));
+    for s in saved {
+        sb.recreate(s);
     }
     let audit = Command::new(env!("CARGO_BIN_EXE_trainplace"))
         .args(["audit", "-n", &ns])

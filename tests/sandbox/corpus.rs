@@ -50,6 +50,15 @@ pub fn fixtures() -> Vec<Fixture> {
     out
 }
 
+/// The object of one fixture, by its name under tests/fixtures (`workloads/NAME.yaml`).
+pub fn fixture(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let doc: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    doc["object"].clone()
+}
+
 /// `object` placed in namespace `ns` (cluster-scoped kinds keep none).
 pub fn placed(object: &Value, ns: &str) -> Value {
     let mut o = object.clone();

@@ -156,6 +156,24 @@ impl Sandbox {
         self.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], Some(manifest))
     }
 
+    /// Create again an object read earlier with `json` (after deleting it): the fields
+    /// the API server sets on its copy are dropped first.
+    pub fn recreate(&self, mut object: Value) {
+        if let Some(meta) = object["metadata"].as_object_mut() {
+            for k in [
+                "resourceVersion",
+                "uid",
+                "creationTimestamp",
+                "generation",
+                "managedFields",
+            ] {
+                meta.remove(k);
+            }
+        }
+        let out = self.kubectl_stdin(&["create", "-f", "-"], Some(&object.to_string()));
+        assert!(out.status.success(), "recreate: {}", stderr(&out));
+    }
+
     pub fn json(&self, args: &[&str]) -> Value {
         let mut a = args.to_vec();
         a.extend(["-o", "json"]);
