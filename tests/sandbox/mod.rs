@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -210,14 +210,6 @@ impl Sandbox {
     /// A node's labels.
     pub fn node_labels(&self, node: &str) -> Value {
         self.json(&["get", "node", node])["metadata"]["labels"].clone()
-    }
-
-    pub fn log_path(&self, component: &str) -> PathBuf {
-        self.dir.join("logs").join(format!("{component}.log"))
-    }
-
-    pub fn sandbox_dir(&self) -> &Path {
-        &self.dir
     }
 }
 
