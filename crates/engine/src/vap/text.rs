@@ -180,21 +180,22 @@ fn list_literal(chars: &[char], i: &mut usize, out: &mut String) {
             _ => break false,
         }
     };
-    let literal = |e: &str, kind: fn(&str) -> bool| kind(e.trim());
     let string = |e: &str| {
+        let e = e.trim();
         e.len() >= 2
             && (e.starts_with('\'') || e.starts_with('"'))
             && !e[1..e.len() - 1].contains(['\'', '"'])
     };
     let integer = |e: &str| {
+        let e = e.trim();
         !e.is_empty()
             && e.trim_start_matches('-')
                 .chars()
                 .all(|c| c.is_ascii_digit())
     };
     let one_type = elements.len() < 2
-        || elements.iter().all(|e| literal(e, string))
-        || elements.iter().all(|e| literal(e, integer));
+        || elements.iter().all(|e| string(e))
+        || elements.iter().all(|e| integer(e));
     out.push('[');
     for (n, element) in elements.iter().enumerate() {
         if n > 0 {
