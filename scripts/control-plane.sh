@@ -24,7 +24,9 @@ module_version() { # module_version DIR MODULE -> the version DIR/go.mod require
 k8s_version="$(module_version "$tools/kubernetes" k8s.io/kubernetes)"
 etcd_version="$(module_version "$tools/etcd" go.etcd.io/etcd/server/v3)"
 kwok_version="$(module_version "$tools/kwok" sigs.k8s.io/kwok)"
-pins_hash="$(cat "$tools"/*/go.mod "$tools"/*/go.sum | sha256sum | cut -c1-12)"
+# Only the control plane's own pins (tools/helm is scripts/helm.sh's); the order is the one
+# the former glob tools/*/go.mod had, so existing caches keep their key.
+pins_hash="$(cat "$tools"/{etcd,kubernetes,kwok}/go.mod "$tools"/{etcd,kubernetes,kwok}/go.sum | sha256sum | cut -c1-12)"
 cache="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/control-plane/k8s-$k8s_version-etcd-$etcd_version-kwok-$kwok_version-$pins_hash"
 bin="$cache/bin"
 

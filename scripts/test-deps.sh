@@ -4,7 +4,8 @@
 # round-trip tests) in .venv, Debian chromium for the advisor's browser test and HAProxy
 # for the sandbox's two-replica test, and the sandbox's control plane (kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
-# sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it).
+# sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it),
+# and helm (the chart's tests), built the same way by scripts/helm.sh.
 # Idempotent; safe to run on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,3 +33,4 @@ command -v kubectl >/dev/null || { echo "kubectl is missing (the plugin and kust
 command -v haproxy >/dev/null || { echo "haproxy is missing (the sandbox's two-replica test balances with it)" >&2; exit 1; }
 command -v go >/dev/null || { echo "go is missing: the sandbox's control plane is built from source (Go >= 1.24)" >&2; exit 1; }
 scripts/control-plane.sh >/dev/null
+scripts/helm.sh >/dev/null
