@@ -7,15 +7,23 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use trainplace::cli::{
-    AdvisorSub, Cli, Command, ExitCode, advise, audit, diagnose, dryrun, policy_cmd, sandbox,
+    AdvisorSub, Cli, Command, ExitCode, advise, audit, diagnose, dryrun, out, policy_cmd, sandbox,
 };
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    let code = match cli.command {
+    match run(Cli::parse()) {
+        Ok(code) => exit(code as i32),
+        // The reader of stdout closed early (`| head -1`): end quietly with 0 (cli::out).
+        Err(error) if out::stdout_closed(&error) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    Ok(match cli.command {
         Command::Check(args) => dryrun::run(&args, false)?,
         Command::Mutate(args) => dryrun::run(&args, true)?,
-        Command::Policy(cmd) => policy_cmd::run(&cmd),
+        Command::Policy(cmd) => policy_cmd::run(&cmd)?,
         Command::Audit(args) => audit::run(&args)?,
         Command::Serve(args) => {
             trainplace::server::init_tracing();
@@ -28,10 +36,10 @@ fn main() -> anyhow::Result<()> {
                 match trainplace::inventory::live::nodes_json() {
                     Ok(listed) => args.cluster_nodes = Some(listed),
                     Err(error) => {
-                        eprintln!(
-                            "error: --from-cluster: cannot list nodes through the kubeconfig: {error}"
-                        );
-                        return exit(ExitCode::BadInput as i32);
+                        out::stderr(format_args!(
+                            "error: --from-cluster: cannot list nodes through the kubeconfig: {error}\n"
+                        ));
+                        return Ok(ExitCode::BadInput);
                     }
                 }
             }
@@ -45,9 +53,8 @@ fn main() -> anyhow::Result<()> {
             }
         },
         Command::Diagnose(args) => diagnose::run(&args)?,
-        Command::Sandbox(cmd) => sandbox::run(&cmd),
-    };
-    exit(code as i32)
+        Command::Sandbox(cmd) => sandbox::run(&cmd)?,
+    })
 }
 
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {

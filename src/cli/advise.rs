@@ -141,14 +141,14 @@ pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     let policy = match args.policy.load() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: --policy-dir: {e}");
+            stderr!("error: --policy-dir: {e}");
             return Ok(ExitCode::BadInput);
         }
     };
     let advice = match inputs(args).and_then(|(req, facts)| advise(&req, &facts, &policy)) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("error: {e}");
+            stderr!("error: {e}");
             return Ok(ExitCode::BadInput);
         }
     };
@@ -157,10 +157,10 @@ pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         OutputFormat::Json => serde_json::to_string_pretty(&advice)? + "\n",
         OutputFormat::Yaml => serde_yaml_ng::to_string(&advice)?,
     };
-    print!("{out}");
+    super::out::print(&out)?;
     if let Some(dir) = &args.emit {
         emit(&advice, dir)?;
-        eprintln!(
+        stderr!(
             "wrote {} files to {}",
             advice.artifacts.len(),
             dir.display()

@@ -179,7 +179,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             let policy = match args.policy.load() {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    stderr!("error: {e}");
                     return Ok(ExitCode::BadInput);
                 }
             };
@@ -189,7 +189,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             match rt.block_on(live(args)) {
                 Ok((d, s, n)) => (policy, d, Some(s), n),
                 Err(e) => {
-                    eprintln!(
+                    stderr!(
                         "error: cannot read the cluster through the kubeconfig: {e}\n(use --from FILE with `kubectl get pods,jobs,... -A -o json` output to audit offline)"
                     );
                     return Ok(ExitCode::BadInput);
@@ -200,7 +200,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     let snapshot = match super::dryrun::with_reservations(snapshot, args.reservations.as_deref()) {
         Ok(s) => s,
         Err(error) => {
-            eprintln!("error: {error}");
+            stderr!("error: {error}");
             return Ok(ExitCode::BadInput);
         }
     };
@@ -230,7 +230,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
             ))
         }
         (Some(_), None) => {
-            eprintln!(
+            stderr!(
                 "error: --ending-within needs the cluster's nodes: audit the live cluster, or give --cluster DIR with --from"
             );
             return Ok(ExitCode::BadInput);
@@ -239,10 +239,11 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     };
     match args.output {
         AuditOutput::Table => {
-            print!("{}", table(&verdicts));
+            let mut out = table(&verdicts);
             if let Some((jobs, within)) = &ending {
-                print!("{}", super::ending::table(jobs, *within, now));
+                out.push_str(&super::ending::table(jobs, *within, now));
             }
+            super::out::print(&out)?;
         }
         AuditOutput::Json => {
             let mut report = report(&verdicts);
@@ -254,11 +255,11 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
                     all.extend(results);
                 }
             }
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            super::out::print(&(serde_json::to_string_pretty(&report)? + "\n"))?;
         }
     }
     for n in notes {
-        eprintln!("note: {n}");
+        stderr!("note: {n}");
     }
     Ok(if verdicts.iter().any(|v| !v.allowed) {
         ExitCode::Denied

@@ -79,7 +79,7 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let bytes = match read_input(&args.input) {
         Ok(bytes) => bytes,
         Err(error) => {
-            eprintln!("trainplace diagnose: cannot read {source}: {error:#}");
+            stderr!("trainplace diagnose: cannot read {source}: {error:#}");
             return Ok(ExitCode::BadInput);
         }
     };
@@ -87,7 +87,7 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
         Some(path) => match load_expectations(path) {
             Ok(table) => table,
             Err(error) => {
-                eprintln!("trainplace diagnose: {error:#}");
+                stderr!("trainplace diagnose: {error:#}");
                 return Ok(ExitCode::BadInput);
             }
         },
@@ -103,18 +103,15 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let report = match diagnose(&text, args.kind.map(InputKind::from), &opts) {
         Ok(report) => report,
         Err(error) => {
-            eprintln!("trainplace diagnose: {source}: {error}");
+            stderr!("trainplace diagnose: {source}: {error}");
             return Ok(ExitCode::BadInput);
         }
     };
     match args.output {
-        OutputFormat::Text => print!("{}", render_text(&report, source)),
-        OutputFormat::Json => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&report).context("serialising the report")?
-            )
-        }
+        OutputFormat::Text => super::out::print(&render_text(&report, source))?,
+        OutputFormat::Json => super::out::print(
+            &(serde_json::to_string_pretty(&report).context("serialising the report")? + "\n"),
+        )?,
     }
     // The report owns the CI contract (1 = an error-level layout fault).
     Ok(match report.exit_code() {

@@ -1,7 +1,6 @@
 //! `trainplace check` and `trainplace mutate`: the engine over manifest files.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -9,6 +8,7 @@ use serde_json::Value;
 use trainplace_engine::{Finding, Verdict};
 
 use super::judge::{Submitter, judge};
+use super::out;
 use super::render::{self, ObjectReport};
 use super::{ExitCode, Inputs, PolicyArgs};
 
@@ -118,7 +118,7 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
     let inventory = match with_reservations(inventory, args.reservations.as_deref()) {
         Ok(i) => i,
         Err(error) => {
-            eprintln!("error: {error}");
+            stderr!("error: {error}");
             return Ok(ExitCode::BadInput);
         }
     };
@@ -133,8 +133,6 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
     let output = args
         .output
         .unwrap_or(if mutate { Output::Yaml } else { Output::Text });
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let reports: Vec<ObjectReport<'_>> = docs
         .iter()
         .zip(&verdicts)
@@ -145,24 +143,23 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
         .collect();
     match (output, mutate && args.diff) {
         (_, true) => {
-            out.write_all(render::diffs(&reports).as_bytes())?;
-            eprint!("{}", render::text(&reports, false));
+            out::print(&render::diffs(&reports))?;
+            out::stderr(format_args!("{}", render::text(&reports, false)));
         }
         (Output::Json, _) => {
             let entries: Vec<JsonEntry<'_>> = verdicts.iter().map(json_entry).collect();
-            serde_json::to_writer_pretty(&mut out, &entries)?;
-            writeln!(out)?;
+            out::print(&(serde_json::to_string_pretty(&entries)? + "\n"))?;
         }
         (Output::Yaml, _) if mutate => {
-            out.write_all(render::objects_yaml(&verdicts).as_bytes())?;
-            eprint!("{}", render::text(&reports, false));
-            eprint!("{}", render::withheld(&verdicts));
+            out::print(&render::objects_yaml(&verdicts))?;
+            out::stderr(format_args!("{}", render::text(&reports, false)));
+            out::stderr(format_args!("{}", render::withheld(&verdicts)));
         }
         (Output::Yaml, _) => {
             let entries: Vec<JsonEntry<'_>> = verdicts.iter().map(json_entry).collect();
-            out.write_all(render::yaml(&serde_json::to_value(&entries)?).as_bytes())?;
+            out::print(&render::yaml(&serde_json::to_value(&entries)?))?;
         }
-        (Output::Text, _) => out.write_all(render::text(&reports, true).as_bytes())?,
+        (Output::Text, _) => out::print(&render::text(&reports, true))?,
     }
     Ok(if verdicts.iter().all(|v| v.allowed) {
         ExitCode::Ok

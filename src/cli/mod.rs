@@ -1,6 +1,13 @@
 //! Command-line faces: offline dry-run, policy tools, the webhook server, the advisor
 //! (`advise`, `advisor serve`) and diagnose.
 
+/// `eprintln!` that cannot panic: a closed stderr drops the line ([`out::stderr`]).
+macro_rules! stderr {
+    ($($arg:tt)*) => {
+        $crate::cli::out::stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 pub mod advise;
 pub mod audit;
 pub mod diagnose;
@@ -8,6 +15,7 @@ pub mod dryrun;
 mod ending;
 pub mod input;
 pub mod judge;
+pub mod out;
 pub mod policy_cmd;
 pub mod render;
 pub mod sandbox;
@@ -82,7 +90,7 @@ impl Inputs {
     ) -> Result<Self, ExitCode> {
         fn usable<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, ExitCode> {
             r.map_err(|e| {
-                eprintln!("error: {e}");
+                stderr!("error: {e}");
                 ExitCode::BadInput
             })
         }
@@ -108,7 +116,7 @@ impl PolicyArgs {
     pub fn load(&self) -> Result<Policy, PolicyError> {
         let policy = crate::policy_dir::load_or_embedded(self.policy_dir.as_deref())?;
         for warning in policy.warnings() {
-            eprintln!("warning: {warning}");
+            stderr!("warning: {warning}");
         }
         Ok(policy)
     }

@@ -26,32 +26,32 @@ pub enum SandboxSub {
     },
 }
 
-pub fn run(cmd: &SandboxCommand) -> ExitCode {
+pub fn run(cmd: &SandboxCommand) -> anyhow::Result<ExitCode> {
     match &cmd.command {
         SandboxSub::Nodes { file, policy } => {
             let policy = match policy.load() {
                 Ok(p) => p,
                 Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::BadInput;
+                    stderr!("error: {e}");
+                    return Ok(ExitCode::BadInput);
                 }
             };
             let origin = file.display().to_string();
             let text = match std::fs::read_to_string(file) {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("error: {origin}: {e}");
-                    return ExitCode::BadInput;
+                    stderr!("error: {origin}: {e}");
+                    return Ok(ExitCode::BadInput);
                 }
             };
             match crate::sandbox_fleet::nodes(&text, &origin, &policy.catalog) {
                 Ok(list) => {
-                    println!("{list}");
-                    ExitCode::Ok
+                    super::out::print(&format!("{list}\n"))?;
+                    Ok(ExitCode::Ok)
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::BadInput
+                    stderr!("error: {e}");
+                    Ok(ExitCode::BadInput)
                 }
             }
         }
