@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use trainplace_engine::{Policy, PolicyDocument, PolicyError};
 
+use crate::cli::yaml::load::LoadError;
+
 /// The files of a policy directory that count: visible `*.yaml` / `*.yml` entries,
 /// sorted by name. Hidden entries (the `..data` links of a mounted ConfigMap) do not.
 fn policy_files(dir: &Path) -> Result<Vec<PathBuf>, PolicyError> {
@@ -57,11 +59,39 @@ pub fn fingerprint(docs: &[PolicyDocument]) -> [u8; 32] {
 
 /// Read and compile a policy directory; it must hold a `kind: Policy` file.
 pub fn load(dir: &Path) -> Result<Policy, PolicyError> {
-    let policy = Policy::from_documents(&dir.display().to_string(), &read(dir)?)?;
+    let docs = read(dir)?;
+    let policy = Policy::from_documents(&dir.display().to_string(), &docs)
+        .map_err(|error| at_duplicate(error, &docs))?;
     for warning in policy.warnings() {
         tracing::warn!(%warning, "policy file uses a deprecated key");
     }
     Ok(policy)
+}
+
+/// A duplicate key located at the duplicate. The YAML parser the engine uses reports
+/// it at the start of the mapping holding it, which is usually the first occurrence;
+/// the manifest loader (`cli::yaml`) knows the line of each key.
+fn at_duplicate(error: PolicyError, docs: &[PolicyDocument]) -> PolicyError {
+    let PolicyError::Parse { origin, message } = &error else {
+        return error;
+    };
+    if !message.contains("duplicate entry") {
+        return error;
+    }
+    let Some(doc) = docs.iter().find(|d| origin.starts_with(&d.origin)) else {
+        return error;
+    };
+    match crate::cli::yaml::load::documents(&doc.text) {
+        Err(LoadError {
+            line,
+            duplicate: Some((name, first)),
+            ..
+        }) => PolicyError::Parse {
+            origin: format!("{}:{line}", doc.origin),
+            message: format!("duplicate key {name:?} (first at line {first}): remove one"),
+        },
+        _ => error,
+    }
 }
 
 /// The policy from a directory when one is given, else the embedded default.

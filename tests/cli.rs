@@ -204,6 +204,68 @@ fn policy_check_reports_file_and_line() {
 }
 
 #[test]
+fn policy_check_reports_a_duplicate_key_at_the_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nrules:\n  partialNode: enforce\n  multiAz: enforce\n  partialNode: warn\n",
+    )
+    .unwrap();
+    let o = run(&["policy", "check", dir.path().to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("p.yaml:6: duplicate key \"partialNode\" (first at line 4)"),
+        "{err}"
+    );
+}
+
+/// JSON as `kubectl apply -f` reads it: a stream of objects, and (with its default
+/// strict field validation) no duplicate keys.
+#[test]
+fn json_input_is_a_stream_without_duplicate_keys() {
+    let pod = |name: &str| {
+        format!(
+            r#"{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "{name}"}}, "spec": {{"containers": [{{"name": "c", "image": "x"}}]}}}}"#
+        )
+    };
+    let stream = format!("{}\n{}{}\n", pod("a"), pod("b"), pod("c"));
+    let o = run(&["check", "-f", "-", "-o", "json"], Some(stream.as_bytes()));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["object"]["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b", "c"], "{out}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("dup.json");
+    std::fs::write(
+        &f,
+        "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\",\n  \"kind\": \"Service\"\n}\n",
+    )
+    .unwrap();
+    let o = run(&["check", "-f", f.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("dup.json: document 1 (line 4): duplicate key \"kind\""),
+        "{err}"
+    );
+
+    let o = run(&["check", "-f", "-"], Some(b"foo: bar\n"));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("<stdin>: document 1 (line 1): not a Kubernetes object"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
 fn kubectl_plugin_through_real_kubectl() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("kubectl-trainplace");

@@ -1,10 +1,13 @@
-//! Read the documents of a manifest file: multi-document YAML, a JSON object, a JSON
-//! array, or a `kind: List` (what `kubectl get -o json|yaml` prints). YAML is read as
-//! kubectl reads it (YAML 1.1: `0755` is 493, `on` is true), see [`super::yaml`].
+//! Read the documents of a manifest file: multi-document YAML, a stream of JSON values
+//! (objects or arrays, one after another, as `kubectl apply -f` reads them), or a
+//! `kind: List` (what `kubectl get -o json|yaml` prints). YAML is read as kubectl reads
+//! it (YAML 1.1: `0755` is 493, `on` is true), see [`super::yaml`]. A duplicate key is
+//! an error in both, as kubectl's strict field validation makes it.
 
 use std::io::Read;
 
-use serde_json::Value;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -89,19 +92,19 @@ fn read_dir(dir: &str) -> Result<Vec<Document>, InputError> {
 pub fn parse(text: &str, source_name: &str) -> Result<Vec<Document>, InputError> {
     let trimmed = text.trim_start();
     let values = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let v: Value = serde_json::from_str(text).map_err(|e| InputError::Parse {
-            source_name: source_name.to_string(),
-            doc: 1,
-            line: e.line(),
-            message: format!("not valid JSON: {e}"),
-        })?;
-        vec![(1, v)]
+        json_documents(text, source_name)?
     } else {
         yaml_documents(text, source_name)?
     };
     let mut out = Vec::new();
-    for (doc, value) in values {
-        expand(doc, value, source_name, &mut out)?;
+    for (doc, line, value) in values {
+        let bad = |message: String| InputError::Parse {
+            source_name: source_name.to_string(),
+            doc,
+            line,
+            message,
+        };
+        expand(doc, value, &bad, &mut out)?;
     }
     if out.is_empty() {
         return Err(InputError::Empty {
@@ -111,32 +114,128 @@ pub fn parse(text: &str, source_name: &str) -> Result<Vec<Document>, InputError>
     Ok(out)
 }
 
-fn yaml_documents(text: &str, source_name: &str) -> Result<Vec<(usize, Value)>, InputError> {
-    let docs = super::yaml::load::documents(text).map_err(|e| InputError::Parse {
+/// Each JSON value of a stream (`{...}{...}` or one per line), numbered from 1, with
+/// the line it starts on.
+fn json_documents(text: &str, source_name: &str) -> Result<Vec<(usize, usize, Value)>, InputError> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Strict>();
+    let mut docs = Vec::new();
+    loop {
+        let rest = &text[stream.byte_offset()..];
+        let start = text.len() - rest.trim_start().len();
+        let line = text[..start].matches('\n').count() + 1;
+        let doc = docs.len() + 1;
+        match stream.next() {
+            None => return Ok(docs),
+            Some(Ok(Strict(value))) => docs.push((doc, line, value)),
+            Some(Err(e)) => {
+                let message = match e.classify() {
+                    // A duplicate key ([`Strict`]); serde_json adds the position.
+                    serde_json::error::Category::Data => e.to_string(),
+                    _ => format!("not valid JSON: {e}"),
+                };
+                return Err(InputError::Parse {
+                    source_name: source_name.to_string(),
+                    doc,
+                    line: e.line(),
+                    message,
+                });
+            }
+        }
+    }
+}
+
+/// A JSON value read with duplicate keys refused: `serde_json::Value` keeps the last
+/// one silently, which would judge another object than the API server is sent.
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if entries.contains_key(&key) {
+                return Err(de::Error::custom(format!(
+                    "duplicate key {key:?}; kubectl would refuse it (strict field validation): remove one"
+                )));
+            }
+            let Strict(value) = map.next_value()?;
+            entries.insert(key, value);
+        }
+        Ok(Value::Object(entries))
+    }
+}
+
+fn yaml_documents(text: &str, source_name: &str) -> Result<Vec<(usize, usize, Value)>, InputError> {
+    let docs = super::yaml::load::located(text).map_err(|e| InputError::Parse {
         source_name: source_name.to_string(),
         doc: e.doc,
         line: e.line,
         message: e.message,
     })?;
-    Ok(docs.into_iter().filter(|(_, v)| !v.is_null()).collect())
+    Ok(docs.into_iter().filter(|(_, _, v)| !v.is_null()).collect())
 }
 
+/// The objects of one document (a List's and an array's items in order); `bad` makes
+/// the error for this document.
 fn expand(
     doc: usize,
     value: Value,
-    source_name: &str,
+    bad: &impl Fn(String) -> InputError,
     out: &mut Vec<Document>,
 ) -> Result<(), InputError> {
-    let bad = |message: String| InputError::Parse {
-        source_name: source_name.to_string(),
-        doc,
-        line: 0,
-        message,
-    };
     match value {
         Value::Array(items) => {
             for item in items {
-                expand(doc, item, source_name, out)?;
+                expand(doc, item, bad, out)?;
             }
         }
         Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
@@ -146,7 +245,7 @@ fn expand(
                 .cloned()
                 .unwrap_or_default();
             for item in items {
-                expand(doc, item, source_name, out)?;
+                expand(doc, item, bad, out)?;
             }
         }
         Value::Object(ref map) => {
@@ -211,6 +310,70 @@ mod tests {
     fn scalar_document_is_an_error() {
         let err = parse("just text\n", "x.yaml").unwrap_err().to_string();
         assert!(err.contains("found a string"), "{err}");
+    }
+
+    #[test]
+    fn a_document_error_names_its_first_line() {
+        let err = parse("foo: bar\n", "x.yaml").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "x.yaml: document 1 (line 1): not a Kubernetes object: no kind"
+        );
+        let err = parse("kind: Pod\n---\n# note\nfoo: bar\n", "x.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("x.yaml: document 2 (line 2): "), "{err}");
+        let err = parse("{\"kind\": \"Pod\"}\n\n[1]\n", "x.json")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "x.json: document 2 (line 3): expected a Kubernetes object, found a number"
+        );
+    }
+
+    #[test]
+    fn json_duplicate_key_is_an_error_at_its_line() {
+        let text = "{\n  \"kind\": \"Pod\",\n  \"spec\": {\n    \"hostIPC\": false,\n    \"hostIPC\": true\n  }\n}\n";
+        let err = parse(text, "x.json").unwrap_err();
+        let InputError::Parse {
+            doc, line, message, ..
+        } = &err
+        else {
+            panic!("{err}")
+        };
+        assert_eq!((*doc, *line), (1, 5), "{err}");
+        assert!(
+            message.contains("duplicate key \"hostIPC\"") && !message.contains("not valid JSON"),
+            "{err}"
+        );
+        // The same duplicate in YAML, for comparison: both refuse it.
+        let yaml = "kind: Pod\nspec:\n  hostIPC: false\n  hostIPC: true\n";
+        assert!(
+            parse(yaml, "x.yaml")
+                .unwrap_err()
+                .to_string()
+                .contains("duplicate key")
+        );
+    }
+
+    #[test]
+    fn concatenated_json_objects_are_a_stream() {
+        let text = "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"a\"}}{\"kind\": \"Pod\", \"metadata\": {\"name\": \"b\"}}\n[{\"kind\": \"Pod\", \"metadata\": {\"name\": \"c\"}}]\n";
+        let docs = parse(text, "x.json").unwrap();
+        let names: Vec<(usize, &str)> = docs
+            .iter()
+            .map(|d| (d.doc, d.object["metadata"]["name"].as_str().unwrap()))
+            .collect();
+        assert_eq!(names, [(1, "a"), (2, "b"), (3, "c")]);
+        // Something that is no JSON value after the objects is still an error.
+        let err = parse("{\"kind\": \"Pod\"}\n}", "x.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("document 2") && err.contains("not valid JSON"),
+            "{err}"
+        );
     }
 
     #[test]

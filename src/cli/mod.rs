@@ -19,7 +19,7 @@ pub mod out;
 pub mod policy_cmd;
 pub mod render;
 pub mod sandbox;
-mod yaml;
+pub(crate) mod yaml;
 
 use std::path::PathBuf;
 

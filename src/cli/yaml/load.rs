@@ -19,10 +19,20 @@ pub(crate) struct LoadError {
     /// 1-based line.
     pub line: usize,
     pub message: String,
+    /// For a duplicate key: its name and the line of its first occurrence.
+    pub duplicate: Option<(String, usize)>,
 }
 
 /// Every document of `text`, numbered from 1, as JSON values (`null` for an empty one).
 pub(crate) fn documents(text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
+    Ok(located(text)?
+        .into_iter()
+        .map(|(doc, _, value)| (doc, value))
+        .collect())
+}
+
+/// [`documents`] with the 1-based line each document starts on.
+pub(crate) fn located(text: &str) -> Result<Vec<(usize, usize, Value)>, LoadError> {
     // saphyr counts a last line of only spaces with no line break after it as one more
     // line of a block scalar before it; kubectl does not. With the break, both agree.
     let last_line = text.rsplit('\n').next().unwrap_or("");
@@ -37,12 +47,14 @@ pub(crate) fn documents(text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
             doc: loader.doc.max(1),
             line: e.marker().line(),
             message: e.info().to_string(),
+            duplicate: None,
         })?;
         loader.line = span.start.line();
         loader.on(event).map_err(|message| LoadError {
             doc: loader.doc,
             line: loader.line,
             message,
+            duplicate: loader.duplicate.take(),
         })?;
     }
     Ok(loader.done)
@@ -72,20 +84,30 @@ struct Loader {
     line: usize,
     stack: Vec<Frame>,
     anchors: HashMap<usize, Value>,
-    done: Vec<(usize, Value)>,
+    /// Each document: number, first line, value.
+    done: Vec<(usize, usize, Value)>,
+    /// Where the current document starts (its `---`, else its first node).
+    start: Option<usize>,
     root: Option<Value>,
+    /// The duplicate key that ended loading, for [`LoadError::duplicate`].
+    duplicate: Option<(String, usize)>,
 }
 
 impl Loader {
     fn on(&mut self, event: Event<'_>) -> Result<(), String> {
+        if !matches!(event, Event::DocumentStart(_) | Event::DocumentEnd) {
+            self.start.get_or_insert(self.line);
+        }
         match event {
-            Event::DocumentStart(_) => {
+            Event::DocumentStart(explicit) => {
                 self.doc += 1;
+                self.start = explicit.then_some(self.line);
                 self.anchors.clear();
             }
             Event::DocumentEnd => {
                 let root = self.root.take().unwrap_or(Value::Null);
-                self.done.push((self.doc, root));
+                let start = self.start.take().unwrap_or(self.line);
+                self.done.push((self.doc, start, root));
             }
             Event::Alias(id) => {
                 let value = self
@@ -135,9 +157,13 @@ impl Loader {
                 Some(Key::Merge) => merge(&mut m.entries, value)?,
                 Some(Key::Name(name, key_line)) => {
                     if let Some(first) = m.explicit.insert(name.clone(), key_line) {
-                        return Err(format!(
+                        // Reported at the second key, not where its value ends.
+                        self.line = key_line;
+                        let message = format!(
                             "duplicate key {name:?} (first at line {first}); kubectl would silently keep only the last one: remove one"
-                        ));
+                        );
+                        self.duplicate = Some((name, first));
+                        return Err(message);
                     }
                     m.entries.insert(name, value);
                 }
@@ -301,6 +327,10 @@ mod tests {
             .unwrap_err();
         assert_eq!((e.doc, e.line), (2, 6), "{e:?}");
         assert!(e.message.contains("\"name\" (first at line 4)"), "{e:?}");
+        // A duplicate whose value is a mapping: the line of the key, not of the
+        // mapping's end.
+        let e = documents("spec:\n  a: {}\n  a:\n    b: 1\n    c: 2\nz: 1\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e:?}");
     }
 
     #[test]
@@ -328,6 +358,12 @@ mod tests {
         let docs = documents("---\na: 1\n---\n---\nb: 2\n").unwrap();
         let numbers: Vec<usize> = docs.iter().map(|d| d.0).collect();
         assert_eq!(numbers, [1, 2, 3]);
+        let starts: Vec<(usize, usize)> = located("\n# c\na: 1\n---\n\nb:\n  c: 2\n")
+            .unwrap()
+            .iter()
+            .map(|d| (d.0, d.1))
+            .collect();
+        assert_eq!(starts, [(1, 3), (2, 4)]);
         assert!(docs[1].1.is_null());
         let e = documents("a: 1\n---\nb: [1\n").unwrap_err();
         assert_eq!(e.doc, 2, "{e:?}");
