@@ -103,6 +103,8 @@ fn json_output_shape_and_patch() {
     )
     .map(|d| serde::Deserialize::deserialize(d).unwrap())
     .collect();
+    // zip stops at the shorter side: an empty output would check nothing.
+    assert_eq!(entries.len(), input.len());
     for (e, original) in entries.iter().zip(&input) {
         for key in [
             "kind",
@@ -149,6 +151,7 @@ fn mutate_yaml_and_diff() {
         ],
         None,
     );
+    assert_eq!(d.status.code(), Some(0), "{}", text(&d.stderr));
     let diff = text(&d.stdout);
     assert!(
         diff.contains("--- a/Pod team-a/llama3-8b-node-0-0-x0k2p"),
@@ -308,45 +311,109 @@ fn kubectl_plugin_through_real_kubectl() {
     assert_eq!(denied.status.code(), Some(1));
 }
 
+/// The command-line flags that give `mutate` what a fixture's case runs under (as
+/// crates/engine/tests/fixtures.rs gives it to the engine): its policy (written into
+/// `policy_dir`), the submitter's groups, the namespace's labels, the cluster.
+fn fixture_env(case: &Value, policy_dir: &Path) -> Vec<String> {
+    let mut args = Vec::new();
+    let policy = match (case["policyFile"].as_str(), case.get("policy")) {
+        (Some(file), _) => Some(std::fs::read_to_string(root().join(file)).unwrap()),
+        (None, Some(inline)) => Some(serde_yaml_ng::to_string(inline).unwrap()),
+        (None, None) => None,
+    };
+    if let Some(policy) = policy {
+        std::fs::create_dir_all(policy_dir).unwrap();
+        std::fs::write(policy_dir.join("policy.yaml"), policy).unwrap();
+        args.extend(["--policy-dir".into(), policy_dir.display().to_string()]);
+    }
+    for group in case["groups"].as_array().into_iter().flatten() {
+        args.extend(["--group".into(), group.as_str().unwrap().to_string()]);
+    }
+    if let Some(labels) = case["namespaceLabels"].as_object() {
+        let labels: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap()))
+            .collect();
+        args.extend(["--namespace-labels".into(), labels.join(",")]);
+    }
+    if let Some(cluster) = case["cluster"].as_str() {
+        let dir = root().join("tests/fixtures/cluster").join(cluster);
+        args.extend(["--cluster".into(), dir.display().to_string()]);
+    }
+    args
+}
+
 #[test]
 fn every_mutated_pod_passes_the_official_schema_strictly() {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
+    let mut denied = 0;
     for entry in std::fs::read_dir(root().join("tests/fixtures/pods")).unwrap() {
         let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
         let case: Value =
             serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         if case["expect"].get("error").is_some() {
             continue;
         }
-        let mut object = case["object"].clone();
-        // Unknown fields are preserved on purpose in that fixture; strict mode would
-        // (rightly) reject them, so validate its mutation without the invented fields.
-        if path.file_stem().unwrap() == "unknown-fields" {
+        let input = dir.path().join(format!("in-{name}"));
+        // DRA templates submitted with the pod go in the same file, as a user would.
+        let mut submitted = String::new();
+        for o in case["objects"].as_array().into_iter().flatten() {
+            submitted.push_str(&serde_yaml_ng::to_string(o).unwrap());
+            submitted.push_str("---\n");
+        }
+        submitted.push_str(&serde_yaml_ng::to_string(&case["object"]).unwrap());
+        std::fs::write(&input, submitted).unwrap();
+        let mut args = vec![
+            "mutate".to_string(),
+            "-f".into(),
+            input.display().to_string(),
+        ];
+        args.extend(fixture_env(
+            &case,
+            &dir.path().join(format!("policy-{name}")),
+        ));
+        let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>(), None);
+        // A denied pod is not written (it is no mutated pod to validate; the validator
+        // would pass the empty output): exit 1, and no Pod on stdout (the DRA templates
+        // submitted with it are).
+        if case["expect"]["allowed"] == false {
+            assert_eq!(o.status.code(), Some(1), "{name}: {}", text(&o.stderr));
+            let out = text(&o.stdout);
+            assert!(!out.contains("\nkind: Pod\n"), "{name}: {out}");
+            denied += 1;
             continue;
         }
-        object["metadata"]["namespace"] = object["metadata"]["namespace"].clone();
-        let input = dir.path().join(format!(
-            "in-{}",
-            path.file_name().unwrap().to_string_lossy()
-        ));
-        // DRA templates submitted with the pod go in the same file, as a user would.
-        let mut text = String::new();
-        for o in case["objects"].as_array().into_iter().flatten() {
-            text.push_str(&serde_yaml_ng::to_string(o).unwrap());
-            text.push_str("---\n");
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o.stderr));
+        let mut mutated = text(&o.stdout);
+        assert!(mutated.contains("\nkind: Pod\n"), "{name}: {mutated}");
+        // Unknown fields are preserved on purpose in that fixture; strict mode would
+        // (rightly) reject them, so its mutation is validated without the invented
+        // fields, each removed from the output (and each must be there to remove).
+        if path.file_stem().unwrap() == "unknown-fields" {
+            let mut pod: Value = serde_yaml_ng::from_str(&mutated).unwrap();
+            for (parent, field) in [
+                ("/metadata", "futureMeta"),
+                ("/spec", "futureSchedulingHint"),
+                ("/spec/containers/0", "fancyNewField"),
+                ("/spec/containers/0/env/0", "futureEnvKnob"),
+                ("/status", "futureStatus"),
+            ] {
+                let map = pod.pointer_mut(parent).and_then(Value::as_object_mut);
+                assert!(
+                    map.and_then(|m| m.remove(field)).is_some(),
+                    "{parent}/{field} was not preserved:\n{mutated}"
+                );
+            }
+            mutated = serde_yaml_ng::to_string(&pod).unwrap();
         }
-        text.push_str(&serde_yaml_ng::to_string(&object).unwrap());
-        std::fs::write(&input, text).unwrap();
-        let o = run(&["mutate", "-f", input.to_str().unwrap()], None);
-        let out = dir.path().join(format!(
-            "out-{}",
-            path.file_name().unwrap().to_string_lossy()
-        ));
-        std::fs::write(&out, &o.stdout).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        std::fs::write(&out, mutated).unwrap();
         files.push(out);
     }
     assert!(files.len() > 30, "only {} fixtures", files.len());
+    assert!(denied > 10, "only {denied} denied fixtures");
     common::assert_strictly_valid("mutated pods", &files);
 }
 
@@ -392,6 +459,7 @@ fn mixed_kinds_in_one_file() {
         &["mutate", "-f", "examples/workloads/jobset.yaml", "--diff"],
         None,
     );
+    assert_eq!(d.status.code(), Some(0), "{}", text(&d.stderr));
     assert!(
         text(&d.stdout).contains("+            hostIPC: true"),
         "{}",

@@ -164,7 +164,10 @@ fn mutation_never_makes_a_valid_core_object_invalid() {
             .output()
             .unwrap();
         let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
-        for (j, (original, entry)) in kubectl_reading(path).iter().zip(&entries).enumerate() {
+        let originals = kubectl_reading(path);
+        // zip stops at the shorter side: a missing entry would go unchecked.
+        assert_eq!(originals.len(), entries.len(), "{}", path.display());
+        for (j, (original, entry)) in originals.iter().zip(&entries).enumerate() {
             let core = matches!(
                 original["apiVersion"].as_str(),
                 Some("v1" | "apps/v1" | "batch/v1")
@@ -215,7 +218,9 @@ fn upstream_examples_of_the_newer_kinds_are_understood() {
             .output()
             .unwrap();
         let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
-        for (original, entry) in kubectl_reading(&path).iter().zip(&entries) {
+        let originals = kubectl_reading(&path);
+        assert_eq!(originals.len(), entries.len(), "{}", path.display());
+        for (original, entry) in originals.iter().zip(&entries) {
             let key = (
                 original["apiVersion"].as_str().unwrap_or(""),
                 original["kind"].as_str().unwrap_or(""),

@@ -211,6 +211,17 @@ pub fn strict_validate<P: AsRef<std::ffi::OsStr>>(files: &[P]) -> std::process::
 /// Fail with the validator's words unless every file passes strict validation.
 #[allow(dead_code)]
 pub fn assert_strictly_valid<P: AsRef<std::ffi::OsStr>>(context: &str, files: &[P]) {
+    // kubernetes-validate skips empty documents: an empty file or list would pass.
+    assert!(!files.is_empty(), "{context}: no files to validate");
+    for file in files {
+        let path = Path::new(file.as_ref());
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(
+            text.lines().any(|l| l.starts_with("kind:")),
+            "{context}: {} holds no object:\n{text}",
+            path.display()
+        );
+    }
     let v = strict_validate(files);
     assert!(
         v.status.success(),

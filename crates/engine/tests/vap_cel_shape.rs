@@ -41,13 +41,15 @@ fn comprehension_depth(expr: &str) -> usize {
     max
 }
 
-/// Every exported expression compiles (as the apiserver compiles a policy when it is
-/// created), and its cost stays bounded by shape: comprehensions nest at most three
+/// Every exported expression parses as CEL (the `cel` crate parses and expands macros;
+/// it does not type-check: tests/cluster_guardrails_alone.rs creates the policies in a
+/// real API server, which type-checks them against the schemas), and its cost stays
+/// bounded by shape: comprehensions nest at most three
 /// deep (templates x containers x resource names), four only over node-affinity terms
 /// and their values (lists of a few entries), and env is only ever iterated for one
 /// container, never inside a comprehension over containers.
 #[test]
-fn every_expression_compiles_and_nests_boundedly() {
+fn every_expression_parses_and_nests_boundedly() {
     with_stack(|| {
         let api = Apiserver::new();
         let restricted =
@@ -60,7 +62,7 @@ fn every_expression_compiles_and_nests_boundedly() {
                 if object["kind"] != "ValidatingAdmissionPolicy" {
                     continue;
                 }
-                let n = api.compile_all(&object).unwrap_or_else(|e| panic!("{e}"));
+                let n = api.parse_all(&object).unwrap_or_else(|e| panic!("{e}"));
                 assert!(n > 10, "{n} expressions");
                 for v in object["spec"]["variables"].as_array().unwrap() {
                     let (name, expr) = (

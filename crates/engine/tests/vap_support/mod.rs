@@ -1,5 +1,6 @@
 //! Evaluates exported ValidatingAdmissionPolicies the way the API server does, with
-//! the `cel` crate: `object`, `oldObject`, `request`, `namespaceObject` and `params`
+//! the `cel` crate (which parses and evaluates, but does not type-check; the real API
+//! server's check is tests/cluster_guardrails_alone.rs): `object`, `oldObject`, `request`, `namespaceObject` and `params`
 //! bound as in the apiserver's admission CEL environment, `variables` evaluated in
 //! order, then matchConditions and validations; a binding applies when its
 //! namespaceSelector matches the namespace's labels. The Kubernetes list library's
@@ -82,6 +83,15 @@ fn max(This(this): This<Cel>) -> Result<Cel, ExecutionError> {
         .ok_or_else(|| ExecutionError::function_error("max", "empty list"))
 }
 
+/// The Kubernetes list library's `min()`: an error on an empty list, as there.
+fn min(This(this): This<Cel>) -> Result<Cel, ExecutionError> {
+    ints(&this, "min")?
+        .into_iter()
+        .min()
+        .map(Cel::Int)
+        .ok_or_else(|| ExecutionError::function_error("min", "empty list"))
+}
+
 /// The Kubernetes regex library's `find`: the first match, or `''`.
 fn find(This(this): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, ExecutionError> {
     let re = regex::Regex::new(&pattern)
@@ -94,7 +104,7 @@ fn find(This(this): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, Exec
 
 pub struct Apiserver {
     env: Arc<Env>,
-    /// Compiled programs by source: the apiserver compiles a policy once, too.
+    /// Parsed programs by source: the apiserver compiles a policy once, too.
     programs: std::sync::Mutex<HashMap<String, Arc<cel::Program>>>,
 }
 
@@ -116,9 +126,11 @@ impl Apiserver {
         }
     }
 
-    /// Compile every expression of an exported policy (what the apiserver does when
-    /// the policy is created); returns the first that does not compile.
-    pub fn compile_all(&self, policy: &Value) -> Result<usize, String> {
+    /// Parse every expression of an exported policy; returns the first that does not
+    /// parse. Only the syntax and the macros: `cel`'s `Env::compile` does not type-check
+    /// as the API server does when the policy is created (that check runs against a real
+    /// API server in tests/cluster_guardrails_alone.rs).
+    pub fn parse_all(&self, policy: &Value) -> Result<usize, String> {
         let mut n = 0;
         for e in expressions(policy) {
             self.env
@@ -156,6 +168,7 @@ impl Apiserver {
         let mut ctx = Context::with_env(self.env.clone());
         ctx.add_function("sum", sum).map_err(|e| format!("{e:?}"))?;
         ctx.add_function("max", max).map_err(|e| format!("{e:?}"))?;
+        ctx.add_function("min", min).map_err(|e| format!("{e:?}"))?;
         ctx.add_function("find", find)
             .map_err(|e| format!("{e:?}"))?;
         ctx.add_variable_from_value("object", to_cel(object));
