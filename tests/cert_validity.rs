@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use common::*;
 use time::OffsetDateTime;
@@ -25,36 +25,69 @@ async fn trusted_by(srv: &trainplace::server::Running, ca: &Pki) -> bool {
 }
 
 /// Wait until at least `n` certificate reloads have failed.
-async fn failed_reloads(srv: &trainplace::server::Running, n: u32) -> bool {
-    for _ in 0..50 {
-        let m = metrics_text(srv.probe_addr).await;
-        let failed = m
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("trainplace_certificate_reloads_total{outcome=\"failure\"} ")
-            })
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .unwrap_or(0);
-        if failed >= n {
-            return true;
+async fn failed_reloads(srv: &trainplace::server::Running, n: u64) -> bool {
+    let series = "trainplace_certificate_reloads_total{outcome=\"failure\"}";
+    wait_for_count(srv.probe_addr, series, n).await
+}
+
+/// A Secret volume as kubelet mounts it: `tls.crt` and `tls.key` link through `..data`
+/// to one directory per version, and a new version replaces `..data` in one rename. The
+/// server's watcher sees each version whole, never a new certificate beside an old
+/// key, so each version is exactly one reload to wait for.
+struct SecretVolume {
+    root: tempfile::TempDir,
+    versions: std::cell::Cell<u32>,
+}
+
+impl SecretVolume {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        for file in ["tls.crt", "tls.key"] {
+            std::os::unix::fs::symlink(format!("..data/{file}"), root.path().join(file)).unwrap();
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        SecretVolume {
+            root,
+            versions: std::cell::Cell::new(0),
+        }
     }
-    false
+
+    /// The certificate and key paths the server is given.
+    fn paths(&self) -> (PathBuf, PathBuf) {
+        (
+            self.root.path().join("tls.crt"),
+            self.root.path().join("tls.key"),
+        )
+    }
+
+    /// Publish a new version; `write` fills its directory with tls.crt and tls.key.
+    fn publish(&self, write: impl FnOnce(&Path)) {
+        let n = self.versions.get() + 1;
+        self.versions.set(n);
+        let version = format!("..v{n}");
+        std::fs::create_dir(self.root.path().join(&version)).unwrap();
+        write(&self.root.path().join(&version));
+        let link = self.root.path().join("..data_tmp");
+        std::os::unix::fs::symlink(&version, &link).unwrap();
+        std::fs::rename(&link, self.root.path().join("..data")).unwrap();
+    }
 }
 
 #[tokio::test]
 async fn reload_refuses_expired_not_yet_valid_and_mismatched_certificates() {
-    let dir = tempfile::tempdir().unwrap();
+    let volume = SecretVolume::new();
     let good = Pki::new("good-ca");
-    let (crt, key) = good.write_leaf(dir.path());
-    let srv = serve(config(Some((crt.clone(), key.clone())), None)).await;
+    volume.publish(|d| {
+        good.write_leaf(d);
+    });
+    let srv = serve(config(Some(volume.paths()), None)).await;
     assert!(trusted_by(&srv, &good).await);
     let now = OffsetDateTime::now_utc();
 
     // Expired yesterday.
     let bad = Pki::new("expired-ca");
-    bad.write_leaf_valid(dir.path(), Some((now - days(30), now - days(1))));
+    volume.publish(|d| {
+        bad.write_leaf_valid(d, Some((now - days(30), now - days(1))));
+    });
     assert!(
         failed_reloads(&srv, 1).await,
         "expired certificate not refused"
@@ -67,22 +100,27 @@ async fn reload_refuses_expired_not_yet_valid_and_mismatched_certificates() {
 
     // Valid only from tomorrow.
     let early = Pki::new("early-ca");
-    early.write_leaf_valid(dir.path(), Some((now + days(1), now + days(90))));
+    volume.publish(|d| {
+        early.write_leaf_valid(d, Some((now + days(1), now + days(90))));
+    });
     assert!(
         failed_reloads(&srv, 2).await,
         "not-yet-valid certificate not refused"
     );
     assert!(!trusted_by(&srv, &early).await);
 
-    // A valid certificate with another certificate's key (each step is a mismatch).
-    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // A valid certificate with another certificate's key.
     let mixed = Pki::new("mixed-ca");
-    let (mixed_crt, _) = mixed.write_leaf(one.path());
-    let (_, stray_key) = mixed.write_leaf(two.path());
-    common::write_atomic(&crt, &std::fs::read(&mixed_crt).unwrap());
-    common::write_atomic(&key, &std::fs::read(&stray_key).unwrap());
+    volume.publish(|d| {
+        let (crt, _) = mixed.write_leaf(d);
+        let stray = tempfile::tempdir().unwrap();
+        let (_, stray_key) = mixed.write_leaf(stray.path());
+        common::write_atomic(
+            &crt.with_file_name("tls.key"),
+            &std::fs::read(stray_key).unwrap(),
+        );
+    });
     assert!(failed_reloads(&srv, 3).await, "mismatched key not refused");
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(trusted_by(&srv, &good).await);
     assert!(!trusted_by(&srv, &mixed).await);
     srv.handle.shutdown();

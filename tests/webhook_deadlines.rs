@@ -4,7 +4,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -30,9 +30,11 @@ async fn short_deadlines(
     (srv, pki, dir)
 }
 
-/// Read until the server closes; the time it took (fails after `limit`).
-async fn closed_within(stream: &mut (impl AsyncReadExt + Unpin), limit: Duration) -> Duration {
-    let t = Instant::now();
+/// Read until the server closes. `limit` only bounds a test whose
+/// server never closes: the deadlines under test are 0.3-2 s, the limits 10 s, so a
+/// busy machine's scheduling delays do not reach them. Which deadline closed a
+/// connection is read from the server's per-stage counter, not from the clock.
+async fn closed_within(stream: &mut (impl AsyncReadExt + Unpin), limit: Duration) {
     let mut buf = vec![0u8; 4096];
     let r = tokio::time::timeout(limit, async {
         loop {
@@ -44,7 +46,6 @@ async fn closed_within(stream: &mut (impl AsyncReadExt + Unpin), limit: Duration
     })
     .await;
     assert!(r.is_ok(), "connection still open after {limit:?}");
-    t.elapsed()
 }
 
 async fn stage_count(srv: &Running, stage: &str) -> u64 {
@@ -77,7 +78,7 @@ async fn silent_tcp_and_stalled_tls_handshakes_are_closed() {
     let (srv, _pki, _dir) = short_deadlines(|_| {}).await;
     // Connects and never sends a byte.
     let mut silent = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
-    closed_within(&mut silent, Duration::from_secs(3)).await;
+    closed_within(&mut silent, Duration::from_secs(10)).await;
     assert_eq!(stage_count(&srv, "first_byte").await, 1);
     // Starts a TLS record (handshake, TLS 1.0 header, 512 bytes promised) and stalls.
     let mut stalled = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
@@ -85,7 +86,7 @@ async fn silent_tcp_and_stalled_tls_handshakes_are_closed() {
         .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00])
         .await
         .unwrap();
-    closed_within(&mut stalled, Duration::from_secs(3)).await;
+    closed_within(&mut stalled, Duration::from_secs(10)).await;
     assert_eq!(stage_count(&srv, "tls_handshake").await, 1);
     srv.handle.shutdown();
 }
@@ -98,27 +99,26 @@ async fn http1_headers_and_idle_keep_alive_have_deadlines() {
     tls.write_all(b"POST /validate HTTP/1.1\r\nHost: localhost\r\n")
         .await
         .unwrap();
-    closed_within(&mut tls, Duration::from_secs(3)).await;
+    closed_within(&mut tls, Duration::from_secs(10)).await;
     assert_eq!(stage_count(&srv, "header_read").await, 1);
 
-    // One complete request on a keep-alive connection, then nothing: stays open past
+    // One complete request on a keep-alive connection, then nothing: not closed by
     // the header deadline (idle is not a slow header), closed at the idle deadline.
     let mut tls = raw_tls(&srv, &pki).await;
     tls.write_all(b"GET /nothing HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
-    let took = closed_within(&mut tls, Duration::from_secs(3)).await;
-    assert!(
-        took >= Duration::from_millis(700),
-        "closed after {took:?}, before the idle deadline"
-    );
+    closed_within(&mut tls, Duration::from_secs(10)).await;
+    assert_eq!(stage_count(&srv, "header_read").await, 1, "a slow header?");
     assert_eq!(stage_count(&srv, "idle").await, 1);
     srv.handle.shutdown();
 }
 
 #[tokio::test]
 async fn http2_idle_and_unfinished_header_blocks_are_closed() {
-    let (srv, pki, _dir) = short_deadlines(|c| c.deadlines.idle = Duration::from_millis(800)).await;
+    // The idle deadline 1.5 s after the header one: which closed the first connection
+    // is decided by the server, and a stall of the test's thread cannot change it.
+    let (srv, pki, _dir) = short_deadlines(|c| c.deadlines.idle = Duration::from_secs(2)).await;
     // A HEADERS frame without END_HEADERS and no CONTINUATION.
     let mut tls = h2_tls(&srv, &pki).await;
     tls.write_all(PREFACE).await.unwrap();
@@ -126,18 +126,19 @@ async fn http2_idle_and_unfinished_header_blocks_are_closed() {
     tls.write_all(&[0, 0, 1, 0x1, 0x0, 0, 0, 0, 1, 0x83])
         .await
         .unwrap();
-    let took = closed_within(&mut tls, Duration::from_secs(3)).await;
-    assert!(
-        took < Duration::from_millis(800),
-        "took {took:?}: the idle deadline, not the header one"
-    );
+    closed_within(&mut tls, Duration::from_secs(10)).await;
     assert_eq!(stage_count(&srv, "header_read").await, 1);
+    assert_eq!(
+        stage_count(&srv, "idle").await,
+        0,
+        "the idle deadline, not the header one"
+    );
 
     // An HTTP/2 connection that only says hello.
     let mut tls = h2_tls(&srv, &pki).await;
     tls.write_all(PREFACE).await.unwrap();
     tls.write_all(&SETTINGS).await.unwrap();
-    closed_within(&mut tls, Duration::from_secs(3)).await;
+    closed_within(&mut tls, Duration::from_secs(10)).await;
     assert_eq!(stage_count(&srv, "idle").await, 1);
     srv.handle.shutdown();
 }
@@ -153,7 +154,7 @@ async fn http2_unanswered_keepalive_pings_close_the_connection() {
     tls.write_all(PREFACE).await.unwrap();
     tls.write_all(&SETTINGS).await.unwrap();
     // Reads (so the server can write) but never acknowledges a PING.
-    closed_within(&mut tls, Duration::from_secs(3)).await;
+    closed_within(&mut tls, Duration::from_secs(10)).await;
     assert_eq!(stage_count(&srv, "idle").await, 0);
     srv.handle.shutdown();
 }
@@ -175,6 +176,8 @@ async fn open_connections_are_capped() {
                 .await
         }
     });
+    // Not served while two are open: 700 ms is ample for a handshake that the cap
+    // failed to hold back; a correct server passes however slow the machine.
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(
         !third.is_finished(),
@@ -183,7 +186,7 @@ async fn open_connections_are_capped() {
     let m = metrics_text(srv.probe_addr).await;
     assert!(m.contains("trainplace_connections_open 2"), "{m}");
     drop(first);
-    let done = tokio::time::timeout(Duration::from_secs(3), third).await;
+    let done = tokio::time::timeout(Duration::from_secs(10), third).await;
     assert!(
         matches!(done, Ok(Ok(Ok(_)))),
         "the waiting connection was not served once a slot freed"

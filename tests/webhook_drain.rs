@@ -15,7 +15,7 @@ async fn read_response(tls: &mut (impl AsyncReadExt + Unpin)) -> String {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
-        let n = tokio::time::timeout(Duration::from_secs(5), tls.read(&mut chunk))
+        let n = tokio::time::timeout(Duration::from_secs(30), tls.read(&mut chunk))
             .await
             .expect("response in time")
             .unwrap();
@@ -42,6 +42,12 @@ async fn read_response(tls: &mut (impl AsyncReadExt + Unpin)) -> String {
     }
 }
 
+/// A grace period no drain here comes near: the tests wait at most 30 s for a drain,
+/// so a server that waits out its grace fails them, and a busy machine's delays (well
+/// under 30 s) do not.
+const GRACE: Duration = Duration::from_secs(60);
+const DRAIN_IDLE: Duration = Duration::from_millis(1500);
+
 fn request(uid: &str) -> Vec<u8> {
     let body =
         serde_json::to_vec(&review_for(&fixture_object("full-node-p5-jobset"), uid)).unwrap();
@@ -59,49 +65,67 @@ async fn http1_keep_alive_connections_close_after_their_next_answer() {
     let dir = tempfile::tempdir().unwrap();
     let pki = Pki::new("ca");
     let mut cfg = config(Some(pki.write_leaf(dir.path())), None);
-    cfg.deadlines.drain_idle = Duration::from_millis(1500);
+    cfg.deadlines.drain_idle = DRAIN_IDLE;
     let srv = serve(cfg).await;
     let mut busy = raw_tls(&srv, &pki).await;
     let mut quiet = raw_tls(&srv, &pki).await;
-    for (tls, uid) in [(&mut busy, "b1"), (&mut quiet, "q1")] {
-        tls.write_all(&request(uid)).await.unwrap();
-        let r = read_response(tls).await;
-        assert!(
-            r.starts_with("HTTP/1.1 200") && !r.to_ascii_lowercase().contains("connection: close"),
-            "{r}"
-        );
-    }
-
-    let t = Instant::now();
-    srv.handle.graceful_shutdown(Some(Duration::from_secs(20)));
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    // A request written to a kept-alive connection after the drain began is answered,
-    // and the answer says the connection closes.
-    busy.write_all(&request("b2")).await.unwrap();
+    busy.write_all(&request("b1")).await.unwrap();
     let r = read_response(&mut busy).await;
     assert!(
-        r.starts_with("HTTP/1.1 200") && r.contains("\"uid\":\"b2\""),
+        r.starts_with("HTTP/1.1 200") && !r.to_ascii_lowercase().contains("connection: close"),
         "{r}"
     );
-    assert!(r.to_ascii_lowercase().contains("connection: close"), "{r}");
+    // The quiet connection's last activity is after this instant, so the drain's idle
+    // timer cannot close it before `quiet_sent + drain_idle`, however slow the machine.
+    let quiet_sent = Instant::now();
+    quiet.write_all(&request("q1")).await.unwrap();
+    let r = read_response(&mut quiet).await;
+    assert!(
+        r.starts_with("HTTP/1.1 200") && !r.to_ascii_lowercase().contains("connection: close"),
+        "{r}"
+    );
+
+    // The grace is far beyond any drain here: a server waiting for it would be seen.
+    srv.handle.graceful_shutdown(Some(GRACE));
+    // Requests written to a kept-alive connection after the drain began are answered;
+    // once its connection has seen the drain (a moment after, on its own task), the
+    // answer says the connection closes, and it does.
+    let began = Instant::now();
+    for i in 2.. {
+        let uid = format!("b{i}");
+        busy.write_all(&request(&uid)).await.unwrap();
+        let r = read_response(&mut busy).await;
+        assert!(
+            r.starts_with("HTTP/1.1 200") && r.contains(&format!("\"uid\":\"{uid}\"")),
+            "{r}"
+        );
+        if r.to_ascii_lowercase().contains("connection: close") {
+            break;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "no answer during the drain said `Connection: close`"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let mut rest = Vec::new();
     let _ = busy.read_to_end(&mut rest).await;
     // The quiet connection is closed after the drain's idle time, and the server is done
-    // long before the 20 s grace.
+    // long before the grace.
     let mut rest = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), quiet.read_to_end(&mut rest))
+    let _ = tokio::time::timeout(Duration::from_secs(30), quiet.read_to_end(&mut rest))
         .await
         .expect("quiet connection closed");
-    tokio::time::timeout(Duration::from_secs(5), srv.done)
+    let quiet_lived = quiet_sent.elapsed();
+    assert!(
+        quiet_lived >= DRAIN_IDLE,
+        "the quiet connection was closed {quiet_lived:?} after its request, before the drain's idle time"
+    );
+    tokio::time::timeout(Duration::from_secs(30), srv.done)
         .await
-        .expect("drained in time")
+        .expect("drained before the grace")
         .unwrap()
         .unwrap();
-    let took = t.elapsed();
-    assert!(
-        took >= Duration::from_millis(1400) && took < Duration::from_secs(5),
-        "drain took {took:?}"
-    );
     // New connections are refused once draining.
     assert!(tokio::net::TcpStream::connect(srv.addr).await.is_err());
 }
@@ -125,11 +149,10 @@ async fn http2_client_ignoring_goaway_does_not_hold_the_shutdown() {
         .await
         .unwrap();
     tls.write_all(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]).await.unwrap();
-    let t = Instant::now();
-    srv.handle.graceful_shutdown(Some(Duration::from_secs(20)));
+    srv.handle.graceful_shutdown(Some(GRACE));
     // The raw client reads GOAWAY and PING but answers nothing.
     let mut buf = vec![0u8; 4096];
-    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+    let closed = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             match tls.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
@@ -139,10 +162,9 @@ async fn http2_client_ignoring_goaway_does_not_hold_the_shutdown() {
     })
     .await;
     assert!(closed.is_ok(), "GOAWAY-ignoring client kept its connection");
-    tokio::time::timeout(Duration::from_secs(5), srv.done)
+    tokio::time::timeout(Duration::from_secs(30), srv.done)
         .await
-        .expect("drained in time")
+        .expect("drained before the grace")
         .unwrap()
         .unwrap();
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }

@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -90,29 +92,56 @@ async fn oversized_objects_and_patches_are_denied_with_the_reason() {
     srv.handle.shutdown();
 }
 
+/// The median of `times` (not empty).
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// Probes are answered while heavy reviews keep every review thread busy. Measured
+/// against the reviews themselves, not the clock alone: a probe waiting behind
+/// reviews (0.8 s here before reviews moved off the async workers) takes at least a
+/// review's time, while a probe served beside them takes a connection's. Both slow
+/// down together on a busy machine, so the comparison holds on any machine; the
+/// kubelet's own limit (1 s, its default probe timeout) is the absolute bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probes_stay_fast_while_heavy_reviews_run() {
     let (srv, pki, _dir) = tls_server(None).await;
     let url = format!("{}/mutate", https_base(&srv));
     let heavy = serde_json::to_vec(&review_for(&wide_pod(240), "heavy")).unwrap();
-    let stop = Instant::now() + Duration::from_secs(3);
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicU32::new(0));
     let mut load = Vec::new();
     for _ in 0..8 {
         let (c, url, heavy) = (client(&pki.ca_pem), url.clone(), heavy.clone());
+        let (stop, answered) = (stop.clone(), answered.clone());
         load.push(tokio::spawn(async move {
-            let mut done = 0u32;
-            while Instant::now() < stop {
+            let mut took = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
                 let r = post_text(&c, &url, heavy.clone()).await;
-                if r.is_ok_and(|r| r.status().is_success()) {
-                    done += 1;
+                if let Ok(r) = r
+                    && r.status().is_success()
+                    && r.bytes().await.is_ok()
+                {
+                    took.push(t.elapsed());
+                    answered.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            done
+            took
         }));
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Probe once the load runs: every loop has had an answer.
+    let started = Instant::now();
+    while answered.load(Ordering::Relaxed) < 8 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the heavy load did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // A fresh connection per probe, as the kubelet makes.
-    let mut slowest = Duration::ZERO;
+    let mut probes = Vec::new();
     for i in 0..20 {
         let path = if i % 2 == 0 { "healthz" } else { "metrics" };
         let t = Instant::now();
@@ -121,22 +150,24 @@ async fn probes_stay_fast_while_heavy_reviews_run() {
             .unwrap();
         assert_eq!(r.status(), 200);
         r.bytes().await.unwrap();
-        slowest = slowest.max(t.elapsed());
+        probes.push(t.elapsed());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let mut reviews = 0;
+    stop.store(true, Ordering::Relaxed);
+    let mut reviews = Vec::new();
     for l in load {
-        reviews += l.await.unwrap();
+        reviews.extend(l.await.unwrap());
     }
+    let slowest = *probes.iter().max().unwrap();
+    let (probe, review) = (median(probes), median(reviews.clone()));
     assert!(
-        reviews > 20,
-        "the heavy load did not run ({reviews} reviews)"
+        probe < review,
+        "the median probe took {probe:?}, the median heavy review {review:?}: probes wait behind reviews"
     );
-    // The kubelet's default probe timeout is 1 s; a probe waiting behind reviews took
-    // 0.8 s here before reviews moved off the async workers.
     assert!(
-        slowest < Duration::from_millis(250),
-        "a probe took {slowest:?} while {reviews} heavy reviews ran"
+        slowest < Duration::from_secs(1),
+        "a probe took {slowest:?} while {} heavy reviews ran: past the kubelet's timeout",
+        reviews.len()
     );
     srv.handle.shutdown();
 }

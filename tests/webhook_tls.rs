@@ -232,25 +232,25 @@ async fn certificate_rotation_keeps_connections_and_rejects_bad_certs() {
     .await;
     assert_eq!(s, 200);
 
-    // Rotate to a certificate from a new CA.
+    // Rotate to a certificate from a new CA. write_leaf writes the certificate, then
+    // the key: the watcher may see the new certificate beside the old key first (a
+    // failed reload), but the pair's reload succeeds.
+    let reloads =
+        |outcome: &str| format!("trainplace_certificate_reloads_total{{outcome=\"{outcome}\"}}");
     let new_ca = Pki::new("new-ca");
     new_ca.write_leaf(dir.path());
+    assert!(
+        wait_for_count(srv.probe_addr, &reloads("success"), 1).await,
+        "new certificate was not picked up"
+    );
     let new_client = client(&new_ca.ca_pem);
-    let mut served_new = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if new_client
-            .post(format!("{base}/validate"))
-            .json(&review_for(&pod, "b"))
-            .send()
-            .await
-            .is_ok()
-        {
-            served_new = true;
-            break;
-        }
-    }
-    assert!(served_new, "new certificate was not picked up");
+    let (s, _) = post(
+        &new_client,
+        &format!("{base}/validate"),
+        &review_for(&pod, "b"),
+    )
+    .await;
+    assert_eq!(s, 200);
     // The old connection was not dropped: the pooled keep-alive connection still works.
     let (s, body) = post(
         &old_client,
@@ -261,20 +261,15 @@ async fn certificate_rotation_keeps_connections_and_rejects_bad_certs() {
     assert_eq!((s, body["response"]["uid"].as_str()), (200, Some("c")));
 
     // A broken certificate is refused; the last good one keeps serving.
+    let failed = counter(srv.probe_addr, &reloads("failure")).await;
     common::write_atomic(
         &crt,
         b"-----BEGIN CERTIFICATE-----\nnot a cert\n-----END CERTIFICATE-----\n",
     );
-    let mut counted = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let m = metrics_text(srv.probe_addr).await;
-        if m.contains("trainplace_certificate_reloads_total{outcome=\"failure\"} 1") {
-            counted = true;
-            break;
-        }
-    }
-    assert!(counted, "failed reload not counted");
+    assert!(
+        wait_for_count(srv.probe_addr, &reloads("failure"), failed + 1).await,
+        "failed reload not counted"
+    );
     let fresh = client(&new_ca.ca_pem);
     let (s, _) = post(&fresh, &format!("{base}/validate"), &review_for(&pod, "d")).await;
     assert_eq!(s, 200);
@@ -304,20 +299,24 @@ async fn policy_reload_and_broken_edit() {
     let (_, b) = post(&c, &url, &review_for(&bad, "1")).await;
     assert_eq!(b["response"]["allowed"], false);
 
+    let reloads =
+        |outcome: &str| format!("trainplace_policy_reloads_total{{outcome=\"{outcome}\"}}");
     write("audit");
-    let mut reloaded = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let (_, b) = post(&c, &url, &review_for(&bad, "2")).await;
-        if b["response"]["allowed"] == true {
-            reloaded = true;
-            break;
-        }
-    }
-    assert!(reloaded, "policy change not picked up");
+    assert!(
+        wait_for_count(srv.probe_addr, &reloads("success"), 1).await,
+        "policy change not picked up"
+    );
+    let (_, b) = post(&c, &url, &review_for(&bad, "2")).await;
+    assert_eq!(
+        b["response"]["allowed"], true,
+        "the reloaded policy not in force"
+    );
 
     write("maybe");
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        wait_for_count(srv.probe_addr, &reloads("failure"), 1).await,
+        "broken edit not noticed"
+    );
     let (_, b) = post(&c, &url, &review_for(&bad, "3")).await;
     assert_eq!(
         b["response"]["allowed"], true,

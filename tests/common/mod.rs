@@ -257,6 +257,32 @@ pub async fn raw_tls(
     connector.connect(name, tcp).await.unwrap()
 }
 
+/// The value of one series on the probe port's `/metrics` page, e.g.
+/// `trainplace_policy_reloads_total{outcome="success"}`; 0 when absent.
+pub async fn counter(probe: impl std::fmt::Display, series: &str) -> u64 {
+    let key = format!("{series} ");
+    metrics_text(probe)
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Wait until `series` reaches `n`: the server's own count of an event (a reload, a
+/// closed connection) rather than a guess at how long it takes. False after 30 s,
+/// which only a server that never gets there takes.
+pub async fn wait_for_count(probe: impl std::fmt::Display + Copy, series: &str, n: u64) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        if counter(probe, series).await >= n {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
 /// The probe port's `/metrics` page as text.
 pub async fn metrics_text(probe: impl std::fmt::Display) -> String {
     reqwest::get(format!("http://{probe}/metrics"))
