@@ -1,0 +1,125 @@
+{{/*
+What reaches the webhook, the same for mutate and validate: the rules (CREATE of pods;
+CREATE and UPDATE of the workload kinds, whose pod templates can change on UPDATE;
+DELETE in no rule) and the matchConditions (CEL, evaluated by the API server before it
+calls: pods only when a container asks for a device; the workload kinds always pass).
+manifests/README.md, "What reaches the webhook", has the reasoning.
+*/}}
+{{- define "trainplace.webhookRules" -}}
+rules:
+  - apiGroups: [""]
+    apiVersions: ["v1"]
+    operations: ["CREATE"]
+    resources: ["pods"]
+    scope: Namespaced
+  - apiGroups: ["batch"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["jobs"]
+    scope: Namespaced
+  # CRD groups: every served version (matchPolicy Equivalent covers conversions).
+  - apiGroups: ["jobset.x-k8s.io"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["jobsets"]
+    scope: Namespaced
+  - apiGroups: ["kubeflow.org"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["pytorchjobs", "mpijobs", "paddlejobs"]
+    scope: Namespaced
+  # `kubectl scale pytorchjob|paddlejob` (and autoscalers) change the Worker count through the
+  # scale subresource, which no rule above covers: judged against the job in the
+  # inventory at its new size.
+  - apiGroups: ["kubeflow.org"]
+    apiVersions: ["*"]
+    operations: ["UPDATE"]
+    resources: ["pytorchjobs/scale", "paddlejobs/scale"]
+    scope: Namespaced
+  - apiGroups: ["trainer.kubeflow.org"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["trainjobs", "trainingruntimes"]
+    scope: Namespaced
+  # ClusterTrainingRuntimes are cluster-scoped (namespaceSelector does not apply):
+  # judged when created or updated, so every TrainJob inherits a good layout.
+  - apiGroups: ["trainer.kubeflow.org"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["clustertrainingruntimes"]
+    scope: Cluster
+  - apiGroups: ["ray.io"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["rayclusters", "rayjobs", "rayservices"]
+    scope: Namespaced
+  - apiGroups: ["batch.volcano.sh"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["jobs"]
+    scope: Namespaced
+  # SageMaker HyperPod's training operator (plural from the HyperPod SDK:
+  # https://github.com/aws/sagemaker-hyperpod-cli/blob/011ca927123e02b35a399935bbb3ab1905fe33c7/src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py).
+  - apiGroups: ["sagemaker.amazonaws.com"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["hyperpodpytorchjobs"]
+    scope: Namespaced
+  - apiGroups: ["leaderworkerset.x-k8s.io"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["leaderworkersets"]
+    scope: Namespaced
+matchConditions:
+  # DELETE is in no rule; this keeps it out even if a rule is widened later
+  # (`object` is null on DELETE).
+  - name: not-delete
+    expression: "request.operation != 'DELETE'"
+  # Anything that is not a core pod passes (the workload kinds of the rules).
+  # A pod passes if any container or init container requests or limits a resource
+  # other than cpu, memory, ephemeral-storage and hugepages-* (any device: GPUs
+  # under any name, MIG slices, Neuron, EFA), or if it has DRA resourceClaims.
+  # Only plain CPU pods are kept away; a renamed device resource is not.
+  - name: pod-requests-accelerator
+    expression: >-
+      request.resource.group != '' || request.resource.resource != 'pods' ||
+      (has(object.spec) && (has(object.spec.resourceClaims) ||
+      (has(object.spec.containers) && object.spec.containers.exists(c, has(c.resources) &&
+      ((has(c.resources.limits) && c.resources.limits.exists(r,
+      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))) ||
+      (has(c.resources.requests) && c.resources.requests.exists(r,
+      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-')))))) ||
+      (has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.resources) &&
+      ((has(c.resources.limits) && c.resources.limits.exists(r,
+      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))) ||
+      (has(c.resources.requests) && c.resources.requests.exists(r,
+      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))))))))
+{{- end -}}
+
+{{/* Never kube-system, kube-node-lease nor the release's namespace; then the values'. */}}
+{{- define "trainplace.namespaceSelector" -}}
+namespaceSelector:
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values: {{ concat (list "kube-system" "kube-node-lease" .Release.Namespace) .Values.webhooks.excludeNamespaces | uniq | toJson }}
+    {{- with .Values.webhooks.excludeNamespaceLabel }}
+    {{- if .key }}
+    - key: {{ .key }}
+      operator: NotIn
+      values: {{ .values | toJson }}
+    {{- end }}
+    {{- end }}
+{{- end -}}
+
+{{- define "trainplace.clientConfig" -}}
+clientConfig:
+  service:
+    name: {{ include "trainplace.fullname" .root }}
+    namespace: {{ .root.Release.Namespace }}
+    path: {{ .path }}
+    port: {{ .root.Values.service.port }}
+  {{- if eq .mode "provided" }}
+  caBundle: {{ .root.Values.certificates.provided.caBundle | b64enc }}
+  {{- end }}
+{{- end -}}
