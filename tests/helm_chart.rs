@@ -1,0 +1,876 @@
+//! charts/trainplace with the pinned helm (scripts/helm.sh, built by scripts/test-deps.sh):
+//! `helm lint --strict`; `helm template` against golden files; every rendered core object
+//! valid under `kubernetes-validate --strict`; the kustomize overlays equal to the chart's
+//! output (one source of truth: the chart; manifests/README.md); values.schema.json refusing
+//! typos; and `helm install`/`upgrade`/`uninstall` into the sandbox's real API server
+//! (SANDBOX_WEBHOOK=0: the chart registers its own webhooks there). Without helm or the
+//! control plane the tests fail and say to run scripts/test-deps.sh; they never skip.
+//!
+//! Golden files: tests/fixtures/helm/*.yaml. After an intended change of the chart, rewrite
+//! them with `UPDATE_GOLDEN=1 cargo test --test helm_chart golden` and review the diff.
+
+mod common;
+mod sandbox;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn chart() -> PathBuf {
+    root().join("charts/trainplace")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The pinned helm, or a failure that says how to get it.
+fn helm_bin() -> PathBuf {
+    let out = Command::new(root().join("scripts/helm.sh"))
+        .arg("path")
+        .output()
+        .expect("run scripts/helm.sh path");
+    let bin = PathBuf::from(text(&out.stdout).trim());
+    assert!(
+        bin.is_file(),
+        "helm is not built ({} missing): run scripts/test-deps.sh, which builds it from the pin in tools/helm once",
+        bin.display()
+    );
+    bin
+}
+
+/// helm with its own cache and config under target/ (never the user's), against
+/// `kubeconfig` (a file that does not exist for offline commands).
+fn helm(args: &[&str], kubeconfig: &Path) -> Output {
+    let home = root().join("target/helm-home");
+    Command::new(helm_bin())
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .output()
+        .expect("helm runs")
+}
+
+fn offline() -> PathBuf {
+    root().join("target/helm-home/no-such-kubeconfig")
+}
+
+fn ok(what: &str, out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// `helm template trainplace charts/trainplace -n trainplace` with `args` appended.
+fn template(args: &[&str]) -> Result<String, String> {
+    let chart = chart();
+    let mut a = vec![
+        "template",
+        "trainplace",
+        chart.to_str().unwrap(),
+        "-n",
+        "trainplace",
+    ];
+    a.extend(args);
+    let out = helm(&a, &offline());
+    if out.status.success() {
+        Ok(text(&out.stdout))
+    } else {
+        Err(text(&out.stderr))
+    }
+}
+
+fn ci_values(name: &str) -> String {
+    chart().join("ci").join(name).to_string_lossy().into_owned()
+}
+
+fn docs(yaml: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|d| Value::deserialize(d).expect("the rendering is YAML"))
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// The renderings the tests look at: (name, helm arguments).
+fn renderings() -> Vec<(&'static str, Vec<String>)> {
+    vec![
+        ("default", vec![]),
+        (
+            "all-features",
+            vec!["-f".into(), ci_values("all-features-values.yaml")],
+        ),
+    ]
+}
+
+fn render(args: &[String]) -> String {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    template(&a).unwrap_or_else(|e| panic!("helm template {a:?}: {e}"))
+}
+
+/// The rendering as the golden files hold it. The mark-key Secret's key is random per
+/// rendering: checked to be 32 bytes, then replaced by a placeholder. Content the chart
+/// takes from the repository's own files (charts/trainplace/files/ links to them) is named,
+/// not repeated: the shipped policy files in the ConfigMap (their bytes are checked by
+/// `the_policy_config_map_is_a_policy_directory_the_server_accepts`) and the guardrail
+/// policies (checked by `kustomize_overlays_equal_the_chart`), so a policy or VAP export
+/// change does not rewrite the golden files.
+fn golden_form(yaml: &str) -> String {
+    let mut keys = 0;
+    let mut guardrails = 0;
+    let mut out: Vec<String> = Vec::new();
+    for doc in yaml.split("\n---\n") {
+        if doc.starts_with("# Source: trainplace/templates/guardrails.yaml\n") {
+            guardrails += doc.matches("\nkind: ").count();
+            continue;
+        }
+        let lines: Vec<&str> = doc.lines().collect();
+        let mut kept = Vec::new();
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i];
+            if let Some(b64) = line.strip_prefix("  00-initial: ") {
+                let key = base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .expect("the key is base64");
+                assert_eq!(key.len(), 32, "the mark key is 32 random bytes");
+                keys += 1;
+                kept.push("  00-initial: <32 random bytes, base64>".to_string());
+                i += 1;
+                continue;
+            }
+            let shipped = ["default.yaml", "instances.yaml"]
+                .into_iter()
+                .find(|f| line == format!("  {f}: |") && doc.contains("\nkind: ConfigMap\n"));
+            if let Some(file) = shipped {
+                let mut end = i + 1;
+                while end < lines.len()
+                    && (lines[end].starts_with("    ") || lines[end].trim().is_empty())
+                {
+                    end += 1;
+                }
+                let block: Vec<&str> = lines[i + 1..end]
+                    .iter()
+                    .map(|l| l.strip_prefix("    ").unwrap_or(l.trim()))
+                    .collect();
+                let source = std::fs::read_to_string(root().join("policies").join(file)).unwrap();
+                if block.join("\n").trim_end() == source.trim_end() {
+                    kept.push(format!("  {file}: <policies/{file}, byte for byte>"));
+                    i = end;
+                    continue;
+                }
+            }
+            kept.push(line.to_string());
+            i += 1;
+        }
+        out.push(kept.join("\n"));
+    }
+    assert_eq!(keys, 1, "one mark key in the rendering");
+    if guardrails > 0 {
+        out.push(format!(
+            "# Source: trainplace/templates/guardrails.yaml\n# {guardrails} objects: manifests/overlays/guardrails/validating-admission-policies.yaml"
+        ));
+    }
+    out.join("\n---\n") + "\n"
+}
+
+#[test]
+fn lint_passes_strict_with_every_values_file() {
+    let chart = chart();
+    let chart = chart.to_str().unwrap();
+    ok(
+        "helm lint --strict",
+        helm(&["lint", "--strict", chart], &offline()),
+    );
+    for entry in std::fs::read_dir(root().join("charts/trainplace/ci")).unwrap() {
+        let file = entry.unwrap().path();
+        let file = file.to_str().unwrap();
+        let out = ok(
+            &format!("helm lint --strict -f {file}"),
+            helm(&["lint", "--strict", chart, "-f", file], &offline()),
+        );
+        assert!(out.contains("0 chart(s) failed"), "{out}");
+    }
+}
+
+#[test]
+fn golden_template_output() {
+    let dir = root().join("tests/fixtures/helm");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    for (name, args) in renderings() {
+        let got = golden_form(&render(&args));
+        let path = dir.join(format!("{name}.yaml"));
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_default();
+        if got != want {
+            let first = got
+                .lines()
+                .zip(want.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.lines().count().min(want.lines().count()));
+            panic!(
+                "helm template ({name}) differs from {} from line {}:\n  got:  {:?}\n  want: {:?}\nif intended: UPDATE_GOLDEN=1 cargo test --test helm_chart golden, and review the diff",
+                path.display(),
+                first + 1,
+                got.lines().nth(first),
+                want.lines().nth(first)
+            );
+        }
+    }
+}
+
+/// Built-in API groups are validated strictly; anything else must be a kind the chart
+/// is expected to render from a CRD (cert-manager, Prometheus Operator).
+fn is_core(doc: &Value) -> bool {
+    let api = doc["apiVersion"].as_str().unwrap();
+    let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+    [
+        "",
+        "apps",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "admissionregistration.k8s.io",
+        "networking.k8s.io",
+    ]
+    .contains(&group)
+}
+
+#[test]
+fn every_rendered_core_object_passes_strict_validation() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, args) in renderings() {
+        let all = docs(&render(&args));
+        let (core, crs): (Vec<&Value>, Vec<&Value>) = all.iter().partition(|d| is_core(d));
+        for cr in &crs {
+            let kind = cr["kind"].as_str().unwrap();
+            let api = cr["apiVersion"].as_str().unwrap();
+            assert!(
+                (api == "cert-manager.io/v1" && ["Issuer", "Certificate"].contains(&kind))
+                    || (api == "monitoring.coreos.com/v1"
+                        && ["ServiceMonitor", "PrometheusRule"].contains(&kind)),
+                "{name}: unexpected object {api} {kind}"
+            );
+        }
+        let file = tmp.path().join(format!("{name}.yaml"));
+        let yaml: Vec<String> = core
+            .iter()
+            .map(|d| serde_yaml_ng::to_string(d).unwrap())
+            .collect();
+        std::fs::write(&file, yaml.join("---\n")).unwrap();
+        common::assert_strictly_valid(name, &[&file]);
+    }
+}
+
+#[test]
+fn the_policy_config_map_is_a_policy_directory_the_server_accepts() {
+    for (name, args) in renderings() {
+        let all = docs(&render(&args));
+        let cm = find(&all, "ConfigMap", "trainplace-policy");
+        let dir = tempfile::tempdir().unwrap();
+        for (file, content) in cm["data"].as_object().unwrap() {
+            std::fs::write(dir.path().join(file), content.as_str().unwrap()).unwrap();
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["policy", "check"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        ok(&format!("trainplace policy check ({name})"), out);
+    }
+    // The defaults are the shipped files, byte for byte.
+    let all = docs(&render(&[]));
+    let cm = find(&all, "ConfigMap", "trainplace-policy");
+    for file in ["default.yaml", "instances.yaml"] {
+        assert_eq!(
+            cm["data"][file].as_str().unwrap(),
+            std::fs::read_to_string(root().join("policies").join(file)).unwrap(),
+            "{file}"
+        );
+    }
+}
+
+fn find<'a>(all: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    all.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in the rendering"))
+}
+
+/// The chart reads the policy files and the guardrail policies through links into the
+/// repository (helm follows them and packages their contents), so there is no copy to
+/// drift.
+#[test]
+fn chart_files_are_links_to_the_repository_sources() {
+    let links = [
+        ("files/policies/default.yaml", "policies/default.yaml"),
+        ("files/policies/instances.yaml", "policies/instances.yaml"),
+        (
+            "files/validating-admission-policies.yaml",
+            "manifests/overlays/guardrails/validating-admission-policies.yaml",
+        ),
+    ];
+    for (link, source) in links {
+        let path = chart().join(link);
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "charts/trainplace/{link} is a link"
+        );
+        assert_eq!(
+            std::fs::canonicalize(&path).unwrap(),
+            std::fs::canonicalize(root().join(source)).unwrap(),
+            "charts/trainplace/{link} points at {source}"
+        );
+    }
+    let names: Vec<String> = std::fs::read_dir(chart().join("files/policies"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "only the two shipped policy files: {names:?}"
+    );
+}
+
+/// Helm's bookkeeping, which kustomize does not write: dropped before comparing.
+fn without_helm_bookkeeping(mut doc: Value) -> Value {
+    let meta = doc["metadata"].as_object_mut().unwrap();
+    if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+        for k in [
+            "app.kubernetes.io/instance",
+            "app.kubernetes.io/version",
+            "app.kubernetes.io/managed-by",
+            "helm.sh/chart",
+        ] {
+            labels.remove(k);
+        }
+    }
+    if let Some(ann) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+        ann.retain(|k, _| !k.starts_with("helm.sh/"));
+        if ann.is_empty() {
+            meta.remove("annotations");
+        }
+    }
+    doc
+}
+
+fn by_name(all: Vec<Value>) -> BTreeMap<(String, String), Value> {
+    all.into_iter()
+        .map(|d| {
+            let key = (
+                d["kind"].as_str().unwrap().to_string(),
+                d["metadata"]["name"].as_str().unwrap().to_string(),
+            );
+            (key, d)
+        })
+        .collect()
+}
+
+/// `kubectl kustomize DIR`, offline.
+fn kustomize(dir: &Path) -> Vec<Value> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .env("KUBECONFIG", dir.join("no-such-kubeconfig"))
+        .output()
+        .expect("kubectl is installed (scripts/test-deps.sh checks it)");
+    docs(&ok(&format!("kubectl kustomize {}", dir.display()), out))
+}
+
+/// One source of truth: each kustomize overlay is the chart's output under the values
+/// named here (manifests/README.md). The overlays stay for kustomize users; a change to
+/// either side without the other fails here.
+#[test]
+fn kustomize_overlays_equal_the_chart() {
+    let base = ci_values("kustomize-cert-manager-values.yaml");
+    let cases: [(&str, Vec<&str>); 3] = [
+        ("cert-manager", vec!["-f", &base]),
+        (
+            "fail-closed",
+            vec!["-f", &base, "--set", "webhooks.mutate.failurePolicy=Fail"],
+        ),
+        // The guardrails overlay is the chart's ValidatingAdmissionPolicies alone.
+        (
+            "guardrails",
+            vec!["-f", &base, "--set", "guardrails.enabled=true"],
+        ),
+    ];
+    for (overlay, args) in cases {
+        let want = by_name(kustomize(&root().join("manifests/overlays").join(overlay)));
+        let mut got = by_name(
+            docs(&template(&args).unwrap())
+                .into_iter()
+                .map(without_helm_bookkeeping)
+                .collect(),
+        );
+        if overlay == "guardrails" {
+            got.retain(|(kind, _), _| kind.starts_with("ValidatingAdmissionPolicy"));
+        }
+        let (w, g): (Vec<_>, Vec<_>) = (want.keys().collect(), got.keys().collect());
+        assert_eq!(w, g, "{overlay}: the same objects");
+        for (key, object) in &want {
+            assert!(
+                *object == got[key],
+                "{overlay}: {key:?} differs:\nkustomize: {}\nchart:     {}",
+                serde_json::to_string_pretty(object).unwrap(),
+                serde_json::to_string_pretty(&got[key]).unwrap()
+            );
+        }
+    }
+}
+
+#[test]
+fn typos_and_refused_modes_fail_with_a_reason() {
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["--set", "replicaCount=2"],
+            "additional properties 'replicaCount' not allowed",
+        ),
+        (
+            &["--set", "webhooks.mutate.failurPolicy=Fail"],
+            "additional properties 'failurPolicy' not allowed",
+        ),
+        (
+            &["--set", "webhooks.validate.failurePolicy=fail"],
+            "value must be one of 'Ignore', 'Fail'",
+        ),
+        (
+            &["--set", "webhooks.validate.timeoutSeconds=31"],
+            "/webhooks/validate/timeoutSeconds",
+        ),
+        (&["--set", "certificates.mode=vault"], "/certificates/mode"),
+        (
+            &["--set", "certificates.mode=self-managed"],
+            "certificates.mode=self-managed is not available yet",
+        ),
+        (
+            &["--set", "certificates.mode=provided"],
+            "needs certificates.provided.caBundle",
+        ),
+        (
+            &["--set", "markKeys.initialKeyId=k.1"],
+            "/markKeys/initialKeyId",
+        ),
+    ];
+    for (args, reason) in cases {
+        let err = template(args).expect_err(&format!("{args:?} must fail"));
+        assert!(err.contains(reason), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn webhook_values_reach_both_configurations() {
+    let all = docs(&render(&[
+        "-f".into(),
+        ci_values("all-features-values.yaml"),
+    ]));
+    let m = &find(&all, "MutatingWebhookConfiguration", "trainplace")["webhooks"][0];
+    let v = &find(&all, "ValidatingWebhookConfiguration", "trainplace")["webhooks"][0];
+    assert_eq!(
+        (&m["failurePolicy"], &m["timeoutSeconds"]),
+        (&json!("Fail"), &json!(3))
+    );
+    assert_eq!(
+        (&v["failurePolicy"], &v["timeoutSeconds"]),
+        (&json!("Fail"), &json!(10))
+    );
+    for w in [m, v] {
+        assert_eq!(
+            w["namespaceSelector"],
+            json!({"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                 "values": ["kube-system", "kube-node-lease", "trainplace", "monitoring", "argo-cd"]},
+                {"key": "platform.example.com/trainplace", "operator": "NotIn", "values": ["disabled"]},
+            ]})
+        );
+        let ca = base64::engine::general_purpose::STANDARD
+            .decode(w["clientConfig"]["caBundle"].as_str().unwrap())
+            .unwrap();
+        assert!(text(&ca).contains("placeholder CA"));
+        assert_eq!(m["rules"], v["rules"]);
+        assert_eq!(m["matchConditions"], v["matchConditions"]);
+    }
+    // kube-system stays excluded whatever the values say.
+    let all = docs(&render(&[
+        "--set".into(),
+        "webhooks.excludeNamespaces={kube-system,ml-infra}".into(),
+    ]));
+    let v = &find(&all, "ValidatingWebhookConfiguration", "trainplace")["webhooks"][0];
+    assert_eq!(
+        v["namespaceSelector"]["matchExpressions"][0]["values"],
+        json!(["kube-system", "kube-node-lease", "trainplace", "ml-infra"])
+    );
+    // The Deployment mounts the mark keys on every replica and names them to the server.
+    let d = find(&all, "Deployment", "trainplace");
+    let c = &d["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        c["env"].as_array().unwrap().contains(
+            &json!({"name": "TRAINPLACE_MARK_KEYS", "value": "/etc/trainplace/mark-keys"})
+        )
+    );
+    assert!(
+        d["spec"]["template"]["spec"]["volumes"]
+            .as_array()
+            .unwrap()
+            .contains(
+                &json!({"name": "mark-keys", "secret": {"secretName": "trainplace-mark-keys"}})
+            )
+    );
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"],
+        true
+    );
+}
+
+// ---- against the sandbox's real API server ----
+
+struct Release<'a> {
+    sb: &'a sandbox::Sandbox,
+    name: &'a str,
+    ns: &'a str,
+}
+
+impl Release<'_> {
+    fn helm(&self, args: &[&str]) -> Output {
+        let mut a = args.to_vec();
+        a.extend(["-n", self.ns]);
+        helm(&a, &self.sb.kubeconfig)
+    }
+
+    fn fullname(&self) -> String {
+        format!("{}-trainplace", self.name)
+    }
+}
+
+/// A CA and a serving certificate for provided mode, as a values file.
+fn provided_values(dir: &Path) -> PathBuf {
+    let pki = common::Pki::new("helm-chart-test-ca");
+    let (crt, key) = pki.write_leaf(dir);
+    let values = json!({
+        "certificates": {
+            "mode": "provided",
+            "provided": {
+                "caBundle": pki.ca_pem,
+                "tlsCrt": std::fs::read_to_string(crt).unwrap(),
+                "tlsKey": std::fs::read_to_string(key).unwrap(),
+            }
+        }
+    });
+    let path = dir.join("provided.yaml");
+    std::fs::write(&path, serde_yaml_ng::to_string(&values).unwrap()).unwrap();
+    path
+}
+
+fn sb() -> &'static sandbox::Sandbox {
+    sandbox::shared_with("helm_chart", &[("SANDBOX_WEBHOOK", "0")])
+}
+
+#[test]
+fn install_upgrade_uninstall_in_the_sandbox() {
+    let sb = sb();
+    let tmp = tempfile::tempdir().unwrap();
+    let provided = provided_values(tmp.path());
+    let provided = provided.to_str().unwrap();
+    let chart = chart();
+    let chart = chart.to_str().unwrap();
+    let rel = Release {
+        sb,
+        name: "tph",
+        ns: "tp-helm",
+    };
+    let full = rel.fullname();
+    // The namespace exists first (helm stores the release in it); the chart takes it over
+    // to set its Pod Security labels.
+    sb.ok(&["create", "namespace", rel.ns]);
+    // Two replicas on the two untainted system nodes (one per node, DoNotSchedule): kwok
+    // plays their kubelet, so --wait sees them Ready.
+    let install = [
+        "install",
+        rel.name,
+        chart,
+        "--take-ownership",
+        "-f",
+        provided,
+        "--set",
+        "namespace.manage=true",
+        "--set",
+        "replicas=2",
+        "--set",
+        "nodeSelector.eks\\.amazonaws\\.com/nodegroup=system",
+        "--set",
+        "guardrails.enabled=true",
+        "--set",
+        "networkPolicy.enabled=true",
+        "--set",
+        "webhooks.excludeNamespaceLabel.key=platform.example.com/trainplace",
+        "--wait",
+        "--timeout",
+        "120s",
+    ];
+    ok("helm install", rel.helm(&install));
+
+    // The namespace enforces restricted, and the webhook's pods were admitted under it.
+    let ns = sb.json(&["get", "namespace", rel.ns]);
+    assert_eq!(
+        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "restricted"
+    );
+    let pods = sb.pods(rel.ns, "app.kubernetes.io/component=webhook");
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    let nodes: std::collections::BTreeSet<&str> = pods
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        nodes,
+        ["system-us-east-1a-0", "system-us-east-1b-0"].into(),
+        "one replica per system node"
+    );
+    for (kind, name) in [
+        ("deployment", full.as_str()),
+        ("service", full.as_str()),
+        ("serviceaccount", full.as_str()),
+        ("poddisruptionbudget", full.as_str()),
+        ("networkpolicy", full.as_str()),
+        ("configmap", &format!("{full}-policy")),
+        ("secret", &format!("{full}-tls")),
+    ] {
+        sb.ok(&["-n", rel.ns, "get", kind, name]);
+    }
+    for kind in ["clusterrole", "clusterrolebinding"] {
+        sb.ok(&["get", kind, &full]);
+    }
+    // One mark key of 32 bytes, shared by every replica through the same Secret.
+    let keys_name = format!("{full}-mark-keys");
+    let keys = sb.json(&["-n", rel.ns, "get", "secret", &keys_name])["data"].clone();
+    let initial = keys["00-initial"].as_str().unwrap().to_string();
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(&initial)
+            .unwrap()
+            .len(),
+        32
+    );
+    assert_eq!(keys.as_object().unwrap().len(), 1);
+
+    // The webhook configurations are registered: a GPU pod in an ordinary namespace is
+    // sent to the chart's Service (nothing answers there: kwok runs no container), so the
+    // validating webhook's failurePolicy Fail refuses it naming webhook and Service.
+    let gpu_pod = json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpu"},
+        "spec": {"containers": [{"name": "c", "image": "x",
+                 "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+    })
+    .to_string();
+    let dry_run = |ns: &str| {
+        sb.kubectl_stdin(
+            &["-n", ns, "create", "--dry-run=server", "-f", "-"],
+            Some(&gpu_pod),
+        )
+    };
+    let plain = sb.namespace("plain");
+    let refused = dry_run(&plain);
+    assert!(
+        !refused.status.success(),
+        "no webhook answers, Fail refuses"
+    );
+    let err = sandbox::stderr(&refused);
+    assert!(
+        err.contains("failed calling webhook \"validate.trainplace.io\"")
+            && err.contains(&format!("{full}.{}.svc:443/validate", rel.ns)),
+        "{err}"
+    );
+    // Excluded by the platform's namespace label, and kube-system always: not sent.
+    let labelled = sb.namespace("labelled");
+    sb.ok(&[
+        "label",
+        "namespace",
+        &labelled,
+        "platform.example.com/trainplace=disabled",
+    ]);
+    for ns in [labelled.as_str(), "kube-system"] {
+        let out = dry_run(ns);
+        assert!(out.status.success(), "{ns}: {}", sandbox::stderr(&out));
+    }
+    // The caBundle is the provided CA.
+    let vwc = sb.json(&["get", "validatingwebhookconfiguration", &full]);
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(
+            vwc["webhooks"][0]["clientConfig"]["caBundle"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    assert!(text(&ca).contains("BEGIN CERTIFICATE"));
+
+    // The guardrail ValidatingAdmissionPolicies are accepted and in force: a partial-node
+    // job is refused by the API server itself (in the labelled namespace, which the
+    // chart's webhooks do not see).
+    for rule in ["partial-node", "multi-az", "impossible-request"] {
+        sb.ok(&[
+            "get",
+            "validatingadmissionpolicy",
+            &format!("trainplace-{rule}"),
+        ]);
+        sb.ok(&[
+            "get",
+            "validatingadmissionpolicybinding",
+            &format!("trainplace-{rule}"),
+        ]);
+    }
+    let job = sandbox::corpus::placed(
+        &sandbox::corpus::fixture("workloads/job-one-gpu.yaml"),
+        &labelled,
+    );
+    sandbox::wait_until(Duration::from_secs(30), "the guardrails in force", || {
+        sandbox::corpus::dry_run(sb, &job).is_err_and(|e| e.contains("[partial-node]"))
+    });
+
+    // Upgrade: a key added for a rotation survives (lookup keeps what the cluster holds),
+    // per-webhook values and exclusions change in place.
+    let rotated = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+    sb.ok(&[
+        "-n",
+        rel.ns,
+        "patch",
+        "secret",
+        &keys_name,
+        "--type=merge",
+        "-p",
+        &json!({"data": {"2026-11-26": rotated}}).to_string(),
+    ]);
+    let mut upgrade = install.to_vec();
+    upgrade[0] = "upgrade";
+    upgrade.retain(|a| *a != "--take-ownership");
+    upgrade.extend([
+        "--set",
+        "webhooks.validate.timeoutSeconds=3",
+        "--set",
+        "webhooks.excludeNamespaces={ml-infra}",
+    ]);
+    ok("helm upgrade", rel.helm(&upgrade));
+    let keys = sb.json(&["-n", rel.ns, "get", "secret", &keys_name])["data"].clone();
+    assert_eq!(
+        keys,
+        json!({"00-initial": initial, "2026-11-26": rotated}),
+        "the upgrade kept both keys"
+    );
+    let vwc = sb.json(&["get", "validatingwebhookconfiguration", &full]);
+    assert_eq!(vwc["webhooks"][0]["timeoutSeconds"], 3);
+    assert_eq!(
+        vwc["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"],
+        json!(["kube-system", "kube-node-lease", rel.ns, "ml-infra"])
+    );
+    let history = ok("helm history", rel.helm(&["history", rel.name]));
+    assert!(history.contains("Upgrade complete"), "{history}");
+
+    // Uninstall: everything the release made is gone, cluster-scoped objects too; the
+    // namespace stays (it holds what helm does not own) with its labels.
+    ok(
+        "helm uninstall",
+        rel.helm(&["uninstall", rel.name, "--wait"]),
+    );
+    for (kind, name) in [
+        ("validatingwebhookconfiguration", full.clone()),
+        ("mutatingwebhookconfiguration", full.clone()),
+        ("clusterrole", full.clone()),
+        ("clusterrolebinding", full.clone()),
+        (
+            "validatingadmissionpolicy",
+            "trainplace-partial-node".to_string(),
+        ),
+    ] {
+        let out = sb.kubectl(&["get", kind, &name]);
+        assert!(
+            !out.status.success() && sandbox::stderr(&out).contains("NotFound"),
+            "{kind} {name} left behind"
+        );
+    }
+    for kind in ["deployment", "service", "secret", "configmap"] {
+        let out = sb.kubectl(&["-n", rel.ns, "get", kind, &full]);
+        assert!(!out.status.success(), "{kind} {full} left behind");
+    }
+    let ns = sb.json(&["get", "namespace", rel.ns]);
+    assert_eq!(
+        ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "restricted"
+    );
+    // And the GPU pod is admitted again: no webhook of the release is registered.
+    let out = dry_run(&plain);
+    assert!(out.status.success(), "{}", sandbox::stderr(&out));
+}
+
+#[test]
+fn a_values_typo_fails_install_and_creates_nothing() {
+    let sb = sb();
+    let ns = sb.namespace("tp-typo");
+    let chart = chart();
+    let rel = Release {
+        sb,
+        name: "typo",
+        ns: &ns,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let provided = provided_values(tmp.path());
+    for (set, reason) in [
+        ("replica=2", "additional properties 'replica' not allowed"),
+        (
+            "certificates.mode=self-managed",
+            "certificates.mode=self-managed is not available yet",
+        ),
+    ] {
+        let out = rel.helm(&[
+            "install",
+            rel.name,
+            chart.to_str().unwrap(),
+            "-f",
+            provided.to_str().unwrap(),
+            "--set",
+            set,
+        ]);
+        assert!(!out.status.success(), "{set}: install must fail");
+        assert!(
+            sandbox::stderr(&out).contains(reason),
+            "{set}: {}",
+            sandbox::stderr(&out)
+        );
+    }
+    let list = ok("helm list", rel.helm(&["list", "-a", "-q"]));
+    assert_eq!(list.trim(), "", "no release recorded");
+    let out = sb.kubectl(&["get", "validatingwebhookconfiguration", &rel.fullname()]);
+    assert!(!out.status.success(), "no webhook registered");
+    let all = sb.ok(&[
+        "-n",
+        &ns,
+        "get",
+        "deployments,secrets,configmaps",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        !all.contains(&rel.fullname()),
+        "nothing of the release: {all}"
+    );
+}
