@@ -3,9 +3,12 @@
 //! ones must be answered, malformed ones refused with 400; the server's RSS is sampled
 //! from /proc.
 //!
-//! CI runs a few seconds and checks the answers. The full run (10 minutes at 1,000
-//! reviews/s) also checks RSS drift after warm-up (< 2 MiB) and that the p99 of normal
-//! reviews stays within 1.5x of the same load without heavy and malformed ones:
+//! CI runs a few seconds and checks the answers only: at most 16 reviews are in flight
+//! (one per worker), so a slow machine answers later but not differently. RSS drift
+//! and the p99 are measurements, not properties of a few seconds on a shared machine:
+//! they are checked (drift after warm-up < 2 MiB, the p99 of normal reviews within 1.5x
+//! of the same load without heavy and malformed ones) only in the full run, a
+//! benchmark to run on a quiet machine, whose result the README reports:
 //!   TRAINPLACE_SOAK_SECS=600 TRAINPLACE_SOAK_RPS=1000 \
 //!     cargo test --release --test soak -- --nocapture
 //! To see which extra load moves the p99, send only one kind of it with
@@ -188,13 +191,16 @@ async fn soak_mixed_load() {
         .unwrap();
     let pid = child.id();
     let _server = Server(child);
-    for _ in 0..200 {
-        if reqwest::get(format!("http://{probe}/readyz"))
-            .await
-            .is_ok_and(|r| r.status() == 200)
-        {
-            break;
-        }
+    // Start-up takes well under a second; 60 s only bounds one that never starts.
+    let starting = Instant::now();
+    while !reqwest::get(format!("http://{probe}/readyz"))
+        .await
+        .is_ok_and(|r| r.status() == 200)
+    {
+        assert!(
+            starting.elapsed() < Duration::from_secs(60),
+            "the server never became ready"
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let url = format!("https://localhost:{}/validate", addr.port());
@@ -264,6 +270,7 @@ async fn soak_mixed_load() {
     );
     assert_eq!(mixed.heavy_ok > 0, extra.heavy, "{extra:?}");
     assert_eq!(mixed.malformed_400 > 0, extra.malformed, "{extra:?}");
+    // The benchmark's criteria (see the top of this file); a short run prints them.
     if full {
         assert!(
             drift_kib < 2048,
