@@ -407,7 +407,7 @@ pub fn spawn_serve(
 }
 
 /// POST `review` to `url` until a just-started server answers (every 25 ms, up to
-/// 10 s): the HTTP status of the first answer.
+/// 60 s): the HTTP status of the first answer.
 pub async fn first_answer(c: &reqwest::Client, url: &str, review: &Value) -> u16 {
     // Start-up takes well under a second; 60 s only bounds one that never starts.
     let started = std::time::Instant::now();
