@@ -155,7 +155,15 @@ pub fn classify<'c>(
             .find_map(|(k, _)| labels.get(*k).map(|v| (k.to_string(), v.clone())))
     });
     let size = job_size(view, per_pod, on);
-    let pods = hints.pods.or(size.and_then(JobSize::pods));
+    // What the pods' own launchers say wins over a smaller workload count: one Job
+    // per rank is one multi-pod job.
+    let launched = size.filter(|s| s.multi_pod());
+    let pods = match (hints.pods, launched) {
+        (Some(n), Some(JobSize::Pods(m))) => Some(n.max(m)),
+        (Some(n), Some(JobSize::Several)) if n <= 1 => None,
+        (Some(n), _) => Some(n),
+        (None, s) => s.or(size).and_then(JobSize::pods),
+    };
     // Evidence that the pod belongs to a training job; without any, a GPU pod (an
     // inference server, a notebook) is left alone.
     let training = identity.is_some()
@@ -166,9 +174,9 @@ pub fn classify<'c>(
     if !training {
         return Class::NotTraining;
     }
-    let multi_pod = match hints.pods {
-        Some(n) => n > 1,
-        None => pods.is_none_or(|n| n > 1),
+    let multi_pod = match (hints.pods, launched) {
+        (Some(n), None) => n > 1,
+        _ => pods.is_none_or(|n| n > 1),
     };
     let identity_ref = identity.as_ref().map(|(k, v)| (k.as_str(), v.as_str()));
     let zones = zones(view.pod, identity_ref);

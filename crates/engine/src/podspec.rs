@@ -60,13 +60,15 @@ fn read_container(
         .iter()
         .filter_map(|w| c.get("resources")?.get(*w)?.as_object())
         .flat_map(|m| m.keys());
+    // Every accelerator resource counts: a zero request of one name (`amd.com/gpu: 0`)
+    // beside another is valid and must not hide the devices the pod really holds.
     for key in keys {
         if let Some(r) = catalog.accelerator(key)
             && let Some(n) = resource_count(c, key, at)?
+            && accelerators.as_ref().is_none_or(|(_, m)| n > *m)
         {
-            shared |= r.shared;
+            shared = r.shared && n > 0;
             accelerators = Some((key.clone(), n));
-            break;
         }
     }
     let efa = resource_count(c, RES_EFA, at)?.unwrap_or(0);
@@ -158,7 +160,12 @@ impl<'a> PodView<'a> {
             .containers
             .iter()
             .chain(self.init.iter().map(|(c, _)| c))
-            .find_map(|c| c.accelerators.as_ref().map(|(r, _)| r.as_str()))?;
+            .find_map(|c| {
+                c.accelerators
+                    .as_ref()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(r, _)| r.as_str())
+            })?;
         let n = self.effective(|c| c.accelerators.as_ref().map_or(0, |(_, n)| *n));
         (n > 0).then_some((res, n))
     }
@@ -172,6 +179,29 @@ impl<'a> PodView<'a> {
         self.containers
             .iter()
             .filter(|c| c.accelerators.as_ref().is_some_and(|(_, n)| *n > 0) || c.efa > 0)
+    }
+
+    /// Every container that can run the trainer: app containers and native sidecars
+    /// (init containers with `restartPolicy: Always`) that hold devices; all app
+    /// containers when none does (devices through DRA claims).
+    pub fn trainer_containers(&self) -> impl Iterator<Item = &'a Value> + '_ {
+        let holds =
+            |c: &ContainerUse| c.accelerators.as_ref().is_some_and(|(_, n)| *n > 0) || c.efa > 0;
+        let apps = items(self.pod, &["spec", "containers"]);
+        let inits = items(self.pod, &["spec", "initContainers"]);
+        let any = self.containers.iter().any(holds)
+            || self.init.iter().any(|(c, sidecar)| *sidecar && holds(c));
+        let app = self
+            .containers
+            .iter()
+            .filter(move |c| !any || holds(c))
+            .filter_map(move |c| apps.get(c.index));
+        let sidecars = self
+            .init
+            .iter()
+            .filter(move |(c, sidecar)| *sidecar && holds(c))
+            .filter_map(move |(c, _)| inits.get(c.index));
+        app.chain(sidecars)
     }
 
     pub fn labels(&self) -> BTreeMap<String, String> {
@@ -192,13 +222,6 @@ impl<'a> PodView<'a> {
 
     pub fn spec_bool(&self, key: &str) -> Option<bool> {
         self.pod.get("spec")?.get(key)?.as_bool()
-    }
-
-    /// The literal value of an env var in a container, if set with `value`.
-    pub fn env(&self, container: usize, name: &str) -> Option<&'a str> {
-        env_entry(self.container(container)?, name)?
-            .get("value")
-            .and_then(Value::as_str)
     }
 
     /// The size of the memory-backed volume a container mounts at /dev/shm, if it
@@ -240,9 +263,11 @@ impl<'a> PodView<'a> {
     }
 }
 
+/// A container's env entry of that name as the kubelet uses it: the last one wins.
 pub fn env_entry<'v>(container: &'v Value, name: &str) -> Option<&'v Value> {
     items(container, &["env"])
         .iter()
+        .rev()
         .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
 }
 

@@ -207,6 +207,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         DRA,
     ),
     (
+        "bypass/one-job-per-rank.yaml@restricted",
+        "partial-node",
+        "raw",
+        ONE_JOB_PER_RANK,
+    ),
+    (
+        "bypass/one-job-per-rank.yaml@restricted",
+        "partial-node",
+        "mutated",
+        ONE_JOB_PER_RANK,
+    ),
+    (
+        "bypass/one-job-per-rank.yaml@default",
+        "partial-node",
+        "raw",
+        ONE_JOB_PER_RANK,
+    ),
+    (
+        "bypass/one-job-per-rank.yaml@default",
+        "partial-node",
+        "mutated",
+        ONE_JOB_PER_RANK,
+    ),
+    (
         "bypass/pytorchjob-master-worker-in-two-zones.yaml@restricted",
         "multi-az",
         "raw",
@@ -253,6 +277,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         SPLIT_ZONES,
+    ),
+    (
+        "bypass/trainer-in-native-sidecar.yaml@restricted",
+        "partial-node",
+        "raw",
+        SIDECAR_TRAINER,
+    ),
+    (
+        "bypass/trainer-in-native-sidecar.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SIDECAR_TRAINER,
+    ),
+    (
+        "bypass/trainer-in-native-sidecar.yaml@default",
+        "partial-node",
+        "raw",
+        SIDECAR_TRAINER,
+    ),
+    (
+        "bypass/trainer-in-native-sidecar.yaml@default",
+        "partial-node",
+        "mutated",
+        SIDECAR_TRAINER,
     ),
     (
         "bypass/volcano-tasks-in-two-zone-ids.yaml@restricted",
@@ -280,6 +328,8 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
+const ONE_JOB_PER_RANK: &str = "a workload whose pods' env says the job has more pods than the workload makes (one Job per rank): the engine takes the env; the VAP reads launcher env on bare Pods only, so it judges those pods when the Job creates them (VAP looser on the workload)";
+const SIDECAR_TRAINER: &str = "the engine reads the launcher of every container that can run the trainer, native sidecars included; the VAP reads the first app container that holds devices (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

@@ -1,20 +1,29 @@
-//! How many pods a training job has, read from what its launcher is told: torchrun and
-//! MPI env (`PET_NNODES`, `WORLD_SIZE`, literal or `valueFrom`) and the command line
-//! (`torchrun --nnodes`, `deepspeed --num_nodes`, `mpirun -np`). A pod that says it is
-//! one of several is a multi-pod training job even without a label trainplace knows.
+//! How many pods a training job has, read the way the job really starts: the container's
+//! env as the kubelet builds it (the last entry of a name wins; `$(VAR)` in command and
+//! args is expanded from it), then each launcher's own flags and env with the
+//! launcher's precedence (see [`launchers`]). Every container that can run the trainer
+//! is read: app containers and native sidecars that hold devices. A pod that says it
+//! is one of several is a multi-pod training job even without a label trainplace knows.
 //! Volcano's `pytorch` plugin writes its own `WORLD_SIZE` (a pod count) into the pods
 //! of a Volcano Job. Each recogniser can be switched off in policy (`recognizers`).
 
+mod launchers;
+
+use serde_json::Value;
+
 use crate::annotations::LABEL_VOLCANO_JOB;
-use crate::podspec::{PodView, command_line, env_entry};
+use crate::json::items;
+use crate::podspec::{PodView, command_line};
 use crate::policy::Recognizers;
+
+pub(crate) use launchers::rendezvous;
 
 /// What the launcher settings say about the job's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum JobSize {
     /// This many pods.
     Pods(u32),
-    /// More than one pod, count not written literally (`$(NNODES)`, `valueFrom`).
+    /// More than one pod, count not written literally (`$NNODES` unset, `valueFrom`).
     Several,
 }
 
@@ -30,124 +39,152 @@ impl JobSize {
     pub fn multi_pod(self) -> bool {
         self.pods().is_none_or(|n| n > 1)
     }
+
+    /// The larger of two readings: several beats one pod, a known count beats several.
+    fn max(self, other: JobSize) -> JobSize {
+        match (self, other) {
+            (JobSize::Pods(a), JobSize::Pods(b)) => JobSize::Pods(a.max(b)),
+            (JobSize::Pods(n), JobSize::Several) | (JobSize::Several, JobSize::Pods(n))
+                if n > 1 =>
+            {
+                JobSize::Pods(n)
+            }
+            _ => JobSize::Several,
+        }
+    }
 }
 
-/// The job size from the first device container's env, then its command line.
+/// A container's env as the kubelet builds it: entries in order, the last of a name
+/// wins. `valueFrom` entries have no literal value.
+pub(crate) struct Env<'a> {
+    entries: &'a [Value],
+}
+
+/// One env var as the container sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EnvValue<'a> {
+    Literal(&'a str),
+    /// Set from a ConfigMap, Secret, field or resource: a value trainplace cannot read.
+    Elsewhere,
+}
+
+impl<'a> Env<'a> {
+    pub(crate) fn of(container: &'a Value) -> Self {
+        Env {
+            entries: items(container, &["env"]),
+        }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<EnvValue<'a>> {
+        let e = self
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.get("name").and_then(Value::as_str) == Some(name))?;
+        Some(match e.get("value").and_then(Value::as_str) {
+            Some(v) => EnvValue::Literal(v),
+            None if e.get("valueFrom").is_some() => EnvValue::Elsewhere,
+            None => EnvValue::Literal(""),
+        })
+    }
+
+    pub(crate) fn literal(&self, name: &str) -> Option<&'a str> {
+        match self.get(name)? {
+            EnvValue::Literal(v) => Some(v),
+            EnvValue::Elsewhere => None,
+        }
+    }
+
+    /// `$(VAR)` references expanded as the kubelet does for command and args: a
+    /// defined literal replaces it, `$$` escapes, anything else stays as written.
+    /// https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
+    pub(crate) fn expand(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let tail = &rest[at..];
+            if tail.starts_with("$$") {
+                out.push('$');
+                rest = &tail[2..];
+                continue;
+            }
+            let reference = tail
+                .strip_prefix("$(")
+                .and_then(|t| t.find(')').map(|end| &t[..end]));
+            match reference.and_then(|name| Some((name, self.literal(name)?))) {
+                Some((name, value)) => {
+                    out.push_str(value);
+                    rest = &tail[name.len() + 3..];
+                }
+                None => {
+                    out.push('$');
+                    rest = &tail[1..];
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// The job size from every container that can run the trainer: the largest reading.
 pub(crate) fn job_size(view: &PodView<'_>, per_pod: u32, on: &Recognizers) -> Option<JobSize> {
-    let c = view.device_containers().next()?.index;
-    env_size(view, c, per_pod, on).or_else(|| {
-        on.command_line
-            .unwrap_or(true)
-            .then(|| command_size(&command_line(view.container(c)?), per_pod))
-            .flatten()
-    })
+    view.trainer_containers()
+        .filter_map(|c| container_size(view, c, per_pod, on))
+        .reduce(JobSize::max)
 }
 
-fn env_size(view: &PodView<'_>, c: usize, per_pod: u32, on: &Recognizers) -> Option<JobSize> {
-    let container = view.container(c)?;
-    let from_elsewhere = |name: &str| {
-        on.env_value_from.unwrap_or(true)
-            && env_entry(container, name).is_some_and(|e| e.get("valueFrom").is_some())
-    };
-    if let Some(v) = view.env(c, "PET_NNODES") {
+/// One container: its launcher's command line (read with the launcher's own env),
+/// else the env a trainer started without a launcher reads.
+fn container_size(
+    view: &PodView<'_>,
+    container: &Value,
+    per_pod: u32,
+    on: &Recognizers,
+) -> Option<JobSize> {
+    let env = Env::of(container);
+    let line = env.expand(&command_line(container));
+    let launched = on
+        .command_line
+        .unwrap_or(true)
+        .then(|| launchers::size(&line, &env, per_pod))
+        .flatten();
+    match launched {
+        Some(size) => Some(size),
+        None => env_size(view, &env, per_pod, on),
+    }
+}
+
+/// The env of a trainer started without a launcher on its command line (a script that
+/// runs torchrun reads `PET_*`; `torch.distributed` reads `WORLD_SIZE`).
+fn env_size(view: &PodView<'_>, env: &Env<'_>, per_pod: u32, on: &Recognizers) -> Option<JobSize> {
+    let value_from = on.env_value_from.unwrap_or(true);
+    match env.get("PET_NNODES") {
         // torchrun accepts "N" or an elastic range "MIN:MAX"; the maximum bounds the job.
-        return Some(count(v.rsplit(':').next()?));
+        Some(EnvValue::Literal(v)) => return Some(launchers::node_count(v, env)),
+        Some(EnvValue::Elsewhere) if value_from => return Some(JobSize::Several),
+        _ => {}
     }
-    if from_elsewhere("PET_NNODES") || from_elsewhere("WORLD_SIZE") {
+    let world = match env.get("WORLD_SIZE")? {
+        EnvValue::Literal(v) => v,
+        EnvValue::Elsewhere => return value_from.then_some(JobSize::Several),
+    };
+    let JobSize::Pods(world) = launchers::count(world, env) else {
         return Some(JobSize::Several);
-    }
-    let volcano = view.labels().contains_key(LABEL_VOLCANO_JOB) && on.volcano.unwrap_or(true);
-    let world: u32 = view.env(c, "WORLD_SIZE")?.trim().parse().ok()?;
+    };
     // Volcano's `pytorch` plugin sets WORLD_SIZE to the job's pod count (the sum of its
     // tasks' replicas), not to a process count.
     // https://github.com/volcano-sh/volcano/blob/ed72c7c815a9fd547a787134676f73d42e9d049c/pkg/controllers/job/plugins/distributed-framework/pytorch/pytorch.go
-    if volcano && view.env(c, "PET_NPROC_PER_NODE").is_none() {
+    let volcano = view.labels().contains_key(LABEL_VOLCANO_JOB) && on.volcano.unwrap_or(true);
+    if volcano && env.get("PET_NPROC_PER_NODE").is_none() {
         return Some(JobSize::Pods(world));
     }
-    let per = view
-        .env(c, "PET_NPROC_PER_NODE")
-        .and_then(|v| v.parse::<u32>().ok())
-        .unwrap_or(per_pod)
-        .max(1);
-    Some(JobSize::Pods(world.div_ceil(per)))
-}
-
-/// A literal count, or several when it is a variable or not a number.
-fn count(text: &str) -> JobSize {
-    text.trim()
-        .parse::<u32>()
-        .map_or(JobSize::Several, JobSize::Pods)
-}
-
-/// Node flags of torchrun and deepspeed (value = nodes) and MPI's process count.
-const NODE_FLAGS: [&str; 3] = ["--nnodes", "--num_nodes", "--num-nodes"];
-const PROCESS_FLAGS: [&str; 3] = ["-np", "-n", "--np"];
-
-fn command_size(line: &str, per_pod: u32) -> Option<JobSize> {
-    let launcher = [
-        "torchrun",
-        "deepspeed",
-        "mpirun",
-        "mpiexec",
-        "torch.distributed.run",
-    ]
-    .iter()
-    .any(|l| line.contains(l));
-    if !launcher {
-        return None;
-    }
-    // Shell strings (`bash -c "torchrun --nnodes 4 ..."`) split like the shell would.
-    let tokens: Vec<&str> = line
-        .split(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ';')
-        .filter(|t| !t.is_empty())
-        .collect();
-    for (i, t) in tokens.iter().enumerate() {
-        let (flag, inline) = match t.split_once('=') {
-            Some((f, v)) => (f, Some(v)),
-            None => (*t, None),
-        };
-        let value = || inline.or_else(|| tokens.get(i + 1).copied());
-        if NODE_FLAGS.contains(&flag) {
-            let v = value()?;
-            return Some(count(v.rsplit(':').next().unwrap_or(v)));
-        }
-        if PROCESS_FLAGS.contains(&flag) && line.contains("mpi") {
-            return Some(match count(value()?) {
-                JobSize::Pods(procs) => JobSize::Pods(procs.div_ceil(per_pod.max(1))),
-                JobSize::Several => JobSize::Several,
-            });
-        }
-    }
-    None
+    Some(JobSize::Pods(world.div_ceil(launchers::per_node(
+        env.literal("PET_NPROC_PER_NODE"),
+        per_pod,
+    ))))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{JobSize, command_size};
-
-    #[test]
-    fn command_lines_say_how_many_nodes() {
-        let cases = [
-            (
-                "torchrun --nnodes=4 --nproc_per_node=8 train.py",
-                Some(JobSize::Pods(4)),
-            ),
-            ("torchrun --nnodes 4 train.py", Some(JobSize::Pods(4))),
-            ("torchrun --nnodes=2:8 train.py", Some(JobSize::Pods(8))),
-            (
-                "torchrun --nnodes=$(NNODES) train.py",
-                Some(JobSize::Several),
-            ),
-            (
-                "bash -c \"deepspeed --num_nodes 2 train.py\"",
-                Some(JobSize::Pods(2)),
-            ),
-            ("mpirun -np 16 python train.py", Some(JobSize::Pods(2))),
-            ("python serve.py --n 4", None),
-            ("torchrun train.py", None),
-        ];
-        for (line, want) in cases {
-            assert_eq!(command_size(line, 8), want, "{line}");
-        }
-    }
-}
+mod tests;

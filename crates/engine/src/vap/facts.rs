@@ -231,15 +231,18 @@ fn templates(policy: &Policy) -> Result<String, ExportError> {
 /// Launchers and flags of `recognize::command_size`: torchrun / deepspeed node counts,
 /// and MPI's process count (when the line mentions mpi). `SEP` splits tokens as the
 /// engine does (whitespace, quotes, `;`).
-const LAUNCHERS: [&str; 5] = [
+const LAUNCHERS: [&str; 7] = [
     "torchrun",
     "deepspeed",
     "mpirun",
     "mpiexec",
     "torch.distributed.run",
+    "torch.distributed.launch",
+    "accelerate",
 ];
 const SEP: &str = r#"[\s"';]"#;
-const NODE_FLAGS: &str = "--nnodes|--num_nodes|--num-nodes";
+/// Node-count flags, with the unique prefixes argparse accepts (`--nnode`, `--num_n`).
+const NODE_FLAGS: &str = "--nn[a-z]*|--num_n[a-z_]*|--num-n[a-z-]*|--num[_-]machines";
 const PROCESS_FLAGS: &str = "-np|-n|--np";
 
 /// `podLine`, `podFlag`: the first device container's command line, and its first
@@ -278,21 +281,28 @@ fn flag_size() -> String {
 fn pod_size(policy: &Policy) -> (String, String) {
     let env = "object.kind == 'Pod' && size(variables.pods) == 1 && size(variables.pods[0].dc) > 0 && has(variables.pods[0].dc[0].c.env) ? variables.pods[0].dc[0].c.env : []".to_string();
     let value_from = policy.file().recognizers.env_value_from.unwrap_or(true);
-    let first = |name: &str| format!("variables.podEnv.filter(e, e.name == {})", lit(name));
+    // The kubelet gives a container the last entry of a name.
+    let named = |name: &str| format!("variables.podEnv.filter(e, e.name == {})", lit(name));
+    let last = |list: &str| format!("{list}[size({list}) - 1]");
     let (nn, ws, np) = (
-        first("PET_NNODES"),
-        first("WORLD_SIZE"),
-        first("PET_NPROC_PER_NODE"),
+        named("PET_NNODES"),
+        named("WORLD_SIZE"),
+        named("PET_NPROC_PER_NODE"),
     );
+    let (nn1, ws1, np1) = (last(&nn), last(&ws), last(&np));
+    // A pod runs at most one rank per accelerator it holds.
     let per = format!(
-        "(size({np}) > 0 && has({np}[0].value) && {np}[0].value.matches('^[0-9]{{1,9}}$') ? [int({np}[0].value), 1].max() : [variables.pods[0].g, 1].max())"
+        "[[size({np}) > 0 && has({np1}.value) && {np1}.value.matches('^[0-9]{{1,9}}$') ? int({np1}.value) : variables.pods[0].g, 1].max(), [variables.pods[0].g, 1].max()].min()"
     );
+    let standalone = lit(&format!("(^|{SEP})--stan[a-z]*($|{SEP})"));
+    // A launcher's flag wins over its env.
     let size = format!(
         "object.kind != 'Pod' || size(variables.pods) != 1 || size(variables.pods[0].dc) == 0 ? -1
-: size({nn}) > 0 && has({nn}[0].value) ? ({nn}[0].value.matches('^(.*:)?[ \\t]*[+]?(0+|0*1)[ \\t]*$') ? 0 : 1)
-: {value_from} && ((size({nn}) > 0 && has({nn}[0].valueFrom)) || (size({ws}) > 0 && has({ws}[0].valueFrom))) ? 1
-: size({ws}) > 0 && has({ws}[0].value) && {ws}[0].value.matches('^[0-9]{{1,9}}$') ? (int({ws}[0].value) > {per} ? 1 : 0)
+: variables.podLine.contains('torch') && variables.podLine.matches({standalone}) ? 0
 : variables.podFlag != '' ? {flag}
+: size({nn}) > 0 && has({nn1}.value) ? ({nn1}.value.matches('^(.*:)?[ \\t]*[+]?(0+|0*1)[ \\t]*$') ? 0 : 1)
+: {value_from} && ((size({nn}) > 0 && has({nn1}.valueFrom)) || (size({ws}) > 0 && has({ws1}.valueFrom))) ? 1
+: size({ws}) > 0 && has({ws1}.value) && {ws1}.value.matches('^[0-9]{{1,9}}$') ? (int({ws1}.value) > {per} ? 1 : 0)
 : -1",
         flag = flag_size()
     );

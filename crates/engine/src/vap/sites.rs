@@ -130,17 +130,21 @@ pub(crate) fn sites() -> String {
     )
 }
 
-/// The accelerator resource a resource map `m` names: exact names in catalog order,
+/// The accelerator resource a resource map `m` names with a count above zero (a zero
+/// request of one name beside another hides nothing): exact names in catalog order,
 /// then prefixes (`nvidia.com/mig-*`); `''` when none.
 fn accel_key(catalog: &Catalog, m: &str) -> String {
     let mut out = String::new();
     for r in catalog.accelerator_resources() {
         match r.name.strip_suffix('*') {
             Some(prefix) => out.push_str(&format!(
-                "{m}.exists(k, k.startsWith({p})) ? {m}.filter(k, k.startsWith({p}))[0] : ",
+                "{m}.exists(k, k.startsWith({p}) && string({m}[k]) != '0') ? {m}.filter(k, k.startsWith({p}) && string({m}[k]) != '0')[0] : ",
                 p = lit(prefix)
             )),
-            None => out.push_str(&format!("{n} in {m} ? {n} : ", n = lit(&r.name))),
+            None => out.push_str(&format!(
+                "{n} in {m} && string({m}[{n}]) != '0' ? {n} : ",
+                n = lit(&r.name)
+            )),
         }
     }
     out.push_str("''");
