@@ -6,27 +6,49 @@
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
 # sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it),
 # and helm (the chart's tests), built the same way by scripts/helm.sh.
+# Also: git and procps (`kill`), which tests run, and an open-file limit for the burst
+# test (checked below; a limit cannot be raised for the later `cargo test` from here).
+# As root (CI) it installs the Debian packages it needs; otherwise it names them.
 # Idempotent; safe to run on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x .venv/bin/kubernetes-validate ] || ! .venv/bin/python -c 'import yaml; assert yaml.__version__ == "6.0.3"' 2>/dev/null; then
-  python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 pyyaml==6.0.3
-fi
-if ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "chromium is missing: install the Debian package chromium (the advisor browser test needs it)" >&2
-  fi
-fi
+KUBERNETES_VALIDATE=1.37.0
+PYYAML=6.0.3
+# tests/burst_memory.rs: 2,000 connections at once plus room (its OPEN_FILES).
+OPEN_FILES=2512
+
 missing=()
+python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
-if [ "${#missing[@]}" -gt 0 ] && [ "$(id -u)" = 0 ]; then
+command -v git >/dev/null 2>&1 || missing+=(git)
+type -P kill >/dev/null || missing+=(procps)
+# The browser test runs $TRAINPLACE_CHROMIUM, else `chromium` from PATH, as here.
+[ -n "${TRAINPLACE_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing Debian packages: ${missing[*]} (install them as root, or run this script as root)" >&2
+    exit 1
+  fi
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ -n "${TRAINPLACE_CHROMIUM:-}" ] && [ ! -x "$TRAINPLACE_CHROMIUM" ]; then
+  echo "TRAINPLACE_CHROMIUM=$TRAINPLACE_CHROMIUM is not an executable" >&2
+  exit 1
+fi
+
+if [ ! -x .venv/bin/kubernetes-validate ] \
+  || [ "$(.venv/bin/kubernetes-validate --version 2>/dev/null)" != "$KUBERNETES_VALIDATE" ] \
+  || ! .venv/bin/python -c "import yaml; assert yaml.__version__ == '$PYYAML'" 2>/dev/null; then
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE" "pyyaml==$PYYAML"
+fi
+
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$hard" -lt "$OPEN_FILES" ]; then
+  echo "the open-file hard limit is $hard; tests/burst_memory.rs needs $OPEN_FILES: raise it as root (ulimit -Hn $OPEN_FILES in the shell that runs cargo test, or nofile in /etc/security/limits.conf)" >&2
+  exit 1
 fi
 command -v openssl >/dev/null || { echo "openssl is missing (certs/make-certs.sh and its test use it)" >&2; exit 1; }
 command -v kubectl >/dev/null || { echo "kubectl is missing (the plugin and kustomize tests run the real kubectl)" >&2; exit 1; }

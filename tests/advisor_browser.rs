@@ -10,15 +10,23 @@ use tokio::net::TcpListener;
 use tokio::process::Command;
 use trainplace::advisor_server::{AppState, router};
 
+/// `$TRAINPLACE_CHROMIUM`, else `chromium` on PATH: where scripts/test-deps.sh looks.
 fn chromium() -> PathBuf {
-    let path = std::env::var_os("TRAINPLACE_CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    assert!(
-        path.exists(),
-        "chromium not found at {} (apt-get install -y chromium)",
-        path.display()
-    );
-    path
+    if let Some(path) = std::env::var_os("TRAINPLACE_CHROMIUM") {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "TRAINPLACE_CHROMIUM={} is no file",
+            path.display()
+        );
+        return path;
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("chromium"))
+        .find(|path| path.is_file())
+        .expect("chromium is not on PATH (scripts/test-deps.sh installs it; TRAINPLACE_CHROMIUM names another)")
 }
 
 fn out_dir() -> PathBuf {
