@@ -1,8 +1,7 @@
-//! A burst of connections must not leave its memory behind in an idle server (a server
-//! that kept 104 MB after 2,000 connections was seen). Here a `trainplace serve` process
-//! with its default flags takes 2,000 connections at once over real TLS sockets, each
-//! posting the ~10 KB training pod to `/mutate`, and its RSS must come back to within
-//! `KEPT_MIB` of what it was after its first reviews. With one I/O thread per core
+//! A burst of connections must not leave its memory behind in an idle server. Here a
+//! `trainplace serve` process with its default flags takes 2,000 connections at once
+//! over real TLS sockets, each posting the ~10 KB training pod to `/mutate`, and its
+//! RSS must come back to within `KEPT_MIB` of what it was after its first reviews. With one I/O thread per core
 //! (`--io-threads 0`) each thread keeps some of what it freed: on two cores this test
 //! fails with 24 MiB kept, and the `dist` build kept 16.9 MiB against 3.6 MiB with one
 //! I/O thread (README "Performance").

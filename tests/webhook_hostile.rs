@@ -100,7 +100,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 /// Probes are answered while heavy reviews keep every review thread busy. Measured
 /// against the reviews themselves, not the clock alone: a probe waiting behind
-/// reviews (0.8 s here before reviews moved off the async workers) takes at least a
+/// reviews (as on a server whose async workers ran the reviews) takes at least a
 /// review's time, while a probe served beside them takes a connection's. Both slow
 /// down together on a busy machine, so the comparison holds on any machine; the
 /// kubelet's own limit (1 s, its default probe timeout) is the absolute bound.

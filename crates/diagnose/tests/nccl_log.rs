@@ -107,8 +107,8 @@ fn every_transport_string_is_recognised(
 #[case::stale_env_plugin_16("stale_env_ofi174.log", Some("p5.48xlarge"), Some("1.6.4"),
     vec![(W, "nccl-proto-forced"), (W, "nccl-topo-file"), (W, "stale-env"), (W, "stale-env")], 0)]
 #[case::ib_cluster("ib_cluster_net_ib.log", None, None, vec![], 0)]
-// Issue 12 item 14: `Using network Socket` alone (no plugin in the image, one node, every
-// pair over P2P) is not a fault.
+// `Using network Socket` alone (no plugin in the image, one node, every pair over P2P)
+// is not a fault.
 #[case::socket_net_unused_on_one_node("single_node_nvlink_socket_net_unused.log", None, None, vec![], 0)]
 fn findings_and_exit_code(
     #[case] name: &str,

@@ -124,7 +124,7 @@ fn single_gpu_has_no_pairs() {
     assert!(topo.advice[0].contains("one GPU"));
 }
 
-/// Issue 12 item 14: every matrix in an input is read (here one per pod, as
+/// Every matrix in an input is read (here one per pod, as
 /// `kubectl logs --prefix` prints them), and the GPU model comes from `nvidia-smi -L`.
 #[test]
 fn every_matrix_is_read_and_named_by_pod_and_gpu_model() {

@@ -19,8 +19,8 @@ const PLAIN: [(&str, &str); 7] = [
     ("kubeflow.org", "MPIJob"),
 ];
 
-/// Controllers of the kinds trainplace judges from their templates (issue: their pods
-/// used to pass with no note at all).
+/// Controllers of the kinds trainplace judges from their templates: their pods get a
+/// note naming the controller, not silence.
 const JUDGED: [(&str, &str); 4] = [
     ("ray.io", "RayCluster"),
     ("batch.volcano.sh", "Job"),

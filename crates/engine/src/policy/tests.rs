@@ -137,7 +137,7 @@ fn a_file_that_sets_one_default_keeps_every_other_section() {
         namespace: "team-a",
         ..Default::default()
     };
-    // Before the merge rule, omitting optIns revoked every opt-in.
+    // A file without optIns keeps the defaults' grants: it does not revoke every opt-in.
     assert!(p.may_opt_in(OptIn::AllowPartialNode, &who));
     assert!(p.may_opt_in(OptIn::Skip, &who));
     let eff = p.effective(&who);
