@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
+use trainplace_engine::annotations::{
+    LABEL_INSTANCE_TYPE, LABEL_RESERVATION_ID, LABEL_ZONE, RES_EFA, RES_NEURON, RES_NVIDIA_GPU,
+};
 
 use crate::error::{InputError, InputSource};
 
@@ -82,12 +85,12 @@ fn node(i: usize, v: &Value) -> Result<NodeInfo, InputError> {
     };
     Ok(NodeInfo {
         name: name.to_string(),
-        instance_type: label("node.kubernetes.io/instance-type"),
-        zone: label("topology.kubernetes.io/zone"),
-        gpus: alloc("nvidia.com/gpu")?.max(alloc("aws.amazon.com/neuron")?),
-        efa: alloc("vpc.amazonaws.com/efa")?,
+        instance_type: label(LABEL_INSTANCE_TYPE),
+        zone: label(LABEL_ZONE),
+        gpus: alloc(RES_NVIDIA_GPU)?.max(alloc(RES_NEURON)?),
+        efa: alloc(RES_EFA)?,
         group: label("eks.amazonaws.com/nodegroup").or_else(|| label("karpenter.sh/nodepool")),
-        capacity_reservation: label("karpenter.k8s.aws/capacity-reservation-id"),
+        capacity_reservation: label(LABEL_RESERVATION_ID),
     })
 }
 

@@ -5,6 +5,7 @@
 use std::cmp::Reverse;
 
 use serde::Serialize;
+use trainplace_engine::annotations::RES_NVIDIA_GPU;
 use trainplace_engine::{Catalog, InstanceProfile};
 
 use crate::error::InputError;
@@ -118,7 +119,7 @@ pub fn processes_per_node(p: &InstanceProfile) -> u32 {
 
 /// What the accelerators are called in text: GPUs, or accelerators for Neuron.
 pub fn accelerator_word(p: &InstanceProfile) -> &'static str {
-    if p.accelerator_resource == "nvidia.com/gpu" {
+    if p.accelerator_resource == RES_NVIDIA_GPU {
         "GPUs"
     } else {
         "accelerators"

@@ -7,6 +7,8 @@
 
 use std::fmt::Write;
 
+use trainplace_engine::annotations::RES_NVIDIA_GPU;
+
 use crate::recommend::Recommendation;
 use crate::shape::accelerator_word;
 
@@ -98,7 +100,7 @@ fn node_detail(s: &mut String, r: &Recommendation, x: u32, y: u32, h: u32, cols:
     let gx0 = x + 14;
     let gy0 = y + 36;
     let bus_y = gy0 + accel.div_ceil(cols) * 34 + 14;
-    let short = if p.accelerator_resource == "nvidia.com/gpu" {
+    let short = if p.accelerator_resource == RES_NVIDIA_GPU {
         "GPU"
     } else {
         "NC"

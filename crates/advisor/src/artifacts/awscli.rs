@@ -1,5 +1,7 @@
 //! The aws CLI (and eksctl) commands in order, values filled in.
 
+use trainplace_engine::annotations::RES_NVIDIA_GPU;
+
 use crate::capacity::block_sizes;
 use crate::recommend::{CapacityPlan, Recommendation};
 use crate::request::Demand;
@@ -208,7 +210,7 @@ pub fn script(rec: &Recommendation) -> String {
         out.push("kubectl apply -f efa-claim-template.yaml".into());
         out.push(String::new());
     }
-    if rec.instance.accelerator_resource == "nvidia.com/gpu" {
+    if rec.instance.accelerator_resource == RES_NVIDIA_GPU {
         let tests = format!("{}-nccl-tests", req.names.job);
         out.push(
             "# {STEP} Check NCCL over EFA before training: run nccl-tests, wait, judge its log."

@@ -140,25 +140,33 @@ fn trainjob(parts: &PodParts<'_>) -> Value {
 
 /// kubeflow.org/v2beta1 MPIJob: workers run sshd; the launcher (no GPUs) runs mpirun.
 fn mpijob(parts: &PodParts<'_>) -> Value {
-    let np = (parts.rec.shape.nodes * nproc(parts)).to_string();
-    let per = nproc(parts).to_string();
-    let launch = [
+    let mut launch = mpirun(parts.rec.shape.nodes * nproc(parts), nproc(parts));
+    launch.extend(["python".to_string(), TRAIN_SCRIPT.to_string()]);
+    let launch: Vec<&str> = launch.iter().map(String::as_str).collect();
+    mpi_object(parts, parts.job(), &parts.rec.image, &launch)
+}
+
+/// How every MPI launcher here starts its ranks: `np` in all, `per_node` on each
+/// worker, no CPU binding, and PATH and LD_LIBRARY_PATH passed on to ranks that sshd
+/// starts without the container's env. The command to run follows.
+pub fn mpirun(np: impl std::fmt::Display, per_node: impl std::fmt::Display) -> Vec<String> {
+    let (np, per_node) = (np.to_string(), per_node.to_string());
+    [
         "mpirun",
         "--allow-run-as-root",
         "-np",
-        np.as_str(),
+        &np,
         "-npernode",
-        per.as_str(),
+        &per_node,
         "--bind-to",
         "none",
         "-x",
         "PATH",
         "-x",
         "LD_LIBRARY_PATH",
-        "python",
-        TRAIN_SCRIPT,
-    ];
-    mpi_object(parts, parts.job(), &parts.rec.image, &launch)
+    ]
+    .map(str::to_string)
+    .to_vec()
 }
 
 /// An MPIJob with one sshd worker per node and a CPU-only launcher running `launch`.

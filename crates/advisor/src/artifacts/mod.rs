@@ -14,6 +14,7 @@ pub mod prereqs;
 use serde::Serialize;
 use serde_json::Value;
 use trainplace_engine::Policy;
+use trainplace_engine::annotations::RES_NVIDIA_GPU;
 
 use crate::recommend::{CapacityPlan, Recommendation};
 use pod::PodParts;
@@ -61,7 +62,7 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         node_class: karpenter::node_class(rec),
         node_pool: karpenter::node_pool(rec),
         job: jobs::job(&parts, rec.request.framework),
-        nccl_tests: (rec.instance.accelerator_resource == "nvidia.com/gpu")
+        nccl_tests: (rec.instance.accelerator_resource == RES_NVIDIA_GPU)
             .then(|| nccl_tests::nccl_tests(&parts)),
         efa_claim: parts.efa_claim_template(),
     }

@@ -3,45 +3,36 @@
 
 use serde_json::Value;
 
-use super::jobs::mpi_object;
+use super::jobs::{mpi_object, mpirun};
 use super::pod::PodParts;
 use crate::images::{ALL_REDUCE_PERF, GPU_IMAGE};
 
 pub fn nccl_tests(parts: &PodParts<'_>) -> Value {
     let name = format!("{}-nccl-tests", parts.job());
-    let np = parts.rec.shape.total_gpus.to_string();
-    let per = parts.rec.processes_per_pod.to_string();
-    let launch = [
-        "mpirun",
-        "--allow-run-as-root",
-        "-np",
-        np.as_str(),
-        "-npernode",
-        per.as_str(),
-        "--bind-to",
-        "none",
-        "-x",
-        "PATH",
-        "-x",
-        "LD_LIBRARY_PATH",
-        "-x",
-        "NCCL_DEBUG=INFO",
-        "-x",
-        "NCCL_DEBUG_SUBSYS=INIT,NET",
-        ALL_REDUCE_PERF,
-        "-b",
-        "8",
-        "-e",
-        "1G",
-        "-f",
-        "2",
-        "-g",
-        "1",
-        "-c",
-        "1",
-        "-n",
-        "100",
-    ];
+    let mut launch = mpirun(parts.rec.shape.total_gpus, parts.rec.processes_per_pod);
+    launch.extend(
+        [
+            "-x",
+            "NCCL_DEBUG=INFO",
+            "-x",
+            "NCCL_DEBUG_SUBSYS=INIT,NET",
+            ALL_REDUCE_PERF,
+            "-b",
+            "8",
+            "-e",
+            "1G",
+            "-f",
+            "2",
+            "-g",
+            "1",
+            "-c",
+            "1",
+            "-n",
+            "100",
+        ]
+        .map(str::to_string),
+    );
+    let launch: Vec<&str> = launch.iter().map(String::as_str).collect();
     // The pinned DLC image carries EFA, aws-ofi-nccl, OpenMPI and all_reduce_perf.
     mpi_object(parts, &name, GPU_IMAGE, &launch)
 }

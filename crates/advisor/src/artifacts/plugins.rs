@@ -27,6 +27,7 @@
 //!   https://github.com/aws-neuron/neuron-helm-charts/releases/tag/1.9.0).
 
 use serde_json::{Value, json};
+use trainplace_engine::annotations::RES_NVIDIA_GPU;
 
 use crate::recommend::Recommendation;
 
@@ -46,7 +47,7 @@ pub const NEURON_CHART_VERSION: &str = "1.9.0";
 pub const VALUES_FILE: &str = "efa-device-plugin-values.yaml";
 
 pub fn is_nvidia(rec: &Recommendation) -> bool {
-    rec.instance.accelerator_resource == "nvidia.com/gpu"
+    rec.instance.accelerator_resource == RES_NVIDIA_GPU
 }
 
 /// The one taint on the job's nodes: the accelerator resource.

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{NNODES_FLAG, NPROC_FLAGS, refuse};
-use crate::annotations::RES_EFA;
+use crate::annotations::{RES_EFA, RES_NVIDIA_GPU};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
 use crate::json::items;
@@ -82,8 +82,8 @@ pub(super) fn rewrite_template(
             {
                 let ptr = format!("{base}/resources/{w}");
                 let mut cur = Cursor::root(m, &ptr);
-                if cur.value.get("nvidia.com/gpu").is_some() {
-                    cur.set("nvidia.com/gpu", json!(big), ops);
+                if cur.value.get(RES_NVIDIA_GPU).is_some() {
+                    cur.set(RES_NVIDIA_GPU, json!(big), ops);
                 }
                 if cur.value.get(RES_EFA).is_some() {
                     cur.set(RES_EFA, json!(max_efa), ops);
@@ -91,7 +91,7 @@ pub(super) fn rewrite_template(
             }
         }
         lines.push(format!(
-            "{}.containers[{ci}] nvidia.com/gpu = {big}",
+            "{}.containers[{ci}] {RES_NVIDIA_GPU} = {big}",
             site.field
         ));
         let envs = items(c, &["env"]).len();

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::annotations::{RES_EFA, RESHAPE};
+use crate::annotations::{RES_EFA, RES_NVIDIA_GPU, RESHAPE};
 use crate::classify::{Class, SiteHints, Target, classify};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
@@ -98,8 +98,8 @@ pub(super) fn reshape(
             continue;
         };
         let mut cur = Cursor::root(m, &format!("/spec/trainer/resourcesPerNode/{w}"));
-        if cur.value.get("nvidia.com/gpu").is_some() {
-            cur.set("nvidia.com/gpu", json!(big), ops);
+        if cur.value.get(RES_NVIDIA_GPU).is_some() {
+            cur.set(RES_NVIDIA_GPU, json!(big), ops);
         }
         if cur.value.get(RES_EFA).is_some() {
             cur.set(RES_EFA, json!(inst.max_efa), ops);
