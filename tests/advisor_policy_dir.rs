@@ -5,7 +5,6 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_trainplace");
 
@@ -85,16 +84,7 @@ fn advise_reports_a_broken_policy_dir() {
     assert!(err.contains("catalog.yaml"), "{err}");
 }
 
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(dir: &Path) -> (Server, String) {
+fn serve(dir: &Path) -> (common::ServeProcess, String) {
     let [addr] = common::free_addrs::<1>();
     let child = Command::new(BIN)
         .args([
@@ -109,7 +99,7 @@ fn serve(dir: &Path) -> (Server, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    (Server(child), format!("http://{addr}"))
+    (common::ServeProcess(child), format!("http://{addr}"))
 }
 
 #[tokio::test]
@@ -117,15 +107,15 @@ async fn advisor_serve_uses_the_policy_dir_catalog() {
     let dir = policy_dir();
     let (_server, base) = serve(dir.path());
     let client = reqwest::Client::new();
-    let mut types = None;
-    for _ in 0..100 {
-        if let Ok(res) = client.get(format!("{base}/v1/instance-types")).send().await {
-            types = Some(res.json::<serde_json::Value>().await.unwrap());
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let types = types.expect("advisor serve answered within 10 s");
+    let types: serde_json::Value = common::eventually("advisor serve answering", || async {
+        let res = client
+            .get(format!("{base}/v1/instance-types"))
+            .send()
+            .await
+            .ok()?;
+        Some(res.json().await.unwrap())
+    })
+    .await;
     assert!(
         types
             .as_array()

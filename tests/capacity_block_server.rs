@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::{config, metrics_text, post_review, review_for, write_atomic};
+use common::{config, eventually, metrics_text, post_review, review_for, write_atomic};
 use serde_json::{Value, json};
 use trainplace::server::config::InventoryMode;
 use trainplace::server::start;
@@ -51,15 +49,10 @@ async fn block_warnings(url: &str, uid: &str) -> Vec<String> {
 
 /// Poll /metrics until `needle` shows (reloads are polled every 100 ms in tests).
 async fn metrics_until(probe: std::net::SocketAddr, needle: &str) -> String {
-    let mut text = String::new();
-    for _ in 0..50 {
-        text = metrics_text(probe).await;
-        if text.contains(needle) {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{needle:?} never showed on /metrics:\n{text}");
+    eventually(&format!("{needle:?} on /metrics"), || async {
+        Some(metrics_text(probe).await).filter(|text| text.contains(needle))
+    })
+    .await
 }
 
 #[tokio::test]

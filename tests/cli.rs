@@ -4,16 +4,13 @@
 
 mod common;
 
+use common::root;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_trainplace");
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn run(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut cmd = Command::new(BIN);

@@ -5,16 +5,13 @@
 
 mod common;
 
+use common::root;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_trainplace");
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn check(file: &Path, extra: &[&str]) -> (Output, Vec<Value>) {
     let o = Command::new(BIN)
@@ -233,49 +230,41 @@ async fn live_verdict(with_template: bool) -> Value {
     let kubeconfig = dir.path().join("kubeconfig");
     common::write_kubeconfig(&kubeconfig, &format!("http://{api}"), false);
     let [addr, probe] = common::free_addrs().map(|a| a.port());
-    let mut child =
+    let server =
         common::serve_with_kubeconfig(&kubeconfig, addr, probe, std::process::Stdio::null());
     let readyz = format!("http://127.0.0.1:{probe}/readyz");
-    let mut live = false;
-    for _ in 0..100 {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        if let Ok(r) = reqwest::get(&readyz).await
-            && let Ok(v) = r.json::<Value>().await
-            && v["inventory"]["state"] == "live"
-        {
-            live = true;
-            break;
-        }
-    }
+    common::eventually("the inventory live against the fake API", || async {
+        let v: Value = reqwest::get(&readyz).await.ok()?.json().await.ok()?;
+        (v["inventory"]["state"] == "live").then_some(())
+    })
+    .await;
     let c = reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
         .build()
         .unwrap();
     let pod = common::fixture_object("dra-gpu-template-from-cluster");
+    let url = format!("https://127.0.0.1:{addr}/validate");
+    let review = || async {
+        let resp = c
+            .post(&url)
+            .json(&common::review_for(&pod, "live"))
+            .send()
+            .await
+            .ok()?;
+        resp.json::<Value>().await.ok()
+    };
     // The snapshot is rebuilt at most once a second as watches deliver: the first live
-    // one may predate the optional DRA watch's list. Ask until the verdict settles on
-    // the expected one (bounded); without the template it never flips.
-    let mut body: Result<Value, reqwest::Error> = Ok(Value::Null);
-    for _ in 0..30 {
-        body = async {
-            c.post(format!("https://127.0.0.1:{addr}/validate"))
-                .json(&common::review_for(&pod, "live"))
-                .send()
-                .await?
-                .json()
-                .await
-        }
-        .await;
-        let denied = body
-            .as_ref()
-            .is_ok_and(|b: &Value| b["response"]["allowed"] == false);
-        if denied || !with_template {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(live, "the inventory never went live against the fake API");
-    body.unwrap()
+    // one may predate the optional DRA watch's list. With the template, ask until the
+    // verdict settles on the denial; without it the first answer is the verdict (it
+    // never flips).
+    let body = if with_template {
+        common::eventually("a denial counting the cluster's template", || async {
+            review().await.filter(|b| b["response"]["allowed"] == false)
+        })
+        .await
+    } else {
+        review().await.expect("an answer")
+    };
+    drop(server);
+    body
 }

@@ -3,17 +3,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
 use trainplace::server::config::InventoryMode;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 #[tokio::test]
 async fn server_uses_file_inventory_for_sibling_zones() {
@@ -57,22 +51,18 @@ async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
     let [dead, addr, probe] = free_addrs().map(|a| a.port());
     let kubeconfig = dir.path().join("kubeconfig");
     write_kubeconfig(&kubeconfig, &format!("https://127.0.0.1:{dead}"), true);
-    let mut child = serve_with_kubeconfig(&kubeconfig, addr, probe, Stdio::piped());
+    let _server = serve_with_kubeconfig(&kubeconfig, addr, probe, Stdio::piped());
     let readyz = format!("http://127.0.0.1:{probe}/readyz");
-    let mut ready: Option<Value> = None;
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if let Ok(r) = reqwest::get(&readyz).await {
-            let status = r.status();
-            let v: Value = r.json().await.unwrap();
-            if v["inventory"]["state"] == "down" {
-                assert_eq!(status, 200, "API down must not make the webhook unready");
-                ready = Some(v);
-                break;
-            }
-        }
-    }
-    let ready = ready.expect("inventory never reported the API as down");
+    let ready = eventually("the inventory reporting the API as down", || async {
+        let r = reqwest::get(&readyz).await.ok()?;
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        (v["inventory"]["state"] == "down").then(|| {
+            assert_eq!(status, 200, "API down must not make the webhook unready");
+            v
+        })
+    })
+    .await;
     assert!(
         ready["inventory"]["error"]
             .as_str()
@@ -97,8 +87,6 @@ async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
         .unwrap();
     assert_eq!(body["response"]["allowed"], true);
     assert!(body["response"]["patch"].is_string());
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[test]

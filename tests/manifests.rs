@@ -679,19 +679,20 @@ async fn rotation_end_to_end_with_files_on_disk() {
         tmp.path().join("server.log"),
     );
     let readyz = format!("http://{}/readyz", server.probe_addr);
-    let mut detail = Value::Null;
-    for _ in 0..100 {
+    let detail: Value = common::eventually("ready", || {
         if let Some(status) = server.child.try_wait().unwrap() {
             panic!("server exited ({status}):\n{}", server.log_text());
         }
-        if let Ok(r) = reqwest::get(&readyz).await
-            && r.status() == 200
-        {
-            detail = r.json().await.unwrap();
-            break;
+        let readyz = readyz.clone();
+        async move {
+            let r = reqwest::get(&readyz).await.ok()?;
+            if r.status() != 200 {
+                return None;
+            }
+            r.json().await.ok()
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     assert_eq!(detail["ready"], true, "not ready:\n{}", server.log_text());
     let policy = detail["detail"]["policy"].as_str().unwrap_or_default();
     assert!(policy.contains("manifests/base/policies"), "{detail}");
@@ -717,19 +718,10 @@ async fn rotation_end_to_end_with_files_on_disk() {
     make_certs_ok(&certs, &overlay, &["--rotate"]);
     let rotated = leaf_der(&crt);
     assert!(rotated != first, "--rotate wrote a new certificate");
-    let mut picked_up = false;
-    for _ in 0..50 {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        if connect(server.addr, &ca_pem).await.1 == rotated {
-            picked_up = true;
-            break;
-        }
-    }
-    assert!(
-        picked_up,
-        "rotated certificate not served:\n{}",
-        server.log_text()
-    );
+    common::eventually("the rotated certificate served", || async {
+        (connect(server.addr, &ca_pem).await.1 == rotated).then_some(())
+    })
+    .await;
     // The connection opened before the rotation still answers.
     assert_eq!(review_on(&mut old, "after").await, "after");
     let metrics = common::metrics_text(server.probe_addr).await;
@@ -745,12 +737,10 @@ async fn rotation_end_to_end_with_files_on_disk() {
     let pid = server.child.id().to_string();
     let kill = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(kill.success());
-    for _ in 0..100 {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            assert!(status.success(), "{status}:\n{}", server.log_text());
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    panic!("no exit 10s after SIGTERM:\n{}", server.log_text());
+    let status = common::eventually("an exit after SIGTERM", || {
+        let exited = server.child.try_wait().unwrap();
+        async move { exited }
+    })
+    .await;
+    assert!(status.success(), "{status}:\n{}", server.log_text());
 }

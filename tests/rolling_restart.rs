@@ -15,7 +15,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 struct Instance {
     addr: std::net::SocketAddr,
     probe: std::net::SocketAddr,
-    child: Option<Child>,
+    child: Option<ServeProcess>,
 }
 
 impl Instance {
@@ -52,20 +52,11 @@ impl Instance {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("trainplace serve starts");
-        self.child = Some(child);
+        self.child = Some(ServeProcess(child));
     }
 
     async fn wait_ready(&self) {
-        let url = format!("http://{}/readyz", self.probe);
-        // Start-up takes well under a second; 60 s only bounds one that never starts.
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(60) {
-            if reqwest::get(&url).await.is_ok_and(|r| r.status() == 200) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("instance on {} never became ready", self.addr);
+        ready(self.probe).await;
     }
 
     async fn terminate(&mut self) {
@@ -80,15 +71,6 @@ impl Instance {
             .unwrap()
             .unwrap();
         assert!(exit.success(), "serve exited with {exit}");
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.child {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 

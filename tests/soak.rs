@@ -16,7 +16,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,15 +28,6 @@ fn env_or(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -190,19 +181,8 @@ async fn soak_mixed_load() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let _server = Server(child);
-    // Start-up takes well under a second; 60 s only bounds one that never starts.
-    let starting = Instant::now();
-    while !reqwest::get(format!("http://{probe}/readyz"))
-        .await
-        .is_ok_and(|r| r.status() == 200)
-    {
-        assert!(
-            starting.elapsed() < Duration::from_secs(60),
-            "the server never became ready"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let _server = ServeProcess(child);
+    ready(probe).await;
     let url = format!("https://localhost:{}/validate", addr.port());
 
     // Reference: the same rate of normal reviews only.

@@ -7,15 +7,12 @@
 
 mod common;
 
+use common::root;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Files that are not meant to be applied as they are, and why.
 const NOT_APPLICABLE_AS_IS: [(&str, &str); 8] = [

@@ -9,7 +9,7 @@ mod common;
 #[allow(dead_code)]
 mod manifests_helpers;
 
-use std::path::{Path, PathBuf};
+use common::root;
 use std::process::{Command, Output};
 
 use serde::Deserialize;
@@ -26,10 +26,6 @@ fn export(args: &[&str]) -> Output {
         .env_remove("TRAINPLACE_POLICY_DIR")
         .output()
         .expect("trainplace runs")
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn stdout_ok(out: &Output) -> String {

@@ -6,15 +6,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::root;
+use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
 use trainplace_engine::{Claims, Policy, Requester, evaluate};
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn schemas() -> PathBuf {
     let dir = root().join("schemas");

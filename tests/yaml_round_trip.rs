@@ -8,16 +8,15 @@
 //!   PyYAML `safe_load` (YAML 1.1) and by serde_yaml_ng (YAML 1.2) equals the `-o json`
 //!   objects.
 
+mod common;
+
+use common::root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_trainplace");
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn trainplace(args: &[&str]) -> Output {
     Command::new(BIN)

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -17,9 +17,7 @@ pub const SERVICE_NAMES: [&str; 4] = [
     "trainplace.trainplace.svc.cluster.local",
 ];
 
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+pub use super::common::root;
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -215,7 +213,7 @@ fn cel_tokens(code: &str) -> Vec<String> {
 
 /// The real `trainplace` binary; killed when dropped.
 pub struct Server {
-    pub child: Child,
+    pub child: super::common::ServeProcess,
     pub addr: SocketAddr,
     pub probe_addr: SocketAddr,
     pub log: PathBuf,
@@ -235,7 +233,7 @@ impl Server {
             .spawn()
             .unwrap();
         Server {
-            child,
+            child: super::common::ServeProcess(child),
             addr,
             probe_addr,
             log,
@@ -244,12 +242,5 @@ impl Server {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -60,6 +60,37 @@ impl Pki {
     }
 }
 
+/// The repository's root (the main crate's manifest directory).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// How long a test waits for a state the server reaches in well under a second when
+/// it works: far beyond what a loaded machine adds, so only a server that never gets
+/// there fails the wait.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Ask `check` (every 25 ms) until it gives a value: for a state the server shows only
+/// by answering differently (readiness, a counter, a page), the answer is the event.
+/// Panics naming `what` after [`PATIENCE`].
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "{what}: not within {PATIENCE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// Replace a file in one rename, as kubelet does for mounted Secrets.
 pub fn write_atomic(path: &Path, data: &[u8]) {
     let tmp = path.with_extension("tmp");
@@ -270,11 +301,11 @@ pub async fn counter(probe: impl std::fmt::Display, series: &str) -> u64 {
 }
 
 /// Wait until `series` reaches `n`: the server's own count of an event (a reload, a
-/// closed connection) rather than a guess at how long it takes. False after 30 s,
-/// which only a server that never gets there takes.
+/// closed connection) rather than a guess at how long it takes. False after
+/// [`PATIENCE`].
 pub async fn wait_for_count(probe: impl std::fmt::Display + Copy, series: &str, n: u64) -> bool {
     let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(30) {
+    while started.elapsed() < PATIENCE {
         if counter(probe, series).await >= n {
             return true;
         }
@@ -352,14 +383,13 @@ pub fn write_kubeconfig(path: &Path, server: &str, insecure: bool) {
 
 /// Start `trainplace serve` on `addr`/`probe` with the inventory read through
 /// `kubeconfig`; its stderr goes to `stderr`.
-#[allow(dead_code)]
 pub fn serve_with_kubeconfig(
     kubeconfig: &Path,
     addr: u16,
     probe: u16,
     stderr: std::process::Stdio,
-) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+) -> ServeProcess {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
         .args([
             "serve",
             "--addr",
@@ -372,16 +402,32 @@ pub fn serve_with_kubeconfig(
         .stdout(std::process::Stdio::null())
         .stderr(stderr)
         .spawn()
-        .unwrap()
+        .unwrap();
+    ServeProcess(child)
 }
 
-/// A `trainplace serve` process, killed when dropped.
+/// A `trainplace` process (serve, advisor serve), killed when dropped, so a failing
+/// test leaves none behind; the `Child` is reached through it.
 pub struct ServeProcess(pub std::process::Child);
 
 impl Drop for ServeProcess {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for ServeProcess {
+    type Target = std::process::Child;
+
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ServeProcess {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
     }
 }
 
@@ -406,18 +452,27 @@ pub fn spawn_serve(
     ServeProcess(child)
 }
 
-/// POST `review` to `url` until a just-started server answers (every 25 ms, up to
-/// 60 s): the HTTP status of the first answer.
+/// POST `review` to `url` until a just-started server answers: the HTTP status of the
+/// first answer.
 pub async fn first_answer(c: &reqwest::Client, url: &str, review: &Value) -> u16 {
-    // Start-up takes well under a second; 60 s only bounds one that never starts.
-    let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(60) {
-        if let Ok(resp) = c.post(url).json(review).send().await {
-            return resp.status().as_u16();
+    eventually(&format!("an answer on {url}"), || async {
+        let resp = c.post(url).json(review).send().await.ok()?;
+        Some(resp.status().as_u16())
+    })
+    .await
+}
+
+/// Wait until the probe port's `/readyz` says 200; its JSON detail.
+pub async fn ready(probe: impl std::fmt::Display) -> Value {
+    let url = format!("http://{probe}/readyz");
+    eventually(&format!("ready on {url}"), || async {
+        let r = reqwest::get(&url).await.ok()?;
+        if r.status() != 200 {
+            return None;
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("trainplace serve never answered on {url}");
+        r.json().await.ok()
+    })
+    .await
 }
 
 /// VmRSS of process `pid` in KiB, from /proc/PID/status; `None` once it is gone.
