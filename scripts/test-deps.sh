@@ -5,7 +5,8 @@
 # for the sandbox's two-replica test, and the sandbox's control plane (kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
 # sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it),
-# and helm (the chart's tests), built the same way by scripts/helm.sh.
+# and helm and krew (the chart's and the kubectl plugin's tests), built the same way by
+# scripts/go-tool.sh.
 # Also: git and procps (`kill`), which tests run, and an open-file limit for the burst
 # test (checked below; a limit cannot be raised for the later `cargo test` from here).
 # As root (CI) it installs the Debian packages it needs; otherwise it names them.
@@ -55,4 +56,5 @@ command -v kubectl >/dev/null || { echo "kubectl is missing (the plugin and kust
 command -v haproxy >/dev/null || { echo "haproxy is missing (the sandbox's two-replica test balances with it)" >&2; exit 1; }
 command -v go >/dev/null || { echo "go is missing: the sandbox's control plane is built from source (Go >= 1.24)" >&2; exit 1; }
 scripts/control-plane.sh >/dev/null
-scripts/helm.sh >/dev/null
+scripts/go-tool.sh helm >/dev/null
+scripts/go-tool.sh krew >/dev/null

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds a pinned Go command-line tool through the Go module proxy, once, into a cache
+# outside the repository, the way scripts/control-plane.sh builds the sandbox's control
+# plane. The pin is tools/TOOL/go.mod + go.sum; the cache directory is keyed by the tool's
+# version and a hash of those files, so a changed pin builds anew and an unchanged one
+# builds nothing.
+#
+#   scripts/go-tool.sh TOOL          build if missing, print the binary's path on stdout
+#   scripts/go-tool.sh TOOL path     print that path (built or not)
+#
+# TOOL: helm (the chart's tests), krew (the kubectl plugin manifest's test).
+# Progress goes to stderr. TRAINPLACE_CACHE overrides ~/.cache/trainplace.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+tool="${1:?usage: $0 helm|krew [build|path]}"
+pin="$root/tools/$tool"
+
+module_version() { # module_version MODULE -> the version tools/TOOL/go.mod requires
+  awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$pin/go.mod"
+}
+
+case "$tool" in
+  helm)
+    # The ldflags helm's own Makefile sets (version, and the Kubernetes version `helm lint`
+    # and `helm template` assume: client-go v0.N is Kubernetes 1.N), from
+    # https://github.com/helm/helm/blob/v3.22.0/Makefile
+    module=helm.sh/helm/v3
+    package=helm.sh/helm/v3/cmd/helm
+    version="$(module_version "$module")"
+    minor="$(module_version k8s.io/client-go)"; minor="${minor#v0.}"; minor="${minor%%.*}"
+    ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+    ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+    for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+      ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$minor"
+    done
+    ;;
+  krew)
+    # The version variable krew's release build sets, from
+    # https://github.com/kubernetes-sigs/krew/blob/v0.4.3/hack/make-binaries.sh
+    module=sigs.k8s.io/krew
+    package=sigs.k8s.io/krew/cmd/krew
+    version="$(module_version "$module")"
+    ldflags="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$version"
+    ;;
+  *) echo "unknown tool $tool (helm, krew)" >&2; exit 2 ;;
+esac
+
+pins_hash="$(cat "$pin/go.mod" "$pin/go.sum" | sha256sum | cut -c1-12)"
+cache="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/$tool/$tool-$version-$pins_hash"
+bin="$cache/bin/$tool"
+
+log() { printf '%s: %s\n' "$tool" "$*" >&2; }
+
+build() {
+  if [ -x "$bin" ]; then
+    log "cached: $bin"
+    echo "$bin"
+    return
+  fi
+  command -v go >/dev/null || { log "go is missing: $tool is built from source with Go >= 1.24"; exit 1; }
+  local stage="$cache/bin.partial.$$" started
+  started=$(date +%s)
+  rm -rf "$stage"
+  mkdir -p "$stage"
+  trap 'rm -rf "$stage"' EXIT
+  log "building $module $version (cold: a minute or more on 2 cores)"
+  (cd "$pin" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$stage/$tool" "$package")
+  rm -rf "$cache/bin"
+  mv "$stage" "$cache/bin"
+  trap - EXIT
+  log "built in $(( $(date +%s) - started ))s: $bin ($(du -sh "$bin" | cut -f1))"
+  echo "$bin"
+}
+
+case "${2:-build}" in
+  build) build ;;
+  path) echo "$bin" ;;
+  *) echo "usage: $0 helm|krew [build|path]" >&2; exit 2 ;;
+esac
