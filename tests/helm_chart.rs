@@ -21,9 +21,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::root;
 
 fn chart() -> PathBuf {
     root().join("charts/trainplace")

@@ -63,7 +63,21 @@ pub const LABEL_HYPERPOD_JOB: &str = "HPJob";
 /// JobSet labels every pod with its JobSet's name and its replicated job's name.
 pub const LABEL_JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
 pub const LABEL_REPLICATED_JOB: &str = "jobset.sigs.k8s.io/replicatedjob-name";
-pub const JOB_IDENTITY_LABELS: [(&str, &str); 10] = [
+/// trainplace writes this on the pods (and templates) of a job that names its
+/// rendezvous (torchrun's endpoint, a master address) when the job has no label that
+/// spans all its pods (bare pods, one batch Job per rank): every pod that meets at
+/// one endpoint is one job. The value is a digest of the namespace and endpoint.
+pub const LABEL_RENDEZVOUS: &str = "trainplace.io/rendezvous";
+/// The job's name for trainplace: written on every training template of a workload
+/// created with `generateName` (no name yet at admission), or set by users on pods
+/// that no operator labels.
+pub const LABEL_JOB: &str = "trainplace.io/job";
+/// Argo Workflows labels every pod of a workflow with its name.
+/// https://argo-workflows.readthedocs.io/en/latest/fields/ (workflows.argoproj.io/workflow)
+pub const LABEL_ARGO_WORKFLOW: &str = "workflows.argoproj.io/workflow";
+pub const JOB_IDENTITY_LABELS: [(&str, &str); 13] = [
+    (LABEL_RENDEZVOUS, "rendezvous"),
+    (LABEL_JOB, "trainplace job"),
     ("jobset.sigs.k8s.io/jobset-name", "JobSet"),
     ("training.kubeflow.org/job-name", "Kubeflow training job"),
     (
@@ -77,6 +91,7 @@ pub const JOB_IDENTITY_LABELS: [(&str, &str); 10] = [
     (LABEL_RAY_CLUSTER, "Ray cluster"),
     (LABEL_VOLCANO_JOB, "Volcano job"),
     (LABEL_HYPERPOD_JOB, "HyperPod PyTorch job"),
+    (LABEL_ARGO_WORKFLOW, "Argo workflow"),
 ];
 /// A pod of an Indexed Job carries this; with a job name it marks a multi-pod job.
 pub const LABEL_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";

@@ -4,8 +4,9 @@
 use serde_json::Value;
 
 use crate::annotations::{
-    INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_CLIQUE, LABEL_COMPLETION_INDEX, LABEL_INSTANCE_TYPE,
-    LABEL_INSTANCE_TYPE_BETA, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING, ZONE_KEYS,
+    INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_CLIQUE, LABEL_COMPLETION_INDEX, LABEL_HYPERPOD_JOB,
+    LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER,
+    LABEL_RENDEZVOUS, LABEL_REPLICATED_JOB, LABEL_VOLCANO_JOB, LWS_GROUP_KEY, TRAINING, ZONE_KEYS,
 };
 use crate::catalog::{Catalog, InstanceProfile};
 use crate::dra::{Channel, Count};
@@ -13,7 +14,7 @@ use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
 use crate::podspec::PodView;
 use crate::policy::{Effective, Recognizers};
-use crate::recognize::{JobSize, job_size};
+use crate::recognize::{JobSize, job_size, rendezvous_label};
 
 /// Where the target instance type came from (shown in explanations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,13 +149,25 @@ pub fn classify<'c>(
     let accel_all = claimed.is_some_and(|c| c.count == Count::All);
     let labels = view.labels();
     let on = eff.policy.recognizers();
-    let identity = hints.identity.clone().or_else(|| {
+    let mut identity = hints.identity.clone().or_else(|| {
         JOB_IDENTITY_LABELS
             .iter()
             .filter(|(k, _)| label_recognized(k, on))
             .find_map(|(k, _)| labels.get(*k).map(|v| (k.to_string(), v.clone())))
     });
     let size = job_size(view, per_pod, on);
+    // A label that names one pod or one batch Job does not span a job whose ranks are
+    // separate pods or Jobs; the rendezvous they all meet at does.
+    // A rendezvous label is recomputed, so a written value cannot split the job.
+    let per_object = identity.as_ref().is_none_or(|(k, _)| {
+        k == "batch.kubernetes.io/job-name" || k == "job-name" || k == LABEL_RENDEZVOUS
+    });
+    if per_object
+        && size.is_some_and(JobSize::multi_pod)
+        && let Some(r) = rendezvous_label(view)
+    {
+        identity = Some((LABEL_RENDEZVOUS.to_string(), r));
+    }
     // What the pods' own launchers say wins over a smaller workload count: one Job
     // per rank is one multi-pod job.
     let launched = size.filter(|s| s.multi_pod());
@@ -388,22 +401,66 @@ pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
     }
 }
 
-/// A pod affinity term that selects the job's own pods (its identity label), so it
-/// constrains the job and not some other workload: by value, or through
-/// `matchLabelKeys` naming the identity label (the scheduler adds the pod's own value;
-/// how a RayJob's or a training runtime's template holds each of its jobs together).
+/// Labels an operator sets on every pod of a job (or of a LeaderWorkerSet group) alike;
+/// JobSet's replicated-job name is how a training runtime holds its node pods.
+const SPANNING_LABELS: [&str; 10] = [
+    LABEL_JOBSET_NAME,
+    LABEL_REPLICATED_JOB,
+    "training.kubeflow.org/job-name",
+    LWS_GROUP_KEY,
+    "leaderworkerset.sigs.k8s.io/name",
+    "trainer.kubeflow.org/trainjob-name",
+    LABEL_RAY_CLUSTER,
+    crate::annotations::LABEL_RAY_NODE,
+    LABEL_VOLCANO_JOB,
+    LABEL_HYPERPOD_JOB,
+];
+
+/// A pod affinity term that selects every pod of the job and only those (its identity
+/// label), so it holds the job together and not some other workload: by value, or
+/// through `matchLabelKeys` naming the identity label (the scheduler adds the pod's own
+/// value; how a RayJob's or a training runtime's template holds each of its jobs
+/// together). A term that also asks for another label, another namespace or a
+/// mismatch selects only part of the job (a Master held apart from its Workers).
 fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
     let Some((key, value)) = identity else {
         return false;
     };
-    let has_selector = term
-        .get("labelSelector")
-        .is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()));
-    str_at(term, &["labelSelector", "matchLabels", key]) == Some(value)
-        || (has_selector
-            && items(term, &["matchLabelKeys"])
+    let selector = term.get("labelSelector");
+    let labels = selector
+        .and_then(|s| s.get("matchLabels"))
+        .and_then(Value::as_object);
+    let exprs = items(term, &["labelSelector", "matchExpressions"]);
+    let keys = items(term, &["matchLabelKeys"]);
+    let on_key = |e: &Value| e.get("key").and_then(Value::as_str) == Some(key);
+    let names_value = |e: &Value| {
+        on_key(e)
+            && e.get("operator").and_then(Value::as_str) == Some("In")
+            && items(e, &["values"])
                 .iter()
-                .any(|k| k.as_str() == Some(key)))
+                .any(|v| v.as_str() == Some(value))
+    };
+    // Other labels that every pod of one job (or one LeaderWorkerSet group) carries
+    // alike: their operators set them, so no role can be labelled apart.
+    let spans = |k: &str| k == key || SPANNING_LABELS.contains(&k);
+    let narrows = labels.is_some_and(|m| m.keys().any(|k| !spans(k)))
+        || exprs.iter().any(|e| {
+            !(names_value(e)
+                || (on_key(e) && e.get("operator").and_then(Value::as_str) == Some("Exists")))
+        })
+        || keys.iter().any(|k| !k.as_str().is_some_and(spans))
+        || !items(term, &["mismatchLabelKeys"]).is_empty()
+        || term
+            .get("namespaces")
+            .is_some_and(|n| n.as_array().is_none_or(|a| !a.is_empty()))
+        || term.get("namespaceSelector").is_some();
+    if narrows {
+        return false;
+    }
+    let has_selector = selector.is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()));
+    labels.and_then(|m| m.get(key)).and_then(Value::as_str) == Some(value)
+        || exprs.iter().any(names_value)
+        || (has_selector && keys.iter().any(|k| k.as_str() == Some(key)))
 }
 
 fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::annotations::{JOB_IDENTITY_LABELS, LABEL_ZONE, SKIP};
+use crate::annotations::{JOB_IDENTITY_LABELS, LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE, SKIP};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
@@ -88,6 +88,7 @@ fn run(
         eff: &eff,
         who,
         kind,
+        final_object: layout == Layout::Skip,
     };
     // A pod whose mark verifies has exactly the judged fields of the template trainplace
     // admitted (and laid out) with the submitter's identity. Laying it out again as a
@@ -284,7 +285,9 @@ fn write_site(
     }
     let missing = || ObjectError::bad(&site.field, "missing");
     let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
-    let mut changes = judgement.write(ctx.eff, Cursor::root(template, &site.pointer), ops);
+    let mut changes = identity_label(template, site, judgement, ctx, ops);
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    changes.extend(judgement.write(ctx.eff, Cursor::root(template, &site.pointer), ops));
     if ctx.kind.is_workload() {
         kueue_topology(object, site, &mut changes, ops);
     }
@@ -298,6 +301,36 @@ fn write_site(
         verdict.changes.extend(changes);
     }
     mark_admitted(object, site, judgement, ctx, &verdict.namespace, ops)
+}
+
+/// The job label trainplace keys the hold on, when it names the job itself (an unnamed
+/// workload, a rendezvous): written on the template so every pod of the job carries it.
+fn identity_label(
+    template: &mut Value,
+    site: &Site,
+    judgement: &Judgement<'_>,
+    ctx: &Ctx<'_, '_>,
+    ops: &mut Ops,
+) -> Vec<Change> {
+    let holds = ctx.eff.on(|m| m.zone_affinity) || ctx.eff.on(|m| m.node_anti_affinity);
+    let Some((key, value)) = judgement.identity() else {
+        return Vec::new();
+    };
+    if !holds || ![LABEL_JOB, LABEL_RENDEZVOUS].contains(&key) {
+        return Vec::new();
+    }
+    let Some(mut labels) =
+        Cursor::root(template, &site.pointer).objects(&["metadata", "labels"], ops)
+    else {
+        return Vec::new();
+    };
+    if !labels.insert_missing(key, Value::String(value.to_string()), ops) {
+        return Vec::new();
+    }
+    vec![Change {
+        what: format!("label {key}={value}"),
+        why: "ties every pod of the job together, so one zone can hold them".into(),
+    }]
 }
 
 /// Sign the template as trainplace admitted it, so the controller's pods can show it.

@@ -19,7 +19,7 @@ use crate::layout::{Change, Plan, shm_size};
 use crate::podspec::PodView;
 use crate::policy::{Effective, Mode, OptIn};
 use crate::requester::Requester;
-use crate::rules::{OptInState, RuleInput, check, opt_in_state, shm_memory};
+use crate::rules::{OptInState, RuleInput, Unheld, check, opt_in_state, shm_memory};
 use crate::verdict::Verdict;
 use crate::workload::Kind;
 
@@ -28,6 +28,9 @@ pub(crate) struct Ctx<'a, 'p> {
     pub eff: &'a Effective<'p>,
     pub who: &'a Requester<'a>,
     pub kind: Kind,
+    /// The object is judged as it will be stored (the validating webhook): nothing is
+    /// written, so what the layout would add must already be there.
+    pub final_object: bool,
 }
 
 impl<'a> Ctx<'a, '_> {
@@ -230,12 +233,38 @@ pub(crate) fn judge<'a>(
         partial_opt_in,
         multi_az_opt_in,
         siblings: ctx.siblings(&verdict.namespace, &judgement.shape),
+        unheld: unheld(&judgement, ctx),
     };
     verdict.findings.extend(check(&input));
     if let Target::Known(instance, _) = &after.target {
         crate::nvlink::check(&input, instance, &mut verdict.findings);
     }
     Ok(Some(judgement))
+}
+
+/// Why a multi-pod job's template is held in no zone when trainplace would hold it: no
+/// label ties its pods together, or (judging the object as stored) the hold the
+/// mutating webhook writes is missing because that call was skipped or failed.
+fn unheld(judgement: &Judgement<'_>, ctx: &Ctx<'_, '_>) -> Option<Unheld> {
+    let shape = &judgement.shape;
+    let z = &shape.zones;
+    let constrained = z.pinned.is_some()
+        || z.held
+        || z.anti
+        || z.spread
+        || z.allows_many.is_some()
+        || shape.clique_held;
+    if !shape.multi_pod || constrained || !ctx.eff.on(|m| m.zone_affinity) {
+        return None;
+    }
+    match shape.identity {
+        // A workload without one is a serving RayService that says it trains: its
+        // pods carry KubeRay's labels, judged when they are created.
+        None if ctx.kind == Kind::Pod => Some(Unheld::NoIdentity),
+        None => None,
+        Some(_) if ctx.final_object && judgement.layout.is_some() => Some(Unheld::NotMutated),
+        Some(_) => None,
+    }
 }
 
 /// The Pod Security Standards level the namespace enforces, when it forbids hostIPC

@@ -11,7 +11,7 @@
 //!   [`InstanceProfile`]s; [`Requester`]: who asks, where, with which [`Snapshot`] of
 //!   the cluster.
 //! - [`MarkKeys`]: the webhook's keys for signed admission marks; [`Reservations`]:
-//!   Capacity Blocks, read into the [`Snapshot`]; [`BlockNodes`]: the nodes on them;
+//!   Capacity Blocks, read into the [`Snapshot`] with the nodes on them;
 //!   [`ending_within`]: running jobs on blocks that end soon.
 //! - [`annotations`]: the public annotation and label names.
 //! - [`Claims`]: DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains that
@@ -61,13 +61,12 @@ mod verdict;
 mod workload;
 mod yaml;
 
-pub use admission::{Endpoint, NotJson, Outcome, Reviewed, review, review_bytes};
-pub use block_nodes::{BlockNode, BlockNodes, Provisioner};
+pub use admission::{Endpoint, Outcome, Reviewed, review, review_bytes};
 pub use catalog::{Catalog, InstanceProfile, Rdma};
 pub use dra::Claims;
 pub use ending::{EndingJob, ending_within};
 pub use engine::{evaluate, evaluate_owned, judge_owned};
-pub use error::{ObjectError, PolicyError};
+pub use error::PolicyError;
 pub use finding::{Finding, Rule};
 pub use inventory::Snapshot;
 pub use job_index::JobIndex;
@@ -75,9 +74,7 @@ pub use layout::{Change, MUTATED_TEXT_LIMIT};
 pub use mark::MarkKeys;
 pub use policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};
 pub use requester::Requester;
-pub use reservations::{Reservation, Reservations};
-pub use response::{
-    DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, EncodeError, Limits, count_containers,
-};
+pub use reservations::Reservations;
+pub use response::{DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, Limits};
 pub use verdict::Verdict;
 pub use workload::Kind;

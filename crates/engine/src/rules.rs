@@ -2,7 +2,8 @@
 //! (what the validating webhook sees after the mutating one ran).
 
 use crate::annotations::{
-    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, DRA_CLASS_EFA, RES_EFA, RES_NVIDIA_GPU, RESHAPE,
+    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, DRA_CLASS_EFA, LABEL_JOB, LABEL_ZONE, RES_EFA,
+    RES_NVIDIA_GPU, RESHAPE,
 };
 use crate::catalog::InstanceProfile;
 use crate::classify::{Shape, Target};
@@ -30,6 +31,17 @@ pub struct RuleInput<'a> {
     pub multi_az_opt_in: OptInState,
     /// Namespace and zones where pods of the same job are already bound (inventory).
     pub siblings: Option<&'a std::collections::BTreeSet<String>>,
+    /// Why the job is held in no zone although trainplace would hold it.
+    pub unheld: Option<Unheld>,
+}
+
+/// A multi-pod job that nothing holds in one zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unheld {
+    /// No label ties its pods together, so no pod affinity can name them.
+    NoIdentity,
+    /// The object reached validation without the hold the mutating webhook writes.
+    NotMutated,
 }
 
 pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
@@ -421,6 +433,8 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
     } else if z.anti {
         "a required pod anti-affinity on a zone key puts the job's pods in different zones"
             .to_string()
+    } else if let Some(unheld) = input.unheld {
+        return out.extend(unheld_finding(input, unheld));
     } else {
         return;
     };
@@ -449,6 +463,57 @@ fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
         },
         input.multi_az_opt_in,
     ));
+}
+
+/// A multi-pod job held in no zone: the scheduler may place its pods in any zone.
+fn unheld_finding(input: &RuleInput<'_>, unheld: Unheld) -> Option<Finding> {
+    let pods = match input.shape.pods {
+        Some(n) => format!("one of {n} pods"),
+        None => "one of several pods".to_string(),
+    };
+    let (why, fix) = match unheld {
+        Unheld::NoIdentity => (
+            format!(
+                "this pod says it is {pods} of a training job, but no label ties the job's pods together (an operator's job label, {LABEL_JOB}, or a rendezvous endpoint such as torchrun's --rdzv-endpoint or MASTER_ADDR), so nothing can hold them in one zone"
+            ),
+            format!(
+                "label every pod of the job with {LABEL_JOB}: NAME (trainplace then holds them in one zone), or pin one zone with nodeSelector {LABEL_ZONE}."
+            ),
+        ),
+        Unheld::NotMutated => {
+            let (key, value) = input
+                .shape
+                .identity
+                .as_ref()
+                .map_or(("", ""), |(k, v)| (k.as_str(), v.as_str()));
+            (
+                format!(
+                    "this pod is {pods} but arrived without the zone hold trainplace's mutating webhook writes (a required podAffinity on {LABEL_ZONE} over {key}={value}): that call was skipped or failed, so the scheduler may place the job's pods in different zones"
+                ),
+                format!(
+                    "create it again so the mutating webhook runs, or add that podAffinity yourself, or pin one zone with nodeSelector {LABEL_ZONE}."
+                ),
+            )
+        }
+    };
+    let mut found =
+        format!("the job may span availability zones: {why}; EFA traffic cannot cross zones.");
+    if input.multi_az_opt_in == OptInState::Refused {
+        found.push_str(&format!(
+            " The opt-in {ALLOW_MULTI_AZ} is not permitted for this namespace or your groups."
+        ));
+    }
+    opted_in(
+        Finding {
+            rule: Rule::MultiAz,
+            mode: input.eff.mode_multi_az(),
+            site: input.view.base.clone(),
+            found,
+            fix,
+            opt_in: Some(ALLOW_MULTI_AZ),
+        },
+        input.multi_az_opt_in,
+    )
 }
 
 /// A layout finding under a granted opt-in: admitted, but the user still hears what it

@@ -97,6 +97,8 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ("pods/shm-size-bad.yaml", "partial-node", "raw", SHM),
     ("pods/shm-size-bad.yaml", "multi-az", "raw", SHM),
     ("pods/shm-size-bad.yaml", "impossible-request", "raw", SHM),
+    ("pods/world-size-env.yaml", "multi-az", "raw", HOLD),
+    ("pods/world-size-env.yaml", "multi-az", "mutated", HOLD),
     ("workloads/job-reshape.yaml", "partial-node", "raw", RESHAPE),
     (
         "workloads/jobset-reshape.yaml",
@@ -183,6 +185,78 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         RUNTIME,
     ),
     (
+        "bypass/accelerate-launch-num-machines.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/accelerate-launch-num-machines.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/accelerate-launch-num-machines.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/accelerate-launch-num-machines.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/bare-pods-no-identity.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/bare-pods-no-identity.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/bare-pods-no-identity.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/bare-pods-no-identity.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-num-nodes.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-num-nodes.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-num-nodes.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-num-nodes.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/dra-claims-counted.yaml@restricted",
         "partial-node",
         "raw",
@@ -206,6 +280,27 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "mutated",
         DRA,
     ),
+    (
+        "bypass/generate-name-one-gpu-pytorchjob.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNNAMED,
+    ),
+    (
+        "bypass/generate-name-one-gpu-pytorchjob.yaml@default",
+        "partial-node",
+        "raw",
+        UNNAMED,
+    ),
+    ("bypass/mpirun-np.yaml@restricted", "multi-az", "raw", HOLD),
+    (
+        "bypass/mpirun-np.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    ("bypass/mpirun-np.yaml@default", "multi-az", "raw", HOLD),
+    ("bypass/mpirun-np.yaml@default", "multi-az", "mutated", HOLD),
     (
         "bypass/one-job-per-rank.yaml@restricted",
         "partial-node",
@@ -279,6 +374,102 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SPLIT_ZONES,
     ),
     (
+        "bypass/torch-distributed-launch-module.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/torch-distributed-launch-module.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/torch-distributed-launch-module.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/torch-distributed-launch-module.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-abbreviated-flag.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-abbreviated-flag.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-abbreviated-flag.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-abbreviated-flag.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-nnodes-flag.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-nnodes-flag.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-nnodes-flag.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-nnodes-flag.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-nnodes-in-shell.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-nnodes-in-shell.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-nnodes-in-shell.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/torchrun-nnodes-in-shell.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/trainer-in-native-sidecar.yaml@restricted",
         "partial-node",
         "raw",
@@ -286,9 +477,21 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "bypass/trainer-in-native-sidecar.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/trainer-in-native-sidecar.yaml@restricted",
         "partial-node",
         "mutated",
         SIDECAR_TRAINER,
+    ),
+    (
+        "bypass/trainer-in-native-sidecar.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
     ),
     (
         "bypass/trainer-in-native-sidecar.yaml@default",
@@ -298,9 +501,21 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "bypass/trainer-in-native-sidecar.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/trainer-in-native-sidecar.yaml@default",
         "partial-node",
         "mutated",
         SIDECAR_TRAINER,
+    ),
+    (
+        "bypass/trainer-in-native-sidecar.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
     ),
     (
         "bypass/volcano-tasks-in-two-zone-ids.yaml@restricted",
@@ -325,11 +540,37 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         SPLIT_ZONES,
+    ),
+    (
+        "bypass/world-size-value-from.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/world-size-value-from.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/world-size-value-from.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/world-size-value-from.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
     ),
 ];
 
 const ONE_JOB_PER_RANK: &str = "a workload whose pods' env says the job has more pods than the workload makes (one Job per rank): the engine takes the env; the VAP reads launcher env on bare Pods only, so it judges those pods when the Job creates them (VAP looser on the workload)";
 const SIDECAR_TRAINER: &str = "the engine reads the launcher of every container that can run the trainer, native sidecars included; the VAP reads the first app container that holds devices (VAP looser)";
+const HOLD: &str = "a multi-pod pod with no job label or rendezvous cannot be held in one zone; the engine refuses it, while a policy does not read the launcher's size and rendezvous in env and command line (VAP looser)";
+const UNNAMED: &str = "a workload created with generateName has no name at admission; the engine keys its job on a label it writes, a policy sees no job label and judges its pods when the operator creates them, labelled (VAP looser on the workload)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

@@ -16,8 +16,6 @@ use crate::json::items;
 use crate::podspec::{PodView, command_line};
 use crate::policy::Recognizers;
 
-pub(crate) use launchers::rendezvous;
-
 /// What the launcher settings say about the job's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum JobSize {
@@ -126,6 +124,19 @@ impl<'a> Env<'a> {
         out.push_str(rest);
         out
     }
+}
+
+/// The rendezvous the pod's trainer names (torchrun's endpoint, a master address), as a
+/// label value: a digest, since an endpoint is not a valid label value.
+pub(crate) fn rendezvous_label(view: &PodView<'_>) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let endpoint = view.trainer_containers().find_map(|c| {
+        let env = Env::of(c);
+        launchers::rendezvous(&env.expand(&command_line(c)), &env)
+    })?;
+    let digest = Sha256::digest(endpoint.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("r{hex}"))
 }
 
 /// The job size from every container that can run the trainer: the largest reading.

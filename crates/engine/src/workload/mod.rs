@@ -8,7 +8,7 @@ pub(crate) use controllers::TRAINER_NODE_JOB;
 
 use serde_json::Value;
 
-use crate::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LWS_GROUP_KEY};
+use crate::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_JOB, LWS_GROUP_KEY};
 use crate::classify::SiteHints;
 use crate::error::ObjectError;
 use crate::json::{escape, items, str_at};
@@ -196,9 +196,74 @@ pub(crate) fn site(
     }
 }
 
+/// Stands for the name of a workload created with `generateName` while its sites are
+/// located; replaced by [`LABEL_JOB`] and a name derived from the object.
+const UNNAMED: &str = "trainplace.io/unnamed";
+
 /// The kind and pod-template sites of an object.
+///
+/// A workload created with `generateName` has no name at admission, so its pods' job
+/// label is unknown: each template that would have been keyed on the name is keyed on
+/// [`LABEL_JOB`] instead, with a value derived from the object (written on the
+/// templates with the layout, so every pod of the job carries it).
 pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
     let kind = kind_of(obj)?;
+    let unnamed = kind.is_workload()
+        && str_at(obj, &["metadata", "name"]).is_none()
+        && obj.get("metadata").is_some_and(Value::is_object);
+    if !unnamed {
+        return locate_named(obj, kind);
+    }
+    let mut named = obj.clone();
+    named["metadata"]["name"] = Value::String(UNNAMED.into());
+    let (kind, mut sites) = locate_named(&named, kind)?;
+    let generated = generated_name(obj);
+    for s in &mut sites {
+        if s.hints.identity.as_ref().is_some_and(|(_, v)| v == UNNAMED) {
+            s.hints.identity = Some((LABEL_JOB.to_string(), generated.clone()));
+        }
+    }
+    Ok((kind, sites))
+}
+
+/// A job name for an unnamed workload: a digest of its `generateName` and spec, so a
+/// second pass over the same object finds the same name (and the label it wrote).
+fn generated_name(obj: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(
+        str_at(obj, &["metadata", "generateName"])
+            .unwrap_or("")
+            .as_bytes(),
+    );
+    h.update([0]);
+    h.update(
+        obj.get("spec")
+            .map(Value::to_string)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    let digest = h.finalize();
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("g{hex}")
+}
+
+/// When a workload's templates carry different job labels of their own (a Master
+/// labelled one way, the Workers another), they would be held apart: every template
+/// is keyed on the workload's own label instead.
+fn one_identity(sites: &mut [Site], workload: Option<(String, String)>) {
+    let Some(workload) = workload else {
+        return;
+    };
+    let first = sites.first().and_then(|s| s.hints.identity.clone());
+    if sites.iter().any(|s| s.hints.identity != first) {
+        for s in sites {
+            s.hints.identity = Some(workload.clone());
+        }
+    }
+}
+
+fn locate_named(obj: &Value, kind: Kind) -> Result<(Kind, Vec<Site>), ObjectError> {
     let name = str_at(obj, &["metadata", "name"]).map(String::from);
     let id = |label: &str| name.clone().map(|n| (label.to_string(), n));
     let sites = match kind {
@@ -230,6 +295,7 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
                     ],
                 ));
             }
+            one_identity(&mut out, id("jobset.sigs.k8s.io/jobset-name"));
             out
         }
         Kind::PyTorchJob | Kind::MpiJob | Kind::PaddleJob => {
@@ -253,6 +319,7 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
                     ));
                 }
             }
+            one_identity(&mut out, id("training.kubeflow.org/job-name"));
             out
         }
         Kind::LeaderWorkerSet => {
@@ -285,6 +352,7 @@ pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
                 ident,
                 vec![workers],
             ));
+            one_identity(&mut out, id("leaderworkerset.sigs.k8s.io/name"));
             for s in &mut out {
                 s.hints.group_label = Some(LWS_GROUP_KEY.to_string());
             }
