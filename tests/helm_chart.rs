@@ -872,3 +872,150 @@ fn a_values_typo_fails_install_and_creates_nothing() {
         "nothing of the release: {all}"
     );
 }
+
+/// The CRD-backed objects (cert-manager's Issuers and Certificates, the Prometheus
+/// Operator's ServiceMonitor and PrometheusRule) against their real CRDs
+/// (tests/fixtures/helm/crds), in the real API server with strict field validation; then a
+/// default install (cert-manager mode) with the monitoring objects on.
+#[test]
+fn crd_objects_pass_their_crds_and_the_default_mode_installs() {
+    let sb = sb();
+    let crds = root().join("tests/fixtures/helm/crds");
+    sb.ok(&["apply", "--server-side", "-f", crds.to_str().unwrap()]);
+    sb.ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout",
+        "60s",
+        "crd/certificates.cert-manager.io",
+        "crd/issuers.cert-manager.io",
+        "crd/servicemonitors.monitoring.coreos.com",
+        "crd/prometheusrules.monitoring.coreos.com",
+    ]);
+    let ns = sb.namespace("tp-crds");
+    let strict_dry_run = |doc: &Value| {
+        let mut doc = doc.clone();
+        doc["metadata"]["namespace"] = json!(ns);
+        sb.kubectl_stdin(
+            &[
+                "create",
+                "--dry-run=server",
+                "--validate=strict",
+                "-o",
+                "name",
+                "-f",
+                "-",
+            ],
+            Some(&doc.to_string()),
+        )
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (name, args) in renderings().into_iter().chain([(
+        "monitoring",
+        vec![
+            "--set".into(),
+            "metrics.serviceMonitor.enabled=true".into(),
+            "--set".into(),
+            "metrics.prometheusRule.enabled=true".into(),
+        ],
+    )]) {
+        for doc in docs(&render(&args)).iter().filter(|d| !is_core(d)) {
+            let out = strict_dry_run(doc);
+            assert!(
+                out.status.success(),
+                "{name}: {} {} refused: {}",
+                doc["kind"],
+                doc["metadata"]["name"],
+                sandbox::stderr(&out)
+            );
+            seen.insert(doc["kind"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(
+        seen,
+        ["Certificate", "Issuer", "PrometheusRule", "ServiceMonitor"]
+            .map(String::from)
+            .into(),
+    );
+    // Strict validation has teeth: a misspelt Certificate field is refused.
+    let all = docs(&render(&[]));
+    let mut typo = find(&all, "Certificate", "trainplace-serving").clone();
+    typo["spec"]["dnsName"] = json!(["x"]);
+    let out = strict_dry_run(&typo);
+    assert!(
+        !out.status.success() && sandbox::stderr(&out).contains("dnsName"),
+        "{}",
+        sandbox::stderr(&out)
+    );
+
+    // The default values: cert-manager mode. No cert-manager runs here, so the Secret is
+    // never written (kwok starts the pods regardless) and caBundle stays empty; the
+    // objects are created and the webhooks carry cainjector's annotation. failurePolicy
+    // Ignore on both: this release's webhooks must not refuse the other test's pods.
+    let chart = chart();
+    let rel = Release {
+        sb,
+        name: "tpcm",
+        ns: &ns,
+    };
+    let full = rel.fullname();
+    ok(
+        "helm install (cert-manager mode)",
+        rel.helm(&[
+            "install",
+            rel.name,
+            chart.to_str().unwrap(),
+            "--set",
+            "replicas=1",
+            "--set",
+            "webhooks.validate.failurePolicy=Ignore",
+            "--set",
+            "metrics.serviceMonitor.enabled=true",
+            "--set",
+            "metrics.prometheusRule.enabled=true",
+            "--wait",
+            "--timeout",
+            "120s",
+        ]),
+    );
+    for (kind, name) in [
+        ("issuer", format!("{full}-selfsigned")),
+        ("issuer", format!("{full}-ca")),
+        ("certificate", format!("{full}-ca")),
+        ("certificate", format!("{full}-serving")),
+        ("servicemonitor", full.clone()),
+        ("prometheusrule", full.clone()),
+    ] {
+        sb.ok(&["-n", &ns, "get", kind, &name]);
+    }
+    let cert = sb.json(&["-n", &ns, "get", "certificate", &format!("{full}-serving")]);
+    assert_eq!(cert["spec"]["secretName"], format!("{full}-tls"));
+    assert_eq!(
+        cert["spec"]["dnsNames"][2],
+        format!("{full}.{ns}.svc"),
+        "the Service's name"
+    );
+    for kind in [
+        "mutatingwebhookconfiguration",
+        "validatingwebhookconfiguration",
+    ] {
+        let w = sb.json(&["get", kind, &full]);
+        assert_eq!(
+            w["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            format!("{ns}/{full}-serving")
+        );
+    }
+    // The ServiceMonitor selects the chart's Service.
+    let sm = sb.json(&["-n", &ns, "get", "servicemonitor", &full]);
+    let svc = sb.json(&["-n", &ns, "get", "service", &full]);
+    for (k, v) in sm["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(&svc["metadata"]["labels"][k], v, "{k}");
+    }
+    ok(
+        "helm uninstall",
+        rel.helm(&["uninstall", rel.name, "--wait"]),
+    );
+    let out = sb.kubectl(&["-n", &ns, "get", "certificate", &format!("{full}-serving")]);
+    assert!(!out.status.success(), "the Certificate is gone");
+}
