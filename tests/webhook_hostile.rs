@@ -226,8 +226,8 @@ async fn a_saturated_server_answers_busy_at_once() {
 
 /// An UPDATE carries the object before the change as `oldObject`, as large as the
 /// object. The webhook reads past it without building it: the answer is the object's,
-/// whatever the old one holds, even one nested deeper than a JSON tree may be (which the
-/// webhook answered HTTP 400 while it parsed the whole review into a tree).
+/// whatever the old one holds, even one nested deeper than a JSON tree may be (a webhook
+/// parsing the whole review into a tree would answer HTTP 400).
 #[tokio::test]
 async fn an_update_is_answered_from_its_object_without_building_the_old_one() {
     let (srv, pki, _dir) = tls_server(None).await;
