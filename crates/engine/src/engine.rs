@@ -236,7 +236,9 @@ fn judge_sites<'s, 'a>(
 /// mark that verifies against its own namespace, job label, owner kind and judged
 /// fields (see `mark.rs`). Such a pod was judged at submit time with the submitter's
 /// identity and is not judged again for layout. The caller also checks that a trusted
-/// controller is asking. Anything else, a forged or copied mark included, is judged.
+/// controller is asking. Anything else, a forged or copied mark included, is judged;
+/// so is a pod whose own launcher says its job has more pods than the mark vouches
+/// for, and one whose job the inventory already shows in another zone.
 fn judged_upstream(object: &Value, kind: Kind, who: &Requester<'_>, policy: &Policy) -> bool {
     let (Kind::Pod, Some(keys), Some(mark)) = (kind, who.marks, annotation(object, ADMITTED))
     else {
@@ -256,19 +258,48 @@ fn judged_upstream(object: &Value, kind: Kind, who: &Requester<'_>, policy: &Pol
     let namespace =
         crate::json::str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
     let labels = view.labels();
-    JOB_IDENTITY_LABELS.iter().any(|(key, _)| {
-        labels.get(*key).is_some_and(|value| {
-            keys.verify(
-                mark,
-                &Claim {
-                    namespace,
-                    identity: (key, value),
-                    owner_kind,
-                    digest,
-                },
-            )
-        })
-    })
+    let verified = JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
+        let value = labels.get(*key)?;
+        let claim = Claim {
+            namespace,
+            identity: (key, value),
+            owner_kind,
+            digest,
+            pods: 0,
+        };
+        keys.verify(mark, &claim)
+            .map(|pods| (*key, value.as_str(), pods))
+    });
+    let Some((key, value, pods)) = verified else {
+        return false;
+    };
+    let per_pod = view.accelerators().map_or(0, |(_, n)| n);
+    let launched = crate::recognize::job_size(&view, per_pod, policy.recognizers());
+    let larger = match launched {
+        _ if pods == 0 => false,
+        Some(crate::recognize::JobSize::Pods(n)) => n > pods,
+        Some(crate::recognize::JobSize::Several) => pods <= 1,
+        None => false,
+    };
+    !larger && !placed_apart(object, namespace, (key, value), who)
+}
+
+/// Whether the inventory shows the pod's job in more than one zone, or in a zone other
+/// than the one this pod is pinned to.
+fn placed_apart(
+    object: &Value,
+    namespace: &str,
+    (key, value): (&str, &str),
+    who: &Requester<'_>,
+) -> bool {
+    let Some(zones) = who
+        .inventory
+        .and_then(|i| i.sibling_zones(namespace, key, value))
+    else {
+        return false;
+    };
+    let pinned = crate::classify::zones(object, Some((key, value))).pinned;
+    zones.len() > 1 || pinned.is_some_and(|z| !zones.contains(&z))
 }
 
 /// Write one judged template's layout, the Kueue topology ask and the explanation.
@@ -357,6 +388,7 @@ fn mark_admitted(
         identity: (key, value),
         owner_kind,
         digest: crate::mark::digest(&view),
+        pods: judgement.pods().unwrap_or(0),
     });
     if annotation(template, ADMITTED) == Some(mark.as_str()) {
         return Ok(());

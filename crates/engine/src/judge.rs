@@ -86,6 +86,11 @@ impl<'p> Judgement<'p> {
             .map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// Pods in the job, when known.
+    pub fn pods(&self) -> Option<u32> {
+        self.shape.pods
+    }
+
     /// Whether the instance type is known, so there is a layout to write.
     pub fn has_layout(&self) -> bool {
         self.layout.is_some()
@@ -116,15 +121,18 @@ fn admitted_template(
     };
     ctx.who.updating
         && ctx.kind.is_workload()
-        && keys.verify(
-            mark,
-            &crate::mark::Claim {
-                namespace,
-                identity: (key, value),
-                owner_kind,
-                digest: crate::mark::digest(view),
-            },
-        )
+        && keys
+            .verify(
+                mark,
+                &crate::mark::Claim {
+                    namespace,
+                    identity: (key, value),
+                    owner_kind,
+                    digest: crate::mark::digest(view),
+                    pods: 0,
+                },
+            )
+            .is_some_and(|pods| pods == shape.pods.unwrap_or(0))
 }
 
 /// Judge one template: `None` when it is not a training pod. Findings go into the

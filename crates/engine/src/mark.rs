@@ -3,8 +3,10 @@
 //!
 //! At workload admission trainplace writes `trainplace.io/admitted` on each judged pod
 //! template: an HMAC-SHA256, under a key only the webhook holds, over the namespace,
-//! the job's identity label, the kind of controller that will own the pods, and a
-//! digest of the fields the layout rules judge. At pod admission the mark is checked
+//! the job's identity label, the kind of controller that will own the pods, the number
+//! of pods the job was judged to have, and a digest of the fields the layout rules
+//! judge. The pod count is written in the mark (`v2.<key id>.<pods>.<mac>`): a pod
+//! whose own launcher says its job is larger was not what was admitted. At pod admission the mark is checked
 //! against the pod's own namespace, label, owner and fields: a copied, edited or
 //! invented mark does not verify, and such a pod is judged like any other.
 //!
@@ -19,7 +21,7 @@ use crate::podspec::PodView;
 
 /// Written on admitted templates; copied by controllers onto their pods.
 pub const ADMITTED: &str = "trainplace.io/admitted";
-const VERSION: &str = "v1";
+const VERSION: &str = "v2";
 
 /// The webhook's signing keys: the first signs, every one verifies (two during a
 /// rotation). Key ids are names, never secret.
@@ -56,36 +58,39 @@ impl MarkKeys {
         mac.finalize().into_bytes()
     }
 
-    /// The mark for a template: `v1.<key id>.<hex HMAC>`.
+    /// The mark for a template: `v2.<key id>.<pods>.<HMAC>`.
     pub(crate) fn sign(&self, claim: &Claim<'_>) -> String {
         let (id, key) = &self.keys[0];
         format!(
-            "{VERSION}.{id}.{}",
+            "{VERSION}.{id}.{}.{}",
+            claim.pods,
             URL_SAFE_NO_PAD.encode_to_string(Self::mac(key, &claim.message()))
         )
     }
 
-    /// Whether `mark` was made by one of our keys for exactly this claim.
-    pub(crate) fn verify(&self, mark: &str, claim: &Claim<'_>) -> bool {
-        let mut parts = mark.splitn(3, '.');
-        let (Some(VERSION), Some(id), Some(given)) = (parts.next(), parts.next(), parts.next())
+    /// Whether `mark` was made by one of our keys for exactly this claim, with the pod
+    /// count the mark states (the claim's own `pods` is ignored); that count when so.
+    pub(crate) fn verify(&self, mark: &str, claim: &Claim<'_>) -> Option<u32> {
+        let mut parts = mark.splitn(4, '.');
+        let (Some(VERSION), Some(id), Some(pods), Some(given)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
-            return false;
+            return None;
         };
-        let Some((_, key)) = self.keys.iter().find(|(k, _)| k == id) else {
-            return false;
-        };
+        let pods: u32 = pods.parse().ok()?;
+        let (_, key) = self.keys.iter().find(|(k, _)| k == id)?;
         let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
-        mac.update(&claim.message());
-        match URL_SAFE_NO_PAD.decode_to_vec(given) {
-            Ok(bytes) => mac.verify_slice(&bytes).is_ok(),
-            Err(_) => false,
-        }
+        mac.update(&Claim { pods, ..*claim }.message());
+        let bytes = URL_SAFE_NO_PAD.decode_to_vec(given).ok()?;
+        mac.verify_slice(&bytes).is_ok().then_some(pods)
     }
 }
 
 /// What a mark vouches for.
+#[derive(Clone, Copy)]
 pub(crate) struct Claim<'a> {
+    /// Pods in the job as judged at admission (0: several, count unknown).
+    pub pods: u32,
     pub namespace: &'a str,
     /// The job's identity label as the pods carry it.
     pub identity: (&'a str, &'a str),
@@ -104,6 +109,7 @@ impl Claim<'_> {
             self.identity.0,
             self.identity.1,
             self.owner_kind,
+            &self.pods.to_string(),
         ] {
             m.extend_from_slice(part.as_bytes());
             m.push(0);

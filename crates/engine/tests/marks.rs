@@ -51,7 +51,7 @@ fn admit(keys: &MarkKeys) -> Value {
     let mark = template["metadata"]["annotations"][ADMITTED]
         .as_str()
         .unwrap();
-    assert!(mark.starts_with("v1.k1."), "{mark}");
+    assert!(mark.starts_with("v2.k1.4."), "{mark}");
     // A second pass over the admitted job writes nothing.
     let again = evaluate(&v.object, &policy(), &who).unwrap();
     assert!(again.patch.0.is_empty(), "{:?}", again.patch);
@@ -126,6 +126,30 @@ fn a_mark_copied_to_another_controller_or_job_does_not_verify() {
     let mut elsewhere = pod_from(&template, "PyTorchJob");
     elsewhere["metadata"]["namespace"] = json!("prod");
     assert!(!judge_pod(&elsewhere, &k));
+}
+
+/// Attack: the mark vouches for a 4-pod job; the same template's pods run a launcher
+/// that says the job has 16. The mark binds the job's size, so the pod is judged.
+#[test]
+fn a_pod_whose_launcher_says_a_larger_job_is_judged() {
+    let k = keys("k1", 7);
+    let template = admit(&k);
+    let mut pod = pod_from(&template, "PyTorchJob");
+    assert!(judge_pod(&pod, &k));
+    pod["spec"]["containers"][0]["command"] = json!(["torchrun", "--nnodes=16", "train.py"]);
+    assert!(
+        !judge_pod(&pod, &k),
+        "a pod of a 16-pod job was trusted under a 4-pod mark"
+    );
+    // The mark's stated size is part of what it signs: raising it breaks it.
+    let mut raised = pod_from(&template, "PyTorchJob");
+    let mark = raised["metadata"]["annotations"][ADMITTED]
+        .as_str()
+        .unwrap()
+        .replace(".4.", ".16.");
+    raised["metadata"]["annotations"][ADMITTED] = json!(mark);
+    raised["spec"]["containers"][0]["command"] = json!(["torchrun", "--nnodes=16", "train.py"]);
+    assert!(!judge_pod(&raised, &k), "an edited pod count verified");
 }
 
 #[test]
@@ -341,6 +365,52 @@ fn a_controllers_update_of_an_admitted_workload_keeps_the_submitters_grant() {
     assert!(
         !v.allowed,
         "an edited template is judged again: {:#?}",
+        v.findings
+    );
+}
+
+/// Attack: a decoy. The job's pods already run in two zones; its next pod carries a
+/// valid mark from the controller. The mark vouches for the template, not for where
+/// the job landed, so the pod is judged, and the split is found.
+#[test]
+fn a_valid_mark_does_not_hide_a_job_already_in_two_zones() {
+    use trainplace_engine::Snapshot;
+    let k = keys("k1", 7);
+    let pod = pod_from(&admit(&k), "PyTorchJob");
+    let node = |name: &str, zone: &str| {
+        json!({"metadata": {"name": name, "labels": {
+            "topology.kubernetes.io/zone": zone,
+            "node.kubernetes.io/instance-type": "p5.48xlarge"}},
+            "status": {"allocatable": {"nvidia.com/gpu": "8"}}})
+    };
+    let bound = |name: &str, node: &str| {
+        json!({"metadata": {"name": name, "namespace": "research",
+            "labels": {"training.kubeflow.org/job-name": "bert"}},
+            "spec": {"nodeName": node}, "status": {"phase": "Running"}})
+    };
+    let inventory = Snapshot::from_lists(
+        &json!({"items": [node("n1", "us-east-1a"), node("n2", "us-east-1b")]}),
+        &json!({"items": [bound("bert-worker-0", "n1"), bound("bert-worker-1", "n2")]}),
+        &json!({"items": []}),
+    );
+    let groups = ["system:serviceaccounts:kubeflow".to_string()];
+    let who = Requester {
+        namespace: "research",
+        groups: &groups,
+        marks: Some(&k),
+        inventory: Some(&inventory),
+        ..Default::default()
+    };
+    let v = evaluate(&pod, &policy(), &who).unwrap();
+    assert!(
+        !v.allowed,
+        "a marked pod of a job split over two zones was trusted"
+    );
+    assert!(
+        v.findings
+            .iter()
+            .any(|f| f.message().contains("already run in several zones")),
+        "{:#?}",
         v.findings
     );
 }

@@ -102,9 +102,9 @@ impl<'a> Env<'a> {
         while let Some(at) = rest.find('$') {
             out.push_str(&rest[..at]);
             let tail = &rest[at..];
-            if tail.starts_with("$$") {
+            if let Some(after) = tail.strip_prefix("$$") {
                 out.push('$');
-                rest = &tail[2..];
+                rest = after;
                 continue;
             }
             let reference = tail
