@@ -1019,3 +1019,112 @@ fn crd_objects_pass_their_crds_and_the_default_mode_installs() {
     let out = sb.kubectl(&["-n", &ns, "get", "certificate", &format!("{full}-serving")]);
     assert!(!out.status.success(), "the Certificate is gone");
 }
+
+/// The mark-key Secret as kubelet mounts it: one file per key (base64-decoded), beside a
+/// hidden timestamped directory.
+fn mount_secret(secret: &Value, dir: &Path) {
+    std::fs::create_dir(dir.join("..2026_11_26_00_00_00.000000001")).unwrap();
+    for (name, b64) in secret["data"].as_object().unwrap() {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64.as_str().unwrap())
+            .unwrap();
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+/// Two replicas mounting the chart's one Secret: a PyTorchJob admitted through either (an
+/// opt-in only a group may use) has its operator's pods admitted by both, because both
+/// verify the mark the other signed. A replica with the key of another rendering (what
+/// each replica's own random key amounts to) judges those pods again and denies them; an
+/// empty key directory does not start.
+#[tokio::test]
+async fn replicas_sharing_the_charts_mark_key_trust_each_others_admissions() {
+    let policy = tempfile::tempdir().unwrap();
+    std::fs::write(
+        policy.path().join("policy.yaml"),
+        "apiVersion: trainplace.io/v1alpha1\nkind: Policy\noptIns:\n  allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }\n",
+    )
+    .unwrap();
+    let secret_of = |yaml: &str| {
+        docs(yaml)
+            .into_iter()
+            .find(|d| d["kind"] == "Secret" && d["metadata"]["name"] == "trainplace-mark-keys")
+            .expect("the mark-key Secret")
+    };
+    let shared = tempfile::tempdir().unwrap();
+    mount_secret(&secret_of(&render(&[])), shared.path());
+    let other = tempfile::tempdir().unwrap();
+    mount_secret(&secret_of(&render(&[])), other.path());
+    let replica = |keys: &Path| {
+        let mut cfg = common::config(None, Some(policy.path().to_path_buf()));
+        cfg.mark_keys = Some(keys.to_path_buf());
+        common::serve(cfg)
+    };
+    let (a, b, stranger) = (
+        replica(shared.path()).await,
+        replica(shared.path()).await,
+        replica(other.path()).await,
+    );
+    let url = |srv: &trainplace::server::Running, path: &str| {
+        format!("https://127.0.0.1:{}{path}", srv.addr.port())
+    };
+
+    let job = json!({
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "research"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 4, "template": {
+            "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+            "spec": {"containers": [{"name": "pytorch", "image": "train:1",
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}
+    });
+    let pod_review = |template: &Value| {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": template["metadata"].clone(), "spec": template["spec"].clone()});
+        pod["metadata"]["name"] = json!("bert-worker-0");
+        pod["metadata"]["namespace"] = json!("research");
+        pod["metadata"]["labels"] = json!({"training.kubeflow.org/job-name": "bert"});
+        pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob", "name": "bert",
+            "uid": "00000000-0000-4000-8000-000000000001", "controller": true}]);
+        let mut r = common::review_for(&pod, "pod");
+        r["request"]["userInfo"]["groups"] = json!(["system:serviceaccounts:kubeflow"]);
+        r
+    };
+    for admitter in [&a, &b] {
+        let mut review = common::review_for(&job, "job");
+        review["request"]["userInfo"]["groups"] = json!(["ml-researchers"]);
+        let (_, answer) = common::post_review(&url(admitter, "/mutate"), &review).await;
+        assert_eq!(answer["response"]["allowed"], true, "{answer}");
+        let mutated = common::apply_response_patch(&job, &answer);
+        let template = &mutated["spec"]["pytorchReplicaSpecs"]["Worker"]["template"];
+        assert!(
+            template["metadata"]["annotations"]["trainplace.io/admitted"]
+                .as_str()
+                .is_some_and(|m| m.split('.').nth(1) == Some("00-initial")),
+            "signed with the chart's key: {template}"
+        );
+        let pod = pod_review(template);
+        for judge in [&a, &b] {
+            let (_, answer) = common::post_review(&url(judge, "/validate"), &pod).await;
+            assert_eq!(answer["response"]["allowed"], true, "{answer}");
+        }
+        let (_, answer) = common::post_review(&url(&stranger, "/validate"), &pod).await;
+        assert_eq!(
+            answer["response"]["allowed"], false,
+            "another key: judged again and denied: {answer}"
+        );
+    }
+    for srv in [a, b, stranger] {
+        srv.handle.shutdown();
+    }
+
+    let empty = tempfile::tempdir().unwrap();
+    let mut cfg = common::config(None, Some(policy.path().to_path_buf()));
+    cfg.mark_keys = Some(empty.path().to_path_buf());
+    let err = match trainplace::server::start(cfg).await {
+        Ok(_) => panic!("a replica without the shared key started"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("no usable key"), "{err}");
+}
