@@ -163,7 +163,13 @@ fn args_with(file: &std::path::Path) -> AdviseArgs {
 fn text_summary_reads_well() {
     let advice = {
         let (req, facts) = inputs(&h100()).unwrap();
-        trainplace_advisor::advise(&req, &facts, &trainplace_engine::Policy::embedded()).unwrap()
+        trainplace_advisor::advise(
+            &req,
+            &facts,
+            &trainplace_engine::Policy::embedded(),
+            jiff::Timestamp::now(),
+        )
+        .unwrap()
     };
     let text = trainplace_advisor::render::text(&advice);
     assert!(

@@ -96,8 +96,13 @@ fn the_plan_says_why_it_buys_nothing() {
         ..Default::default()
     };
     let (req, facts) = trainplace::cli::advise::inputs(&args).unwrap();
-    let advice =
-        trainplace_advisor::advise(&req, &facts, &trainplace_engine::Policy::embedded()).unwrap();
+    let advice = trainplace_advisor::advise(
+        &req,
+        &facts,
+        &trainplace_engine::Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
     let rec = &advice.recommendation;
     assert!(
         rec.reasons.iter().any(|r| r.starts_with(
@@ -114,7 +119,12 @@ fn the_plan_says_why_it_buys_nothing() {
     };
     let err = trainplace::cli::advise::inputs(&bad)
         .and_then(|(r, f)| {
-            trainplace_advisor::advise(&r, &f, &trainplace_engine::Policy::embedded())
+            trainplace_advisor::advise(
+                &r,
+                &f,
+                &trainplace_engine::Policy::embedded(),
+                jiff::Timestamp::now(),
+            )
         })
         .unwrap_err();
     assert_eq!(

@@ -58,7 +58,7 @@ fn job_pods_pass_strict_kubernetes_validation() {
                 offerings: offers.map(String::from),
                 ..Default::default()
             };
-            let advice = advise(&req, &facts, &policy).unwrap();
+            let advice = advise(&req, &facts, &policy, jiff::Timestamp::now()).unwrap();
             let job: Value = serde_yaml_ng::from_str(
                 &advice
                     .artifacts

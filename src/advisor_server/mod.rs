@@ -58,7 +58,7 @@ async fn recommendations(
     AppJson(body): AppJson<Value>,
 ) -> Result<AppJson<Advice>, ApiError> {
     let (req, facts) = split_body(body)?;
-    let mut advice = advise(&req, &facts, &state.policy)?;
+    let mut advice = advise(&req, &facts, &state.policy, jiff::Timestamp::now())?;
     advice.layout_svg = Some(trainplace_advisor::svg::layout_svg(&advice.recommendation));
     Ok(AppJson(advice))
 }

@@ -145,7 +145,9 @@ pub fn run_advise(args: &AdviseArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::BadInput);
         }
     };
-    let advice = match inputs(args).and_then(|(req, facts)| advise(&req, &facts, &policy)) {
+    let advice = match inputs(args)
+        .and_then(|(req, facts)| advise(&req, &facts, &policy, jiff::Timestamp::now()))
+    {
         Ok(a) => a,
         Err(e) => {
             stderr!("error: {e}");

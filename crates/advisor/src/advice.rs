@@ -58,15 +58,17 @@ pub struct Advice {
     pub layout_svg: Option<String>,
 }
 
+/// The advice for `req`, planned as of its `now`, else `clock` (the caller's reading).
 pub fn advise(
     req: &AdviceRequest,
     facts: &RawFacts,
     policy: &Policy,
+    clock: jiff::Timestamp,
 ) -> Result<Advice, InputError> {
     let facts = facts.parse()?;
     let mut req = req.clone();
     region_from_offerings(&mut req, &facts)?;
-    let request = req.validate(&policy.catalog)?;
+    let request = req.validate(&policy.catalog, clock)?;
     let recommendation = recommend(&request, &policy.catalog, &facts)?;
     tracing::info!(
         instance = %recommendation.instance.name,

@@ -159,7 +159,7 @@ mod tests {
             duration_days: Some(1.0),
             ..Default::default()
         }
-        .validate(&catalog)
+        .validate(&catalog, jiff::Timestamp::now())
         .unwrap();
         candidates(&req, &catalog, None).unwrap().remove(0).shape
     }
@@ -211,7 +211,7 @@ mod tests {
             duration_days: Some(1.0),
             ..Default::default()
         }
-        .validate(&catalog)
+        .validate(&catalog, jiff::Timestamp::now())
         .unwrap();
         let offered = vec!["p5.48xlarge".to_string()];
         let err = candidates(&req, &catalog, Some(&offered)).unwrap_err();

@@ -402,7 +402,8 @@ fn eks_version_is_a_flag_with_a_current_default() {
     req.eks_version = Some("1.34".into());
     let policy = Policy::embedded();
     let rec = trainplace_advisor::recommend(
-        &req.validate(&policy.catalog).unwrap(),
+        &req.validate(&policy.catalog, jiff::Timestamp::now())
+            .unwrap(),
         &policy.catalog,
         &facts,
     )
@@ -413,7 +414,9 @@ fn eks_version_is_a_flag_with_a_current_default() {
     );
     req.eks_version = Some("latest".into());
     assert_eq!(
-        req.validate(&policy.catalog).unwrap_err().field,
+        req.validate(&policy.catalog, jiff::Timestamp::now())
+            .unwrap_err()
+            .field,
         "eksVersion"
     );
 }
@@ -521,7 +524,8 @@ fn job_pods_request_cpu_memory_for_shm_and_efa_hugepages() {
     req.gpus = Some(1);
     let policy = Policy::embedded();
     let r = trainplace_advisor::recommend(
-        &req.validate(&policy.catalog).unwrap(),
+        &req.validate(&policy.catalog, jiff::Timestamp::now())
+            .unwrap(),
         &policy.catalog,
         &facts,
     )

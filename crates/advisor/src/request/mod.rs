@@ -96,14 +96,14 @@ pub const DEFAULT_REGION: &str = "us-east-1";
 pub const DEFAULT_EKS_VERSION: &str = "1.35";
 
 impl AdviceRequest {
-    /// Validate as of the request's `now`, else the clock.
-    pub fn validate(&self, catalog: &Catalog) -> Result<Request, InputError> {
-        let now = match parse_opt("now", self.now.as_deref())? {
-            Some(t) => t,
-            None => Timestamp::now(),
-        };
+    /// Validate as of the request's `now`, else `clock`: the time the caller read (the
+    /// advisor reads no clock of its own, so a plan depends only on its inputs).
+    pub fn validate(&self, catalog: &Catalog, clock: Timestamp) -> Result<Request, InputError> {
+        let now = parse_opt("now", self.now.as_deref())?.unwrap_or(clock);
         self.validate_at(catalog, now)
     }
+
+    /// Validate as of `now`, whatever the request's own `now` says.
 
     pub fn validate_at(&self, catalog: &Catalog, now: Timestamp) -> Result<Request, InputError> {
         let demand = self.demand()?;

@@ -181,6 +181,8 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
     let (mut req, facts) = scenario(name);
     req.framework = Some(framework.into());
     let policy = Policy::embedded();
-    let valid = req.validate(&policy.catalog).unwrap();
+    let valid = req
+        .validate(&policy.catalog, jiff::Timestamp::now())
+        .unwrap();
     recommend(&valid, &policy.catalog, &facts).unwrap()
 }
