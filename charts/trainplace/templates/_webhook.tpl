@@ -9,7 +9,7 @@ manifests/README.md, "What reaches the webhook", has the reasoning.
 rules:
   - apiGroups: [""]
     apiVersions: ["v1"]
-    operations: ["CREATE"]
+    operations: ["CREATE", "UPDATE"]
     resources: ["pods"]
     scope: Namespaced
   - apiGroups: ["batch"]
@@ -75,6 +75,14 @@ matchConditions:
   # (`object` is null on DELETE).
   - name: not-delete
     expression: "request.operation != 'DELETE'"
+  # A pod UPDATE reaches the webhook only when it changes the pod's labels (a pod's
+  # job label must not move it out of its job's zone hold); finalizer, status and
+  # annotation writes by controllers and the kubelet never wait on it.
+  - name: pod-update-changes-labels
+    expression: >-
+      request.operation != 'UPDATE' || request.resource.resource != 'pods' ||
+      !has(object.metadata.labels) || !has(oldObject.metadata.labels) ||
+      object.metadata.labels != oldObject.metadata.labels
   # Anything that is not a core pod passes (the workload kinds of the rules).
   # A pod passes if any container or init container requests or limits a resource
   # other than cpu, memory, ephemeral-storage and hugepages-* (any device: GPUs

@@ -176,7 +176,7 @@ fn answer(
     let Some(request) = incoming.request else {
         return invalid("AdmissionReview has no request".into());
     };
-    let (object, req) = request.split(TypeMeta {
+    let (object, old_object, req) = request.split(TypeMeta {
         api_version: incoming.api_version,
         kind: incoming.kind,
     });
@@ -191,6 +191,15 @@ fn answer(
         outcome,
     };
     if !matches!(req.operation, Operation::Create | Operation::Update) || object.is_null() {
+        return done(base, Outcome::Passed { operation });
+    }
+    // A pod's layout is fixed when it is created; an UPDATE is only validated (its job
+    // label, `update.rs`), never patched.
+    if endpoint == Endpoint::Mutate
+        && req.operation == Operation::Update
+        && req.kind.kind == "Pod"
+        && req.kind.group.is_empty()
+    {
         return done(base, Outcome::Passed { operation });
     }
     let object_name = || {
@@ -246,7 +255,7 @@ fn answer(
         Endpoint::Mutate => evaluate_owned(object, policy, &who),
         Endpoint::Validate => judge_owned(object, policy, &who),
     };
-    let verdict = match judged {
+    let mut verdict = match judged {
         Ok(v) => v,
         Err(e) => {
             let message = format!("trainplace cannot read {}: {e}", object_name());
@@ -255,6 +264,14 @@ fn answer(
         }
     };
     let is_scale = req.sub_resource.as_deref() == Some("scale");
+    // An UPDATE is refused only for what it changes (`update.rs`).
+    if let (Endpoint::Validate, Operation::Update, false, Some(old)) =
+        (endpoint, &req.operation, is_scale, old_object)
+        && let Ok(old) = serde_json::from_str::<Value>(old.get())
+        && !old.is_null()
+    {
+        crate::update::judge_change(old, &mut verdict, policy, &who);
+    }
     let resp = match endpoint {
         // A Scale is judged on the workload it scales; that workload's patch would not
         // apply to the Scale object.

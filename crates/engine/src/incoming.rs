@@ -1,7 +1,7 @@
 //! What the webhook reads of an AdmissionReview, parsed in one pass: the request's
-//! fields typed, its `object` as JSON, and its `oldObject` skipped unparsed. The engine
-//! never reads `oldObject`, and on an UPDATE it is as large as the object: building it
-//! as a JSON tree would double the parse work and memory of every UPDATE review.
+//! fields typed, its `object` as JSON, and its `oldObject` kept as raw text. Only the
+//! validating webhook reads `oldObject` (to judge what an UPDATE changes), so it is
+//! built as a JSON tree there and nowhere else.
 
 use k8s_openapi::api::authentication::v1::UserInfo;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
@@ -9,7 +9,6 @@ use kube_core::DynamicObject;
 use kube_core::admission::{AdmissionRequest, Operation};
 use kube_core::{GroupVersionKind, GroupVersionResource, TypeMeta};
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
 /// The review's envelope. Fields other than these (and those of [`Request`]) are
@@ -49,9 +48,9 @@ pub(crate) struct Request {
     user_info: UserInfo,
     #[serde(default)]
     object: Value,
-    // Read past without building anything (still checked to be well-formed JSON).
+    // Kept as text (still checked to be well-formed JSON); built only when judged.
     #[serde(default, rename = "oldObject")]
-    _old_object: IgnoredAny,
+    old_object: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     dry_run: bool,
     #[serde(default)]
@@ -61,7 +60,14 @@ pub(crate) struct Request {
 impl Request {
     /// The object under review, and the rest of the request as kube-core's type
     /// (without objects), for building the response and reading who asked.
-    pub(crate) fn split(self, types: TypeMeta) -> (Value, AdmissionRequest<DynamicObject>) {
+    pub(crate) fn split(
+        self,
+        types: TypeMeta,
+    ) -> (
+        Value,
+        Option<Box<serde_json::value::RawValue>>,
+        AdmissionRequest<DynamicObject>,
+    ) {
         let request = AdmissionRequest {
             types,
             uid: self.uid,
@@ -80,7 +86,7 @@ impl Request {
             dry_run: self.dry_run,
             options: self.options,
         };
-        (self.object, request)
+        (self.object, self.old_object, request)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The webhook's entry point, `review_bytes`: an AdmissionReview read from the
-//! request body in one pass, `oldObject` read past but never built, and bodies that
+//! request body in one pass, `oldObject` kept as text (built only when the validating
+//! webhook judges an UPDATE, `updates.rs`), and bodies that
 //! are not JSON told apart from JSON of the wrong shape.
 
 use serde_json::{Value, json};

@@ -1,0 +1,177 @@
+//! UPDATEs are judged for what they change. A workload admitted with its submitter's
+//! grants is updated by controllers that hold none (the garbage collector removing a
+//! finalizer, Kueue suspending, unsuspending or preempting a job): such an update brings
+//! no new finding and is admitted. An update that brings one is refused, and a pod's
+//! job label cannot move the pod to another job.
+
+use serde_json::{Value, json};
+use trainplace_engine::{Catalog, Endpoint, Policy, review};
+
+const POLICY: &str = "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+optIns:
+  allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }
+";
+
+fn policy() -> Policy {
+    Policy::from_parts(POLICY, "test", Catalog::embedded()).unwrap()
+}
+
+/// A 4-pod Job of 1-GPU pods on p5 that opts in to partial nodes (granted to its
+/// submitter's group, not to controllers).
+fn job(gpus: u32) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "bert", "namespace": "research", "finalizers": ["batch.kubernetes.io/job-tracking"],
+            "annotations": {"trainplace.io/allow-partial-node": "true"}},
+        "spec": {"parallelism": 4, "completions": 4, "completionMode": "Indexed", "suspend": true,
+            "template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "trainer", "image": "train:1",
+                    "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}})
+}
+
+fn update(
+    old: &Value,
+    new: &Value,
+    user: &str,
+    groups: &[&str],
+    kind: &str,
+    resource: &str,
+) -> Value {
+    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u-1",
+            "kind": {"group": if kind == "Pod" { "" } else { "batch" }, "version": "v1", "kind": kind},
+            "resource": {"group": if kind == "Pod" { "" } else { "batch" }, "version": "v1", "resource": resource},
+            "name": new["metadata"]["name"], "namespace": "research", "operation": "UPDATE",
+            "userInfo": {"username": user, "groups": groups},
+            "object": new, "oldObject": old}});
+    let reviewed = review(body, Endpoint::Validate, &policy(), None, None);
+    serde_json::from_slice(&reviewed.body.unwrap()).unwrap()
+}
+
+fn allowed(answer: &Value) -> bool {
+    answer["response"]["allowed"] == true
+}
+
+const GC: &str = "system:serviceaccount:kube-system:generic-garbage-collector";
+const KUEUE: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
+
+#[test]
+fn a_controllers_update_that_changes_no_finding_is_admitted() {
+    let old = job(1);
+    // The garbage collector removes the finalizer of a job being deleted.
+    let mut gone = old.clone();
+    gone["metadata"]["finalizers"] = json!([]);
+    gone["metadata"]["deletionTimestamp"] = json!("2026-11-26T10:00:00Z");
+    let a = update(
+        &old,
+        &gone,
+        GC,
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:kube-system",
+        ],
+        "Job",
+        "jobs",
+    );
+    assert!(allowed(&a), "finalizer removal refused: {a}");
+    // Kueue unsuspends the job and writes its flavor's node selector.
+    let mut started = old.clone();
+    started["spec"]["suspend"] = json!(false);
+    started["spec"]["template"]["spec"]["nodeSelector"]["karpenter.sh/capacity-type"] =
+        json!("on-demand");
+    let a = update(
+        &old,
+        &started,
+        KUEUE,
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:kueue-system",
+        ],
+        "Job",
+        "jobs",
+    );
+    assert!(allowed(&a), "unsuspend refused: {a}");
+    assert!(
+        a["response"]["warnings"]
+            .to_string()
+            .contains("this update does not change it"),
+        "{a}"
+    );
+    // Kueue preempts it again.
+    let a = update(
+        &started,
+        &old,
+        KUEUE,
+        &["system:serviceaccounts:kueue-system"],
+        "Job",
+        "jobs",
+    );
+    assert!(allowed(&a), "suspend refused: {a}");
+}
+
+#[test]
+fn an_update_that_brings_a_finding_is_refused() {
+    // Attack: admitted as a whole-node job, then edited down to 1 GPU per pod by
+    // someone without the grant.
+    let old = job(8);
+    let new = job(1);
+    let a = update(
+        &old,
+        &new,
+        "mallory",
+        &["system:authenticated"],
+        "Job",
+        "jobs",
+    );
+    assert!(
+        !allowed(&a),
+        "a new partial-node layout was admitted on UPDATE: {a}"
+    );
+}
+
+fn pod(job: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "bert-1", "namespace": "research",
+            "labels": {"training.kubeflow.org/job-name": job}, "finalizers": ["example.com/keep"]},
+        "spec": {"nodeName": "n1", "containers": [{"name": "trainer", "image": "train:1",
+            "command": ["torchrun"], "args": ["train.py"],
+            "env": [{"name": "PET_NNODES", "value": "4"}],
+            "resources": {"limits": {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}}}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge",
+                "topology.kubernetes.io/zone": "us-east-1a"}}})
+}
+
+#[test]
+fn a_pod_cannot_be_relabelled_into_another_job() {
+    // Attack: after a sibling is bound, relabel this pod so the next pod of the job is
+    // no longer held with it.
+    let old = pod("bert");
+    let a = update(
+        &old,
+        &pod("gpt"),
+        "alice",
+        &["system:authenticated"],
+        "Pod",
+        "pods",
+    );
+    assert!(!allowed(&a), "a training pod moved to another job: {a}");
+    assert!(
+        a["response"]["status"]["message"]
+            .to_string()
+            .contains("training.kubeflow.org/job-name"),
+        "{a}"
+    );
+    // Removing its finalizer is a change the pod's job does not see.
+    let mut freed = old.clone();
+    freed["metadata"]["finalizers"] = json!([]);
+    let a = update(
+        &old,
+        &freed,
+        GC,
+        &["system:serviceaccounts:kube-system"],
+        "Pod",
+        "pods",
+    );
+    assert!(allowed(&a), "{a}");
+}
