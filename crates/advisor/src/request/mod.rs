@@ -104,7 +104,6 @@ impl AdviceRequest {
     }
 
     /// Validate as of `now`, whatever the request's own `now` says.
-
     pub fn validate_at(&self, catalog: &Catalog, now: Timestamp) -> Result<Request, InputError> {
         let demand = self.demand()?;
         let (family, instance_type) = self.family_and_type(catalog)?;
