@@ -67,6 +67,8 @@ pub struct Recommendation {
     pub efa_dra: bool,
 }
 
+/// The plan for `req`: the best-ranked instance type and shape, its capacity and zone,
+/// cost, the alternatives, and every reason and warning behind them.
 pub fn recommend(
     req: &Request,
     catalog: &Catalog,
@@ -78,42 +80,8 @@ pub fn recommend(
         .map(|t| t.iter().map(|t| t.name.clone()).collect());
     let mut ranked = candidates(req, catalog, offered.as_deref())?;
     let Candidate { profile, shape } = ranked.remove(0);
-    let mut reasons = vec![format!(
-        "{}: {} x {} ({} GiB each), {}, {} EFA; one pod per node with all {} accelerators",
-        profile.name,
-        profile.accelerators,
-        profile.accelerator,
-        profile
-            .accelerator_memory_gi_b
-            .map_or("?".into(), |g| g.to_string()),
-        profile.intra_node,
-        profile.max_efa,
-        profile.accelerators
-    )];
-    let mut warnings = Vec::new();
-    if let Some(from) = req.start_moved_from {
-        warnings.push(warn::start_moved(from, req.now));
-    }
-    if let (true, Some(g)) = (shape.rounded_up, shape.requested_gpus) {
-        warnings.push(warn::rounded_up(
-            g,
-            shape.total_gpus,
-            shape.gpus_per_node,
-            &profile.name,
-        ));
-    }
-    for t in facts
-        .instance_types
-        .iter()
-        .flatten()
-        .filter(|t| t.name == profile.name)
-    {
-        warnings.extend(
-            disagreements(t, profile)
-                .iter()
-                .map(|d| warn::catalog_mismatch(d)),
-        );
-    }
+    let mut reasons = vec![why_this_type(profile)];
+    let mut warnings = shape_warnings(req, profile, &shape, facts);
     let (capacity, block_zone) = match existing_capacity(req, &profile.name, shape.nodes, facts) {
         Some((plan, zone)) => {
             reasons.push(format!(
@@ -128,16 +96,11 @@ pub fn recommend(
         .unwrap_or_else(|| pick_zone(req, &profile.name, facts, &mut reasons, &mut warnings));
     let placement_group = (shape.nodes > 1 && matches!(capacity, CapacityPlan::OnDemand))
         .then(|| format!("{}-{}", req.names.cluster, slug(&profile.name)));
-    match (&capacity, &placement_group) {
-        (CapacityPlan::CapacityBlock { .. }, _) => {
-            reasons.push("no placement group: Capacity Blocks are already co-located in an UltraCluster".into())
-        }
-        (_, Some(pg)) => reasons.push(format!("cluster placement group {pg} keeps the nodes close for EFA")),
-        (CapacityPlan::Odcr { .. }, None) if shape.nodes > 1 => reasons.push(
-            "ODCR capacity sits wherever it was reserved: create it in a cluster placement group for co-location".into(),
-        ),
-        _ => {}
-    }
+    reasons.extend(co_location(
+        &capacity,
+        placement_group.as_deref(),
+        shape.nodes,
+    ));
     if shape.nodes > 1 {
         warnings.push(warn::efa_one_az(&zone));
         warnings.extend(warn::p4d_efa(profile));
@@ -146,36 +109,11 @@ pub fn recommend(
         }
     }
     let cost = cost(profile, &shape, req.job_hours, &capacity);
-    match (cost.estimate_usd, req.budget_usd) {
-        (Some(e), Some(b)) if e > b => warnings.push(warn::over_budget(e, b)),
-        // A Capacity Block not yet chosen has its price once offerings are given.
-        (None, _) if cost.on_demand_usd.is_none() => {
-            warnings.push(warn::unknown_cost(&profile.name))
-        }
-        _ => {}
-    }
-    let alternatives = ranked
-        .iter()
-        .take(3)
-        .map(|c| Alternative {
-            instance_type: c.profile.name.clone(),
-            nodes: c.shape.nodes,
-            total_gpus: c.shape.total_gpus,
-            on_demand_usd: on_demand(c.profile, c.shape.nodes, req.job_hours),
-        })
-        .collect();
+    warnings.extend(cost_warning(&cost, req.budget_usd, &profile.name));
     let capacity_options =
         capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);
     let other_offerings = other_offerings(req, &profile.name, facts, &capacity);
-    // Nodes of the type that advertise no EFA, on an EFA type: EFA comes through DRA.
-    let have: Vec<_> = facts
-        .nodes
-        .iter()
-        .flatten()
-        .filter(|n| n.instance_type.as_deref() == Some(profile.name.as_str()))
-        .collect();
-    let efa_dra = profile.max_efa > 0
-        && (req.efa_dra || (!have.is_empty() && have.iter().all(|n| n.efa == 0)));
+    let efa_dra = efa_through_dra(req, profile, facts);
     if efa_dra {
         reasons.push(format!(
             "EFA through the EFA DRA driver: pods claim all {} interfaces with a ResourceClaimTemplate (device class {}, allocationMode All) instead of vpc.amazonaws.com/efa (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)",
@@ -203,8 +141,115 @@ pub fn recommend(
         cost,
         reasons,
         warnings,
-        alternatives,
+        alternatives: alternatives(&ranked, req.job_hours),
     })
+}
+
+/// The first reason: what the chosen type is and the layout it gets.
+fn why_this_type(profile: &InstanceProfile) -> String {
+    format!(
+        "{}: {} x {} ({} GiB each), {}, {} EFA; one pod per node with all {} accelerators",
+        profile.name,
+        profile.accelerators,
+        profile.accelerator,
+        profile
+            .accelerator_memory_gi_b
+            .map_or("?".into(), |g| g.to_string()),
+        profile.intra_node,
+        profile.max_efa,
+        profile.accelerators
+    )
+}
+
+/// Warnings about the request as planned: a start moved to now, GPUs rounded up to
+/// whole nodes, the catalog disagreeing with the account's instance types.
+fn shape_warnings(
+    req: &Request,
+    profile: &InstanceProfile,
+    shape: &Shape,
+    facts: &Facts,
+) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if let Some(from) = req.start_moved_from {
+        warnings.push(warn::start_moved(from, req.now));
+    }
+    if let (true, Some(g)) = (shape.rounded_up, shape.requested_gpus) {
+        warnings.push(warn::rounded_up(
+            g,
+            shape.total_gpus,
+            shape.gpus_per_node,
+            &profile.name,
+        ));
+    }
+    for t in facts
+        .instance_types
+        .iter()
+        .flatten()
+        .filter(|t| t.name == profile.name)
+    {
+        warnings.extend(
+            disagreements(t, profile)
+                .iter()
+                .map(|d| warn::catalog_mismatch(d)),
+        );
+    }
+    warnings
+}
+
+/// How the nodes end up close together (for EFA), when there is something to say.
+fn co_location(
+    capacity: &CapacityPlan,
+    placement_group: Option<&str>,
+    nodes: u32,
+) -> Option<String> {
+    match (capacity, placement_group) {
+        (CapacityPlan::CapacityBlock { .. }, _) => Some(
+            "no placement group: Capacity Blocks are already co-located in an UltraCluster".into(),
+        ),
+        (_, Some(pg)) => Some(format!(
+            "cluster placement group {pg} keeps the nodes close for EFA"
+        )),
+        (CapacityPlan::Odcr { .. }, None) if nodes > 1 => Some(
+            "ODCR capacity sits wherever it was reserved: create it in a cluster placement group for co-location".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// Over budget, or a cost nobody can tell yet.
+fn cost_warning(cost: &Cost, budget_usd: Option<f64>, instance: &str) -> Option<Warning> {
+    match (cost.estimate_usd, budget_usd) {
+        (Some(e), Some(b)) if e > b => Some(warn::over_budget(e, b)),
+        // A Capacity Block not yet chosen has its price once offerings are given.
+        (None, _) if cost.on_demand_usd.is_none() => Some(warn::unknown_cost(instance)),
+        _ => None,
+    }
+}
+
+/// The next three candidates, with what they would cost on demand.
+fn alternatives(ranked: &[Candidate<'_>], job_hours: u32) -> Vec<Alternative> {
+    ranked
+        .iter()
+        .take(3)
+        .map(|c| Alternative {
+            instance_type: c.profile.name.clone(),
+            nodes: c.shape.nodes,
+            total_gpus: c.shape.total_gpus,
+            on_demand_usd: on_demand(c.profile, c.shape.nodes, job_hours),
+        })
+        .collect()
+}
+
+/// EFA through the EFA DRA driver: asked for, or the cluster's nodes of an EFA type
+/// advertise no `vpc.amazonaws.com/efa`.
+fn efa_through_dra(req: &Request, profile: &InstanceProfile, facts: &Facts) -> bool {
+    let have: Vec<_> = facts
+        .nodes
+        .iter()
+        .flatten()
+        .filter(|n| n.instance_type.as_deref() == Some(profile.name.as_str()))
+        .collect();
+    profile.max_efa > 0 && (req.efa_dra || (!have.is_empty() && have.iter().all(|n| n.efa == 0)))
 }
 
 fn capacity_plan(
