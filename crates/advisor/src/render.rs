@@ -3,8 +3,10 @@
 use std::fmt::Write;
 
 use crate::advice::Advice;
-use crate::recommend::CapacityPlan;
+use crate::recommend::{CapacityPlan, Recommendation};
 
+/// The summary: the layout, capacity, placement, cost and bandwidth on a line each,
+/// then why, the warnings, the capacity options, the alternatives and the artifacts.
 pub fn text(advice: &Advice) -> String {
     let r = &advice.recommendation;
     let mut s = String::new();
@@ -20,7 +22,54 @@ pub fn text(advice: &Advice) -> String {
         r.processes_per_pod,
         r.shape.efa_per_node
     );
-    let capacity = match &r.capacity {
+    let _ = writeln!(s, "capacity:   {}", capacity(&r.capacity));
+    let _ = writeln!(
+        s,
+        "placement:  {}",
+        r.placement_group
+            .as_deref()
+            .map_or("no placement group".into(), |pg| format!(
+                "cluster placement group {pg}"
+            ))
+    );
+    let _ = writeln!(
+        s,
+        "cost:       {} (on-demand reference {})",
+        money(r.cost.estimate_usd),
+        money(r.cost.on_demand_usd)
+    );
+    bandwidth(&mut s, r);
+    let _ = writeln!(s, "\nwhy:");
+    for reason in &r.reasons {
+        let _ = writeln!(s, "  - {reason}");
+    }
+    if !r.warnings.is_empty() {
+        let _ = writeln!(s, "\nwarnings:");
+        for w in &r.warnings {
+            let _ = writeln!(s, "  ! [{}] {}", w.code, w.message);
+        }
+    }
+    options_and_alternatives(&mut s, r);
+    let _ = writeln!(
+        s,
+        "\nartifacts (--emit DIR writes them): {}",
+        advice
+            .artifacts
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    s
+}
+
+fn money(x: Option<f64>) -> String {
+    x.map_or("unknown".to_string(), |v| format!("${v:.2}"))
+}
+
+/// The capacity line: which blocks, reservation or nodes, or on-demand.
+fn capacity(plan: &CapacityPlan) -> String {
+    match plan {
         CapacityPlan::CapacityBlock {
             block_hours,
             blocks: Some(p),
@@ -52,24 +101,11 @@ pub fn text(advice: &Advice) -> String {
             groups.join(", ")
         ),
         CapacityPlan::OnDemand => "on-demand".to_string(),
-    };
-    let _ = writeln!(s, "capacity:   {capacity}");
-    let _ = writeln!(
-        s,
-        "placement:  {}",
-        r.placement_group
-            .as_deref()
-            .map_or("no placement group".into(), |pg| format!(
-                "cluster placement group {pg}"
-            ))
-    );
-    let money = |x: Option<f64>| x.map_or("unknown".to_string(), |v| format!("${v:.2}"));
-    let _ = writeln!(
-        s,
-        "cost:       {} (on-demand reference {})",
-        money(r.cost.estimate_usd),
-        money(r.cost.on_demand_usd)
-    );
+    }
+}
+
+/// The bandwidth line, and the nccl-tests busbw to expect when it is known.
+fn bandwidth(s: &mut String, r: &Recommendation) {
     let b = &r.bandwidth;
     let _ = writeln!(
         s,
@@ -87,16 +123,11 @@ pub fn text(advice: &Advice) -> String {
             "nccl-tests: expect all_reduce busbw {low}..{high} GB/s (check with `trainplace diagnose`)"
         );
     }
-    let _ = writeln!(s, "\nwhy:");
-    for reason in &r.reasons {
-        let _ = writeln!(s, "  - {reason}");
-    }
-    if !r.warnings.is_empty() {
-        let _ = writeln!(s, "\nwarnings:");
-        for w in &r.warnings {
-            let _ = writeln!(s, "  ! [{}] {}", w.code, w.message);
-        }
-    }
+}
+
+/// The capacity that could be bought (the chosen one starred) and the next instance
+/// types.
+fn options_and_alternatives(s: &mut String, r: &Recommendation) {
     if !r.capacity_options.is_empty() {
         let _ = writeln!(s, "\ncapacity options:");
         for o in &r.capacity_options {
@@ -123,15 +154,4 @@ pub fn text(advice: &Advice) -> String {
             );
         }
     }
-    let _ = writeln!(
-        s,
-        "\nartifacts (--emit DIR writes them): {}",
-        advice
-            .artifacts
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    s
 }
