@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::{Value, json};
 use trainplace_engine::Snapshot;
-use trainplace_engine::{Mode, Verdict};
+use trainplace_engine::{EndingJob, Mode, Verdict};
 
 use super::input::Document;
 use super::judge::{Submitter, judge};
@@ -169,40 +169,24 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
     Ok((docs, snapshot, notes))
 }
 
+/// What an audit judges: the policy, the objects, the cluster's inventory, and notes
+/// on what could not be read.
+struct Audited {
+    policy: trainplace_engine::Policy,
+    docs: Vec<Document>,
+    snapshot: Option<Snapshot>,
+    notes: Vec<String>,
+}
+
 pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
-    let (policy, docs, snapshot, notes) = match &args.from {
-        Some(file) => match Inputs::load(&args.policy, file, args.cluster.as_deref()) {
-            Ok(i) => (i.policy, i.docs, i.inventory, Vec::new()),
-            Err(code) => return Ok(code),
-        },
-        None => {
-            let policy = match args.policy.load() {
-                Ok(p) => p,
-                Err(e) => {
-                    stderr!("error: {e}");
-                    return Ok(ExitCode::BadInput);
-                }
-            };
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            match rt.block_on(live(args)) {
-                Ok((d, s, n)) => (policy, d, Some(s), n),
-                Err(e) => {
-                    stderr!(
-                        "error: cannot read the cluster through the kubeconfig: {e}\n(use --from FILE with `kubectl get pods,jobs,... -A -o json` output to audit offline)"
-                    );
-                    return Ok(ExitCode::BadInput);
-                }
-            }
-        }
-    };
-    let snapshot = match super::dryrun::with_reservations(snapshot, args.reservations.as_deref()) {
-        Ok(s) => s,
-        Err(error) => {
-            stderr!("error: {error}");
-            return Ok(ExitCode::BadInput);
-        }
+    let Audited {
+        policy,
+        docs,
+        snapshot,
+        notes,
+    } = match load(args)? {
+        Ok(audited) => audited,
+        Err(code) => return Ok(code),
     };
     let now = args.now.unwrap_or_else(jiff::Timestamp::now);
     let submitter = Submitter {
@@ -237,27 +221,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    match args.output {
-        AuditOutput::Table => {
-            let mut out = table(&verdicts);
-            if let Some((jobs, within)) = &ending {
-                out.push_str(&super::ending::table(jobs, *within, now));
-            }
-            super::out::print(&out)?;
-        }
-        AuditOutput::Json => {
-            let mut report = report(&verdicts);
-            if let Some((jobs, _)) = &ending {
-                let results = super::ending::results(jobs, now);
-                let warn = report["summary"]["warn"].as_u64().unwrap_or(0);
-                report["summary"]["warn"] = json!(warn + results.len() as u64);
-                if let Some(all) = report["results"].as_array_mut() {
-                    all.extend(results);
-                }
-            }
-            super::out::print(&(serde_json::to_string_pretty(&report)? + "\n"))?;
-        }
-    }
+    print(args.output, &verdicts, ending.as_ref(), now)?;
     for n in notes {
         stderr!("note: {n}");
     }
@@ -266,6 +230,82 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::Ok
     })
+}
+
+/// The objects from `--from` or the live cluster, with the policy and the Capacity
+/// Blocks of `--reservations`; the exit code when something cannot be read (its
+/// message printed).
+fn load(args: &AuditArgs) -> anyhow::Result<Result<Audited, ExitCode>> {
+    let (policy, docs, snapshot, notes) = match &args.from {
+        Some(file) => match Inputs::load(&args.policy, file, args.cluster.as_deref()) {
+            Ok(i) => (i.policy, i.docs, i.inventory, Vec::new()),
+            Err(code) => return Ok(Err(code)),
+        },
+        None => {
+            let policy = match args.policy.load() {
+                Ok(p) => p,
+                Err(e) => {
+                    stderr!("error: {e}");
+                    return Ok(Err(ExitCode::BadInput));
+                }
+            };
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            match rt.block_on(live(args)) {
+                Ok((d, s, n)) => (policy, d, Some(s), n),
+                Err(e) => {
+                    stderr!(
+                        "error: cannot read the cluster through the kubeconfig: {e}\n(use --from FILE with `kubectl get pods,jobs,... -A -o json` output to audit offline)"
+                    );
+                    return Ok(Err(ExitCode::BadInput));
+                }
+            }
+        }
+    };
+    match super::dryrun::with_reservations(snapshot, args.reservations.as_deref()) {
+        Ok(snapshot) => Ok(Ok(Audited {
+            policy,
+            docs,
+            snapshot,
+            notes,
+        })),
+        Err(error) => {
+            stderr!("error: {error}");
+            Ok(Err(ExitCode::BadInput))
+        }
+    }
+}
+
+/// The verdicts (and the jobs on Capacity Blocks that end soon) as a table or a
+/// PolicyReport.
+fn print(
+    output: AuditOutput,
+    verdicts: &[Verdict],
+    ending: Option<&(Vec<EndingJob>, jiff::SignedDuration)>,
+    now: jiff::Timestamp,
+) -> anyhow::Result<()> {
+    match output {
+        AuditOutput::Table => {
+            let mut out = table(verdicts);
+            if let Some((jobs, within)) = ending {
+                out.push_str(&super::ending::table(jobs, *within, now));
+            }
+            super::out::print(&out)
+        }
+        AuditOutput::Json => {
+            let mut report = report(verdicts);
+            if let Some((jobs, _)) = ending {
+                let results = super::ending::results(jobs, now);
+                let warn = report["summary"]["warn"].as_u64().unwrap_or(0);
+                report["summary"]["warn"] = json!(warn + results.len() as u64);
+                if let Some(all) = report["results"].as_array_mut() {
+                    all.extend(results);
+                }
+            }
+            super::out::print(&(serde_json::to_string_pretty(&report)? + "\n"))
+        }
+    }
 }
 
 fn result_of(v: &Verdict) -> &'static str {
