@@ -192,7 +192,15 @@ pub fn classify<'c>(
         _ => pods.is_none_or(|n| n > 1),
     };
     let identity_ref = identity.as_ref().map(|(k, v)| (k.as_str(), v.as_str()));
-    let zones = zones(view.pod, identity_ref);
+    let mut zones = zones(view.pod, identity_ref);
+    if let Some(inv) = inventory {
+        // One zone however a label spells it (name or zone id), and a pod bound to a
+        // node by `spec.nodeName` runs in that node's zone whatever else it says.
+        zones.pinned = zones.pinned.map(|z| inv.zone_name(&z).to_string());
+        if let Some(z) = view.spec_str("nodeName").and_then(|n| inv.node_zone(n)) {
+            zones.pinned = Some(z.to_string());
+        }
+    }
     let clique_held = required_pod_terms(view.pod, "podAffinity")
         .iter()
         .any(|t| t.get("topologyKey").and_then(Value::as_str) == Some(LABEL_CLIQUE));

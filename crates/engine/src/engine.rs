@@ -120,11 +120,23 @@ fn run(
         any_training |= crate::trainjob::evaluate(&mut object, &ctx, &mut verdict, &mut ops)?;
     }
     // Read and judge every template once, then write the layouts.
-    let judged = judge_sites(&object, &sites, &ctx, &mut verdict)?;
+    let (judged, pin) = judge_sites(&object, &sites, &ctx, &mut verdict)?;
     any_training |= !judged.is_empty();
     if layout == Layout::Write {
         for (site, judgement) in judged {
-            write_site(&mut object, site, &judgement, &ctx, &mut verdict, &mut ops)?;
+            let zone = pin
+                .as_ref()
+                .filter(|(_, pointers)| pointers.contains(&site.pointer))
+                .map(|(zone, _)| zone.as_str());
+            write_site(
+                &mut object,
+                site,
+                &judgement,
+                zone,
+                &ctx,
+                &mut verdict,
+                &mut ops,
+            )?;
         }
     }
     if skip && any_training {
@@ -187,13 +199,17 @@ fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
     }
 }
 
-/// Read every template once and judge it; returns the training templates' judgements.
+/// A zone to pin templates to, and the pointers of the templates to pin.
+type Pin = Option<(String, Vec<String>)>;
+
+/// Read every template once and judge it; returns the training templates' judgements,
+/// and the zone the job's unpinned templates must be pinned to when others are.
 fn judge_sites<'s, 'a>(
     object: &Value,
     sites: &'s [Site],
     ctx: &Ctx<'a, '_>,
     verdict: &mut Verdict,
-) -> Result<Vec<(&'s Site, Judgement<'a>)>, ObjectError> {
+) -> Result<(Vec<(&'s Site, Judgement<'a>)>, Pin), ObjectError> {
     let mut views = Vec::with_capacity(sites.len());
     for site in sites {
         let template = object
@@ -221,6 +237,10 @@ fn judge_sites<'s, 'a>(
             if site.pods != Some(0)
                 && let Some(zone) = crate::split_zones::pinned_zone(view.pod)
             {
+                let zone = match ctx.who.inventory {
+                    Some(inv) => inv.zone_name(&zone).to_string(),
+                    None => zone,
+                };
                 pinned.push((site.field.as_str(), zone));
             }
             judged.push((*site, j));
@@ -229,7 +249,24 @@ fn judge_sites<'s, 'a>(
     if ctx.kind.is_workload() {
         crate::split_zones::check(object, &pinned, ctx, verdict);
     }
-    Ok(judged)
+    let mut pin = None;
+    let set = crate::annotations::ALLOW_MULTI_AZ;
+    let opted = annotation(object, set) == Some("true")
+        && ctx.opt_in(true, OptIn::AllowMultiAz) == OptInState::Granted;
+    if ctx.kind.is_workload()
+        && ctx.eff.on(|m| m.zone_affinity)
+        && !opted
+        && let Some((zone, free)) = crate::split_zones::unpinned_beside(&pinned, &judged)
+    {
+        if ctx.final_object {
+            verdict
+                .findings
+                .push(crate::split_zones::unpinned_finding(&zone, &free, ctx));
+        } else {
+            pin = Some((zone, free.iter().map(|s| s.pointer.clone()).collect()));
+        }
+    }
+    Ok((judged, pin))
 }
 
 /// A pod its controller made from a template trainplace admitted: the pod carries a
@@ -285,21 +322,25 @@ fn judged_upstream(object: &Value, kind: Kind, who: &Requester<'_>, policy: &Pol
 }
 
 /// Whether the inventory shows the pod's job in more than one zone, or in a zone other
-/// than the one this pod is pinned to.
+/// than the one this pod runs in (its node) or is pinned to.
 fn placed_apart(
     object: &Value,
     namespace: &str,
     (key, value): (&str, &str),
     who: &Requester<'_>,
 ) -> bool {
-    let Some(zones) = who
-        .inventory
-        .and_then(|i| i.sibling_zones(namespace, key, value))
-    else {
+    let Some(inv) = who.inventory else {
         return false;
     };
+    let Some(zones) = inv.sibling_zones(namespace, key, value) else {
+        return false;
+    };
+    let node = crate::json::str_at(object, &["spec", "nodeName"]).and_then(|n| inv.node_zone(n));
     let pinned = crate::classify::zones(object, Some((key, value))).pinned;
-    zones.len() > 1 || pinned.is_some_and(|z| !zones.contains(&z))
+    let at = node
+        .map(String::from)
+        .or_else(|| pinned.map(|z| inv.zone_name(&z).to_string()));
+    zones.len() > 1 || at.is_some_and(|z| !zones.contains(&z))
 }
 
 /// Write one judged template's layout, the Kueue topology ask and the explanation.
@@ -307,6 +348,7 @@ fn write_site(
     object: &mut Value,
     site: &Site,
     judgement: &Judgement<'_>,
+    zone: Option<&str>,
     ctx: &Ctx<'_, '_>,
     verdict: &mut Verdict,
     ops: &mut Ops,
@@ -317,6 +359,8 @@ fn write_site(
     let missing = || ObjectError::bad(&site.field, "missing");
     let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
     let mut changes = identity_label(template, site, judgement, ctx, ops);
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    changes.extend(zone.and_then(|z| pin_zone(template, &site.pointer, z, ops)));
     let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
     changes.extend(judgement.write(ctx.eff, Cursor::root(template, &site.pointer), ops));
     if ctx.kind.is_workload() {
@@ -332,6 +376,16 @@ fn write_site(
         verdict.changes.extend(changes);
     }
     mark_admitted(object, site, judgement, ctx, &verdict.namespace, ops)
+}
+
+/// Pin an unpinned template to the zone the job's other templates are pinned to.
+fn pin_zone(template: &mut Value, pointer: &str, zone: &str, ops: &mut Ops) -> Option<Change> {
+    let mut sel = Cursor::root(template, pointer).objects(&["spec", "nodeSelector"], ops)?;
+    sel.insert_missing(LABEL_ZONE, Value::String(zone.to_string()), ops)
+        .then(|| Change {
+            what: format!("nodeSelector {LABEL_ZONE}={zone}"),
+            why: "the job's other templates are pinned to this zone; a hold alone lets the first pod go to any zone".into(),
+        })
 }
 
 /// The job label trainplace keys the hold on, when it names the job itself (an unnamed

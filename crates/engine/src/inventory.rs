@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::annotations::{LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA, RES_NVIDIA_GPU};
+use crate::annotations::{LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA, RES_NVIDIA_GPU, ZONE_KEYS};
 use crate::block_nodes::BlockNodes;
 use crate::catalog::InstanceProfile;
 use crate::cluster_objects::{NamespaceFacts, NodeFacts, PodFacts};
@@ -57,6 +57,12 @@ struct Cluster {
     /// Kubeflow Trainer runtimes by (namespace, kind, name); a ClusterTrainingRuntime
     /// has namespace "". What a TrainJob's `runtimeRef` inherits its pod template from.
     runtimes: HashMap<(String, String, String), Value>,
+    /// Each node's `topology.kubernetes.io/zone` (where a pod with `spec.nodeName`
+    /// runs: it skips the scheduler).
+    node_zones: NodeZones,
+    /// The other labels that name a zone (zone id, the beta zone label) -> the zone
+    /// name the same nodes carry: one zone, however it is spelled.
+    zone_aliases: HashMap<String, String>,
 }
 
 /// Workloads whose CRD has a scale subresource: (API group, kind, plural resource, JSON
@@ -158,8 +164,16 @@ impl Snapshot {
                     }
                 };
                 node_zones.insert(node.name().into(), shared);
+                for alias in &ZONE_KEYS[1..] {
+                    if let Some(a) = node.label(alias)
+                        && a != zone
+                    {
+                        c.zone_aliases.insert(a.to_string(), zone.to_string());
+                    }
+                }
             }
         }
+        c.node_zones = node_zones.clone();
         for ns in namespaces {
             if let Some(name) = ns.name() {
                 c.namespaces.insert(name.to_string(), ns.labels());
@@ -326,6 +340,20 @@ impl Snapshot {
     /// cluster has none of them.
     pub fn advertises_efa(&self, name: &str) -> Option<bool> {
         self.cluster.node_efa.get(name).map(|n| *n > 0)
+    }
+
+    /// The zone a node is in, by its `topology.kubernetes.io/zone`.
+    pub fn node_zone(&self, node: &str) -> Option<&str> {
+        self.cluster.node_zones.get(node).map(|z| &**z)
+    }
+
+    /// A zone as the nodes name it in `topology.kubernetes.io/zone`, from any label
+    /// that names it (a zone id such as `use1-az1`); unknown names are returned as is.
+    pub fn zone_name<'a>(&'a self, zone: &'a str) -> &'a str {
+        self.cluster
+            .zone_aliases
+            .get(zone)
+            .map_or(zone, String::as_str)
     }
 
     /// Zones where pods of this job are already bound.

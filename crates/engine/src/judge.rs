@@ -91,6 +91,17 @@ impl<'p> Judgement<'p> {
         self.shape.pods
     }
 
+    /// A template of a multi-pod job with no zone constraint of its own (no pin, spread,
+    /// multi-zone affinity or anti-affinity): only a hold keeps it with the others.
+    pub fn unconstrained(&self) -> bool {
+        let z = &self.shape.zones;
+        self.shape.multi_pod
+            && z.pinned.is_none()
+            && z.allows_many.is_none()
+            && !z.spread
+            && !z.anti
+    }
+
     /// Whether the instance type is known, so there is a layout to write.
     pub fn has_layout(&self) -> bool {
         self.layout.is_some()

@@ -3,14 +3,15 @@
 //! template alone sits in one zone, so the per-template multi-zone rule sees nothing;
 //! the job's collectives still cross zones.
 
-use crate::annotations::ALLOW_MULTI_AZ;
+use crate::annotations::{ALLOW_MULTI_AZ, LABEL_ZONE};
 use crate::classify::zones;
 use crate::finding::{Finding, Rule};
 use crate::json::str_at;
-use crate::judge::Ctx;
+use crate::judge::{Ctx, Judgement};
 use crate::policy::OptIn;
 use crate::rules::OptInState;
 use crate::verdict::Verdict;
+use crate::workload::Site;
 
 /// `pinned`: the training templates of one job (field, zone they are pinned to).
 pub(crate) fn check(
@@ -57,4 +58,42 @@ pub(crate) fn check(
 /// The zone a template is pinned to, if exactly one.
 pub(crate) fn pinned_zone(template: &serde_json::Value) -> Option<String> {
     zones(template, None).pinned
+}
+
+/// Some training templates of a job pinned to one zone and others pinned nowhere: the
+/// pod affinity hold lets the first pod of the job go anywhere, so an unpinned Master
+/// scheduled first can leave the pinned Workers' zone. The zone and the unpinned
+/// templates' fields and pointers.
+pub(crate) fn unpinned_beside<'s>(
+    pinned: &[(&str, String)],
+    judged: &[(&'s Site, Judgement<'_>)],
+) -> Option<(String, Vec<&'s Site>)> {
+    let zone = &pinned.first()?.1;
+    if pinned.iter().any(|(_, z)| z != zone) {
+        return None;
+    }
+    let free: Vec<&Site> = judged
+        .iter()
+        .filter(|(site, j)| site.pods != Some(0) && j.has_layout() && j.unconstrained())
+        .map(|(site, _)| *site)
+        .collect();
+    (!free.is_empty()).then(|| (zone.clone(), free))
+}
+
+/// The finding for [`unpinned_beside`] when the object is judged as stored.
+pub(crate) fn unpinned_finding(zone: &str, free: &[&Site], ctx: &Ctx<'_, '_>) -> Finding {
+    let fields: Vec<&str> = free.iter().map(|s| s.field.as_str()).collect();
+    Finding {
+        rule: Rule::MultiAz,
+        mode: ctx.eff.mode_multi_az(),
+        site: fields.join(" and "),
+        found: format!(
+            "the job may span availability zones: some of its templates are pinned to {zone}, {} not; the first pod of the job may go to any zone and the rest follow the pins.",
+            fields.join(" and ")
+        ),
+        fix: format!(
+            "pin every template of the job to {zone} (nodeSelector {LABEL_ZONE}: {zone}); trainplace's mutating webhook does so."
+        ),
+        opt_in: Some(ALLOW_MULTI_AZ),
+    }
 }

@@ -302,6 +302,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ("bypass/mpirun-np.yaml@default", "multi-az", "raw", HOLD),
     ("bypass/mpirun-np.yaml@default", "multi-az", "mutated", HOLD),
     (
+        "bypass/node-name-in-another-zone.yaml@restricted",
+        "multi-az",
+        "raw",
+        SIBLINGS,
+    ),
+    (
+        "bypass/node-name-in-another-zone.yaml@restricted",
+        "multi-az",
+        "mutated",
+        SIBLINGS,
+    ),
+    (
+        "bypass/node-name-in-another-zone.yaml@default",
+        "multi-az",
+        "raw",
+        SIBLINGS,
+    ),
+    (
+        "bypass/node-name-in-another-zone.yaml@default",
+        "multi-az",
+        "mutated",
+        SIBLINGS,
+    ),
+    (
         "bypass/one-job-per-rank.yaml@restricted",
         "partial-node",
         "raw",
