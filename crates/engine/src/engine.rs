@@ -202,6 +202,9 @@ fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
 /// A zone to pin templates to, and the pointers of the templates to pin.
 type Pin = Option<(String, Vec<String>)>;
 
+/// The training templates of an object, each with its judgement.
+type Judged<'s, 'a> = Vec<(&'s Site, Judgement<'a>)>;
+
 /// Read every template once and judge it; returns the training templates' judgements,
 /// and the zone the job's unpinned templates must be pinned to when others are.
 fn judge_sites<'s, 'a>(
@@ -209,7 +212,7 @@ fn judge_sites<'s, 'a>(
     sites: &'s [Site],
     ctx: &Ctx<'a, '_>,
     verdict: &mut Verdict,
-) -> Result<(Vec<(&'s Site, Judgement<'a>)>, Pin), ObjectError> {
+) -> Result<(Judged<'s, 'a>, Pin), ObjectError> {
     let mut views = Vec::with_capacity(sites.len());
     for site in sites {
         let template = object
