@@ -8,7 +8,7 @@ use crate::aws::instance_types::disagreements;
 use crate::aws::offerings::Offering;
 use crate::bandwidth::{Bandwidth, bandwidth};
 use crate::capacity::{
-    BlockChoice, BlockNeed, block_hours_for, block_sizes, choose_blocks, choose_held,
+    BlockChoice, BlockNeed, BlockPlan, block_hours_for, block_sizes, choose_blocks, choose_held,
 };
 use crate::error::InputError;
 use crate::options::{CapacityOption, capacity_options};
@@ -269,51 +269,24 @@ fn capacity_plan(
         }
         CapacityPref::CapacityBlock | CapacityPref::Auto => {}
     }
-    if p.capacity_blocks != Some(true) {
-        if req.capacity == CapacityPref::CapacityBlock {
-            warnings.push(warn::no_capacity_blocks(p));
-        } else {
-            reasons.push(format!(
-                "on-demand: {} is not sold as Capacity Blocks",
-                p.name
-            ));
-        }
-        return (CapacityPlan::OnDemand, None);
-    }
-    let Some(block_hours) = block_hours_for(req.job_hours) else {
-        warnings.push(warn::job_longer_than_block(
-            req.job_hours,
-            "the longest Capacity Block (182 days)",
-        ));
+    let Some(block_hours) = block_hours_if_sold(req, p, shape, reasons, warnings) else {
         return (CapacityPlan::OnDemand, None);
     };
-    if block_sizes(shape.nodes).is_none() {
-        warnings.push(warn::too_many_for_blocks(shape.nodes));
-        return (CapacityPlan::OnDemand, None);
-    }
     let need = BlockNeed::of_request(&p.name, req, shape.nodes, 0);
     // A block the account already holds comes before buying one.
     if let Some(held) = &facts.reservations {
         match choose_held(held, &need) {
             Ok(plan) => {
-                let ids: Vec<&str> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
                 reasons.push(format!(
                     "nothing to buy: the account already holds Capacity Block(s) {} in {} ({} instances, usable from {} to {})",
-                    ids.join(" + "),
+                    block_ids(&plan),
                     plan.availability_zone,
                     plan.instances,
                     plan.start,
                     plan.checkpoint_by
                 ));
                 warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
-                let zone = plan.availability_zone.clone();
-                return (
-                    CapacityPlan::CapacityBlock {
-                        block_hours,
-                        blocks: Some(plan),
-                    },
-                    Some(zone),
-                );
+                return on_blocks(block_hours, plan);
             }
             Err(why) => reasons.push(format!("{why}: buying one")),
         }
@@ -339,10 +312,9 @@ fn capacity_plan(
     };
     match choose_blocks(offers, &need) {
         BlockChoice::Fit(plan) => {
-            let ids: Vec<&str> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
             reasons.push(format!(
                 "cheapest Capacity Block plan that fits: {} in {} ({} instances, {} to {}, ${:.2})",
-                ids.join(" + "),
+                block_ids(&plan),
                 plan.availability_zone,
                 plan.instances,
                 plan.start,
@@ -350,14 +322,7 @@ fn capacity_plan(
                 plan.total_fee_usd
             ));
             warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
-            let zone = plan.availability_zone.clone();
-            (
-                CapacityPlan::CapacityBlock {
-                    block_hours,
-                    blocks: Some(plan),
-                },
-                Some(zone),
-            )
+            on_blocks(block_hours, plan)
         }
         BlockChoice::NoFit(why) => {
             if why.iter().any(|r| r.contains("shorter than the job")) {
@@ -370,6 +335,57 @@ fn capacity_plan(
             (CapacityPlan::OnDemand, None)
         }
     }
+}
+
+/// The Capacity Block length for this job when the type is sold as blocks and the job
+/// and shape fit them; `None` (said why) means on-demand.
+fn block_hours_if_sold(
+    req: &Request,
+    p: &InstanceProfile,
+    shape: &Shape,
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
+) -> Option<u32> {
+    if p.capacity_blocks != Some(true) {
+        if req.capacity == CapacityPref::CapacityBlock {
+            warnings.push(warn::no_capacity_blocks(p));
+        } else {
+            reasons.push(format!(
+                "on-demand: {} is not sold as Capacity Blocks",
+                p.name
+            ));
+        }
+        return None;
+    }
+    let Some(block_hours) = block_hours_for(req.job_hours) else {
+        warnings.push(warn::job_longer_than_block(
+            req.job_hours,
+            "the longest Capacity Block (182 days)",
+        ));
+        return None;
+    };
+    if block_sizes(shape.nodes).is_none() {
+        warnings.push(warn::too_many_for_blocks(shape.nodes));
+        return None;
+    }
+    Some(block_hours)
+}
+
+/// The plan of `blocks`, in their zone.
+fn on_blocks(block_hours: u32, blocks: BlockPlan) -> (CapacityPlan, Option<String>) {
+    let zone = blocks.availability_zone.clone();
+    (
+        CapacityPlan::CapacityBlock {
+            block_hours,
+            blocks: Some(blocks),
+        },
+        Some(zone),
+    )
+}
+
+fn block_ids(plan: &BlockPlan) -> String {
+    let ids: Vec<&str> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
+    ids.join(" + ")
 }
 
 fn on_demand(p: &InstanceProfile, nodes: u32, hours: u32) -> Option<f64> {
