@@ -8,11 +8,12 @@
 #   scripts/go-tool.sh TOOL          build if missing, print the binary's path on stdout
 #   scripts/go-tool.sh TOOL path     print that path (built or not)
 #
-# TOOL: helm (the chart's tests), krew (the kubectl plugin manifest's test).
+# TOOL: helm (the chart's tests), krew (the kubectl plugin manifest's test), promtool
+# (the chart's PrometheusRule alerts).
 # Progress goes to stderr. TRAINPLACE_CACHE overrides ~/.cache/trainplace.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-tool="${1:?usage: $0 helm|krew [build|path]}"
+tool="${1:?usage: $0 helm|krew|promtool [build|path]}"
 pin="$root/tools/$tool"
 
 module_version() { # module_version MODULE -> the version tools/TOOL/go.mod requires
@@ -25,6 +26,7 @@ case "$tool" in
     # and `helm template` assume: client-go v0.N is Kubernetes 1.N), from
     # https://github.com/helm/helm/blob/v3.22.0/Makefile
     module=helm.sh/helm/v3
+    cold="88 s"
     package=helm.sh/helm/v3/cmd/helm
     version="$(module_version "$module")"
     minor="$(module_version k8s.io/client-go)"; minor="${minor#v0.}"; minor="${minor%%.*}"
@@ -38,11 +40,23 @@ case "$tool" in
     # The version variable krew's release build sets, from
     # https://github.com/kubernetes-sigs/krew/blob/v0.4.3/hack/make-binaries.sh
     module=sigs.k8s.io/krew
+    cold="20 s"
     package=sigs.k8s.io/krew/cmd/krew
     version="$(module_version "$module")"
     ldflags="-s -w -X sigs.k8s.io/krew/internal/version.gitTag=$version"
     ;;
-  *) echo "unknown tool $tool (helm, krew)" >&2; exit 2 ;;
+  promtool)
+    # Prometheus's rule checker; the version variable Prometheus's release build (promu)
+    # sets, github.com/prometheus/common/version.Version
+    # (https://github.com/prometheus/prometheus/blob/main/.promu.yml).
+    module=github.com/prometheus/prometheus
+    cold="8 minutes"
+    package=github.com/prometheus/prometheus/cmd/promtool
+    version="$(module_version "$module")"
+    # The module is versioned v0.3XX.Y for Prometheus 3.XX.Y; its VERSION file says which.
+    ldflags="-s -w -X github.com/prometheus/common/version.Version=@VERSION_FILE@"
+    ;;
+  *) echo "unknown tool $tool (helm, krew, promtool)" >&2; exit 2 ;;
 esac
 
 pins_hash="$(cat "$pin/go.mod" "$pin/go.sum" | sha256sum | cut -c1-12)"
@@ -63,7 +77,12 @@ build() {
   rm -rf "$stage"
   mkdir -p "$stage"
   trap 'rm -rf "$stage"' EXIT
-  log "building $module $version (cold: a minute or more on 2 cores)"
+  if [[ "$ldflags" == *@VERSION_FILE@* ]]; then
+    local dir
+    dir="$(cd "$pin" && go mod download -json "$module" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+    ldflags="${ldflags//@VERSION_FILE@/$(cat "$dir/VERSION")}"
+  fi
+  log "building $module $version (cold: $cold on 2 cores)"
   (cd "$pin" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$stage/$tool" "$package")
   rm -rf "$cache/bin"
   mv "$stage" "$cache/bin"
@@ -75,5 +94,5 @@ build() {
 case "${2:-build}" in
   build) build ;;
   path) echo "$bin" ;;
-  *) echo "usage: $0 helm|krew [build|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 helm|krew|promtool [build|path]" >&2; exit 2 ;;
 esac

@@ -5,8 +5,8 @@
 # for the sandbox's two-replica test, and the sandbox's control plane (kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
 # sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it),
-# and helm and krew (the chart's and the kubectl plugin's tests), built the same way by
-# scripts/go-tool.sh.
+# and helm, krew and promtool (the chart's, the kubectl plugin's and the chart's alert
+# tests), built the same way by scripts/go-tool.sh.
 # Also: git and procps (`kill`), which tests run, and an open-file limit for the burst
 # test (checked below; a limit cannot be raised for the later `cargo test` from here).
 # As root (CI) it installs the Debian packages it needs; otherwise it names them.
@@ -58,3 +58,4 @@ command -v go >/dev/null || { echo "go is missing: the sandbox's control plane i
 scripts/control-plane.sh >/dev/null
 scripts/go-tool.sh helm >/dev/null
 scripts/go-tool.sh krew >/dev/null
+scripts/go-tool.sh promtool >/dev/null

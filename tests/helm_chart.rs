@@ -1128,3 +1128,80 @@ async fn replicas_sharing_the_charts_mark_key_trust_each_others_admissions() {
     };
     assert!(err.contains("no usable key"), "{err}");
 }
+
+fn promtool_bin() -> PathBuf {
+    let out = Command::new(root().join("scripts/go-tool.sh"))
+        .args(["promtool", "path"])
+        .output()
+        .expect("run scripts/go-tool.sh promtool path");
+    let bin = PathBuf::from(text(&out.stdout).trim());
+    assert!(
+        bin.is_file(),
+        "promtool is not built ({} missing): run scripts/test-deps.sh, which builds it from the pin in tools/promtool once",
+        bin.display()
+    );
+    bin
+}
+
+/// The PrometheusRule's alerts pass `promtool check rules`, and three of them fire as
+/// their comments say under `promtool test rules` (series made up for the purpose).
+#[test]
+fn prometheus_rule_alerts_pass_promtool() {
+    let all = docs(&render(&[
+        "--set".into(),
+        "metrics.prometheusRule.enabled=true".into(),
+    ]));
+    let rule = find(&all, "PrometheusRule", "trainplace");
+    let tmp = tempfile::tempdir().unwrap();
+    let rules = tmp.path().join("rules.yaml");
+    std::fs::write(&rules, serde_yaml_ng::to_string(&rule["spec"]).unwrap()).unwrap();
+    let out = Command::new(promtool_bin())
+        .args(["check", "rules"])
+        .arg(&rules)
+        .output()
+        .unwrap();
+    let said = ok("promtool check rules", out);
+    assert!(said.contains("SUCCESS: 7 rules found"), "{said}");
+
+    let tests = json!({
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": "trainplace_inventory_up{pod=\"a\"}", "values": "0x15"},
+                {"series": "trainplace_certificate_expiry_days{pod=\"a\"}", "values": "10x15"},
+                {"series": "trainplace_capacity_block_seconds_remaining{pod=\"a\",reservation=\"cr-1\"}",
+                 "values": "3600x15"},
+                {"series": "trainplace_capacity_block_seconds_remaining{pod=\"a\",reservation=\"cr-2\"}",
+                 "values": "86400x15"}
+            ],
+            "alert_rule_test": [
+                // `for: 10m`: not yet after 5 minutes, firing after 11.
+                {"eval_time": "5m", "alertname": "TrainplaceInventoryDown", "exp_alerts": []},
+                {"eval_time": "11m", "alertname": "TrainplaceInventoryDown", "exp_alerts": [{
+                    "exp_labels": {"severity": "warning", "pod": "a"},
+                    "exp_annotations": {"summary": "trainplace cannot watch the cluster; it judges from its embedded catalog"}
+                }]},
+                {"eval_time": "1m", "alertname": "TrainplaceCertificateExpiring", "exp_alerts": [{
+                    "exp_labels": {"severity": "critical", "pod": "a"},
+                    "exp_annotations": {"summary": "trainplace's serving certificate expires within 14 days"}
+                }]},
+                // Only the block that ends within 6 hours.
+                {"eval_time": "1m", "alertname": "CapacityBlockEndingSoon", "exp_alerts": [{
+                    "exp_labels": {"severity": "warning", "reservation": "cr-1"},
+                    "exp_annotations": {"summary": "Capacity Block cr-1 ends in 1h 0m 0s; Karpenter drains and EKS managed node groups scale to 0 at 40 min, EC2 terminates from 30 min before the end"}
+                }]}
+            ]
+        }]
+    });
+    let test_file = tmp.path().join("tests.yaml");
+    std::fs::write(&test_file, serde_yaml_ng::to_string(&tests).unwrap()).unwrap();
+    let out = Command::new(promtool_bin())
+        .args(["test", "rules"])
+        .arg(&test_file)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    ok("promtool test rules", out);
+}
