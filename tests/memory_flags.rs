@@ -30,15 +30,14 @@ fn get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
 fn serve_does_not_advise_huge_pages() {
     let [addr, probe] = free_addrs::<2>();
     let server = spawn_serve(addr, probe, &[]);
-    let mut ready = false;
-    for _ in 0..400 {
-        if get(probe, "/readyz").is_some_and(|s| s.contains(" 200 ")) {
-            ready = true;
-            break;
-        }
+    let started = std::time::Instant::now();
+    while !get(probe, "/readyz").is_some_and(|s| s.contains(" 200 ")) {
+        assert!(
+            started.elapsed() < common::PATIENCE,
+            "trainplace serve never became ready on {probe}"
+        );
         std::thread::sleep(Duration::from_millis(25));
     }
-    assert!(ready, "trainplace serve never became ready on {probe}");
     // Allocate through the server: a metrics scrape renders every family.
     for _ in 0..20 {
         let status = get(probe, "/metrics").expect("metrics answer");
