@@ -1205,3 +1205,60 @@ fn prometheus_rule_alerts_pass_promtool() {
         .unwrap();
     ok("promtool test rules", out);
 }
+
+/// `helm package` carries the linked files' contents (not links), so the packaged chart
+/// renders exactly what the directory does; and Kubernetes older than 1.30 is refused.
+#[test]
+fn the_packaged_chart_renders_like_the_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chart = chart();
+    ok(
+        "helm package",
+        helm(
+            &[
+                "package",
+                chart.to_str().unwrap(),
+                "-d",
+                tmp.path().to_str().unwrap(),
+            ],
+            &offline(),
+        ),
+    );
+    let tgz = tmp.path().join("trainplace-0.1.0.tgz");
+    let listing = Command::new("tar").arg("tvzf").arg(&tgz).output().unwrap();
+    let listing = text(&listing.stdout);
+    for file in [
+        "trainplace/files/policies/default.yaml",
+        "trainplace/files/policies/instances.yaml",
+        "trainplace/files/validating-admission-policies.yaml",
+    ] {
+        let line = listing
+            .lines()
+            .find(|l| l.ends_with(file))
+            .unwrap_or_else(|| panic!("{file} packaged: {listing}"));
+        assert!(line.starts_with('-'), "a regular file, not a link: {line}");
+        let packed = Command::new("tar")
+            .arg("xzf")
+            .arg(&tgz)
+            .arg("-O")
+            .arg(file)
+            .output()
+            .unwrap();
+        let source = std::fs::read(chart.join(file.trim_start_matches("trainplace/"))).unwrap();
+        assert!(packed.stdout == source, "{file}: the linked file's bytes");
+    }
+    let args = ["-f", &ci_values("all-features-values.yaml")];
+    let from_dir = golden_form(&template(&args).unwrap());
+    let mut a = vec![
+        "template",
+        "trainplace",
+        tgz.to_str().unwrap(),
+        "-n",
+        "trainplace",
+    ];
+    a.extend(args);
+    let from_tgz = golden_form(&ok("helm template <tgz>", helm(&a, &offline())));
+    assert!(from_dir == from_tgz, "the package renders differently");
+    let err = template(&["--kube-version", "1.29.0"]).expect_err("Kubernetes 1.29 refused");
+    assert!(err.contains("kubeVersion"), "{err}");
+}
