@@ -7,6 +7,7 @@
 
 use std::fmt::Write;
 
+use trainplace_engine::InstanceProfile;
 use trainplace_engine::annotations::RES_NVIDIA_GPU;
 
 use crate::recommend::Recommendation;
@@ -95,8 +96,6 @@ fn node_detail(s: &mut String, r: &Recommendation, x: u32, y: u32, h: u32, cols:
         "#1d2733",
         &format!("each node: 1 pod, {} processes", r.processes_per_pod),
     );
-    let gw = 40;
-    let gh = 24;
     let gx0 = x + 14;
     let gy0 = y + 36;
     let bus_y = gy0 + accel.div_ceil(cols) * 34 + 14;
@@ -105,6 +104,28 @@ fn node_detail(s: &mut String, r: &Recommendation, x: u32, y: u32, h: u32, cols:
     } else {
         "NC"
     };
+    accelerators(s, p, (gx0, gy0), cols, accel, short, bus_y);
+    intra_node(s, p, gx0, bus_y);
+    efa(s, p, gx0, bus_y + 44, short);
+    s.push_str("</g>");
+}
+
+/// Width of the bus and EFA boxes inside a node.
+const BUS_W: u32 = DETAIL_W - 28;
+
+/// The node's accelerators in rows of `cols` from `origin`, each with its line down to
+/// the intra-node switch at `bus_y` (solid for NVLink).
+fn accelerators(
+    s: &mut String,
+    p: &InstanceProfile,
+    (gx0, gy0): (u32, u32),
+    cols: u32,
+    accel: u32,
+    short: &str,
+    bus_y: u32,
+) {
+    let gw = 40;
+    let gh = 24;
     for g in 0..accel {
         let gx = gx0 + (g % cols) * (gw + 7);
         let gy = gy0 + (g / cols) * 34;
@@ -126,11 +147,14 @@ fn node_detail(s: &mut String, r: &Recommendation, x: u32, y: u32, h: u32, cols:
             cx = gx + gw / 2
         );
     }
-    let bus_w = DETAIL_W - 28;
+}
+
+/// The intra-node switch: NVSwitch (every GPU to every GPU), else PCIe / CPU.
+fn intra_node(s: &mut String, p: &InstanceProfile, gx0: u32, bus_y: u32) {
     if p.nvlink {
         let _ = write!(
             s,
-            r##"<rect class="nvswitch" x="{gx0}" y="{bus_y}" width="{bus_w}" height="26" rx="4" fill="#1a73e8"/>"##
+            r##"<rect class="nvswitch" x="{gx0}" y="{bus_y}" width="{BUS_W}" height="26" rx="4" fill="#1a73e8"/>"##
         );
         text(
             s,
@@ -143,7 +167,7 @@ fn node_detail(s: &mut String, r: &Recommendation, x: u32, y: u32, h: u32, cols:
     } else {
         let _ = write!(
             s,
-            r##"<rect class="pcie" x="{gx0}" y="{bus_y}" width="{bus_w}" height="26" rx="4" fill="#fff" stroke="#6b7785" stroke-dasharray="4 3"/>"##
+            r##"<rect class="pcie" x="{gx0}" y="{bus_y}" width="{BUS_W}" height="26" rx="4" fill="#fff" stroke="#6b7785" stroke-dasharray="4 3"/>"##
         );
         text(
             s,
@@ -154,43 +178,11 @@ fn node_detail(s: &mut String, r: &Recommendation, x: u32, y: u32, h: u32, cols:
             &format!("{} switch / CPU: no NVLink", p.intra_node),
         );
     }
-    let efa_y = bus_y + 44;
-    if p.max_efa > 0 {
-        let per = f64::from(p.max_efa) / f64::from(p.accelerators);
-        let per = if per.fract() == 0.0 {
-            format!("{per:.0}")
-        } else {
-            format!("{per:.2}")
-        };
-        let _ = write!(
-            s,
-            r##"<rect class="efa-box" x="{gx0}" y="{efa_y}" width="{bus_w}" height="44" rx="4" fill="#fff4e8" stroke="#e8710a"/>"##
-        );
-        text(
-            s,
-            gx0 + 8,
-            efa_y + 18,
-            13,
-            "#9a4a00",
-            &format!(
-                "EFA x{} per node = {per} per {}",
-                p.max_efa,
-                if short == "GPU" { "GPU" } else { "device" }
-            ),
-        );
-        text(
-            s,
-            gx0 + 8,
-            efa_y + 36,
-            12,
-            "#9a4a00",
-            &format!(
-                "{} Gbps, RDMA {:?}",
-                p.network_gbps.map_or("?".into(), |g| g.to_string()),
-                p.rdma
-            ),
-        );
-    } else {
+}
+
+/// The node's EFA interfaces (count, share per accelerator, speed), or that it has none.
+fn efa(s: &mut String, p: &InstanceProfile, gx0: u32, efa_y: u32, short: &str) {
+    if p.max_efa == 0 {
         text(
             s,
             gx0,
@@ -199,8 +191,42 @@ fn node_detail(s: &mut String, r: &Recommendation, x: u32, y: u32, h: u32, cols:
             "#3d4a5a",
             "no EFA: inter-node traffic uses TCP",
         );
+        return;
     }
-    s.push_str("</g>");
+    let per = f64::from(p.max_efa) / f64::from(p.accelerators);
+    let per = if per.fract() == 0.0 {
+        format!("{per:.0}")
+    } else {
+        format!("{per:.2}")
+    };
+    let _ = write!(
+        s,
+        r##"<rect class="efa-box" x="{gx0}" y="{efa_y}" width="{BUS_W}" height="44" rx="4" fill="#fff4e8" stroke="#e8710a"/>"##
+    );
+    text(
+        s,
+        gx0 + 8,
+        efa_y + 18,
+        13,
+        "#9a4a00",
+        &format!(
+            "EFA x{} per node = {per} per {}",
+            p.max_efa,
+            if short == "GPU" { "GPU" } else { "device" }
+        ),
+    );
+    text(
+        s,
+        gx0 + 8,
+        efa_y + 36,
+        12,
+        "#9a4a00",
+        &format!(
+            "{} Gbps, RDMA {:?}",
+            p.network_gbps.map_or("?".into(), |g| g.to_string()),
+            p.rdma
+        ),
+    );
 }
 
 /// Every node of the job, each with its own link down to the EFA fabric.
