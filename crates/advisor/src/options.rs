@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use trainplace_engine::InstanceProfile;
 
-use crate::capacity::{BlockChoice, BlockNeed, EKS_SCALE_DOWN_MINUTES, choose_blocks};
+use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, EKS_SCALE_DOWN_MINUTES, choose_blocks};
 use crate::plan::{CapacityPlan, Facts};
 use crate::request::Request;
 use crate::shape::Shape;
@@ -29,6 +29,36 @@ pub struct CapacityOption {
     pub usd: Option<f64>,
 }
 
+impl CapacityOption {
+    /// An option of `kind` with no blocks, zone, window or price (yet).
+    fn plain(kind: &'static str, label: String, chosen: bool) -> Self {
+        CapacityOption {
+            kind,
+            label,
+            chosen,
+            offerings: Vec::new(),
+            availability_zone: None,
+            start: None,
+            end: None,
+            usd: None,
+        }
+    }
+
+    /// The Capacity Blocks of `plan`: their ids, zone, window and fee.
+    fn blocks(label: String, chosen: bool, plan: &BlockPlan) -> Self {
+        CapacityOption {
+            offerings: plan.offerings.iter().map(|o| o.id.clone()).collect(),
+            availability_zone: Some(plan.availability_zone.clone()),
+            start: Some(plan.start),
+            end: Some(plan.end),
+            usd: Some(plan.total_fee_usd),
+            ..CapacityOption::plain("capacity-block", label, chosen)
+        }
+    }
+}
+
+/// The chosen capacity first, then the longer blocks that also hold EKS's scale-down
+/// (when offered and different), the existing nodes, and on-demand.
 pub fn capacity_options(
     req: &Request,
     p: &InstanceProfile,
@@ -38,93 +68,58 @@ pub fn capacity_options(
     on_demand_usd: Option<f64>,
 ) -> Vec<CapacityOption> {
     let mut out = Vec::new();
-    let chosen_ids: Option<Vec<String>> = match chosen {
+    match chosen {
         CapacityPlan::CapacityBlock {
             blocks: Some(plan), ..
         } => {
-            let ids: Vec<String> = plan.offerings.iter().map(|o| o.id.clone()).collect();
-            out.push(CapacityOption {
-                kind: "capacity-block",
-                label: format!(
-                    "Capacity Block(s) for the job's {} h; checkpoint by {}",
-                    req.job_hours, plan.checkpoint_by
-                ),
-                chosen: true,
-                offerings: ids.clone(),
-                availability_zone: Some(plan.availability_zone.clone()),
-                start: Some(plan.start),
-                end: Some(plan.end),
-                usd: Some(plan.total_fee_usd),
-            });
-            Some(ids)
+            let label = format!(
+                "Capacity Block(s) for the job's {} h; checkpoint by {}",
+                req.job_hours, plan.checkpoint_by
+            );
+            out.push(CapacityOption::blocks(label, true, plan));
+            if let Some(offers) = &facts.offerings {
+                let need =
+                    BlockNeed::of_request(&p.name, req, shape.nodes, EKS_SCALE_DOWN_MINUTES);
+                if let BlockChoice::Fit(longer) = choose_blocks(offers, &need)
+                    && longer.offerings.iter().map(|o| &o.id).ne(plan.offerings.iter().map(|o| &o.id))
+                {
+                    let label = format!(
+                        "longer Capacity Block(s): the job plus the {EKS_SCALE_DOWN_MINUTES} min EKS scale-down"
+                    );
+                    out.push(CapacityOption::blocks(label, false, &longer));
+                }
+            }
         }
         CapacityPlan::CapacityBlock {
             block_hours,
             blocks: None,
-        } => {
-            out.push(CapacityOption {
-                kind: "capacity-block",
-                label: format!(
-                    "Capacity Block(s) of {block_hours} h: list the offerings (aws-cli.sh), then rerun with them to choose"
-                ),
-                chosen: true,
-                offerings: Vec::new(),
-                availability_zone: None,
-                start: None,
-                end: None,
-                usd: None,
-            });
-            None
-        }
-        _ => None,
-    };
-    if let (Some(offers), Some(ids)) = (&facts.offerings, &chosen_ids) {
-        let need = BlockNeed::of_request(&p.name, req, shape.nodes, EKS_SCALE_DOWN_MINUTES);
-        if let BlockChoice::Fit(plan) = choose_blocks(offers, &need) {
-            let longer: Vec<String> = plan.offerings.iter().map(|o| o.id.clone()).collect();
-            if &longer != ids {
-                out.push(CapacityOption {
-                    kind: "capacity-block",
-                    label: format!(
-                        "longer Capacity Block(s): the job plus the {EKS_SCALE_DOWN_MINUTES} min EKS scale-down"
-                    ),
-                    chosen: false,
-                    offerings: longer,
-                    availability_zone: Some(plan.availability_zone.clone()),
-                    start: Some(plan.start),
-                    end: Some(plan.end),
-                    usd: Some(plan.total_fee_usd),
-                });
-            }
-        }
-    }
-    if let CapacityPlan::Existing { nodes, groups } = chosen {
-        out.push(CapacityOption {
-            kind: "existing",
-            label: format!(
+        } => out.push(CapacityOption::plain(
+            "capacity-block",
+            format!(
+                "Capacity Block(s) of {block_hours} h: list the offerings (aws-cli.sh), then rerun with them to choose"
+            ),
+            true,
+        )),
+        CapacityPlan::Existing { nodes, groups } => out.push(CapacityOption::plain(
+            "existing",
+            format!(
                 "the cluster's {nodes} existing node(s) ({})",
                 groups.join(", ")
             ),
-            chosen: true,
-            offerings: Vec::new(),
-            availability_zone: None,
-            start: None,
-            end: None,
-            usd: None,
-        });
+            true,
+        )),
+        CapacityPlan::Odcr { .. } | CapacityPlan::OnDemand => {}
     }
     out.push(CapacityOption {
-        kind: "on-demand",
-        label: format!(
-            "on-demand, {} x {} for {} h (one AZ; large counts are often not obtainable)",
-            shape.nodes, p.name, req.job_hours
-        ),
-        chosen: matches!(chosen, CapacityPlan::OnDemand | CapacityPlan::Odcr { .. }),
-        offerings: Vec::new(),
-        availability_zone: None,
-        start: None,
-        end: None,
         usd: on_demand_usd,
+        ..CapacityOption::plain(
+            "on-demand",
+            format!(
+                "on-demand, {} x {} for {} h (one AZ; large counts are often not obtainable)",
+                shape.nodes, p.name, req.job_hours
+            ),
+            matches!(chosen, CapacityPlan::OnDemand | CapacityPlan::Odcr { .. }),
+        )
     });
     out
 }
