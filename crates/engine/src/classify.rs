@@ -25,6 +25,8 @@ pub enum InstanceSource {
     PolicyDefault,
     /// The only GPU instance type in the cluster.
     Inventory,
+    /// The node selection's Karpenter or node group labels reach only this type.
+    Selection,
     /// The pod claims a ComputeDomain IMEX channel or is held in an NVLink clique: only
     /// the catalog's multi-node NVLink type (GB200) has those.
     NvlinkDomain,
@@ -38,6 +40,9 @@ impl InstanceSource {
             InstanceSource::Annotation => "annotation trainplace.io/instance-type",
             InstanceSource::PolicyDefault => "the policy default for this namespace",
             InstanceSource::Inventory => "the only GPU instance type in the cluster",
+            InstanceSource::Selection => {
+                "the node selection's Karpenter or node group labels (the only catalog type they reach)"
+            }
             InstanceSource::NvlinkDomain => {
                 "the pod's ComputeDomain channel or NVLink clique affinity (only multi-node NVLink instances have them)"
             }
@@ -267,16 +272,30 @@ fn target<'c>(
             Some(p) => Target::Known(p, src),
             None => Target::Unknown(name, src),
         };
+    // The types the node selection reaches by Karpenter's or node groups' labels: an
+    // unknown name elsewhere does not switch the rules off while these are known.
+    let reach = crate::selection::reachable(view.pod, catalog, inventory);
+    let reached = || match reach.as_deref() {
+        Some([only]) => Some(Target::Known(only, InstanceSource::Selection)),
+        Some([]) | None => None,
+        Some(several) => Some(Target::Several(
+            several.iter().map(|p| p.name.clone()).collect(),
+        )),
+    };
+    let or_reached = |t: Target<'c>| match t {
+        Target::Unknown(..) => reached().unwrap_or(t),
+        t => t,
+    };
     for key in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
         if let Some(t) = str_at(view.pod, &["spec", "nodeSelector", key]) {
-            return resolve(t.to_string(), InstanceSource::NodeSelector);
+            return or_reached(resolve(t.to_string(), InstanceSource::NodeSelector));
         }
     }
     let allowed = affinity_values(view.pod, &[LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA]);
     if let Some(Allowed::Values(mut values)) = allowed {
         values.dedup();
         match values.len() {
-            1 => return resolve(values.remove(0), InstanceSource::NodeAffinity),
+            1 => return or_reached(resolve(values.remove(0), InstanceSource::NodeAffinity)),
             0 => {}
             _ => return Target::Several(values),
         }
@@ -285,7 +304,20 @@ fn target<'c>(
         .annotation(INSTANCE_TYPE)
         .or(hints.instance_type.as_deref())
     {
-        return resolve(t.to_string(), InstanceSource::Annotation);
+        // The annotation names the type only where the selection can reach it.
+        let named = resolve(t.to_string(), InstanceSource::Annotation);
+        let within = match (&named, reach.as_deref()) {
+            (Target::Known(p, _), Some(r)) => r.iter().any(|q| q.name == p.name),
+            _ => true,
+        };
+        return if within {
+            or_reached(named)
+        } else {
+            reached().unwrap_or(named)
+        };
+    }
+    if let Some(t) = reached() {
+        return t;
     }
     // An IMEX channel or an NVLink clique exists only on multi-node NVLink instances: a
     // GB200 job is judged against GB200 facts, not the namespace's default type.

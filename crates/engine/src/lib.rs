@@ -54,6 +54,7 @@ mod reservations;
 mod reshape;
 mod response;
 mod rules;
+mod selection;
 mod split_zones;
 mod trainjob;
 mod update;

@@ -292,6 +292,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "raw",
         UNNAMED,
     ),
+    (
+        "bypass/karpenter-families-without-a-type.yaml@restricted",
+        "partial-node",
+        "raw",
+        KARPENTER,
+    ),
+    (
+        "bypass/karpenter-families-without-a-type.yaml@restricted",
+        "partial-node",
+        "mutated",
+        KARPENTER,
+    ),
+    (
+        "bypass/karpenter-families-without-a-type.yaml@default",
+        "partial-node",
+        "raw",
+        KARPENTER,
+    ),
+    (
+        "bypass/karpenter-families-without-a-type.yaml@default",
+        "partial-node",
+        "mutated",
+        KARPENTER,
+    ),
     ("bypass/mpirun-np.yaml@restricted", "multi-az", "raw", HOLD),
     (
         "bypass/mpirun-np.yaml@restricted",
@@ -542,6 +566,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/unknown-annotation-karpenter-p5.yaml@restricted",
+        "partial-node",
+        "raw",
+        KARPENTER,
+    ),
+    (
+        "bypass/unknown-annotation-karpenter-p5.yaml@default",
+        "partial-node",
+        "raw",
+        KARPENTER,
+    ),
+    (
         "bypass/volcano-tasks-in-two-zone-ids.yaml@restricted",
         "multi-az",
         "raw",
@@ -595,6 +631,7 @@ const ONE_JOB_PER_RANK: &str = "a workload whose pods' env says the job has more
 const SIDECAR_TRAINER: &str = "the engine reads the launcher of every container that can run the trainer, native sidecars included; the VAP reads the first app container that holds devices (VAP looser)";
 const HOLD: &str = "a multi-pod pod with no job label or rendezvous cannot be held in one zone; the engine refuses it, while a policy does not read the launcher's size and rendezvous in env and command line (VAP looser)";
 const UNNAMED: &str = "a workload created with generateName has no name at admission; the engine keys its job on a label it writes, a policy sees no job label and judges its pods when the operator creates them, labelled (VAP looser on the workload)";
+const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, size, GPU count) reach are computed from the catalog; a policy judges such a pod against no type rather than a wrong one (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

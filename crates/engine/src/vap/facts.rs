@@ -144,6 +144,16 @@ fn affinity(keys: &[&str], p: &str) -> String {
     )
 }
 
+/// Karpenter's instance labels: a pod that selects by them reaches the types they
+/// allow (the engine's `selection`), not the annotation's or the namespace's default
+/// type; the policies judge no type for it rather than the wrong one.
+const KARPENTER_SELECTION: [&str; 4] = [
+    "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-size",
+    "karpenter.k8s.aws/instance-gpu-count",
+    "karpenter.k8s.aws/instance-accelerator-count",
+];
+
 /// `pods`: per template, what one pod holds and where it may run.
 fn pods(policy: &Policy) -> String {
     let spec = "x.spec";
@@ -169,6 +179,7 @@ fn pods(policy: &Policy) -> String {
  'training': has(x.site.t.metadata) && has(x.site.t.metadata.annotations) && {tr} in x.site.t.metadata.annotations && x.site.t.metadata.annotations[{tr}] == 'true',
  'annType': {ann_type}, 'optP': {opt_p} == 'true', 'optZ': {opt_z} == 'true',
  'nsType': {ns_type},
+ 'ksel': (has({spec}.nodeSelector) && {spec}.nodeSelector.exists(k, k in {ksel})) || x.terms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in {ksel})),
  {it},
  {zone},
  'zpin': has({spec}.nodeSelector) && {spec}.nodeSelector.exists(k, k in {zk}),
@@ -177,6 +188,7 @@ fn pods(policy: &Policy) -> String {
         shared = resource_fact(policy, "r.key", "shared"),
         cores = resource_fact(policy, "r.key", "cores"),
         tr = lit(TRAINING),
+        ksel = list(&KARPENTER_SELECTION),
         ann_type = annotation(INSTANCE_TYPE),
         opt_p = annotation(ALLOW_PARTIAL_NODE),
         opt_z = annotation(ALLOW_MULTI_AZ),
@@ -217,8 +229,8 @@ fn templates(policy: &Policy) -> Result<String, ExportError> {
  'train': {train},
  'types': x.nsType != '' ? {ns}
    : (x.tc && x.tb && x.tv.exists(l, size(l) > 0)) ? variables.catalogNames.filter(n, x.tv.exists(l, n in l || ('ml.' + n) in l))
-   : x.annType != '' ? {ann}
-   : variables.defaultType != '' ? {def} : [],
+   : x.annType != '' && !x.ksel ? {ann}
+   : variables.defaultType != '' && !x.ksel ? {def} : [],
  'zmany': !x.zpin && x.zc && (!x.zb || (x.zv.exists(l, size(l) > 0) && x.zv.exists(l, l.exists(v, v != x.zv.filter(l2, size(l2) > 0)[0][0]))))}})",
         fam = resource_fact(policy, "x.res", "family"),
         train = training.join(" || "),
