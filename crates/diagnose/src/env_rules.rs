@@ -66,11 +66,6 @@ fn user_setting(
 ) -> Option<Finding> {
     let name = setting.name.as_str();
     let remove = format!("Remove {name} from the pod spec.");
-    // Plugin >= 1.16 tunes buffer sizes on p4d, p4de, p5* and p6*: the P types we know.
-    let tuned_type = ctx.instance.is_some_and(|i| {
-        ["p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"]
-            .contains(&i.name.split('.').next().unwrap_or(""))
-    });
     match name {
         "RDMAV_FORK_SAFE" => stale(
             name,
@@ -116,32 +111,7 @@ fn user_setting(
             ),
             _ => None,
         },
-        "NCCL_BUFFSIZE" | "NCCL_P2P_NET_CHUNKSIZE" => match ofi {
-            Some(v) if v >= PLUGIN_DEFAULTS_FROM && tuned_type => {
-                let plugin_value = if name == "NCCL_BUFFSIZE" {
-                    "8388608"
-                } else {
-                    "524288"
-                };
-                let severity = if setting.value == plugin_value {
-                    Severity::Info
-                } else {
-                    Severity::Warning
-                };
-                Some(Finding::new(
-                    severity,
-                    "stale-env",
-                    format!(
-                        "{name}={} is set by the user; aws-ofi-nccl {v} sets {plugin_value} on {} \
-                         itself, and a user value overrides its tuning",
-                        setting.value,
-                        ctx.name()
-                    ),
-                    remove,
-                ))
-            }
-            _ => None,
-        },
+        "NCCL_BUFFSIZE" | "NCCL_P2P_NET_CHUNKSIZE" => tuned_by_plugin(setting, ctx, ofi?, remove),
         "NCCL_PROTO" => nccl_proto_forced(setting, ofi, true),
         "NCCL_TOPO_FILE" => topo_file(setting, ctx, ofi, true),
         "NCCL_P2P_DISABLE" if setting.value.trim() == "1" => Some(Finding::new(
@@ -154,6 +124,46 @@ fn user_setting(
         )),
         _ => None,
     }
+}
+
+/// A buffer size aws-ofi-nccl tunes itself (>= 1.16, on the P types it knows): a user
+/// value overrides that tuning, a warning unless it is the plugin's own value.
+fn tuned_by_plugin(
+    setting: &EnvSetting,
+    ctx: &LogContext,
+    ofi: Version,
+    remove: String,
+) -> Option<Finding> {
+    // Plugin >= 1.16 tunes buffer sizes on p4d, p4de, p5* and p6*: the P types we know.
+    let tuned_type = ctx.instance.is_some_and(|i| {
+        ["p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"]
+            .contains(&i.name.split('.').next().unwrap_or(""))
+    });
+    if ofi < PLUGIN_DEFAULTS_FROM || !tuned_type {
+        return None;
+    }
+    let name = setting.name.as_str();
+    let plugin_value = if name == "NCCL_BUFFSIZE" {
+        "8388608"
+    } else {
+        "524288"
+    };
+    let severity = if setting.value == plugin_value {
+        Severity::Info
+    } else {
+        Severity::Warning
+    };
+    Some(Finding::new(
+        severity,
+        "stale-env",
+        format!(
+            "{name}={} is set by the user; aws-ofi-nccl {ofi} sets {plugin_value} on {} \
+             itself, and a user value overrides its tuning",
+            setting.value,
+            ctx.name()
+        ),
+        remove,
+    ))
 }
 
 fn plugin_setting(setting: &EnvSetting, ctx: &LogContext) -> Option<Finding> {
