@@ -783,6 +783,22 @@ fn install_upgrade_uninstall_in_the_sandbox() {
     );
     let history = ok("helm history", rel.helm(&["history", rel.name]));
     assert!(history.contains("Upgrade complete"), "{history}");
+    // Rollback to the first revision: its webhook values again, and (helm replays the
+    // revision's stored manifest; lookup is not run again) its key set: the key added
+    // after it is gone (charts/trainplace/README.md says so). An upgrade records what
+    // the cluster holds again.
+    ok(
+        "helm rollback",
+        rel.helm(&["rollback", rel.name, "1", "--wait", "--timeout", "120s"]),
+    );
+    let vwc = sb.json(&["get", "validatingwebhookconfiguration", &full]);
+    assert_eq!(vwc["webhooks"][0]["timeoutSeconds"], 5);
+    let keys_now = sb.json(&["-n", rel.ns, "get", "secret", &keys_name])["data"].clone();
+    assert_eq!(
+        keys_now,
+        json!({"00-initial": initial}),
+        "a rollback restores the revision's keys"
+    );
 
     // Uninstall: everything the release made is gone, cluster-scoped objects too; the
     // namespace stays (it holds what helm does not own) with its labels.
