@@ -95,6 +95,14 @@ pub const DEFAULT_REGION: &str = "us-east-1";
 /// `Version1_35`). Users with a cluster keep theirs.
 pub const DEFAULT_EKS_VERSION: &str = "1.35";
 
+/// A validated time window (see [`AdviceRequest::validate_at`]).
+struct Window {
+    earliest_start: Option<Timestamp>,
+    latest_end: Option<Timestamp>,
+    /// The requested start when it was in the past and moved to `now`.
+    start_moved_from: Option<Timestamp>,
+}
+
 impl AdviceRequest {
     /// Validate as of the request's `now`, else `clock`: the time the caller read (the
     /// advisor reads no clock of its own, so a plan depends only on its inputs).
@@ -107,6 +115,47 @@ impl AdviceRequest {
     pub fn validate_at(&self, catalog: &Catalog, now: Timestamp) -> Result<Request, InputError> {
         let demand = self.demand()?;
         let (family, instance_type) = self.family_and_type(catalog)?;
+        let region = self.region()?;
+        let job_hours = self.job_hours()?;
+        let Window {
+            earliest_start,
+            latest_end,
+            start_moved_from,
+        } = self.window(now, job_hours)?;
+        if let Some(budget) = self.budget_usd
+            && !(budget.is_finite() && budget > 0.0)
+        {
+            return Err(InputError::request(
+                "budgetUsd",
+                "must be a positive number",
+            ));
+        }
+        let capacity = self.capacity_pref()?;
+        let reservation_id = self.reservation(capacity)?;
+        Ok(Request {
+            demand,
+            family,
+            instance_type,
+            region,
+            zones: self.availability_zones.clone(),
+            job_hours,
+            earliest_start,
+            latest_end,
+            budget_usd: self.budget_usd,
+            capacity,
+            reservation_id,
+            framework: self.framework()?,
+            names: self.names()?,
+            image: self.image()?,
+            eks_version: self.eks_version()?,
+            efa_dra: self.efa_dra.unwrap_or(false),
+            now,
+            start_moved_from,
+        })
+    }
+
+    /// The region (default us-east-1), with every zone asked for in it.
+    fn region(&self) -> Result<String, InputError> {
         let region = self
             .region
             .clone()
@@ -125,7 +174,12 @@ impl AdviceRequest {
                 ));
             }
         }
-        let job_hours = self.job_hours()?;
+        Ok(region)
+    }
+
+    /// The time window as of `now`: it must end later and hold the job; a start in
+    /// the past means "as soon as possible" and moves to `now` (and says so).
+    fn window(&self, now: Timestamp, job_hours: u32) -> Result<Window, InputError> {
         let mut earliest_start = parse_opt("earliestStart", self.earliest_start.as_deref())?;
         let latest_end = parse_opt("latestEnd", self.latest_end.as_deref())?;
         if let Some(end) = latest_end
@@ -136,7 +190,6 @@ impl AdviceRequest {
                 format!("{end} is in the past (now {now}): give a window that ends later"),
             ));
         }
-        // A start in the past means "as soon as possible": move it to now and say so.
         let start_moved_from = earliest_start.filter(|s| *s < now);
         if start_moved_from.is_some() {
             earliest_start = Some(now);
@@ -156,43 +209,21 @@ impl AdviceRequest {
                 ));
             }
         }
-        if let Some(budget) = self.budget_usd
-            && !(budget.is_finite() && budget > 0.0)
-        {
-            return Err(InputError::request(
-                "budgetUsd",
-                "must be a positive number",
-            ));
-        }
-        let capacity = self.capacity_pref()?;
-        let reservation_id = self.reservation(capacity)?;
-        let framework = match self.framework.as_deref() {
-            None => Framework::PyTorchJob,
+        Ok(Window {
+            earliest_start,
+            latest_end,
+            start_moved_from,
+        })
+    }
+
+    fn framework(&self) -> Result<Framework, InputError> {
+        match self.framework.as_deref() {
+            None => Ok(Framework::PyTorchJob),
             Some(text) => Framework::parse(text).ok_or_else(|| {
                 InputError::request("framework", format!("unknown framework {text:?}"))
                     .with_allowed(Framework::NAMES)
-            })?,
-        };
-        Ok(Request {
-            demand,
-            family,
-            instance_type,
-            region,
-            zones: self.availability_zones.clone(),
-            job_hours,
-            earliest_start,
-            latest_end,
-            budget_usd: self.budget_usd,
-            capacity,
-            reservation_id,
-            framework,
-            names: self.names()?,
-            image: self.image()?,
-            eks_version: self.eks_version()?,
-            efa_dra: self.efa_dra.unwrap_or(false),
-            now,
-            start_moved_from,
-        })
+            }),
+        }
     }
 
     fn demand(&self) -> Result<Demand, InputError> {
