@@ -251,6 +251,8 @@ fn judge_sites<'s, 'a>(
     }
     if ctx.kind.is_workload() {
         crate::split_zones::check(object, &pinned, ctx, verdict);
+        let multi_pod = judged.iter().any(|(_, j)| j.multi_pod());
+        crate::placement::check(object, multi_pod, ctx, verdict);
     }
     let mut pin = None;
     let set = crate::annotations::ALLOW_MULTI_AZ;

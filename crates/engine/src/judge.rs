@@ -91,6 +91,11 @@ impl<'p> Judgement<'p> {
         self.shape.pods
     }
 
+    /// Whether the template belongs to a job of more than one pod.
+    pub fn multi_pod(&self) -> bool {
+        self.shape.multi_pod
+    }
+
     /// A template of a multi-pod job with no zone constraint of its own (no pin, spread,
     /// multi-zone affinity or anti-affinity): only a hold keeps it with the others.
     pub fn unconstrained(&self) -> bool {

@@ -45,6 +45,7 @@ mod mark;
 mod node_types;
 mod nvlink;
 mod owner;
+mod placement;
 mod podspec;
 mod policy;
 mod quantity;

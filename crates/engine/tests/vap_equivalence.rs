@@ -293,6 +293,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         UNNAMED,
     ),
     (
+        "bypass/jobset-exclusive-topology-zone.yaml@restricted",
+        "multi-az",
+        "raw",
+        PLACEMENT,
+    ),
+    (
+        "bypass/jobset-exclusive-topology-zone.yaml@restricted",
+        "multi-az",
+        "mutated",
+        PLACEMENT,
+    ),
+    (
+        "bypass/jobset-exclusive-topology-zone.yaml@default",
+        "multi-az",
+        "raw",
+        PLACEMENT,
+    ),
+    (
+        "bypass/jobset-exclusive-topology-zone.yaml@default",
+        "multi-az",
+        "mutated",
+        PLACEMENT,
+    ),
+    (
         "bypass/karpenter-families-without-a-type.yaml@restricted",
         "partial-node",
         "raw",
@@ -315,6 +339,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "partial-node",
         "mutated",
         KARPENTER,
+    ),
+    (
+        "bypass/lws-subgroup-exclusive-zone.yaml@restricted",
+        "multi-az",
+        "raw",
+        PLACEMENT,
+    ),
+    (
+        "bypass/lws-subgroup-exclusive-zone.yaml@restricted",
+        "multi-az",
+        "mutated",
+        PLACEMENT,
+    ),
+    (
+        "bypass/lws-subgroup-exclusive-zone.yaml@default",
+        "multi-az",
+        "raw",
+        PLACEMENT,
+    ),
+    (
+        "bypass/lws-subgroup-exclusive-zone.yaml@default",
+        "multi-az",
+        "mutated",
+        PLACEMENT,
     ),
     ("bypass/mpirun-np.yaml@restricted", "multi-az", "raw", HOLD),
     (
@@ -632,6 +680,7 @@ const SIDECAR_TRAINER: &str = "the engine reads the launcher of every container 
 const HOLD: &str = "a multi-pod pod with no job label or rendezvous cannot be held in one zone; the engine refuses it, while a policy does not read the launcher's size and rendezvous in env and command line (VAP looser)";
 const UNNAMED: &str = "a workload created with generateName has no name at admission; the engine keys its job on a label it writes, a policy sees no job label and judges its pods when the operator creates them, labelled (VAP looser on the workload)";
 const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, size, GPU count) reach are computed from the catalog; a policy judges such a pod against no type rather than a wrong one (VAP looser)";
+const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-topology, LeaderWorkerSet subgroup-exclusive-topology) on a zone key splits the job; the engine reads it, the policies do not (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =
