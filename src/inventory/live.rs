@@ -282,119 +282,127 @@ impl LiveInventory {
             pods_dirty: AtomicBool::new(false),
             built: ArcSwapOption::empty(),
         });
-        let pods = Arc::new(Mutex::new(PodIndex::default()));
-        let caches = Arc::new(Caches {
-            nodes: watch(
-                Api::<Node>::all(client.clone()),
-                watcher::Config::default(),
-                slim_node,
-                inv.clone(),
-            ),
-            namespaces: watch(
-                Api::<Namespace>::all(client.clone()),
-                watcher::Config::default(),
-                slim_namespace,
-                inv.clone(),
-            ),
-            // Only pods of training jobs matter: one watch per job identity label
-            // (`job-name` repeats `batch.kubernetes.io/job-name` on the same pods).
-            pods: {
-                for (watch, (k, _)) in JOB_IDENTITY_LABELS
-                    .iter()
-                    .filter(|(k, _)| *k != "job-name")
-                    .enumerate()
-                {
-                    watch_pods(
-                        Api::<PodPlacement>::all(client.clone()),
-                        watcher::Config::default().labels(k),
-                        (watch, pods.clone()),
-                        inv.clone(),
-                    );
-                }
-                pods
-            },
-            jobs: [("PyTorchJob", "pytorchjobs"), ("PaddleJob", "paddlejobs")].map(
-                |(kind, plural)| {
-                    watch_optional(
-                        client.clone(),
-                        inv.clone(),
-                        ("kubeflow.org", "v1", kind, plural),
-                    )
-                },
-            ),
-            node_classes: watch_optional(
-                client.clone(),
-                inv.clone(),
-                ("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"),
-            ),
-            runtimes: [
-                ("TrainingRuntime", "trainingruntimes"),
-                ("ClusterTrainingRuntime", "clustertrainingruntimes"),
-            ]
-            .map(|(kind, plural)| {
-                watch_optional(
-                    client.clone(),
-                    inv.clone(),
-                    ("trainer.kubeflow.org", "v1alpha1", kind, plural),
-                )
-            }),
-            // DRA objects pods' resourceClaims are counted through (resource.k8s.io/v1
-            // from Kubernetes 1.34; NVIDIA's ComputeDomain CRD where its DRA driver runs).
-            dra: [
-                (
-                    "resource.k8s.io",
-                    "v1",
-                    "ResourceClaimTemplate",
-                    "resourceclaimtemplates",
-                ),
-                ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
-                (
-                    "resource.nvidia.com",
-                    "v1beta1",
-                    "ComputeDomain",
-                    "computedomains",
-                ),
-            ]
-            .into_iter()
-            .map(|gvk| watch_optional(client.clone(), inv.clone(), gvk))
-            .collect(),
-        });
-        let me = inv.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                tick.tick().await;
-                let cluster = me.dirty.swap(false, Ordering::AcqRel);
-                let pods = me.pods_dirty.swap(false, Ordering::AcqRel);
-                // A watch that failed and recovered: rebuilt, and reported live again.
-                let live = matches!(**me.status.load(), Status::Live { .. });
-                let snap = match me.current.load_full() {
-                    // Only pods changed: the jobs they belong to, over the last snapshot.
-                    Some(current) if pods && !cluster && live => caches.publish(&current),
-                    _ if cluster || pods => {
-                        // A rebuild over a large cluster takes ms: off the async workers.
-                        let build = caches.clone();
-                        let Ok(mut snap) =
-                            tokio::task::spawn_blocking(move || build.snapshot()).await
-                        else {
-                            continue;
-                        };
-                        snap.reservations_mut().extend(&me.described.load());
-                        me.status.store(Arc::new(Status::Live {
-                            nodes: caches.nodes.state().len(),
-                            gpu_types: snap.types.len(),
-                            age_seconds: 0,
-                        }));
-                        snap
-                    }
-                    _ => continue,
-                };
-                me.current.store(Some(Arc::new(snap)));
-                me.built.store(Some(Arc::new(Instant::now())));
-            }
-        });
+        let caches = Arc::new(caches(&client, &inv));
+        publish_changes(inv.clone(), caches);
         inv
     }
+}
+
+/// The watches the snapshot is built from, each feeding its cache and marking `inv`
+/// dirty on a change that matters.
+fn caches(client: &Client, inv: &Arc<LiveInventory>) -> Caches {
+    let pods = Arc::new(Mutex::new(PodIndex::default()));
+    Caches {
+        nodes: watch(
+            Api::<Node>::all(client.clone()),
+            watcher::Config::default(),
+            slim_node,
+            inv.clone(),
+        ),
+        namespaces: watch(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default(),
+            slim_namespace,
+            inv.clone(),
+        ),
+        // Only pods of training jobs matter: one watch per job identity label
+        // (`job-name` repeats `batch.kubernetes.io/job-name` on the same pods).
+        pods: {
+            for (watch, (k, _)) in JOB_IDENTITY_LABELS
+                .iter()
+                .filter(|(k, _)| *k != "job-name")
+                .enumerate()
+            {
+                watch_pods(
+                    Api::<PodPlacement>::all(client.clone()),
+                    watcher::Config::default().labels(k),
+                    (watch, pods.clone()),
+                    inv.clone(),
+                );
+            }
+            pods
+        },
+        jobs: [("PyTorchJob", "pytorchjobs"), ("PaddleJob", "paddlejobs")].map(|(kind, plural)| {
+            watch_optional(
+                client.clone(),
+                inv.clone(),
+                ("kubeflow.org", "v1", kind, plural),
+            )
+        }),
+        node_classes: watch_optional(
+            client.clone(),
+            inv.clone(),
+            ("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses"),
+        ),
+        runtimes: [
+            ("TrainingRuntime", "trainingruntimes"),
+            ("ClusterTrainingRuntime", "clustertrainingruntimes"),
+        ]
+        .map(|(kind, plural)| {
+            watch_optional(
+                client.clone(),
+                inv.clone(),
+                ("trainer.kubeflow.org", "v1alpha1", kind, plural),
+            )
+        }),
+        // DRA objects pods' resourceClaims are counted through (resource.k8s.io/v1
+        // from Kubernetes 1.34; NVIDIA's ComputeDomain CRD where its DRA driver runs).
+        dra: [
+            (
+                "resource.k8s.io",
+                "v1",
+                "ResourceClaimTemplate",
+                "resourceclaimtemplates",
+            ),
+            ("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+            (
+                "resource.nvidia.com",
+                "v1beta1",
+                "ComputeDomain",
+                "computedomains",
+            ),
+        ]
+        .into_iter()
+        .map(|gvk| watch_optional(client.clone(), inv.clone(), gvk))
+        .collect(),
+    }
+}
+
+/// Once a second: publish the pod changes over the last snapshot, or rebuild it when
+/// the cluster changed (or a failed watch recovered).
+fn publish_changes(me: Arc<LiveInventory>, caches: Arc<Caches>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let cluster = me.dirty.swap(false, Ordering::AcqRel);
+            let pods = me.pods_dirty.swap(false, Ordering::AcqRel);
+            // A watch that failed and recovered: rebuilt, and reported live again.
+            let live = matches!(**me.status.load(), Status::Live { .. });
+            let snap = match me.current.load_full() {
+                // Only pods changed: the jobs they belong to, over the last snapshot.
+                Some(current) if pods && !cluster && live => caches.publish(&current),
+                _ if cluster || pods => {
+                    // A rebuild over a large cluster takes ms: off the async workers.
+                    let build = caches.clone();
+                    let Ok(mut snap) = tokio::task::spawn_blocking(move || build.snapshot()).await
+                    else {
+                        continue;
+                    };
+                    snap.reservations_mut().extend(&me.described.load());
+                    me.status.store(Arc::new(Status::Live {
+                        nodes: caches.nodes.state().len(),
+                        gpu_types: snap.types.len(),
+                        age_seconds: 0,
+                    }));
+                    snap
+                }
+                _ => continue,
+            };
+            me.current.store(Some(Arc::new(snap)));
+            me.built.store(Some(Arc::new(Instant::now())));
+        }
+    });
 }
 
 /// The cluster's Nodes through the kubeconfig, as `kubectl get nodes -o json` prints
