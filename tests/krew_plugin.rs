@@ -4,15 +4,15 @@
 //! finds and runs the plugin. Without krew the test fails and says to run
 //! scripts/test-deps.sh; it never skips.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde::Deserialize;
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::root;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
