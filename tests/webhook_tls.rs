@@ -309,7 +309,7 @@ async fn policy_reload_and_broken_edit() {
     let (_, b) = post(&c, &url, &review_for(&bad, "2")).await;
     assert_eq!(
         b["response"]["allowed"], true,
-        "the reloaded policy not in force"
+        "the reloaded policy not in force: {b}"
     );
 
     write("maybe");
