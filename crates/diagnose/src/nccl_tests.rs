@@ -198,8 +198,10 @@ pub(crate) fn analyse(text: &str, opts: &Options) -> TestsSummary {
     summary
 }
 
-fn judge(summary: &mut TestsSummary, opts: &Options) {
-    let candidates: Vec<String> = match (&opts.instance_type, &summary.device) {
+/// The instance types the run may have used: the `--instance-type` given, else those
+/// with its GPU model and count; where that came from goes in the summary.
+fn candidate_types(summary: &mut TestsSummary, opts: &Options) -> Vec<String> {
+    match (&opts.instance_type, &summary.device) {
         (Some(name), _) => {
             summary.instance_type_from = Some("--instance-type".into());
             vec![name.clone()]
@@ -212,7 +214,26 @@ fn judge(summary: &mut TestsSummary, opts: &Options) {
                 .collect()
         }
         (None, None) => Vec::new(),
-    };
+    }
+}
+
+/// The verdict of the peak bus bandwidth against the expectation's range.
+fn verdict(peak: f64, expectation: &Expectation) -> Verdict {
+    if peak < expectation.low / 4.0 {
+        Verdict::FarBelow
+    } else if peak < expectation.low {
+        Verdict::Below
+    } else if peak > expectation.high {
+        Verdict::Above
+    } else {
+        Verdict::Within
+    }
+}
+
+/// Judge the peak against the expectation for the instance type and node count, or
+/// say in `basis` why there is no verdict.
+fn judge(summary: &mut TestsSummary, opts: &Options) {
+    let candidates = candidate_types(summary, opts);
     if let [only] = candidates.as_slice() {
         summary.instance_type = Some(only.clone());
     }
@@ -260,16 +281,7 @@ fn judge(summary: &mut TestsSummary, opts: &Options) {
         );
         return;
     }
-    let peak = summary.peak_busbw;
-    summary.verdict = if peak < expectation.low / 4.0 {
-        Verdict::FarBelow
-    } else if peak < expectation.low {
-        Verdict::Below
-    } else if peak > expectation.high {
-        Verdict::Above
-    } else {
-        Verdict::Within
-    };
+    summary.verdict = verdict(summary.peak_busbw, expectation);
     summary.basis = format!(
         "{} on {nodes} node(s){}: {:.1}..{:.1} GB/s from {}; instance type from {}",
         candidates.join(" / "),
