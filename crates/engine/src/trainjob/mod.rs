@@ -5,6 +5,7 @@
 //! through the same classify / plan / rules code as every other template; the edits
 //! are mapped back. `hostIPC` cannot be patched through a TrainJob: it is reported.
 
+mod merge;
 mod patches;
 
 use serde_json::{Map, Value, json};

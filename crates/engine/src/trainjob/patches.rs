@@ -22,58 +22,12 @@ pub(super) fn node_template(patch: &Value) -> Option<&Value> {
         .pointer("/template/spec/template")
 }
 
-/// Merge `patch` into `acc` the way list-of-named-objects patches read: objects key by
-/// key, named list entries by name, other list entries appended when new.
-pub(super) fn merge(acc: &mut Value, patch: &Value) {
-    match (acc, patch) {
-        (Value::Object(a), Value::Object(p)) => {
-            for (k, v) in p {
-                match a.get_mut(k) {
-                    Some(slot) => merge(slot, v),
-                    None => {
-                        a.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (Value::Array(a), Value::Array(p)) => {
-            for v in p {
-                let name = v.get("name").and_then(Value::as_str);
-                let at = name.and_then(|n| {
-                    a.iter()
-                        .position(|e| e.get("name").and_then(Value::as_str) == Some(n))
-                });
-                match at {
-                    Some(i) => merge(&mut a[i], v),
-                    None if !a.contains(v) => a.push(v.clone()),
-                    None => {}
-                }
-            }
-        }
-        (slot, v) => *slot = v.clone(),
-    }
-}
+pub(super) use super::merge::delta;
+use super::merge::merge_all;
 
-/// What `after` adds to `base`: changed keys, recursively; new list entries.
-pub(super) fn delta(after: &Value, base: &Value) -> Option<Value> {
-    match (after, base) {
-        (a, b) if a == b => None,
-        (Value::Object(a), Value::Object(b)) => {
-            let m: Map<String, Value> = a
-                .iter()
-                .filter_map(|(k, v)| match b.get(k) {
-                    Some(bv) => delta(v, bv).map(|d| (k.clone(), d)),
-                    None => Some((k.clone(), v.clone())),
-                })
-                .collect();
-            (!m.is_empty()).then_some(Value::Object(m))
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            let new: Vec<Value> = a.iter().filter(|v| !b.contains(v)).cloned().collect();
-            (!new.is_empty()).then_some(Value::Array(new))
-        }
-        (a, _) => Some(a.clone()),
-    }
+/// Merge one patch into `acc` (see [`merge_all`]).
+fn merge(acc: &mut Value, patch: &Value) {
+    merge_all(acc, &[patch]);
 }
 
 /// The runtime's `node` pod template as this TrainJob will get it: the TrainJob's
@@ -122,15 +76,13 @@ pub(super) fn patched_layout(object: &Value, with_ours: bool, runtime: Option<&V
     let patches = items(object, &["spec", "runtimePatches"]);
     let ours = |p: &&Value| p.get("manager").and_then(Value::as_str) == Some(MANAGER);
     let mut acc = runtime_base(object, runtime);
-    for p in patches
+    let templates: Vec<&Value> = patches
         .iter()
         .filter(|p| !ours(p))
         .chain(patches.iter().filter(|p| with_ours && ours(p)))
-    {
-        if let Some(t) = node_template(p) {
-            merge(&mut acc, t);
-        }
-    }
+        .filter_map(node_template)
+        .collect();
+    merge_all(&mut acc, &templates);
     acc
 }
 
