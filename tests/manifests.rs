@@ -163,8 +163,9 @@ fn webhook_configurations_keep_the_cluster_safe() {
     }
 }
 
-/// Pods on CREATE; the workload kinds on CREATE and UPDATE, PyTorchJob and PaddleJob scales on UPDATE;
-/// nothing else, never DELETE.
+/// Pods on CREATE and UPDATE (an UPDATE only when it changes the pod's labels, by a
+/// matchCondition); the workload kinds on CREATE and UPDATE, PyTorchJob and PaddleJob
+/// scales on UPDATE; nothing else, never DELETE.
 fn assert_rules(name: &str, rules: &Value) {
     let mut seen = BTreeSet::new();
     for rule in rules.as_array().unwrap() {
@@ -180,9 +181,7 @@ fn assert_rules(name: &str, rules: &Value) {
         for group in rule["apiGroups"].as_array().unwrap() {
             for resource in rule["resources"].as_array().unwrap() {
                 let (g, r) = (group.as_str().unwrap(), resource.as_str().unwrap());
-                let expected = if r == "pods" {
-                    json!(["CREATE"])
-                } else if r.ends_with("/scale") {
+                let expected = if r.ends_with("/scale") {
                     json!(["UPDATE"])
                 } else {
                     json!(["CREATE", "UPDATE"])
@@ -225,14 +224,34 @@ fn assert_match_conditions(name: &str, conditions: &Value) {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["not-delete", "pod-requests-accelerator"], "{name}");
+    assert_eq!(
+        names,
+        [
+            "not-delete",
+            "pod-update-changes-labels",
+            "pod-requests-accelerator"
+        ],
+        "{name}"
+    );
     for c in conditions {
         let expr = c["expression"].as_str().unwrap();
         let problems = cel_problems(expr);
         assert!(problems.is_empty(), "{name}: {expr}\n{problems:?}");
     }
     assert_eq!(conditions[0]["expression"], "request.operation != 'DELETE'");
-    let pods = conditions[1]["expression"].as_str().unwrap();
+    // A pod UPDATE passes only when it changes the pod's labels (its job label).
+    let relabel = conditions[1]["expression"].as_str().unwrap();
+    for needle in [
+        "request.operation != 'UPDATE'",
+        "request.resource.resource != 'pods'",
+        "object.metadata.labels != oldObject.metadata.labels",
+    ] {
+        assert!(
+            relabel.contains(needle),
+            "{name}: {needle} missing in {relabel}"
+        );
+    }
+    let pods = conditions[2]["expression"].as_str().unwrap();
     for needle in [
         "request.resource.group != ''",
         "request.resource.resource != 'pods'",

@@ -166,11 +166,7 @@ pub(super) fn delta(after: &Value, base: &Value) -> Option<Value> {
             }
             let new: Vec<Value> = a
                 .iter()
-                .filter(|v| {
-                    !seen
-                        .get(&fingerprint(v))
-                        .is_some_and(|xs| xs.iter().any(|x| *x == *v))
-                })
+                .filter(|v| !seen.get(&fingerprint(v)).is_some_and(|xs| xs.contains(v)))
                 .cloned()
                 .collect();
             (!new.is_empty()).then_some(Value::Array(new))
