@@ -291,12 +291,7 @@ fn capacity_plan(
             Err(why) => reasons.push(format!("{why}: buying one")),
         }
     }
-    if let Some(start) = req.earliest_start {
-        let buy_from = start - (crate::capacity::latest_buyable_start(req.now) - req.now);
-        if start > crate::capacity::latest_buyable_start(req.now) {
-            warnings.push(warn::block_too_far_ahead(start, buy_from));
-        }
-    }
+    warnings.extend(too_far_ahead(req));
     let Some(offers) = &facts.offerings else {
         reasons.push(format!(
             "Capacity Block of {block_hours} h x {} instances: list the offerings (aws-cli.sh), then rerun with --offerings to pick one",
@@ -369,6 +364,13 @@ fn block_hours_if_sold(
         return None;
     }
     Some(block_hours)
+}
+
+/// A start later than Capacity Blocks can be bought for today: when they can be.
+fn too_far_ahead(req: &Request) -> Option<Warning> {
+    let start = req.earliest_start?;
+    let latest = crate::capacity::latest_buyable_start(req.now);
+    (start > latest).then(|| warn::block_too_far_ahead(start, start - (latest - req.now)))
 }
 
 /// The plan of `blocks`, in their zone.
