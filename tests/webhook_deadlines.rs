@@ -134,12 +134,27 @@ async fn http2_idle_and_unfinished_header_blocks_are_closed() {
         "the idle deadline, not the header one"
     );
 
-    // An HTTP/2 connection that only says hello.
+    // An HTTP/2 connection that only says hello and never starts a request: the
+    // first request's header deadline closes it, not the idle one.
     let mut tls = h2_tls(&srv, &pki).await;
     tls.write_all(PREFACE).await.unwrap();
     tls.write_all(&SETTINGS).await.unwrap();
     closed_within(&mut tls, Duration::from_secs(10)).await;
-    assert_eq!(stage_count(&srv, "idle").await, 1);
+    assert_eq!(stage_count(&srv, "header_read").await, 2);
+    assert_eq!(stage_count(&srv, "idle").await, 0);
+    srv.handle.shutdown();
+}
+
+#[tokio::test]
+async fn a_handshake_followed_by_silence_meets_the_header_deadline() {
+    // Attack: complete TLS, then send nothing. The idle deadline (30 s here, 60 s by
+    // default) would hold the connection; no request has begun, so the header
+    // deadline (0.5 s) applies.
+    let (srv, pki, _dir) = short_deadlines(|_| {}).await;
+    let mut tls = raw_tls(&srv, &pki).await;
+    closed_within(&mut tls, Duration::from_secs(10)).await;
+    assert_eq!(stage_count(&srv, "header_read").await, 1);
+    assert_eq!(stage_count(&srv, "idle").await, 0);
     srv.handle.shutdown();
 }
 
@@ -148,6 +163,8 @@ async fn http2_unanswered_keepalive_pings_close_the_connection() {
     let (srv, pki, _dir) = short_deadlines(|c| {
         c.deadlines.h2_keepalive_interval = Duration::from_millis(300);
         c.deadlines.h2_keepalive_timeout = Duration::from_millis(300);
+        // Longer than the pings take, so they, not the first request's deadline, close it.
+        c.deadlines.header_read = Duration::from_secs(5);
     })
     .await;
     let mut tls = h2_tls(&srv, &pki).await;
@@ -156,12 +173,22 @@ async fn http2_unanswered_keepalive_pings_close_the_connection() {
     // Reads (so the server can write) but never acknowledges a PING.
     closed_within(&mut tls, Duration::from_secs(10)).await;
     assert_eq!(stage_count(&srv, "idle").await, 0);
+    assert_eq!(
+        stage_count(&srv, "header_read").await,
+        0,
+        "closed by the pings"
+    );
     srv.handle.shutdown();
 }
 
 #[tokio::test]
 async fn open_connections_are_capped() {
-    let (srv, pki, _dir) = short_deadlines(|c| c.deadlines.max_connections = 2).await;
+    let (srv, pki, _dir) = short_deadlines(|c| {
+        c.deadlines.max_connections = 2;
+        // The two open connections send no request: keep them past the test.
+        c.deadlines.header_read = Duration::from_secs(30);
+    })
+    .await;
     let first = raw_tls(&srv, &pki).await;
     let _second = raw_tls(&srv, &pki).await;
     // The third waits in the backlog: its handshake cannot complete.

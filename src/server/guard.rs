@@ -5,7 +5,9 @@
 //! - no request is in flight and none has started for `idle` (or `drain_idle` once
 //!   the server is draining), or
 //! - a request has begun arriving (HTTP/1: any byte while idle; HTTP/2: a frame or a
-//!   header block not yet complete) and is not complete after `header_read`.
+//!   header block not yet complete) and is not complete after `header_read`, or
+//! - no request has begun `header_read` after the handshake: a client that completes
+//!   TLS and then sends nothing does not hold the connection for the idle deadline.
 
 use std::io;
 use std::pin::Pin;
@@ -166,6 +168,8 @@ pub(crate) struct Guarded<IO> {
     h2: Option<H2Frames>,
     /// Since when a request has been half received (and the request count then).
     partial_since: Option<(Instant, u64)>,
+    /// When the connection was handed over, after its handshake.
+    opened: Instant,
 }
 
 impl<IO> Guarded<IO> {
@@ -177,6 +181,7 @@ impl<IO> Guarded<IO> {
             timer: Box::pin(tokio::time::sleep(limits.idle)),
             h2: http2.then(H2Frames::new),
             partial_since: None,
+            opened: Instant::now(),
         }
     }
 
@@ -195,7 +200,13 @@ impl<IO> Guarded<IO> {
                 })
             })
             .flatten();
-        partial.into_iter().chain(idle).min_by_key(|(t, _)| *t)
+        let first = (self.state.started.load(Ordering::Acquire) == 0)
+            .then(|| (self.opened + self.limits.header_read, Expired::HeaderRead));
+        partial
+            .into_iter()
+            .chain(idle)
+            .chain(first)
+            .min_by_key(|(t, _)| *t)
     }
 
     fn note_read(&mut self, data: &[u8]) {
