@@ -13,6 +13,7 @@ use crate::dra::{Channel, Count};
 use crate::inventory::Snapshot;
 use crate::json::{items, str_at};
 use crate::podspec::PodView;
+pub(crate) use crate::podspec::required_node_terms;
 use crate::policy::{Effective, Recognizers};
 use crate::recognize::{JobSize, job_size, rendezvous_label};
 
@@ -368,20 +369,6 @@ fn domain_target<'c>(catalog: &'c Catalog, inventory: Option<&'c Snapshot>) -> O
 pub(crate) enum Allowed {
     Values(Vec<String>),
     Unbounded(String),
-}
-
-/// The pod's required node selector terms (ORed).
-pub(crate) fn required_node_terms(pod: &Value) -> &[Value] {
-    items(
-        pod,
-        &[
-            "spec",
-            "affinity",
-            "nodeAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-            "nodeSelectorTerms",
-        ],
-    )
 }
 
 /// Combine the required node selector terms (ORed) for `keys`. `None` when no term

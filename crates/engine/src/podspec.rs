@@ -326,3 +326,17 @@ pub fn command_line(c: &Value) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// The pod's required node selector terms (ORed).
+pub(crate) fn required_node_terms(pod: &Value) -> &[Value] {
+    items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    )
+}

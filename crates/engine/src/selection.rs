@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use crate::annotations::RES_NVIDIA_GPU;
 use crate::catalog::{Catalog, InstanceProfile};
-use crate::classify::required_node_terms;
 use crate::inventory::Snapshot;
 use crate::json::items;
+use crate::podspec::required_node_terms;
 
 const FAMILY: &str = "karpenter.k8s.aws/instance-family";
 const SIZE: &str = "karpenter.k8s.aws/instance-size";
