@@ -295,7 +295,10 @@ async fn policy_reload_and_broken_edit() {
         .build()
         .unwrap();
     let url = format!("https://127.0.0.1:{}/validate", srv.addr.port());
-    let bad = fixture_object("one-gpu-per-pod-kubeflow");
+    let mut bad = fixture_object("one-gpu-per-pod-kubeflow");
+    // Pinned to a zone, so /validate judges only the partial-node layout (an unpinned
+    // pod without the mutating webhook's zone hold is refused for that).
+    bad["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] = serde_json::json!("us-east-1a");
     let (_, b) = post(&c, &url, &review_for(&bad, "1")).await;
     assert_eq!(b["response"]["allowed"], false);
 

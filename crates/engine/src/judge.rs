@@ -286,7 +286,10 @@ fn unheld(judgement: &Judgement<'_>, ctx: &Ctx<'_, '_>) -> Option<Unheld> {
         // pods carry KubeRay's labels, judged when they are created.
         None if ctx.kind == Kind::Pod => Some(Unheld::NoIdentity),
         None => None,
-        Some(_) if ctx.final_object && judgement.layout.is_some() => Some(Unheld::NotMutated),
+        // A workload's pods are judged, and held, when its controller creates them.
+        Some(_) if ctx.final_object && ctx.kind == Kind::Pod && judgement.layout.is_some() => {
+            Some(Unheld::NotMutated)
+        }
         Some(_) => None,
     }
 }
