@@ -267,8 +267,7 @@ pub(super) fn count(text: &str, env: &Env<'_>) -> JobSize {
 
 /// Split a command line into shell commands, and each into tokens; find launchers.
 fn invocations(line: &str) -> impl Iterator<Item = Invocation> + '_ {
-    line.split(['\n', ';', '|', '&'])
-        .filter_map(parse)
+    line.split(['\n', ';', '|', '&']).filter_map(parse)
 }
 
 fn tokens(command: &str) -> Vec<&str> {
