@@ -156,33 +156,9 @@ fn karpenter_route_has_prerequisites_and_plugin_installs_with_versions() {
     }
 }
 
-/// Fake `aws`, `eksctl`, `kubectl`, `helm`, `trainplace` that log their arguments.
+/// The stand-in tools (`common::stand_ins`).
 fn fake_tools(dir: &Path, diagnose_exit: i32, epoch: i64) {
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let log = dir.join("calls.log");
-    for tool in ["aws", "eksctl", "kubectl", "helm", "trainplace", "date"] {
-        let body = match tool {
-            "date" => format!("echo {epoch}"),
-            "aws" => "case \"$2\" in purchase-capacity-block) echo cr-0123456789abcdef1;; *) echo '{\"CapacityBlockOfferings\": []}';; esac".to_string(),
-            "trainplace" => format!("exit {diagnose_exit}"),
-            _ => String::new(),
-        };
-        let path = bin.join(tool);
-        std::fs::write(
-            &path,
-            format!(
-                "#!/bin/sh\necho \"{tool} $*\" >> '{}'\n{body}\n",
-                log.display()
-            ),
-        )
-        .unwrap();
-        std::process::Command::new("chmod")
-            .arg("+x")
-            .arg(&path)
-            .status()
-            .unwrap();
-    }
+    common::stand_ins(dir, diagnose_exit, epoch);
 }
 
 /// 2026-12-01T11:30:00Z, when the fixture's chosen blocks start.

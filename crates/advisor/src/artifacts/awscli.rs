@@ -1,4 +1,7 @@
-//! The aws CLI (and eksctl) commands in order, values filled in.
+//! The aws CLI (and eksctl) commands in order, values filled in. Safe to run again from
+//! any step: every step that spends money or creates something first looks for what an
+//! earlier run made (a Capacity Block by its tags, the placement group, cluster and
+//! nodegroups by name); the rest (helm upgrade --install, kubectl apply) is idempotent.
 
 use trainplace_engine::annotations::RES_NVIDIA_GPU;
 
@@ -114,8 +117,10 @@ fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
         }
         CapacityPlan::OnDemand => match &rec.placement_group {
             Some(pg) => {
-                out.push("# {STEP} Cluster placement group: nodes close together for EFA.".into());
-                out.push(format!("aws ec2 create-placement-group --region \"$REGION\" --group-name {pg} --strategy cluster"));
+                out.push("# {STEP} Cluster placement group: nodes close together for EFA (created only when absent).".into());
+                out.push(format!(
+                    "if [ \"$(aws ec2 describe-placement-groups --region \"$REGION\" --filters Name=group-name,Values={pg} --query 'PlacementGroups[0].GroupName' --output text)\" = {pg} ]; then echo 'placement group {pg} exists'; else aws ec2 create-placement-group --region \"$REGION\" --group-name {pg} --strategy cluster; fi"
+                ));
             }
             None => out.push("# {STEP} One node: no placement group or reservation needed.".into()),
         },
@@ -199,38 +204,92 @@ fn capacity_block_steps(
     Next::Continue
 }
 
-/// Buy each chosen block, tagged for Karpenter, and write its id into
-/// eksctl-cluster.yaml.
+/// States of a bought Capacity Block that still holds, or will hold, its capacity
+/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-view.html):
+/// a block in one of them is not bought again; `payment-failed` and `expired` are.
+pub const LIVE_BLOCK_STATES: &str = "payment-pending,scheduled,active";
+
+/// Tag naming which of the plan's blocks (1-based, as the nodegroup `-cbN`) a bought
+/// Capacity Block is.
+pub const BLOCK_TAG: &str = "trainplace.io/block";
+
+/// Buy each chosen block, tagged for Karpenter and with its place in the plan, and write
+/// its id into eksctl-cluster.yaml. `purchase-capacity-block` takes no client token
+/// (https://docs.aws.amazon.com/cli/latest/reference/ec2/purchase-capacity-block.html),
+/// so each purchase first looks for a live block carrying the plan's tag and the block's
+/// number (describe-capacity-reservations,
+/// https://docs.aws.amazon.com/cli/latest/reference/ec2/describe-capacity-reservations.html):
+/// a rerun after any failure reuses what was bought instead of buying it again. The
+/// documented filters (instance-type, availability-zone, state) narrow the list; the
+/// tags are matched in the `--query`, client-side.
 fn purchase_steps(rec: &Recommendation, plan: &BlockPlan, out: &mut Vec<String>) {
+    let plan_tag = reservation_tag_value(rec);
     out.push(format!(
-        "# {{STEP}} Buy the chosen block(s) in {} (upfront ${:.2}), tagged for Karpenter.",
+        "# {{STEP}} Buy the chosen block(s) in {} (upfront ${:.2}), tagged for Karpenter. A block already bought for this plan (tag {RESERVATION_TAG}={plan_tag}, state {LIVE_BLOCK_STATES}) is reused, never bought twice.",
         plan.availability_zone, plan.total_fee_usd
     ));
-    let tag = format!(
-        "ResourceType=capacity-reservation,Tags=[{{Key={RESERVATION_TAG},Value={}}}]",
-        reservation_tag_value(rec)
-    );
     for (i, o) in plan.offerings.iter().enumerate() {
+        let slot = i + 1;
+        let var = format!("CR_{i}");
+        let query = format!(
+            "CapacityReservations[?Tags[?Key=='{RESERVATION_TAG}' && Value=='{plan_tag}'] && Tags[?Key=='{BLOCK_TAG}' && Value=='{slot}']].CapacityReservationId | [0]"
+        );
         out.push(format!(
-            "CR_{i}=$(aws ec2 purchase-capacity-block --region \"$REGION\" --capacity-block-offering-id {} --instance-platform Linux/UNIX --tag-specifications '{tag}' --query CapacityReservation.CapacityReservationId --output text)",
+            "{var}=$(aws ec2 describe-capacity-reservations --region \"$REGION\" --filters Name=instance-type,Values={} Name=availability-zone,Values={} Name=state,Values={LIVE_BLOCK_STATES} --query \"{query}\" --output text)",
+            rec.instance.name, o.availability_zone
+        ));
+        let tags = format!(
+            "ResourceType=capacity-reservation,Tags=[{{Key={RESERVATION_TAG},Value={plan_tag}}},{{Key={BLOCK_TAG},Value={slot}}},{{Key=trainplace.io/offering,Value={}}}]",
+            o.id
+        );
+        out.push(format!(
+            "if [ -z \"${var}\" ] || [ \"${var}\" = None ]; then {var}=$(aws ec2 purchase-capacity-block --region \"$REGION\" --capacity-block-offering-id {} --instance-platform Linux/UNIX --tag-specifications '{tags}' --query CapacityReservation.CapacityReservationId --output text); else echo \"block {slot} of this plan is already bought: ${var}\"; fi",
             o.id
         ));
-        // Portable (no `sed -i`): BSD and GNU sed differ there.
+        // Portable (no `sed -i`): BSD and GNU sed differ there. A no-op once replaced.
         out.push(format!(
-            "sed \"s/{}/$CR_{i}/\" eksctl-cluster.yaml > eksctl-cluster.yaml.new && mv eksctl-cluster.yaml.new eksctl-cluster.yaml",
+            "sed \"s/{}/${var}/\" eksctl-cluster.yaml > eksctl-cluster.yaml.new && mv eksctl-cluster.yaml.new eksctl-cluster.yaml",
             reservation_placeholder(&o.id)
         ));
     }
+}
+
+/// Create the cluster with its nodegroups, or (the cluster exists: a rerun, or a
+/// cluster of one's own) only the nodegroups it lacks; nothing when all exist.
+fn cluster_steps(rec: &Recommendation, out: &mut Vec<String>) {
+    let cluster = &rec.request.names.cluster;
+    let config = super::eksctl::cluster_config(rec);
+    let groups: Vec<&str> = config["managedNodeGroups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|ng| ng["name"].as_str())
+        .collect();
+    out.push(format!(
+        "if eksctl get cluster --region \"$REGION\" --name {cluster} >/dev/null 2>&1; then"
+    ));
+    out.push("  MISSING=".into());
+    out.push(format!("  for NG in {}; do", groups.join(" ")));
+    out.push(format!(
+        "    eksctl get nodegroup --region \"$REGION\" --cluster {cluster} --name \"$NG\" >/dev/null 2>&1 || MISSING=\"$MISSING${{MISSING:+,}}$NG\""
+    ));
+    out.push("  done".into());
+    out.push(format!(
+        "  if [ -n \"$MISSING\" ]; then eksctl create nodegroup -f eksctl-cluster.yaml --include \"$MISSING\"; else echo 'cluster {cluster} and its nodegroups exist'; fi"
+    ));
+    out.push("else".into());
+    out.push("  eksctl create cluster -f eksctl-cluster.yaml".into());
+    out.push("fi".into());
 }
 
 /// The nodes (a new cluster, unless they exist), the EFA device plugin or DRA, and a
 /// stop until a bought block starts.
 fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
     if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
-        out.push(format!("# {{STEP}} Nodes: a new cluster with the {} nodegroup (use `eksctl create nodegroup -f` for an existing cluster).", rec.instance.name));
+        out.push(format!("# {{STEP}} Nodes: the cluster with the {} nodegroup(s); on an existing cluster (or a rerun) only the nodegroups it lacks.", rec.instance.name));
         out.push("# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml".into());
         out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());
-        out.push("eksctl create cluster -f eksctl-cluster.yaml".into());
+        cluster_steps(rec, out);
     }
     let plugin = efa_install(rec);
     if !plugin.is_empty() {

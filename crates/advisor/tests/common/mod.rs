@@ -186,3 +186,97 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
         .unwrap();
     recommend(&valid, &policy.catalog, &facts).unwrap()
 }
+
+/// Stand-in `aws`, `eksctl`, `kubectl`, `helm`, `trainplace` and `date` in `dir/bin`.
+/// Each appends its command line to `dir/calls.log`. `aws` and `eksctl` remember what
+/// they bought or created in `dir/state`, so a second run of `aws-cli.sh` sees it:
+/// `purchase-capacity-block` records the block with its `trainplace.io/block` tag and
+/// `describe-capacity-reservations` finds it by that tag; placement groups, the cluster
+/// and nodegroups likewise. Any call whose command line contains `$FAIL_ON` (when set)
+/// fails with exit 1, so a test can stop a run at a chosen step. `trainplace` (the
+/// diagnosis) exits `diagnose_exit`; `date` prints `epoch`.
+pub fn stand_ins(dir: &std::path::Path, diagnose_exit: i32, epoch: i64) {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let aws = r#"case "$2" in
+purchase-capacity-block)
+  slot=$(printf '%s\n' "$*" | sed -n 's/.*Key=trainplace.io\/block,Value=\([0-9]*\).*/\1/p')
+  id=cr-0123456789abcde$(( $(wc -l < "$STATE") + 1 ))
+  echo "block $slot $id" >> "$STATE"
+  echo "$id";;
+describe-capacity-reservations)
+  slot=$(printf '%s\n' "$*" | sed -n "s/.*Key=='trainplace.io\/block' \&\& Value=='\([0-9]*\)'.*/\1/p")
+  id=$(sed -n "s/^block $slot //p" "$STATE" | head -n 1)
+  echo "${id:-None}";;
+describe-placement-groups)
+  name=$(printf '%s\n' "$*" | sed -n 's/.*Name=group-name,Values=\([^ ]*\).*/\1/p')
+  if grep -qx "pg $name" "$STATE"; then echo "$name"; else echo None; fi;;
+create-placement-group)
+  name=$(printf '%s\n' "$*" | sed -n 's/.*--group-name \([^ ]*\).*/\1/p')
+  echo "pg $name" >> "$STATE";;
+*) echo '{"CapacityBlockOfferings": []}';;
+esac"#;
+    let eksctl = r#"name=$(printf '%s\n' "$*" | sed -n 's/.*--name \([^ ]*\).*/\1/p')
+case "$1 $2" in
+"get cluster") grep -qx cluster "$STATE";;
+"get nodegroup") grep -qx nodegroups "$STATE" || grep -qx "ng $name" "$STATE";;
+"create cluster") printf 'cluster\nnodegroups\n' >> "$STATE";;
+"create nodegroup")
+  include=$(printf '%s\n' "$*" | sed -n 's/.*--include \([^ ]*\).*/\1/p')
+  for ng in $(echo "$include" | tr ',' ' '); do echo "ng $ng" >> "$STATE"; done;;
+esac"#;
+    let log = dir.join("calls.log");
+    let state = dir.join("state");
+    for tool in ["aws", "eksctl", "kubectl", "helm", "trainplace", "date"] {
+        let body = match tool {
+            "date" => format!("echo {epoch}"),
+            "aws" => aws.to_string(),
+            "eksctl" => eksctl.to_string(),
+            "trainplace" => format!("exit {diagnose_exit}"),
+            _ => String::new(),
+        };
+        let path = bin.join(tool);
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\nSTATE='{}'\ntouch \"$STATE\"\necho \"{tool} $*\" >> '{}'\nif [ -n \"${{FAIL_ON:-}}\" ]; then case \"{tool} $*\" in *\"$FAIL_ON\"*) echo \"stand-in {tool} fails: $FAIL_ON\" >&2; exit 1;; esac; fi\n{body}\n",
+                state.display(),
+                log.display()
+            ),
+        )
+        .unwrap();
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&path)
+            .status()
+            .unwrap();
+    }
+}
+
+/// Run `sh aws-cli.sh ARGS` in `dir` (holding the artifacts and `stand_ins`), failing at
+/// the call containing `fail_on`; the output and the calls of this run only.
+pub fn run_in(
+    dir: &std::path::Path,
+    fail_on: Option<&str>,
+    args: &[&str],
+) -> (std::process::Output, String) {
+    let log = dir.join("calls.log");
+    let _ = std::fs::remove_file(&log);
+    let path = format!(
+        "{}:{}",
+        dir.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("aws-cli.sh")
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env_remove("FAIL_ON");
+    if let Some(f) = fail_on {
+        cmd.env("FAIL_ON", f);
+    }
+    let out = cmd.output().unwrap();
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    (out, calls)
+}

@@ -1,0 +1,167 @@
+//! `aws-cli.sh` is safe to run again from any step: run it with stand-in `aws` and
+//! `eksctl` that remember what they bought and created, stop it at a chosen step, run it
+//! again, and count what was bought and created in all.
+
+mod common;
+
+use std::path::Path;
+
+use common::{artifacts, run_in, stand_ins};
+
+/// 2026-12-01T11:30:00Z + 1 min: the fixture's chosen blocks have started.
+const AFTER_BLOCK_START: i64 = 1_796_124_660;
+
+/// A directory holding the scenario's artifacts and the stand-in tools.
+fn workdir(scenario: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in artifacts(scenario, "pytorchjob") {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    stand_ins(dir.path(), 0, AFTER_BLOCK_START);
+    dir
+}
+
+fn count(calls: &str, what: &str) -> usize {
+    calls.lines().filter(|l| l.starts_with(what)).count()
+}
+
+fn eksctl_config(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("eksctl-cluster.yaml")).unwrap()
+}
+
+#[test]
+fn a_rerun_after_a_failed_cluster_create_buys_nothing_again() {
+    let dir = workdir("h100-blocks");
+    let (out, calls) = run_in(dir.path(), Some("eksctl create cluster"), &[]);
+    assert!(!out.status.success(), "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        2,
+        "{calls}"
+    );
+    // The second run finds both blocks by their tags and buys neither again.
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(
+        out.status.success(),
+        "{calls}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
+    );
+    assert_eq!(
+        count(&calls, "aws ec2 describe-capacity-reservations"),
+        2,
+        "{calls}"
+    );
+    assert_eq!(
+        count(&calls, "eksctl create cluster -f eksctl-cluster.yaml"),
+        1,
+        "{calls}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already bought: cr-0123456789abcde1"));
+    let config = eksctl_config(dir.path());
+    assert!(
+        !config.contains("REPLACE-WITH")
+            && config.contains("cr-0123456789abcde1")
+            && config.contains("cr-0123456789abcde2"),
+        "{config}"
+    );
+    // A third run creates nothing either: the cluster and its nodegroups exist.
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(out.status.success());
+    assert!(
+        !calls.contains("purchase-capacity-block") && !calls.contains("eksctl create"),
+        "{calls}"
+    );
+    assert!(calls.contains("kubectl apply -f job-pytorchjob.yaml"));
+}
+
+#[test]
+fn a_purchase_that_fails_halfway_buys_only_the_missing_block_on_rerun() {
+    let dir = workdir("h100-blocks");
+    // The second block's purchase fails; the first one went through.
+    let (out, calls) = run_in(
+        dir.path(),
+        Some(
+            "purchase-capacity-block --region us-east-1 --capacity-block-offering-id cb-0f1a2b3c4d5e60002",
+        ),
+        &[],
+    );
+    assert!(!out.status.success(), "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        2,
+        "{calls}"
+    );
+    assert!(!calls.contains("eksctl"), "{calls}");
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bought: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.starts_with("aws ec2 purchase-capacity-block"))
+        .collect();
+    assert_eq!(bought.len(), 1, "{calls}");
+    assert!(bought[0].contains("cb-0f1a2b3c4d5e60002"), "{calls}");
+    // The tags the rerun looks for are the tags the purchase puts on.
+    assert!(
+        bought[0].contains("Key=trainplace.io/reservation,Value=training-train")
+            && bought[0].contains("Key=trainplace.io/block,Value=2"),
+        "{}",
+        bought[0]
+    );
+    let config = eksctl_config(dir.path());
+    assert!(!config.contains("REPLACE-WITH"), "{config}");
+}
+
+#[test]
+fn a_failed_nodegroup_create_on_an_existing_cluster_creates_only_what_is_missing() {
+    let dir = workdir("h100-blocks");
+    // The cluster exists already (someone's own, or an earlier run).
+    std::fs::write(dir.path().join("state"), "cluster\nng p5-48xlarge-cb1\n").unwrap();
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(
+        out.status.success(),
+        "{calls}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!calls.contains("eksctl create cluster"), "{calls}");
+    assert_eq!(
+        count(
+            &calls,
+            "eksctl create nodegroup -f eksctl-cluster.yaml --include p5-48xlarge-cb2"
+        ),
+        1,
+        "{calls}"
+    );
+}
+
+#[test]
+fn the_placement_group_is_created_once() {
+    let dir = workdir("l40s-on-demand");
+    let (out, calls) = run_in(dir.path(), Some("eksctl create cluster"), &[]);
+    assert!(!out.status.success());
+    assert_eq!(
+        count(&calls, "aws ec2 create-placement-group"),
+        1,
+        "{calls}"
+    );
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        count(&calls, "aws ec2 create-placement-group"),
+        0,
+        "{calls}"
+    );
+    assert!(calls.contains("eksctl create cluster"), "{calls}");
+}
