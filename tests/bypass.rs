@@ -121,7 +121,7 @@ async fn only_pods_of_templates_this_webhook_admitted_are_trusted() {
     assert!(
         template["metadata"]["annotations"]["trainplace.io/admitted"]
             .as_str()
-            .is_some_and(|m| m.starts_with("v1.2026-11-01.")),
+            .is_some_and(|m| m.starts_with("v2.2026-11-01.4.")),
         "{template}"
     );
 
