@@ -13,6 +13,32 @@ use crate::policy::{Effective, Mode, OptIn};
 use crate::quantity::parse_bytes;
 
 /// The measured cost of the wrong layout (docs/measurements.md: 4 x H200, NCCL all-reduce busbw).
+/// What ranks on one node lose when they are separate pods, for the path they take:
+/// with EFA, NET/Libfabric with GPUDirect RDMA over the pod's share of the node's
+/// interfaces (the field notes' measurement of that path); without, TCP (the all-reduce
+/// measurement of that path).
+fn path_cost(inst: &InstanceProfile, efa: u32) -> String {
+    let per_interface = inst
+        .network_gbps
+        .filter(|_| inst.max_efa > 0)
+        .map(|n| f64::from(n) / f64::from(inst.max_efa));
+    match per_interface {
+        Some(gbps) if efa > 0 => {
+            let share = gbps * f64::from(efa);
+            format!(
+                "ranks on one node talk over EFA (NET/Libfabric with GPUDirect RDMA, {efa} of the node's {} interfaces: {share:.0} Gbps, {:.0} GB/s, per pod) instead of {} (one pod with all its GPUs reached 338.7 GB/s all-reduce over NVLink on 4 x H200). Measured on this path: four 1-GPU pods with one EFA each on a p4d.24xlarge trained in 28:15, against 30:00 for one pod with the four GPUs whose NVLink ran P2P/CUMEM/read; that job was not bandwidth-bound (docs/measurements.md)",
+                inst.max_efa,
+                share / 8.0,
+                inst.intra_node
+            )
+        }
+        _ => format!(
+            "ranks on one node talk over TCP instead of {} ({MEASURED})",
+            inst.intra_node
+        ),
+    }
+}
+
 pub const MEASURED: &str = "measured on 4 x H200: one pod with all GPUs reaches 338.7 GB/s all-reduce over NVLink, 1-GPU pods ~3.3 GB/s over TCP, ~100x slower, with or without hostIPC; docs/measurements.md";
 
 /// Whether an opt-in annotation is set, and whether the requester may use it.
@@ -385,8 +411,9 @@ fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Fin
         None => format!("one pod per node with all {}", count(g, what)),
     };
     let mut found = format!(
-        "{pods_text} on {} ({g} per node): ranks on one node talk over EFA/TCP instead of NVLink ({MEASURED}).",
-        inst.name
+        "{pods_text} on {} ({g} per node): {}.",
+        inst.name,
+        path_cost(inst, s.efa)
     );
     if input.partial_opt_in == OptInState::Refused {
         found.push_str(&format!(
