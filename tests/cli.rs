@@ -583,3 +583,54 @@ fn a_directory_is_read_like_kubectl_reads_it() {
         text(&none.stderr)
     );
 }
+
+/// Attack on agreement: a Deployment, StatefulSet or ReplicaSet whose template runs
+/// `torchrun --nnodes=4` on one GPU. trainplace does not judge the workload itself, but
+/// the webhook refuses every pod its controller makes; `check` must say so (exit 1),
+/// not "allowed, does not handle".
+#[test]
+fn check_says_what_the_webhook_does_to_the_pods_a_deployment_makes() {
+    for kind in ["Deployment", "StatefulSet", "ReplicaSet"] {
+        let doc = format!(
+            "apiVersion: apps/v1
+kind: {kind}
+metadata: {{name: ranks, namespace: team-a}}
+spec:
+  replicas: 4
+  selector: {{matchLabels: {{app: ranks}}}}
+  template:
+    metadata: {{labels: {{app: ranks}}}}
+    spec:
+      containers:
+      - name: trainer
+        image: train:1
+        command: [torchrun, --nnodes=4, --rdzv-endpoint=ranks-0.ranks:29400, train.py]
+        resources: {{limits: {{nvidia.com/gpu: 1}}}}
+      nodeSelector: {{node.kubernetes.io/instance-type: p5.48xlarge}}
+"
+        );
+        let o = run(&["check", "-f", "-"], Some(doc.as_bytes()));
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{kind}: {out}");
+        assert!(
+            out.contains("[partial-node] spec.template (Pods it makes)")
+                && out.contains("4 pods x 1 GPU"),
+            "{kind}: {out}"
+        );
+    }
+    // A whole-node template is not refused: its pods get the layout when created.
+    let ok = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serve, namespace: team-a}
+spec:
+  selector: {matchLabels: {app: serve}}
+  template:
+    metadata: {labels: {app: serve}}
+    spec:
+      containers:
+      - {name: server, image: serve:1, resources: {limits: {nvidia.com/gpu: 8}}}
+      nodeSelector: {node.kubernetes.io/instance-type: p5.48xlarge}
+";
+    let o = run(&["check", "-f", "-"], Some(ok.as_bytes()));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+}
