@@ -181,7 +181,33 @@ fn text_summary_reads_well() {
     assert!(text.contains("[capacity-block-end]") && text.contains("[efa-single-az]"));
     assert!(text.contains("busbw 200..360 GB/s"), "{text}");
     assert!(
-        text.contains("- longer Capacity Block(s): the job plus the 40 min EKS scale-down [cb-0f1a2b3c4d5e60002 + cb-0f1a2b3c4d5e60003]: $48328.70"),
+        text.contains("- longer Capacity Block(s) of 192 h + 192 h: the job plus the 40 min EKS scale-down [cb-0f1a2b3c4d5e60002 + cb-0f1a2b3c4d5e60003]: $48328.70"),
         "{text}"
     );
+}
+
+/// A negative budget (or duration) reaches the request's validation, not clap: exit 2
+/// with the field, as for every other bad value.
+#[test]
+fn negative_budget_fails_with_a_field_message() {
+    for (flag, value, field) in [
+        ("--budget", "-5", "budgetUsd"),
+        ("--hours", "-3", "durationHours"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["advise", "--gpus", "16", "--family", "h100"])
+            .args(if flag == "--hours" {
+                vec![flag, value]
+            } else {
+                vec!["--days", "3", flag, value]
+            })
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("error: request {field}: must be a positive")),
+            "{stderr}"
+        );
+    }
 }

@@ -44,10 +44,10 @@ pub struct AdviseArgs {
     #[arg(long = "az", value_delimiter = ',')]
     pub zones: Vec<String>,
     /// Job duration in hours.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub hours: Option<f64>,
     /// Job duration in days.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub days: Option<f64>,
     /// Earliest start (RFC 3339 or YYYY-MM-DD).
     #[arg(long)]
@@ -55,8 +55,9 @@ pub struct AdviseArgs {
     /// Latest end (RFC 3339 or YYYY-MM-DD).
     #[arg(long)]
     pub end: Option<String>,
-    /// Budget cap in USD.
-    #[arg(long)]
+    /// Budget cap in USD: a plan that costs more is refused (exit 2) with what it costs
+    /// and which listed capacity would fit.
+    #[arg(long, allow_negative_numbers = true)]
     pub budget: Option<f64>,
     /// auto, on-demand, odcr or capacity-block.
     #[arg(long)]

@@ -8,6 +8,7 @@ use trainplace_engine::InstanceProfile;
 
 use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, EKS_SCALE_DOWN_MINUTES, choose_blocks};
 use crate::plan::{CapacityPlan, Facts};
+use crate::recommend::block_lengths;
 use crate::request::Request;
 use crate::shape::Shape;
 
@@ -73,8 +74,10 @@ pub fn capacity_options(
             blocks: Some(plan), ..
         } => {
             let label = format!(
-                "Capacity Block(s) for the job's {} h; checkpoint by {}",
-                req.job_hours, plan.checkpoint_by
+                "Capacity Block(s) of {} for the job's {} h; checkpoint by {}",
+                block_lengths(plan),
+                req.job_hours,
+                plan.checkpoint_by
             );
             out.push(CapacityOption::blocks(label, true, plan));
             if let Some(offers) = &facts.offerings {
@@ -84,7 +87,8 @@ pub fn capacity_options(
                     && longer.offerings.iter().map(|o| &o.id).ne(plan.offerings.iter().map(|o| &o.id))
                 {
                     let label = format!(
-                        "longer Capacity Block(s): the job plus the {EKS_SCALE_DOWN_MINUTES} min EKS scale-down"
+                        "longer Capacity Block(s) of {}: the job plus the {EKS_SCALE_DOWN_MINUTES} min EKS scale-down",
+                        block_lengths(&longer)
                     );
                     out.push(CapacityOption::blocks(label, false, &longer));
                 }
@@ -108,14 +112,30 @@ pub fn capacity_options(
             ),
             true,
         )),
-        CapacityPlan::Odcr { .. } | CapacityPlan::OnDemand => {}
+        CapacityPlan::OnDemand => {
+            // The block on-demand was weighed against (when one fits): reserved nodes
+            // for its fee.
+            if let Some(offers) = &facts.offerings {
+                let need = BlockNeed::of_request(&p.name, req, shape.nodes, 0);
+                if let BlockChoice::Fit(plan) = choose_blocks(offers, &need) {
+                    let label = format!(
+                        "Capacity Block(s) of {} for the job's {} h: reserved nodes; checkpoint by {}",
+                        block_lengths(&plan),
+                        req.job_hours,
+                        plan.checkpoint_by
+                    );
+                    out.push(CapacityOption::blocks(label, false, &plan));
+                }
+            }
+        }
+        CapacityPlan::Odcr { .. } => {}
     }
     out.push(CapacityOption {
         usd: on_demand_usd,
         ..CapacityOption::plain(
             "on-demand",
             format!(
-                "on-demand, {} x {} for {} h (one AZ; large counts are often not obtainable)",
+                "on-demand, {} x {} for {} h (not reserved: one AZ, large counts are often not obtainable)",
                 shape.nodes, p.name, req.job_hours
             ),
             matches!(chosen, CapacityPlan::OnDemand | CapacityPlan::Odcr { .. }),

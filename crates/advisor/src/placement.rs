@@ -1,25 +1,44 @@
 //! Where the job lands and what already exists: the zone, the cluster's own nodes
 //! offered before buying, and the offerings the plan leaves for people to weigh.
 
+use serde::Serialize;
+
 use crate::aws::offerings::Offering;
+use crate::capacity::{BlockNeed, judge};
 use crate::inventory::zones_with;
 use crate::plan::{CapacityPlan, Facts};
 use crate::request::{CapacityPref, Request};
 use crate::warnings::{self as warn, Warning};
 
+/// An offering of the chosen type the plan does not buy, and whether it could serve
+/// the job on its own: if not, why; if so, what it costs against the chosen capacity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedOffering {
+    #[serde(flatten)]
+    pub offering: Offering,
+    /// It alone holds the job's nodes for its hours, in an allowed zone, buyable now.
+    pub fits: bool,
+    pub why: String,
+}
+
+/// The offerings of `instance` in the region the plan does not buy, by start (at most
+/// 20), each judged against the job (`capacity::judge`).
 pub(crate) fn other_offerings(
     req: &Request,
     instance: &str,
+    nodes: u32,
     facts: &Facts,
     chosen: &CapacityPlan,
-) -> Vec<Offering> {
+    on_demand_usd: Option<f64>,
+) -> Vec<ListedOffering> {
     let bought: Vec<&str> = match chosen {
         CapacityPlan::CapacityBlock {
             blocks: Some(plan), ..
         } => plan.offerings.iter().map(|o| o.id.as_str()).collect(),
         _ => Vec::new(),
     };
-    let mut out: Vec<Offering> = facts
+    let mut out: Vec<&Offering> = facts
         .offerings
         .iter()
         .flatten()
@@ -28,11 +47,47 @@ pub(crate) fn other_offerings(
                 && crate::regions::is_zone_of(&o.availability_zone, &req.region)
                 && !bought.contains(&o.id.as_str())
         })
-        .cloned()
         .collect();
     out.sort_by(|a, b| a.start.cmp(&b.start).then(a.id.cmp(&b.id)));
     out.truncate(20);
-    out
+    let need = BlockNeed::of_request(instance, req, nodes, 0);
+    out.into_iter()
+        .map(|o| {
+            let (fits, why) = match judge(o, &need) {
+                Err(why) => (false, why),
+                Ok(()) => (true, fit_words(o, chosen, on_demand_usd)),
+            };
+            ListedOffering {
+                offering: o.clone(),
+                fits,
+                why,
+            }
+        })
+        .collect()
+}
+
+/// Why a fitting offering is not the plan: its fee against what was chosen.
+fn fit_words(o: &Offering, chosen: &CapacityPlan, on_demand_usd: Option<f64>) -> String {
+    let sized = format!(
+        "fits: {} instances x {} h for ${:.2}",
+        o.instance_count, o.duration_hours, o.upfront_fee
+    );
+    match (chosen, on_demand_usd) {
+        (
+            CapacityPlan::CapacityBlock {
+                blocks: Some(plan), ..
+            },
+            _,
+        ) => format!(
+            "{sized}; not chosen: the chosen block(s) cost ${:.2}",
+            plan.total_fee_usd
+        ),
+        (CapacityPlan::OnDemand, Some(od)) if o.upfront_fee > od => format!(
+            "{sized}, ${:.2} more than on-demand for the job (${od:.2}); buy it for reserved nodes",
+            o.upfront_fee - od
+        ),
+        _ => sized,
+    }
 }
 
 /// Nodes the cluster already has, offered before buying more: enough nodes of the type

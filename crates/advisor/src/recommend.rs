@@ -5,13 +5,13 @@ use serde::Serialize;
 use trainplace_engine::{Catalog, InstanceProfile};
 
 use crate::aws::instance_types::disagreements;
-use crate::aws::offerings::Offering;
 use crate::bandwidth::{Bandwidth, bandwidth};
 use crate::capacity::{
     BlockChoice, BlockNeed, BlockPlan, block_hours_for, block_sizes, choose_blocks, choose_held,
 };
 use crate::error::InputError;
 use crate::options::{CapacityOption, capacity_options};
+pub use crate::placement::ListedOffering;
 use crate::placement::{existing_capacity, other_offerings, pick_zone};
 pub use crate::plan::{CapacityPlan, Facts};
 use crate::request::{CapacityPref, Request};
@@ -61,7 +61,7 @@ pub struct Recommendation {
     pub capacity_options: Vec<CapacityOption>,
     /// Offerings of the chosen type in the region that the plan does not buy, by
     /// start (at most 20), so people can weigh price against start.
-    pub other_offerings: Vec<Offering>,
+    pub other_offerings: Vec<ListedOffering>,
     /// Pods claim EFA through the EFA DRA driver: asked for, or the cluster's nodes of
     /// the type advertise no `vpc.amazonaws.com/efa`.
     pub efa_dra: bool,
@@ -109,10 +109,18 @@ pub fn recommend(
         }
     }
     let cost = cost(profile, &shape, req.job_hours, &capacity);
-    warnings.extend(cost_warning(&cost, req.budget_usd, &profile.name));
+    warnings.extend(cost_warning(&cost, &profile.name));
     let capacity_options =
         capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);
-    let other_offerings = other_offerings(req, &profile.name, facts, &capacity);
+    within_budget(req.budget_usd, &cost, &capacity_options)?;
+    let other_offerings = other_offerings(
+        req,
+        &profile.name,
+        shape.nodes,
+        facts,
+        &capacity,
+        cost.on_demand_usd,
+    );
     let efa_dra = efa_through_dra(req, profile, facts);
     if efa_dra {
         reasons.push(format!(
@@ -216,14 +224,45 @@ fn co_location(
     }
 }
 
-/// Over budget, or a cost nobody can tell yet.
-fn cost_warning(cost: &Cost, budget_usd: Option<f64>, instance: &str) -> Option<Warning> {
-    match (cost.estimate_usd, budget_usd) {
-        (Some(e), Some(b)) if e > b => Some(warn::over_budget(e, b)),
-        // A Capacity Block not yet chosen has its price once offerings are given.
-        (None, _) if cost.on_demand_usd.is_none() => Some(warn::unknown_cost(instance)),
-        _ => None,
+/// A cost nobody can tell yet.
+fn cost_warning(cost: &Cost, instance: &str) -> Option<Warning> {
+    // A Capacity Block not yet chosen has its price once offerings are given.
+    (cost.estimate_usd.is_none() && cost.on_demand_usd.is_none())
+        .then(|| warn::unknown_cost(instance))
+}
+
+/// A budget is a constraint: a plan that costs more is refused, saying what it costs and
+/// which listed capacity (if any) would fit the budget. A cost not known yet (no price,
+/// or blocks not yet listed) cannot be judged and is let through.
+fn within_budget(
+    budget: Option<f64>,
+    cost: &Cost,
+    options: &[CapacityOption],
+) -> Result<(), InputError> {
+    let (Some(budget), Some(estimate)) = (budget, cost.estimate_usd) else {
+        return Ok(());
+    };
+    if estimate <= budget {
+        return Ok(());
     }
+    let fits: Vec<String> = options
+        .iter()
+        .filter(|o| !o.chosen && o.usd.is_some_and(|u| u <= budget))
+        .map(|o| format!("{} (${:.2})", o.label, o.usd.unwrap_or_default()))
+        .collect();
+    let instead = if fits.is_empty() {
+        "no listed capacity fits it: raise the budget, or ask for fewer GPUs or hours".to_string()
+    } else {
+        format!("within it: {}", fits.join("; "))
+    };
+    let chosen = options
+        .iter()
+        .find(|o| o.chosen)
+        .map_or("the plan".to_string(), |o| o.label.clone());
+    Err(InputError::request(
+        "budgetUsd",
+        format!("{chosen} costs ${estimate:.2}, over the budget of ${budget:.2}; {instead}"),
+    ))
 }
 
 /// The next three candidates, with what they would cost on demand.
@@ -307,15 +346,55 @@ fn capacity_plan(
     };
     match choose_blocks(offers, &need) {
         BlockChoice::Fit(plan) => {
-            reasons.push(format!(
-                "cheapest Capacity Block plan that fits: {} in {} ({} instances, {} to {}, ${:.2})",
+            let on_demand_usd = on_demand(p, shape.nodes, req.job_hours);
+            let what = format!(
+                "{} in {} ({} instances of {}, {} to {}, ${:.2})",
                 block_ids(&plan),
                 plan.availability_zone,
                 plan.instances,
+                block_lengths(&plan),
                 plan.start,
                 plan.end,
                 plan.total_fee_usd
-            ));
+            );
+            if let Some(od) = on_demand_usd
+                && req.capacity == CapacityPref::Auto
+                && plan.total_fee_usd > od
+            {
+                reasons.push(format!(
+                    "on-demand, the cheaper: {} x {} for the job's {} h cost ${od:.2}; the cheapest Capacity Block plan that fits, {what}, costs ${:.2} more",
+                    shape.nodes,
+                    p.name,
+                    req.job_hours,
+                    plan.total_fee_usd - od
+                ));
+                warnings.push(warn::on_demand_risk(
+                    shape.nodes,
+                    &p.name,
+                    plan.total_fee_usd - od,
+                ));
+                return (CapacityPlan::OnDemand, None);
+            }
+            reasons.push(format!("cheapest Capacity Block plan that fits: {what}"));
+            if let Some(od) = on_demand_usd {
+                reasons.push(if plan.total_fee_usd <= od {
+                    format!(
+                        "the block fee ${:.2} is ${:.2} less than on-demand for the job's {} node(s) x {} h (${od:.2}), and the nodes are reserved",
+                        plan.total_fee_usd,
+                        od - plan.total_fee_usd,
+                        shape.nodes,
+                        req.job_hours
+                    )
+                } else {
+                    format!(
+                        "the block fee ${:.2} is ${:.2} more than on-demand for the job's {} node(s) x {} h (${od:.2}): paid for reserved nodes, as asked (--capacity capacity-block)",
+                        plan.total_fee_usd,
+                        plan.total_fee_usd - od,
+                        shape.nodes,
+                        req.job_hours
+                    )
+                });
+            }
             warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
             on_blocks(block_hours, plan)
         }
@@ -385,12 +464,22 @@ fn on_blocks(block_hours: u32, blocks: BlockPlan) -> (CapacityPlan, Option<Strin
     )
 }
 
+/// The chosen blocks' lengths as sold: `168 h`, or `168 h + 192 h`.
+pub fn block_lengths(plan: &BlockPlan) -> String {
+    let hours: Vec<String> = plan
+        .offerings
+        .iter()
+        .map(|o| format!("{} h", o.duration_hours))
+        .collect();
+    hours.join(" + ")
+}
+
 fn block_ids(plan: &BlockPlan) -> String {
     let ids: Vec<&str> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
     ids.join(" + ")
 }
 
-fn on_demand(p: &InstanceProfile, nodes: u32, hours: u32) -> Option<f64> {
+pub(crate) fn on_demand(p: &InstanceProfile, nodes: u32, hours: u32) -> Option<f64> {
     p.price_per_hour_usd
         .map(|usd| round2(usd * f64::from(nodes) * f64::from(hours)))
 }

@@ -71,10 +71,11 @@ fn money(x: Option<f64>) -> String {
 fn capacity(plan: &CapacityPlan) -> String {
     match plan {
         CapacityPlan::CapacityBlock {
-            block_hours,
+            block_hours: _,
             blocks: Some(p),
         } => format!(
-            "Capacity Block(s) of {block_hours} h: {} ({} instances, {} .. {}, usable {:.1} h)",
+            "Capacity Block(s) of {}: {} ({} instances, {} .. {}, usable {:.1} h)",
+            crate::recommend::block_lengths(p),
             p.offerings
                 .iter()
                 .map(|o| o.id.as_str())
@@ -138,6 +139,24 @@ fn options_and_alternatives(s: &mut String, r: &Recommendation) {
                 format!(" [{}]", o.offerings.join(" + "))
             };
             let _ = writeln!(s, "  {mark} {}{ids}: {}", o.label, money(o.usd));
+        }
+    }
+    if !r.other_offerings.is_empty() {
+        let _ = writeln!(s, "\nofferings not bought (does each fit the job alone?):");
+        for l in &r.other_offerings {
+            let o = &l.offering;
+            let _ = writeln!(
+                s,
+                "  {} {} {}: {} x {} h from {}, ${:.2}: {}",
+                if l.fits { "+" } else { "x" },
+                o.id,
+                o.availability_zone,
+                o.instance_count,
+                o.duration_hours,
+                o.start,
+                o.upfront_fee,
+                l.why
+            );
         }
     }
     if !r.alternatives.is_empty() {

@@ -102,10 +102,14 @@ pub fn no_block_fits(reasons: &[String]) -> Warning {
     )
 }
 
-pub fn over_budget(estimate: f64, budget: f64) -> Warning {
+/// On-demand chosen over a Capacity Block that costs more: the nodes are not reserved.
+/// InsufficientInstanceCapacity: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/troubleshooting-launch.html#troubleshooting-launch-capacity
+pub fn on_demand_risk(nodes: u32, instance: &str, extra_usd: f64) -> Warning {
     w(
-        "over-budget",
-        format!("estimated ${estimate:.2} exceeds the budget of ${budget:.2}"),
+        "on-demand-capacity-risk",
+        format!(
+            "on-demand {nodes} x {instance} is not reserved: launches in one zone can fail with InsufficientInstanceCapacity, and the job then waits or cannot start; the Capacity Block in the capacity options guarantees the nodes for ${extra_usd:.2} more (--capacity capacity-block)"
+        ),
     )
 }
 

@@ -145,7 +145,6 @@ fn rounding_budget_and_inventory() {
         family: Some("h100".into()),
         duration_hours: Some(5.0),
         capacity: Some("on-demand".into()),
-        budget_usd: Some(100.0),
         ..Default::default()
     };
     let nodes = KubectlNodesJson(fixture("nodes.json")).nodes().unwrap();
@@ -168,11 +167,20 @@ fn rounding_budget_and_inventory() {
         "zone of the existing p5 nodes"
     );
     assert!(r.reasons.iter().any(|x| x.contains("gpu-p5")));
-    let c2 = codes(&r);
-    assert!(
-        c2.contains(&"rounded-up") && c2.contains(&"over-budget"),
-        "{c2:?}"
-    );
+    assert!(codes(&r).contains(&"rounded-up"), "{:?}", codes(&r));
+    // A budget the plan exceeds refuses it, with the field.
+    let over = AdviceRequest {
+        budget_usd: Some(100.0),
+        ..req
+    };
+    let e = recommend(
+        &over.validate(&c, jiff::Timestamp::now()).unwrap(),
+        &c,
+        &facts,
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "budgetUsd");
+    assert!(e.message.contains("over the budget of $100.00"), "{e}");
 }
 
 #[test]
@@ -573,7 +581,8 @@ fn existing_cluster_nodes_come_before_buying() {
         script.contains("Nothing to buy") && !script.contains("eksctl create cluster"),
         "{script}"
     );
-    // More nodes than the cluster has: buy.
+    // More nodes than the cluster has: get new ones. For 4 x 48 h on-demand
+    // ($10,567.68) is cheaper than the only block that fits (4 x 168 h, $21,143.81).
     let r = at(
         common::NOW,
         &AdviceRequest {
@@ -583,7 +592,10 @@ fn existing_cluster_nodes_come_before_buying() {
         &facts,
     );
     assert!(
-        matches!(r.capacity, CapacityPlan::CapacityBlock { .. }),
+        matches!(r.capacity, CapacityPlan::OnDemand)
+            && r.reasons
+                .iter()
+                .any(|x| x.contains("on-demand, the cheaper")),
         "{:?}",
         r.capacity
     );

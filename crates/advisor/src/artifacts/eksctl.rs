@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::plugins::{node_labels, node_taints};
-use crate::capacity::block_sizes;
+use crate::capacity::{BlockPlan, block_sizes};
 use crate::recommend::{CapacityPlan, Recommendation, slug};
 use crate::regions::companion_zone;
 
@@ -35,9 +35,13 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
         } => plan
             .offerings
             .iter()
+            .zip(job_share(rec.shape.nodes, plan))
             .enumerate()
-            .map(|(i, o)| {
-                let mut ng = nodegroup(rec, &format!("{base}-cb{}", i + 1), o.instance_count);
+            .filter(|(_, (_, n))| *n > 0)
+            .map(|(i, (o, n))| {
+                // Sized to the job's nodes, not the block's: the rest of a bigger block
+                // stays unlaunched (and unbilled beyond the fee already paid).
+                let mut ng = nodegroup(rec, &format!("{base}-cb{}", i + 1), n);
                 // A block the account holds has its id already; a bought one gets
                 // it from aws-cli.sh.
                 let id = if o.held {
@@ -82,6 +86,19 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
             vec![ng]
         }
     }
+}
+
+/// The job's nodes spread over the chosen blocks in order, each taking what it holds.
+pub fn job_share(nodes: u32, plan: &BlockPlan) -> Vec<u32> {
+    let mut left = nodes;
+    plan.offerings
+        .iter()
+        .map(|o| {
+            let n = left.min(o.instance_count);
+            left -= n;
+            n
+        })
+        .collect()
 }
 
 fn nodegroup(rec: &Recommendation, name: &str, count: u32) -> Value {

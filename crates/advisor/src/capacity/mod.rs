@@ -196,50 +196,90 @@ pub fn choose_blocks(offers: &[Offering], need: &BlockNeed<'_>) -> BlockChoice {
     }
 }
 
+/// Why an offering cannot be part of a plan for `need`, as an index into [`MISFITS`];
+/// `None` when it can (alone or with others).
+fn misfit(o: &Offering, need: &BlockNeed<'_>, usable_min: i64) -> Option<usize> {
+    let minutes = (o.end.as_second() - o.start.as_second()) / 60;
+    if !crate::regions::is_zone_of(&o.availability_zone, need.region)
+        || (!need.zones.is_empty() && !need.zones.contains(&o.availability_zone))
+    {
+        Some(0)
+    } else if need.earliest_start.is_some_and(|s| o.start < s)
+        || need.latest_end.is_some_and(|e| o.end > e)
+    {
+        Some(1)
+    } else if o.instance_count > MAX_INSTANCES_PER_BLOCK
+        || !is_valid_block_hours(o.duration_hours)
+        || o.currency != "USD"
+    {
+        Some(2)
+    } else if minutes < usable_min {
+        Some(3)
+    } else if o.start < need.now || o.start > latest_buyable_start(need.now) {
+        Some(4)
+    } else {
+        None
+    }
+}
+
+/// What each [`misfit`] index means, after "N offering(s)".
+const MISFITS: [&str; 5] = [
+    "in zones (or regions) the request does not allow",
+    "outside the requested window",
+    "not a valid Capacity Block (1-64 instances, sold durations, USD)",
+    "shorter than the job",
+    "already started, or starting more than 8 weeks from now (not buyable today)",
+];
+
+/// Whether one offering can serve `need` on its own, and if not why: the same rules
+/// the chooser applies, said for this offering.
+pub fn judge(o: &Offering, need: &BlockNeed<'_>) -> Result<(), String> {
+    let usable_min = i64::from(need.job_hours) * 60 + need.margin_minutes;
+    match misfit(o, need, usable_min) {
+        Some(0) => Err(format!(
+            "{} is not a zone the request allows",
+            o.availability_zone
+        )),
+        Some(1) => Err(format!(
+            "{} .. {} is outside the requested window",
+            o.start, o.end
+        )),
+        Some(2) => Err(MISFITS[2].to_string()),
+        Some(3) => Err(format!(
+            "{} h is shorter than the job's {} h",
+            o.duration_hours, need.job_hours
+        )),
+        Some(_) if o.start < need.now => Err(format!("started {}: not buyable now", o.start)),
+        Some(_) => Err(format!(
+            "starts {}, more than {MAX_WEEKS_AHEAD} weeks ahead: not buyable today",
+            o.start
+        )),
+        None if o.instance_count < need.nodes => Err(format!(
+            "{} of the {} instances needed: only with other blocks in {} covering the same window",
+            o.instance_count, need.nodes, o.availability_zone
+        )),
+        None => Ok(()),
+    }
+}
+
 fn filter<'o>(
     offers: &'o [Offering],
     need: &BlockNeed<'_>,
     usable_min: i64,
     reasons: &mut Vec<String>,
 ) -> Vec<&'o Offering> {
-    let mut counts = [0usize; 6];
+    let mut counts = [0usize; MISFITS.len()];
     let mut out = Vec::new();
     for o in offers
         .iter()
         .filter(|o| o.instance_type == need.instance_type)
     {
-        let minutes = (o.end.as_second() - o.start.as_second()) / 60;
-        let slot = if !crate::regions::is_zone_of(&o.availability_zone, need.region)
-            || (!need.zones.is_empty() && !need.zones.contains(&o.availability_zone))
-        {
-            0
-        } else if need.earliest_start.is_some_and(|s| o.start < s)
-            || need.latest_end.is_some_and(|e| o.end > e)
-        {
-            1
-        } else if o.instance_count > MAX_INSTANCES_PER_BLOCK
-            || !is_valid_block_hours(o.duration_hours)
-            || o.currency != "USD"
-        {
-            2
-        } else if minutes < usable_min {
-            3
-        } else if o.start < need.now || o.start > latest_buyable_start(need.now) {
-            4
-        } else {
-            out.push(o);
-            continue;
-        };
-        counts[slot] += 1;
+        match misfit(o, need, usable_min) {
+            Some(slot) => counts[slot] += 1,
+            None => out.push(o),
+        }
     }
-    let words = [
-        "in zones (or regions) the request does not allow",
-        "outside the requested window",
-        "not a valid Capacity Block (1-64 instances, sold durations, USD)",
-        "shorter than the job",
-        "already started, or starting more than 8 weeks from now (not buyable today)",
-    ];
-    for (n, what) in counts.iter().zip(words) {
+    for (n, what) in counts.iter().zip(MISFITS) {
         if *n > 0 {
             reasons.push(format!("{n} {} offering(s) {what}", need.instance_type));
         }
