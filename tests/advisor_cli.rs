@@ -43,6 +43,7 @@ fn emits_every_artifact() {
             "aws-cli.sh",
             "efa-device-plugin-values.yaml",
             "eksctl-cluster.yaml",
+            "job-pytorchjob-karpenter.yaml",
             "job-pytorchjob.yaml",
             "karpenter-prerequisites.sh",
             "karpenter.yaml",

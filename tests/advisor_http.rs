@@ -62,6 +62,7 @@ async fn recommendation_round_trip_with_offerings() {
             "aws-cli.sh",
             "efa-device-plugin-values.yaml",
             "job-jobset.yaml",
+            "job-jobset-karpenter.yaml",
             "nccl-tests-mpijob.yaml"
         ]
     );

@@ -258,13 +258,7 @@ fn purchase_steps(rec: &Recommendation, plan: &BlockPlan, out: &mut Vec<String>)
 /// cluster of one's own) only the nodegroups it lacks; nothing when all exist.
 fn cluster_steps(rec: &Recommendation, out: &mut Vec<String>) {
     let cluster = &rec.request.names.cluster;
-    let config = super::eksctl::cluster_config(rec);
-    let groups: Vec<&str> = config["managedNodeGroups"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|ng| ng["name"].as_str())
-        .collect();
+    let groups = super::eksctl::nodegroup_names(rec);
     out.push(format!(
         "if eksctl get cluster --region \"$REGION\" --name {cluster} >/dev/null 2>&1; then"
     ));

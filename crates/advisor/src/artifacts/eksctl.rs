@@ -27,6 +27,14 @@ pub fn cluster_config(rec: &Recommendation) -> Value {
     })
 }
 
+/// The names of the job's nodegroups in `eksctl-cluster.yaml`.
+pub fn nodegroup_names(rec: &Recommendation) -> Vec<String> {
+    nodegroups(rec)
+        .iter()
+        .filter_map(|ng| ng["name"].as_str().map(str::to_string))
+        .collect()
+}
+
 fn nodegroups(rec: &Recommendation) -> Vec<Value> {
     let base = slug(&rec.instance.name);
     match &rec.capacity {

@@ -29,6 +29,11 @@ fn name(rec: &Recommendation) -> String {
     slug(&rec.instance.name)
 }
 
+/// The NodePool (and EC2NodeClass) name.
+pub fn pool_name(rec: &Recommendation) -> String {
+    name(rec)
+}
+
 pub fn node_class(rec: &Recommendation) -> Value {
     let cluster = &rec.request.names.cluster;
     let discovery = json!([{"tags": {"karpenter.sh/discovery": cluster}}]);

@@ -17,7 +17,7 @@ use trainplace_engine::Policy;
 use trainplace_engine::annotations::RES_NVIDIA_GPU;
 
 use crate::recommend::{CapacityPlan, Recommendation};
-use pod::PodParts;
+use pod::{PodParts, Route};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Artifact {
@@ -32,7 +32,11 @@ pub struct Objects {
     pub cluster_config: Value,
     pub node_class: Value,
     pub node_pool: Value,
+    /// The job pinned to the eksctl nodegroups' nodes (the route `aws-cli.sh` takes).
     pub job: Value,
+    /// For reserved capacity: the same job pinned to Karpenter's reserved nodes of the
+    /// NodePool in `karpenter.yaml`.
+    pub karpenter_job: Option<Value>,
     /// `None` for accelerators nccl-tests does not drive (Trainium).
     pub nccl_tests: Option<Value>,
     /// The EFA ResourceClaimTemplate the pods claim, when EFA comes through DRA.
@@ -56,12 +60,23 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
     let parts = PodParts {
         rec,
         nccl_env: &env,
+        route: Route::Eksctl,
     };
+    let on_karpenter = PodParts {
+        rec,
+        nccl_env: &env,
+        route: Route::Karpenter,
+    };
+    let reserved = matches!(
+        rec.capacity,
+        CapacityPlan::CapacityBlock { .. } | CapacityPlan::Odcr { .. }
+    );
     Objects {
         cluster_config: eksctl::cluster_config(rec),
         node_class: karpenter::node_class(rec),
         node_pool: karpenter::node_pool(rec),
         job: jobs::job(&parts, rec.request.framework),
+        karpenter_job: reserved.then(|| jobs::job(&on_karpenter, rec.request.framework)),
         nccl_tests: (rec.instance.accelerator_resource == RES_NVIDIA_GPU)
             .then(|| nccl_tests::nccl_tests(&parts)),
         efa_claim: parts.efa_claim_template(),
@@ -74,6 +89,7 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
     let parts = PodParts {
         rec,
         nccl_env: &env,
+        route: Route::Eksctl,
     };
     let mut eksctl_notes =
         vec!["eksctl ClusterConfig: eksctl create cluster -f (or create nodegroup -f)"];
@@ -128,10 +144,28 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
     if rec.request.framework == crate::request::Framework::TrainJob {
         job_notes.push("hostIPC: true must be set in the torch-distributed ClusterTrainingRuntime (TrainJob cannot patch it)");
     }
+    let pinned = match rec.capacity {
+        CapacityPlan::CapacityBlock { .. } => {
+            "pinned to the Capacity Block nodes of the eksctl nodegroups (eks.amazonaws.com/capacityType: CAPACITY_BLOCK): no pod lands on an on-demand node beside the block"
+        }
+        CapacityPlan::Odcr { .. } => "pinned to the eksctl nodegroup of the reservation",
+        _ => "",
+    };
+    if !pinned.is_empty() {
+        job_notes.push(pinned);
+    }
     out.push(Artifact {
         name: format!("job-{}.yaml", rec.request.framework.slug()),
         content: yaml(&job_notes, &[&o.job]),
     });
+    if let Some(job) = &o.karpenter_job {
+        let mut notes = vec![job_line.as_str()];
+        notes.push("the Karpenter route (karpenter.yaml): pinned to the NodePool's reserved nodes (karpenter.sh/capacity-type: reserved), by reservation id when it is known");
+        out.push(Artifact {
+            name: format!("job-{}-karpenter.yaml", rec.request.framework.slug()),
+            content: yaml(&notes, &[job]),
+        });
+    }
     if let Some(tests) = &o.nccl_tests {
         let expect = nccl_tests::expectation(&parts);
         out.push(Artifact {

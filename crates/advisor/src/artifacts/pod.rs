@@ -5,9 +5,9 @@
 
 use serde_json::{Value, json};
 
-use trainplace_engine::annotations::DRA_CLASS_EFA;
+use trainplace_engine::annotations::{DRA_CLASS_EFA, LABEL_RESERVATION_ID};
 
-use crate::recommend::Recommendation;
+use crate::recommend::{CapacityPlan, Recommendation};
 
 pub const RES_EFA: &str = "vpc.amazonaws.com/efa";
 /// The pod's claim on the EFA ResourceClaimTemplate, when EFA comes through DRA.
@@ -17,11 +17,31 @@ pub const SHM_VOLUME: &str = "dshm";
 pub const JOB_LABEL: &str = "trainplace.io/job";
 pub const MASTER_PORT: u32 = 29500;
 
+/// Which nodes the job's pods are pinned to: those of the eksctl managed nodegroups
+/// (`aws-cli.sh`'s route) or those Karpenter launches from `karpenter.yaml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Eksctl,
+    Karpenter,
+}
+
+/// EKS sets these on every managed node: its nodegroup, and its capacity type
+/// (`ON_DEMAND`, `SPOT`, `CAPACITY_BLOCK`;
+/// https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html).
+pub const LABEL_EKS_NODEGROUP: &str = "eks.amazonaws.com/nodegroup";
+pub const LABEL_EKS_CAPACITY_TYPE: &str = "eks.amazonaws.com/capacityType";
+/// Karpenter sets these on the nodes it launches: the NodePool, the capacity type
+/// (`reserved` for capacity reservations and Capacity Blocks) and the reservation id
+/// (https://karpenter.sh/docs/concepts/scheduling/, https://karpenter.sh/docs/tasks/odcrs/).
+pub const LABEL_KARPENTER_NODEPOOL: &str = "karpenter.sh/nodepool";
+pub const LABEL_KARPENTER_CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
+
 /// Everything a pod template needs besides its container command.
 pub struct PodParts<'a> {
     pub rec: &'a Recommendation,
     /// NCCL / libfabric env from the catalog for this instance (name, value).
     pub nccl_env: &'a [(String, String)],
+    pub route: Route,
 }
 
 impl PodParts<'_> {
@@ -108,18 +128,69 @@ impl PodParts<'_> {
             .collect()
     }
 
+    /// Instance type and zone, and for reserved capacity the nodes of what was bought:
+    /// Capacity Block nodes of the plan's nodegroups (eksctl) or Karpenter's reserved
+    /// nodes of the plan's NodePool, so no pod lands on an on-demand node beside the
+    /// block, and `trainplace check` can tie the job to the block it runs on.
     pub fn node_selector(&self) -> Value {
-        json!({
+        let mut sel = json!({
             "node.kubernetes.io/instance-type": self.rec.instance.name,
             "topology.kubernetes.io/zone": self.rec.availability_zone,
-        })
+        });
+        let block = matches!(self.rec.capacity, CapacityPlan::CapacityBlock { .. });
+        let reserved = block || matches!(self.rec.capacity, CapacityPlan::Odcr { .. });
+        match self.route {
+            Route::Eksctl if block => {
+                sel[LABEL_EKS_CAPACITY_TYPE] = json!("CAPACITY_BLOCK");
+            }
+            Route::Karpenter if reserved => {
+                sel[LABEL_KARPENTER_CAPACITY_TYPE] = json!("reserved");
+                sel[LABEL_KARPENTER_NODEPOOL] = json!(super::karpenter::pool_name(self.rec));
+            }
+            _ => {}
+        }
+        sel
+    }
+
+    /// Required node affinity beside the selector: the plan's nodegroups (eksctl), or
+    /// the reservation ids when they are known (Karpenter; blocks the account holds, an
+    /// ODCR).
+    fn node_affinity(&self) -> Option<Value> {
+        let term = |key: &str, values: Vec<String>| {
+            json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": key, "operator": "In", "values": values}]}
+            ]}})
+        };
+        match (self.route, &self.rec.capacity) {
+            (Route::Eksctl, CapacityPlan::CapacityBlock { .. } | CapacityPlan::Odcr { .. }) => {
+                let groups = super::eksctl::nodegroup_names(self.rec);
+                (!groups.is_empty()).then(|| term(LABEL_EKS_NODEGROUP, groups))
+            }
+            (Route::Karpenter, CapacityPlan::Odcr { reservation_id }) => {
+                Some(term(LABEL_RESERVATION_ID, vec![reservation_id.clone()]))
+            }
+            (
+                Route::Karpenter,
+                CapacityPlan::CapacityBlock {
+                    blocks: Some(plan), ..
+                },
+            ) if plan.offerings.iter().all(|o| o.held) => Some(term(
+                LABEL_RESERVATION_ID,
+                plan.offerings.iter().map(|o| o.id.clone()).collect(),
+            )),
+            _ => None,
+        }
     }
 
     pub fn anti_affinity(&self) -> Value {
-        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        let mut a = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
             "labelSelector": {"matchLabels": {JOB_LABEL: self.job()}},
             "topologyKey": "kubernetes.io/hostname",
-        }]}})
+        }]}});
+        if let Some(n) = self.node_affinity() {
+            a["nodeAffinity"] = n;
+        }
+        a
     }
 
     pub fn shm_volume(&self) -> Value {
