@@ -118,39 +118,6 @@ impl<'p> Judgement<'p> {
     }
 }
 
-/// Whether a workload's template carries a mark of ours that verifies against it as it is
-/// now: its namespace, the job identity its pods will carry, the kind that owns them and
-/// its judged fields.
-fn admitted_template(
-    view: &PodView<'_>,
-    shape: &Shape<'_>,
-    ctx: &Ctx<'_, '_>,
-    namespace: &str,
-) -> bool {
-    let (Some(keys), Some(owner_kind), Some((key, value)), Some(mark)) = (
-        ctx.who.marks,
-        ctx.kind.pod_owner_kind(),
-        shape.identity.as_ref(),
-        view.annotation(crate::mark::ADMITTED),
-    ) else {
-        return false;
-    };
-    ctx.who.updating
-        && ctx.kind.is_workload()
-        && keys
-            .verify(
-                mark,
-                &crate::mark::Claim {
-                    namespace,
-                    identity: (key, value),
-                    owner_kind,
-                    digest: crate::mark::digest(view),
-                    pods: 0,
-                },
-            )
-            .is_some_and(|pods| pods == shape.pods.unwrap_or(0))
-}
-
 /// Judge one template: `None` when it is not a training pod. Findings go into the
 /// verdict; annotations are read from the template, then from the object around it.
 pub(crate) fn judge<'a>(
@@ -180,18 +147,10 @@ pub(crate) fn judge<'a>(
         Class::Training(shape) => shape,
     };
     let set = |key: &str| view.annotation(key).or_else(|| object_annotation(key)) == Some("true");
-    // A workload template that still carries the mark trainplace signed when it admitted
-    // the workload (the same judged fields) was judged with its submitter's grants; an
-    // UPDATE by someone else (Kueue unsuspending the job, a controller's status or
-    // finalizer write) keeps them instead of being refused for the submitter's opt-in.
-    let admitted = admitted_template(view, &shape, ctx, &verdict.namespace);
-    let opt_in = |key: &str, which: OptIn| {
-        if admitted && set(key) {
-            OptInState::Granted
-        } else {
-            ctx.opt_in(set(key), which)
-        }
-    };
+    // Opt-ins are the requester's own. An UPDATE by someone without the grant (Kueue,
+    // the garbage collector) is judged for what it changes (`update.rs`), not granted
+    // by the admission mark: the mutating webhook signs every template it sees.
+    let opt_in = |key: &str, which: OptIn| ctx.opt_in(set(key), which);
     let partial_opt_in = opt_in(ALLOW_PARTIAL_NODE, OptIn::AllowPartialNode);
     let multi_az_opt_in = opt_in(ALLOW_MULTI_AZ, OptIn::AllowMultiAz);
     // A pod whose devices could not be counted (DRA claims of unknown templates) gets

@@ -20,18 +20,20 @@ use crate::verdict::Verdict;
 /// Judge an UPDATE: `verdict` is the new object's; `old` the object before the update.
 pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Requester<'_>) {
     let relabelled = relabelled(&old, &verdict.object, policy);
-    let before: HashSet<(Rule, String)> = match judge_owned(old, policy, who) {
+    // A finding is the same only if it says the same: a job grown from 4 to 16 partial
+    // pods is a new finding at the same site.
+    let before: HashSet<(Rule, String, String)> = match judge_owned(old, policy, who) {
         Ok(v) => v
             .findings
             .into_iter()
             .filter(|f| f.mode == Mode::Enforce)
-            .map(|f| (f.rule, f.site))
+            .map(|f| (f.rule, f.site, f.found))
             .collect(),
         // An old object trainplace cannot read cannot excuse anything.
         Err(_) => HashSet::new(),
     };
     for f in &mut verdict.findings {
-        if f.mode == Mode::Enforce && before.contains(&(f.rule, f.site.clone())) {
+        if f.mode == Mode::Enforce && before.contains(&(f.rule, f.site.clone(), f.found.clone())) {
             f.mode = Mode::Warn;
             f.found
                 .push_str(" The object was admitted so; this update does not change it.");

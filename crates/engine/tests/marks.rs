@@ -315,60 +315,6 @@ fn the_pod_of_an_admitted_single_pod_job_is_left_as_admitted() {
     );
 }
 
-/// Kueue unsuspends a job it admitted: an UPDATE by its service account, which holds no
-/// opt-in grant. The template still carries the mark trainplace signed for the submitter,
-/// so the submitter's grant holds; the same object as a CREATE (a copied mark) does not.
-#[test]
-fn a_controllers_update_of_an_admitted_workload_keeps_the_submitters_grant() {
-    let keys = keys("k1", 5);
-    let mut job = job();
-    job["spec"]["runPolicy"] = json!({"suspend": true});
-    let researcher = ["ml-researchers".to_string()];
-    let submit = Requester {
-        namespace: "research",
-        groups: &researcher,
-        marks: Some(&keys),
-        ..Default::default()
-    };
-    let admitted = evaluate(&job, &policy(), &submit).unwrap();
-    assert!(admitted.allowed, "{:#?}", admitted.findings);
-    let mut unsuspended = admitted.object.clone();
-    unsuspended["spec"]["runPolicy"]["suspend"] = json!(false);
-    let kueue = [
-        "system:serviceaccounts".to_string(),
-        "system:serviceaccounts:kueue-system".to_string(),
-    ];
-    let update = Requester {
-        namespace: "research",
-        groups: &kueue,
-        marks: Some(&keys),
-        updating: true,
-        ..Default::default()
-    };
-    let v = evaluate(&unsuspended, &policy(), &update).unwrap();
-    assert!(v.allowed, "Kueue's unsuspend: {:#?}", v.findings);
-    assert!(v.patch.0.is_empty(), "nothing rewritten: {:?}", v.patch);
-    let create = Requester {
-        updating: false,
-        ..update
-    };
-    let copied = evaluate(&unsuspended, &policy(), &create).unwrap();
-    assert!(
-        !copied.allowed,
-        "a CREATE with a copied mark is judged with its own grants"
-    );
-    // A changed template no longer verifies: judged with the updater's grants.
-    let mut edited = unsuspended.clone();
-    edited["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] =
-        json!("us-east-1a");
-    let v = evaluate(&edited, &policy(), &update).unwrap();
-    assert!(
-        !v.allowed,
-        "an edited template is judged again: {:#?}",
-        v.findings
-    );
-}
-
 /// Attack: a decoy. The job's pods already run in two zones; its next pod carries a
 /// valid mark from the controller. The mark vouches for the template, not for where
 /// the job landed, so the pod is judged, and the split is found.

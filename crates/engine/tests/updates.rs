@@ -175,3 +175,81 @@ fn a_pod_cannot_be_relabelled_into_another_job() {
     );
     assert!(allowed(&a), "{a}");
 }
+
+/// Attack: an opted-in PyTorchJob admitted for a researcher is grown by someone without
+/// the grant (4 to 16 one-GPU workers). The mutating webhook signs every template it
+/// sees, so the mark proves nothing about who may hold the opt-in: the grown job is a new
+/// finding, refused. Kueue's unsuspend of the same job passes.
+#[test]
+fn a_mark_signed_on_update_grants_nothing() {
+    use trainplace_engine::{MarkKeys, Requester, evaluate};
+    let keys = MarkKeys::new(("k1".into(), vec![5; 32]), Vec::new()).unwrap();
+    let job = |workers: u32| {
+        json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "bert", "namespace": "research"},
+            "spec": {"runPolicy": {"suspend": true}, "pytorchReplicaSpecs": {"Worker": {"replicas": workers, "template": {
+                "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+                "spec": {"containers": [{"name": "pytorch", "image": "train:1",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}})
+    };
+    let researcher = ["ml-researchers".to_string()];
+    let submit = Requester {
+        namespace: "research",
+        groups: &researcher,
+        marks: Some(&keys),
+        ..Default::default()
+    };
+    let admitted = evaluate(&job(4), &policy(), &submit).unwrap();
+    assert!(admitted.allowed, "{:#?}", admitted.findings);
+    let stored = admitted.object;
+    // Through both webhooks, as the API server calls them on an UPDATE.
+    let both = |new: &Value, user: &str, groups: &[&str]| {
+        let review_of = |object: &Value| {
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {"uid": "u",
+                    "kind": {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"},
+                    "resource": {"group": "kubeflow.org", "version": "v1", "resource": "pytorchjobs"},
+                    "name": "bert", "namespace": "research", "operation": "UPDATE",
+                    "userInfo": {"username": user, "groups": groups},
+                    "object": object, "oldObject": stored}})
+        };
+        let m = review(
+            review_of(new),
+            Endpoint::Mutate,
+            &policy(),
+            None,
+            Some(&keys),
+        );
+        let m: Value = serde_json::from_slice(&m.body.unwrap()).unwrap();
+        let mut patched = new.clone();
+        if let Some(p) = m["response"]["patch"].as_str() {
+            let bytes = base64_simd::STANDARD.decode_to_vec(p).unwrap();
+            let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+            json_patch::patch(&mut patched, &patch).unwrap();
+        }
+        let v = review(
+            review_of(&patched),
+            Endpoint::Validate,
+            &policy(),
+            None,
+            Some(&keys),
+        );
+        serde_json::from_slice::<Value>(&v.body.unwrap()).unwrap()
+    };
+    let mut grown = stored.clone();
+    grown["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = json!(16);
+    let a = both(&grown, "mallory", &["system:authenticated"]);
+    assert!(
+        !allowed(&a),
+        "a grown partial-node job was admitted on UPDATE: {a}"
+    );
+    let mut unsuspended = stored.clone();
+    unsuspended["spec"]["runPolicy"]["suspend"] = json!(false);
+    let a = both(
+        &unsuspended,
+        KUEUE,
+        &["system:serviceaccounts:kueue-system"],
+    );
+    assert!(allowed(&a), "Kueue's unsuspend refused: {a}");
+}
