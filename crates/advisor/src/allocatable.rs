@@ -11,6 +11,8 @@
 use serde_json::{Map, Value, json};
 use trainplace_engine::InstanceProfile;
 
+/// The extended resource name of 2 MiB hugepages.
+pub const HUGEPAGES: &str = "hugepages-2Mi";
 /// 2 MiB hugepages for libfabric's EFA provider, per pod (the AWS sample's value).
 pub const HUGEPAGES_2MI: &str = "5120Mi";
 /// Memory for the training processes besides /dev/shm (the AWS sample's value).
@@ -64,8 +66,8 @@ pub fn extra_resources(p: &InstanceProfile) -> (Map<String, Value>, Map<String, 
         requests.insert("memory".into(), json!(format!("{}Mi", want.min(cap))));
     }
     if p.max_efa > 0 {
-        requests.insert("hugepages-2Mi".into(), json!(HUGEPAGES_2MI));
-        limits.insert("hugepages-2Mi".into(), json!(HUGEPAGES_2MI));
+        requests.insert(HUGEPAGES.into(), json!(HUGEPAGES_2MI));
+        limits.insert(HUGEPAGES.into(), json!(HUGEPAGES_2MI));
     }
     (requests, limits)
 }

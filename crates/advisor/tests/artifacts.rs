@@ -545,3 +545,99 @@ fn every_emitted_script_parses_as_sh() {
         }
     }
 }
+
+/// The pods of a job, wherever its kind keeps their template.
+fn pod_templates(job: &Value) -> Vec<&Value> {
+    let mut out = Vec::new();
+    for (_, r) in job["spec"]["pytorchReplicaSpecs"]
+        .as_object()
+        .into_iter()
+        .flatten()
+    {
+        out.push(&r["template"]);
+    }
+    out
+}
+
+#[test]
+fn karpenter_route_launches_nodes_and_keeps_them_for_the_run() {
+    let policy = Policy::embedded();
+    for (scenario, reserved, min) in [
+        ("h100-blocks", true, "1.6"),
+        ("a100-odcr", true, "1.6"),
+        ("l40s-on-demand", false, "1.11"),
+    ] {
+        let rec = recommendation(scenario, "pytorchjob");
+        let o = objects(&rec, &policy);
+        let job = o
+            .karpenter_job
+            .as_ref()
+            .expect("a job for the Karpenter route");
+        let pods = pod_templates(job);
+        assert!(!pods.is_empty());
+        for t in pods {
+            let c = &t["spec"]["containers"][0]["resources"];
+            assert!(
+                c["requests"].get("hugepages-2Mi").is_none()
+                    && c["limits"].get("hugepages-2Mi").is_none(),
+                "{scenario}: Karpenter does not model hugepages: {c}"
+            );
+            assert_eq!(
+                t["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"], "true",
+                "{scenario}"
+            );
+            let sel = &t["spec"]["nodeSelector"];
+            assert_eq!(
+                sel["karpenter.sh/nodepool"],
+                o.node_pool["metadata"]["name"]
+            );
+            assert_eq!(
+                sel.get("karpenter.sh/capacity-type").is_some(),
+                reserved,
+                "{scenario}: {sel}"
+            );
+        }
+        // The eksctl route's nodes have hugepages for libfabric: its job keeps them.
+        for t in pod_templates(&o.job) {
+            assert!(
+                t["spec"]["containers"][0]["resources"]["requests"]
+                    .get("hugepages-2Mi")
+                    .is_some()
+            );
+            assert!(t["metadata"].get("annotations").is_none());
+        }
+        assert_eq!(
+            o.node_pool["spec"]["template"]["spec"]["expireAfter"],
+            "Never"
+        );
+        let alias = o.node_class["spec"]["amiSelectorTerms"][0]["alias"]
+            .as_str()
+            .unwrap();
+        assert!(
+            alias.starts_with("al2023@v2") && !alias.contains("latest"),
+            "{alias}"
+        );
+        assert_eq!(
+            o.node_class["spec"].get("placementGroupSelector").is_some(),
+            !reserved
+        );
+        let script = &artifacts(scenario, "pytorchjob")["karpenter-prerequisites.sh"];
+        assert!(
+            script.contains(&format!("older than {min}")),
+            "{scenario}: {script}"
+        );
+        // The check itself, on real image tags.
+        let check: Vec<&str> = script
+            .lines()
+            .filter(|l| l.starts_with("KV=") || l.starts_with("if [ -z \"$KV\""))
+            .collect();
+        for (tag, ok) in [("1.10.2", min == "1.6"), ("1.11.0", true), ("1.5.2", false)] {
+            let sh = format!(
+                "KARPENTER_IMAGE='public.ecr.aws/karpenter/controller:{tag}'\n{}\necho ok",
+                check.join("\n")
+            );
+            let out = Command::new("sh").arg("-c").arg(sh).output().unwrap();
+            assert_eq!(out.status.success(), ok, "{scenario}: Karpenter {tag}");
+        }
+    }
+}

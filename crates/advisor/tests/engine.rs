@@ -128,7 +128,9 @@ fn emitted_jobs_need_no_patch() {
     for scenario in ["h100-blocks", "l40s-on-demand", "a100-odcr", "single-node"] {
         for framework in ["pytorchjob", "jobset", "mpijob", "trainjob"] {
             let o = objects(&recommendation(scenario, framework), &policy);
-            let jobs = std::iter::once(&o.job).chain(o.nccl_tests.as_ref());
+            let jobs = std::iter::once(&o.job)
+                .chain(o.karpenter_job.as_ref())
+                .chain(o.nccl_tests.as_ref());
             for (what, p) in jobs.flat_map(pods_of) {
                 let v = evaluate(&p, &policy, &who)
                     .unwrap_or_else(|e| panic!("{scenario} {what}: {e}"));

@@ -42,6 +42,9 @@ fn job_manifests_validate(#[case] framework: &str, #[case] crd: &str) {
     for s in SCENARIOS {
         let o = objects(&recommendation(s, framework), &policy);
         assert_valid(&v, &o.job, &format!("{s}: {framework}"));
+        if let Some(job) = &o.karpenter_job {
+            assert_valid(&v, job, &format!("{s}: {framework} (Karpenter route)"));
+        }
         assert_valid(
             &mpi,
             o.nccl_tests.as_ref().unwrap(),

@@ -1,6 +1,15 @@
 //! Karpenter `EC2NodeClass` + `NodePool` (karpenter.k8s.aws/v1, karpenter.sh/v1).
-//! What they assume (Karpenter >= 1.6, node role, discovery tags, device plugins) is
-//! checked and installed by `karpenter-prerequisites.sh` (`prereqs.rs`).
+//! What they assume (the Karpenter release of what is used, node role, discovery tags,
+//! device plugins) is checked and installed by `karpenter-prerequisites.sh`
+//! (`prereqs.rs`).
+//!
+//! Nodes of a multi-week run must not roll under it: the AMI alias is pinned to a
+//! release (with `@latest` Karpenter drifts the nodes to every new AMI; Karpenter
+//! "strongly recommends" version pins,
+//! https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/tasks/managing-amis.md),
+//! `expireAfter: Never` replaces the 720 h default expiry
+//! (https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/concepts/disruption.md),
+//! and the job's pods carry `karpenter.sh/do-not-disrupt: "true"` (`pod.rs`).
 
 use serde_json::{Value, json};
 
@@ -12,6 +21,12 @@ use crate::recommend::{CapacityPlan, Recommendation, slug};
 /// (https://karpenter.sh/docs/concepts/nodeclasses/#specblockdevicemappings). 500 GiB
 /// matches the eksctl nodegroup's `volumeSize`.
 pub const ROOT_VOLUME: &str = "500Gi";
+
+/// The EKS-optimized AL2023 AMI release the nodes run: v20260903 has AL2023 NVIDIA and
+/// Neuron AMIs for Kubernetes 1.33 to 1.36
+/// (https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260903). Move it on
+/// deliberately, between runs.
+pub const AMI_ALIAS: &str = "al2023@v20260903";
 
 /// Node role the Karpenter getting-started CloudFormation stack creates.
 pub fn node_role(rec: &Recommendation) -> String {
@@ -39,7 +54,7 @@ pub fn node_class(rec: &Recommendation) -> Value {
     let discovery = json!([{"tags": {"karpenter.sh/discovery": cluster}}]);
     let mut spec = json!({
         "role": node_role(rec),
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
+        "amiSelectorTerms": [{"alias": AMI_ALIAS}],
         "subnetSelectorTerms": discovery,
         "securityGroupSelectorTerms": discovery,
         "blockDeviceMappings": [{
@@ -118,6 +133,8 @@ pub fn node_pool(rec: &Recommendation) -> Value {
                         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity_type]},
                     ],
                     "taints": node_taints(rec),
+                    // No forced replacement mid-run (default 720h).
+                    "expireAfter": "Never",
                 },
             },
             "limits": limits,

@@ -34,8 +34,8 @@ pub struct Objects {
     pub node_pool: Value,
     /// The job pinned to the eksctl nodegroups' nodes (the route `aws-cli.sh` takes).
     pub job: Value,
-    /// For reserved capacity: the same job pinned to Karpenter's reserved nodes of the
-    /// NodePool in `karpenter.yaml`.
+    /// The same job for the Karpenter route (`karpenter.yaml`): on the NodePool's nodes
+    /// (reserved ones for reserved capacity), without hugepages, not disrupted.
     pub karpenter_job: Option<Value>,
     /// `None` for accelerators nccl-tests does not drive (Trainium).
     pub nccl_tests: Option<Value>,
@@ -67,16 +67,14 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         nccl_env: &env,
         route: Route::Karpenter,
     };
-    let reserved = matches!(
-        rec.capacity,
-        CapacityPlan::CapacityBlock { .. } | CapacityPlan::Odcr { .. }
-    );
+    // Nodes that exist need no route to them.
+    let new_nodes = !matches!(rec.capacity, CapacityPlan::Existing { .. });
     Objects {
         cluster_config: eksctl::cluster_config(rec),
         node_class: karpenter::node_class(rec),
         node_pool: karpenter::node_pool(rec),
         job: jobs::job(&parts, rec.request.framework),
-        karpenter_job: reserved.then(|| jobs::job(&on_karpenter, rec.request.framework)),
+        karpenter_job: new_nodes.then(|| jobs::job(&on_karpenter, rec.request.framework)),
         nccl_tests: (rec.instance.accelerator_resource == RES_NVIDIA_GPU)
             .then(|| nccl_tests::nccl_tests(&parts)),
         efa_claim: parts.efa_claim_template(),
@@ -160,7 +158,12 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
     });
     if let Some(job) = &o.karpenter_job {
         let mut notes = vec![job_line.as_str()];
-        notes.push("the Karpenter route (karpenter.yaml): pinned to the NodePool's reserved nodes (karpenter.sh/capacity-type: reserved), by reservation id when it is known");
+        notes.push(if matches!(rec.capacity, CapacityPlan::CapacityBlock { .. } | CapacityPlan::Odcr { .. }) {
+            "the Karpenter route (karpenter.yaml): pinned to the NodePool's reserved nodes (karpenter.sh/capacity-type: reserved), by reservation id when it is known"
+        } else {
+            "the Karpenter route (karpenter.yaml): pinned to the NodePool's nodes"
+        });
+        notes.push("no hugepages-2Mi requests (Karpenter does not model them: kubernetes-sigs/karpenter#751); karpenter.sh/do-not-disrupt keeps the nodes for the whole run");
         out.push(Artifact {
             name: format!("job-{}-karpenter.yaml", rec.request.framework.slug()),
             content: yaml(&notes, &[job]),

@@ -35,6 +35,8 @@ pub const LABEL_EKS_CAPACITY_TYPE: &str = "eks.amazonaws.com/capacityType";
 /// (https://karpenter.sh/docs/concepts/scheduling/, https://karpenter.sh/docs/tasks/odcrs/).
 pub const LABEL_KARPENTER_NODEPOOL: &str = "karpenter.sh/nodepool";
 pub const LABEL_KARPENTER_CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
+/// Pod annotation: Karpenter leaves the pod's node alone while it runs.
+pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 
 /// Everything a pod template needs besides its container command.
 pub struct PodParts<'a> {
@@ -58,7 +60,15 @@ impl PodParts<'_> {
         if p.max_efa > 0 && !self.rec.efa_dra {
             map.insert(RES_EFA.into(), json!(p.max_efa));
         }
-        let (extra_requests, extra_limits) = crate::allocatable::extra_resources(p);
+        let (mut extra_requests, mut extra_limits) = crate::allocatable::extra_resources(p);
+        if self.route == Route::Karpenter {
+            // Karpenter does not model hugepages: a pod requesting them matches no
+            // instance type and no node is launched
+            // (https://github.com/kubernetes-sigs/karpenter/issues/751). libfabric's EFA
+            // provider then uses regular pages.
+            extra_requests.remove(crate::allocatable::HUGEPAGES);
+            extra_limits.remove(crate::allocatable::HUGEPAGES);
+        }
         let mut requests = map.clone();
         requests.extend(extra_requests);
         let mut limits = map;
@@ -143,11 +153,13 @@ impl PodParts<'_> {
             Route::Eksctl if block => {
                 sel[LABEL_EKS_CAPACITY_TYPE] = json!("CAPACITY_BLOCK");
             }
-            Route::Karpenter if reserved => {
-                sel[LABEL_KARPENTER_CAPACITY_TYPE] = json!("reserved");
+            Route::Karpenter => {
+                if reserved {
+                    sel[LABEL_KARPENTER_CAPACITY_TYPE] = json!("reserved");
+                }
                 sel[LABEL_KARPENTER_NODEPOOL] = json!(super::karpenter::pool_name(self.rec));
             }
-            _ => {}
+            Route::Eksctl => {}
         }
         sel
     }
@@ -199,8 +211,14 @@ impl PodParts<'_> {
 
     /// `{metadata, spec}` of a device pod.
     pub fn template(&self, container: Value) -> Value {
+        let mut metadata = json!({"labels": {JOB_LABEL: self.job()}});
+        if self.route == Route::Karpenter {
+            // Karpenter does not voluntarily disrupt (drift, consolidation, expiry) a
+            // node running such a pod (https://karpenter.sh/docs/concepts/disruption/).
+            metadata["annotations"] = json!({DO_NOT_DISRUPT: "true"});
+        }
         let mut t = json!({
-            "metadata": {"labels": {JOB_LABEL: self.job()}},
+            "metadata": metadata,
             "spec": {
                 "hostIPC": true,
                 "containers": [container],
