@@ -470,6 +470,102 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SPLIT_ZONES,
     ),
     (
+        "bypass/shell-assignment-before-torchrun.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-before-torchrun.yaml@restricted",
+        "multi-az",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-before-torchrun.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-before-torchrun.yaml@restricted",
+        "multi-az",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-before-torchrun.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-before-torchrun.yaml@default",
+        "multi-az",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-before-torchrun.yaml@default",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-before-torchrun.yaml@default",
+        "multi-az",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-exported-world-size.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-exported-world-size.yaml@restricted",
+        "multi-az",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-exported-world-size.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-exported-world-size.yaml@restricted",
+        "multi-az",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-exported-world-size.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-exported-world-size.yaml@default",
+        "multi-az",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-exported-world-size.yaml@default",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-exported-world-size.yaml@default",
+        "multi-az",
+        "mutated",
+        SHELL,
+    ),
+    (
         "bypass/torch-distributed-launch-module.yaml@restricted",
         "multi-az",
         "raw",
@@ -681,6 +777,7 @@ const HOLD: &str = "a multi-pod pod with no job label or rendezvous cannot be he
 const UNNAMED: &str = "a workload created with generateName has no name at admission; the engine keys its job on a label it writes, a policy sees no job label and judges its pods when the operator creates them, labelled (VAP looser on the workload)";
 const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, size, GPU count) reach are computed from the catalog; a policy judges such a pod against no type rather than a wrong one (VAP looser)";
 const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-topology, LeaderWorkerSet subgroup-exclusive-topology) on a zone key splits the job; the engine reads it, the policies do not (VAP looser)";
+const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`) is read by the engine; a policy reads the pod's env and flags only (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

@@ -56,6 +56,9 @@ impl JobSize {
 /// wins. `valueFrom` entries have no literal value.
 pub(crate) struct Env<'a> {
     entries: &'a [Value],
+    /// Variables the command line itself sets (`export N=4; ...`, `N=4 torchrun ...`,
+    /// `env N=4 ...`): they win over the container's env for what follows.
+    assigned: Vec<(String, String)>,
 }
 
 /// One env var as the container sees it.
@@ -70,10 +73,20 @@ impl<'a> Env<'a> {
     pub(crate) fn of(container: &'a Value) -> Self {
         Env {
             entries: items(container, &["env"]),
+            assigned: Vec::new(),
         }
     }
 
-    pub(crate) fn get(&self, name: &str) -> Option<EnvValue<'a>> {
+    /// This env with the assignments a shell command line makes.
+    pub(crate) fn with_assignments(mut self, line: &str) -> Self {
+        self.assigned = launchers::assignments(line);
+        self
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<EnvValue<'_>> {
+        if let Some((_, v)) = self.assigned.iter().rev().find(|(k, _)| k == name) {
+            return Some(EnvValue::Literal(v));
+        }
         let e = self
             .entries
             .iter()
@@ -86,7 +99,7 @@ impl<'a> Env<'a> {
         })
     }
 
-    pub(crate) fn literal(&self, name: &str) -> Option<&'a str> {
+    pub(crate) fn literal(&self, name: &str) -> Option<&str> {
         match self.get(name)? {
             EnvValue::Literal(v) => Some(v),
             EnvValue::Elsewhere => None,
@@ -154,8 +167,8 @@ fn container_size(
     per_pod: u32,
     on: &Recognizers,
 ) -> Option<JobSize> {
-    let env = Env::of(container);
-    let line = env.expand(&command_line(container));
+    let line = Env::of(container).expand(&command_line(container));
+    let env = Env::of(container).with_assignments(&line);
     let launched = on
         .command_line
         .unwrap_or(true)

@@ -136,3 +136,23 @@ fn rendezvous_endpoints_tie_pods_together_unless_local() {
         Some("w-0.svc")
     );
 }
+
+#[test]
+fn a_command_line_sets_env_for_what_follows() {
+    use super::launchers::assignments;
+    let got = assignments("bash -c \"export PET_NNODES=4 X=1; WORLD_SIZE=8 python t.py --lr=3\"");
+    assert_eq!(
+        got,
+        vec![
+            ("PET_NNODES".to_string(), "4".to_string()),
+            ("X".to_string(), "1".to_string()),
+            ("WORLD_SIZE".to_string(), "8".to_string()),
+        ]
+    );
+    let none = env(&[("PET_NNODES", "1")]);
+    let e = Env::of(&none).with_assignments("export PET_NNODES=4; torchrun t.py");
+    assert_eq!(
+        size("export PET_NNODES=4; torchrun t.py", &e, 8),
+        Some(JobSize::Pods(4))
+    );
+}
