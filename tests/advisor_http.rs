@@ -186,3 +186,29 @@ async fn node_count_and_cluster_inventory_are_separate_fields() {
         "{v}"
     );
 }
+
+/// The page pre-fills no region: a form sent with offerings from another region plans
+/// there (the offerings name it), instead of being refused for a region nobody chose.
+#[tokio::test]
+async fn the_page_region_follows_the_offerings() {
+    let (_, page) = call("GET", "/", None).await;
+    let page = String::from_utf8(page).unwrap();
+    let input = page
+        .lines()
+        .find(|l| l.contains("id=\"region\""))
+        .expect("a region field");
+    assert!(!input.contains("value="), "{input}");
+    let offerings = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/crates/advisor/fixtures/capacity-block-offerings.json"
+    ))
+    .unwrap()
+    .replace("us-east-1", "us-east-2");
+    let offerings: Value = serde_json::from_str(&offerings).unwrap();
+    // What the form sends when the region field is left empty: no region key.
+    let body = json!({"gpus": 64, "family": "h100", "durationDays": 7, "offerings": offerings, "now": "2026-11-22T00:00:00Z"});
+    let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["recommendation"]["request"]["region"], "us-east-2");
+    assert_eq!(v["recommendation"]["availabilityZone"], "us-east-2a");
+}

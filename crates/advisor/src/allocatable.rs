@@ -36,7 +36,7 @@ fn allocatable(name: &str) -> Option<(u64, u64)> {
         "g6e.24xlarge" => (95_690, 721_682),
         "g6e.48xlarge" => (191_450, 1_449_132),
         "g4dn.12xlarge" => (47_810, 178_933),
-        "trn1.32xlarge" => (127_610, 481_894),
+        "trn1.32xlarge" | "trn1n.32xlarge" => (127_610, 481_894),
         "g6e.xlarge" => (3_920, 29_317),
         "g6.xlarge" | "g5.xlarge" => (3_920, 14_162),
         _ => return None,

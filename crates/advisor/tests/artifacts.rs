@@ -442,6 +442,7 @@ fn trainium_runs_a_process_per_neuroncore_and_names_only_emitted_files() {
     let made_by_script = [
         "offerings.json",
         "nccl-tests.log",
+        "nccom-test.log",
         "eksctl-cluster.yaml.new",
         "cloudformation.yaml",
     ];
@@ -640,4 +641,78 @@ fn karpenter_route_launches_nodes_and_keeps_them_for_the_run() {
             assert_eq!(out.status.success(), ok, "{scenario}: Karpenter {tag}");
         }
     }
+}
+
+#[test]
+fn trainium_checks_its_collectives_with_nccom_test_not_nccl_tests() {
+    let files = artifacts("trainium", "pytorchjob");
+    assert!(!files.contains_key("nccl-tests-mpijob.yaml"));
+    let script = &files["aws-cli.sh"];
+    assert!(
+        script.contains("kubectl apply -f nccom-test-mpijob.yaml")
+            && !script.contains("nccl-tests")
+            && !script.contains("trainplace diagnose"),
+        "{script}"
+    );
+    let o = objects(
+        &recommendation("trainium", "pytorchjob"),
+        &Policy::embedded(),
+    );
+    let job = o.nccl_tests.as_ref().unwrap();
+    common::assert_valid(
+        &common::crd_validator("mpi-operator-v2beta1/kubeflow.org_mpijobs.yaml"),
+        job,
+        "nccom-test MPIJob",
+    );
+    assert_eq!(
+        job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]
+            ["limits"]["aws.amazon.com/neuron"],
+        16
+    );
+    // The launcher starts nccom-test on the first worker with every worker as a host:
+    // run its command against a hostfile as the MPI operator writes it and a stand-in ssh.
+    let launch =
+        job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+            [2]
+        .as_str()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hostfile = dir.path().join("hostfile");
+    std::fs::write(
+        &hostfile,
+        "train-nccom-test-worker-0.train-nccom-test.default.svc slots=64\ntrain-nccom-test-worker-1.train-nccom-test.default.svc slots=64\n",
+    )
+    .unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("ssh"),
+        "#!/bin/sh\nfor a in \"$@\"; do echo \"[$a]\"; done\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(bin.join("ssh"))
+        .status()
+        .unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(launch.replace("/etc/mpi/hostfile", hostfile.to_str().unwrap()))
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap();
+    let args = String::from_utf8_lossy(&out.stdout);
+    let w0 = "train-nccom-test-worker-0.train-nccom-test.default.svc";
+    let w1 = "train-nccom-test-worker-1.train-nccom-test.default.svc";
+    assert!(out.status.success(), "{args}");
+    assert!(args.contains(&format!("[{w0}]")), "{args}");
+    assert!(
+        args.contains(&format!(
+            "NEURON_RT_ROOT_COMM_ID={w0}:44444 nccom-test -r 128 -N 2 -b 8 -e 1GB -f 2 -n 50 -w 5 -d fp32 allr --hosts {w0} {w1}"
+        )) && args.contains("FI_PROVIDER=efa"),
+        "{args}"
+    );
 }

@@ -600,3 +600,31 @@ fn existing_cluster_nodes_come_before_buying() {
         r.capacity
     );
 }
+
+#[test]
+fn trn1n_is_in_the_catalog_with_its_16_efa() {
+    let c = Catalog::embedded();
+    let req = AdviceRequest {
+        nodes: Some(4),
+        instance_type: Some("trn1n.32xlarge".into()),
+        duration_days: Some(2.0),
+        ..Default::default()
+    };
+    let r = recommend(
+        &req.validate(&c, jiff::Timestamp::now()).unwrap(),
+        &c,
+        &Facts::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            r.shape.efa_per_node,
+            r.processes_per_pod,
+            r.shape.total_gpus
+        ),
+        (16, 32, 64)
+    );
+    // Not sold as Capacity Blocks: on-demand, in a placement group.
+    assert_eq!(r.capacity, CapacityPlan::OnDemand);
+    assert_eq!(r.cost.on_demand_usd, Some(24.78 * 4.0 * 48.0));
+}

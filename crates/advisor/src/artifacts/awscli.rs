@@ -338,6 +338,25 @@ fn run_steps(rec: &Recommendation, out: &mut Vec<String>) {
         out.push("# Exits 1 (and stops this script) on an error-level finding such as NET/Socket between nodes.".into());
         out.push("trainplace diagnose nccl-tests.log".into());
         out.push(String::new());
+    } else {
+        let tests = format!("{}-nccom-test", req.names.job);
+        out.push(
+            "# {STEP} Check Neuron collectives over EFA before training: run nccom-test, wait, judge its log."
+                .into(),
+        );
+        out.push(format!("kubectl apply -f {}", super::NCCOM_FILE));
+        out.push(format!(
+            "kubectl -n {ns} wait --for=condition=Succeeded mpijob/{tests} --timeout=60m"
+        ));
+        out.push(format!(
+            "kubectl -n {ns} logs job/{tests}-launcher > {}",
+            super::nccl_tests::NCCOM_LOG
+        ));
+        out.push(format!(
+            "if grep -q 'test failed' {log} || ! grep -q 'Avg bus bandwidth' {log}; then echo 'nccom-test failed: see {log}' >&2; exit 1; fi",
+            log = super::nccl_tests::NCCOM_LOG
+        ));
+        out.push(String::new());
     }
     out.push("# {STEP} Start the training job.".into());
     out.push(format!(

@@ -19,6 +19,9 @@ use trainplace_engine::annotations::RES_NVIDIA_GPU;
 use crate::recommend::{CapacityPlan, Recommendation};
 use pod::{PodParts, Route};
 
+/// The Trainium collective check's file.
+pub const NCCOM_FILE: &str = "nccom-test-mpijob.yaml";
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Artifact {
     /// File name under `--emit DIR`.
@@ -37,7 +40,8 @@ pub struct Objects {
     /// The same job for the Karpenter route (`karpenter.yaml`): on the NodePool's nodes
     /// (reserved ones for reserved capacity), without hugepages, not disrupted.
     pub karpenter_job: Option<Value>,
-    /// `None` for accelerators nccl-tests does not drive (Trainium).
+    /// The collective check before training: nccl-tests on NVIDIA, nccom-test on
+    /// Trainium (`nccl_tests.rs`).
     pub nccl_tests: Option<Value>,
     /// The EFA ResourceClaimTemplate the pods claim, when EFA comes through DRA.
     pub efa_claim: Option<Value>,
@@ -75,8 +79,11 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         node_pool: karpenter::node_pool(rec),
         job: jobs::job(&parts, rec.request.framework),
         karpenter_job: new_nodes.then(|| jobs::job(&on_karpenter, rec.request.framework)),
-        nccl_tests: (rec.instance.accelerator_resource == RES_NVIDIA_GPU)
-            .then(|| nccl_tests::nccl_tests(&parts)),
+        nccl_tests: Some(if rec.instance.accelerator_resource == RES_NVIDIA_GPU {
+            nccl_tests::nccl_tests(&parts)
+        } else {
+            nccl_tests::nccom_test(&parts)
+        }),
         efa_claim: parts.efa_claim_template(),
     }
 }
@@ -169,7 +176,18 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
             content: yaml(&notes, &[job]),
         });
     }
-    if let Some(tests) = &o.nccl_tests {
+    if let Some(tests) = o.nccl_tests.as_ref().filter(|_| !plugins::is_nvidia(rec)) {
+        out.push(Artifact {
+            name: NCCOM_FILE.into(),
+            content: yaml(
+                &[
+                    "nccom-test all-reduce over every NeuronCore of the nodes (Trainium's collectives are Neuron's, not NCCL's)",
+                    "the log should end with `Avg bus bandwidth`; `errors found - test failed` means the nodes are not ready",
+                ],
+                &[tests],
+            ),
+        });
+    } else if let Some(tests) = &o.nccl_tests {
         let expect = nccl_tests::expectation(&parts);
         out.push(Artifact {
             name: "nccl-tests-mpijob.yaml".into(),

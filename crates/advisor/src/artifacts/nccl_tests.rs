@@ -1,5 +1,7 @@
-//! An nccl-tests MPIJob that checks the new nodes: all_reduce_perf across every GPU,
-//! with the bus bandwidth to expect.
+//! The collective check of the new nodes before training: an nccl-tests MPIJob
+//! (all_reduce_perf across every GPU, with the bus bandwidth to expect) on NVIDIA, and
+//! an nccom-test MPIJob (all-reduce across every NeuronCore) on Trainium, whose
+//! collectives are Neuron's, not NCCL's.
 
 use serde_json::Value;
 
@@ -54,4 +56,34 @@ pub fn expectation(parts: &PodParts<'_>) -> String {
             "no busbw expectation for this type; {transport}; check with `trainplace diagnose`"
         ),
     }
+}
+
+/// File the script writes the nccom-test launcher's log to.
+pub const NCCOM_LOG: &str = "nccom-test.log";
+
+/// nccom-test (aws-neuronx-tools, in the Neuron DLC image the job runs) all-reduce over
+/// every NeuronCore of every node, fp32, 8 B to 1 GB. Multi-node runs are started on
+/// one of the instances, with `NEURON_RT_ROOT_COMM_ID` set to that instance's address
+/// and a free port and the instances given with `--hosts`
+/// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/nccom-test.html):
+/// the MPIJob's CPU-only launcher reads the workers from the hostfile the MPI operator
+/// mounts and starts nccom-test on the first worker over the operator's ssh, passing
+/// the Neuron / libfabric env that ssh sessions do not inherit.
+pub fn nccom_test(parts: &PodParts<'_>) -> Value {
+    let name = format!("{}-nccom-test", parts.job());
+    let ranks = parts.rec.shape.nodes * parts.rec.processes_per_pod;
+    let env: Vec<String> = parts
+        .nccl_env
+        .iter()
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    let script = format!(
+        "HOSTS=$(cut -d' ' -f1 /etc/mpi/hostfile | tr '\\n' ' '); FIRST=${{HOSTS%% *}}; ssh -o StrictHostKeyChecking=no \"$FIRST\" \"{} NEURON_RT_ROOT_COMM_ID=$FIRST:44444 nccom-test -r {ranks} -N {} -b 8 -e 1GB -f 2 -n 50 -w 5 -d fp32 allr --hosts $HOSTS\"",
+        env.join(" "),
+        parts.rec.shape.nodes
+    );
+    let mut job = mpi_object(parts, &name, &parts.rec.image, &["true"]);
+    job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"] =
+        serde_json::json!(["sh", "-c", script]);
+    job
 }
