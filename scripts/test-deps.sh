@@ -6,7 +6,8 @@
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
 # sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it),
 # and helm, krew and promtool (the chart's, the kubectl plugin's and the chart's alert
-# tests), built the same way by scripts/go-tool.sh.
+# tests), built the same way by scripts/go-tool.sh, and mdBook (tests/docs_book.rs builds
+# docs/ with it), installed with cargo from crates.io into the same cache, keyed by version.
 # Also: git and procps (`kill`), which tests run, and an open-file limit for the burst
 # test (checked below; a limit cannot be raised for the later `cargo test` from here).
 # As root (CI) it installs the Debian packages it needs; otherwise it names them.
@@ -15,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBERNETES_VALIDATE=1.37.0
 PYYAML=6.0.3
+# mdBook for docs/ (tests/docs_book.rs reads this pin).
+MDBOOK=0.5.4
 # tests/burst_memory.rs: 2,000 connections at once plus room (its OPEN_FILES).
 OPEN_FILES=2512
 
@@ -59,3 +62,9 @@ scripts/control-plane.sh >/dev/null
 scripts/go-tool.sh helm >/dev/null
 scripts/go-tool.sh krew >/dev/null
 scripts/go-tool.sh promtool >/dev/null
+mdbook_root="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/mdbook-$MDBOOK"
+if [ ! -x "$mdbook_root/bin/mdbook" ]; then
+  echo "test-deps: installing mdbook $MDBOOK into $mdbook_root (once; a few minutes)" >&2
+  cargo install mdbook --version "$MDBOOK" --locked --no-default-features --features search \
+    --root "$mdbook_root" --quiet
+fi
