@@ -165,6 +165,8 @@ fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>,
         snapshot.as_deref(),
         marks.as_deref(),
         &state.limits,
+        // Time-bound rules (Capacity Block ends) are judged at the request's time.
+        Some(jiff::Timestamp::now()),
     )
     .map_err(|e| ApiError {
         status: StatusCode::BAD_REQUEST,

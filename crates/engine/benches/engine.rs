@@ -53,6 +53,7 @@ fn bench(c: &mut Criterion) {
                 None,
                 None,
                 &Limits::default(),
+                None,
             );
             r.unwrap().body.unwrap()
         })

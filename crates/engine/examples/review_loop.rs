@@ -60,8 +60,16 @@ fn main() {
         return;
     }
     for _ in 0..n {
-        let r =
-            review_bytes(black_box(&body), endpoint, &policy, None, None, &limits).expect("JSON");
+        let r = review_bytes(
+            black_box(&body),
+            endpoint,
+            &policy,
+            None,
+            None,
+            &limits,
+            None,
+        )
+        .expect("JSON");
         bytes += r.body.expect("encoded").len();
     }
     println!("{n} reviews, {bytes} response bytes");

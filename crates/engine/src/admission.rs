@@ -108,10 +108,13 @@ pub fn review(
         incoming,
         || Ok(types),
         endpoint,
-        policy,
-        inventory,
-        marks,
-        &limits,
+        Judges {
+            policy,
+            inventory,
+            marks,
+            limits: &limits,
+            now: None,
+        },
     )
 }
 
@@ -121,8 +124,9 @@ pub fn review(
 pub struct NotJson(serde_json::Error);
 
 /// Answer one AdmissionReview from the request body's bytes, as the webhook receives
-/// it: parsed in one pass, with `oldObject` read past but not built. `limits` are the
-/// server's `--max-containers` and `--max-patch-bytes`.
+/// it: parsed in one pass, with `oldObject` kept as text. `limits` are the server's
+/// `--max-containers` and `--max-patch-bytes`; `now` is the request's time, for
+/// time-bound rules (Capacity Block ends; `None` skips them). The engine reads no clock.
 pub fn review_bytes(
     body: &[u8],
     endpoint: Endpoint,
@@ -130,6 +134,7 @@ pub fn review_bytes(
     inventory: Option<&Snapshot>,
     marks: Option<&MarkKeys>,
     limits: &Limits,
+    now: Option<jiff::Timestamp>,
 ) -> Result<Reviewed, NotJson> {
     // One check of the whole body instead of serde_json checking each string it reads:
     // text that is UTF-8 is read as `str`. Bytes that are not go through the same byte
@@ -145,19 +150,41 @@ pub fn review_bytes(
     };
     let types = || serde_json::from_slice::<Types>(body);
     Ok(answer(
-        incoming, types, endpoint, policy, inventory, marks, limits,
+        incoming,
+        types,
+        endpoint,
+        Judges {
+            policy,
+            inventory,
+            marks,
+            limits,
+            now,
+        },
     ))
+}
+
+/// What a review is judged with.
+struct Judges<'a> {
+    policy: &'a Policy,
+    inventory: Option<&'a Snapshot>,
+    marks: Option<&'a MarkKeys>,
+    limits: &'a Limits,
+    now: Option<jiff::Timestamp>,
 }
 
 fn answer(
     incoming: Result<Incoming, serde_json::Error>,
     types: impl FnOnce() -> Result<Types, serde_json::Error>,
     endpoint: Endpoint,
-    policy: &Policy,
-    inventory: Option<&Snapshot>,
-    marks: Option<&MarkKeys>,
-    limits: &Limits,
+    judges: Judges<'_>,
 ) -> Reviewed {
+    let Judges {
+        policy,
+        inventory,
+        marks,
+        limits,
+        now,
+    } = judges;
     let incoming = match incoming {
         Ok(incoming) => incoming,
         Err(e) => {
@@ -245,8 +272,8 @@ fn answer(
         inventory,
         groups: &req.user_info.groups.clone().unwrap_or_default(),
         marks,
-        // The webhook judges time-bound rules (Capacity Block ends) at the request's time.
-        now: Some(jiff::Timestamp::now()),
+        // Time-bound rules (Capacity Block ends) at the request's time, given by the caller.
+        now,
         claims: None,
         updating: matches!(req.operation, Operation::Update),
     };
