@@ -4,7 +4,7 @@
 //! RSS must come back to within `KEPT_MIB` of what it was after its first reviews. With one I/O thread per core
 //! (`--io-threads 0`) each thread keeps some of what it freed: on two cores this test
 //! fails with 24 MiB kept, and the `dist` build kept 16.9 MiB against 3.6 MiB with one
-//! I/O thread (README "Performance").
+//! I/O thread (docs/performance.md).
 //!
 //! Needs an open-file limit of `OPEN_FILES` (hard limit; the test raises its soft limit
 //! to it): `ulimit -Hn` shows it, scripts/test-deps.sh checks it.

@@ -57,7 +57,7 @@ fn the_component_mounts_the_reservations_configmap_into_the_webhook() {
     let key = file.rsplit('/').next().unwrap();
     assert_eq!(
         key, "reservations.json",
-        "the file is the ConfigMap key the README's command writes"
+        "the file is the ConfigMap key the command in docs/capacity-blocks.md writes"
     );
     let core: Vec<String> = docs
         .iter()

@@ -8,7 +8,7 @@
 //! and the p99 are measurements, not properties of a few seconds on a shared machine:
 //! they are checked (drift after warm-up < 2 MiB, the p99 of normal reviews within 1.5x
 //! of the same load without heavy and malformed ones) only in the full run, a
-//! benchmark to run on a quiet machine, whose result the README reports:
+//! benchmark to run on a quiet machine, whose result docs/performance.md reports:
 //!   TRAINPLACE_SOAK_SECS=600 TRAINPLACE_SOAK_RPS=1000 \
 //!     cargo test --release --test soak -- --nocapture
 //! To see which extra load moves the p99, send only one kind of it with

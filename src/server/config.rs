@@ -60,7 +60,7 @@ pub struct ServeArgs {
     /// Threads that accept connections and run TLS and HTTP; 0 = one per core. Reviews
     /// run on threads of their own (--review-concurrency). On a 2-core machine one
     /// thread took 6-14% less CPU per review than one per core, kept 1.6-2 MiB less
-    /// memory after a burst, and its p99 latency was similar (README "Performance");
+    /// memory after a burst, and its p99 latency was similar (docs/performance.md);
     /// each thread keeps some freed memory, so one per core grows with the node.
     #[arg(long, env = "TRAINPLACE_IO_THREADS", default_value_t = 1)]
     pub io_threads: usize,
@@ -240,7 +240,7 @@ mod tests {
     }
 
     /// The flags' defaults are the ones `Deadlines::default()` (what the library and its
-    /// tests start from) and the README give.
+    /// tests start from) and docs/install.md give.
     #[test]
     fn serve_flag_defaults_are_the_documented_ones() {
         let config = Serve::try_parse_from(["serve"])

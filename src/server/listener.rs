@@ -30,7 +30,7 @@ use super::state::AppState;
 /// Open HTTPS connections at most, by default (`--max-connections`). Each open
 /// connection with a review in flight holds about 30-45 KB (TLS and HTTP buffers, the
 /// body): with 2,000 clients at once RSS peaked at 45 MiB with 512 and 59 MiB with
-/// 1,024 (README "Performance"). The API servers a webhook serves keep a few HTTP/2
+/// 1,024 (docs/performance.md). The API servers a webhook serves keep a few HTTP/2
 /// connections each.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 

@@ -10,7 +10,7 @@
 //! against the pod's own namespace, label, owner and fields: a copied, edited or
 //! invented mark does not verify, and such a pod is judged like any other.
 //!
-//! Threat model and what stays possible: README, "Security".
+//! Threat model and what stays possible: docs/security.md.
 
 use base64_simd::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
