@@ -47,7 +47,14 @@ pub fn bandwidth(p: &InstanceProfile, nodes: u32) -> Bandwidth {
             }
         }),
     };
-    if nodes > 1 {
+    if nodes > 1 && p.max_efa == 0 {
+        // No EFA: NCCL crosses nodes over TCP sockets on the ENA interface.
+        b.class = format!("{intra}+tcp");
+        b.inter_node = Some(format!(
+            "no EFA: TCP over ENA, {} Gbps",
+            p.network_gbps.map_or("unknown".into(), |g| g.to_string())
+        ));
+    } else if nodes > 1 {
         let rdma = match p.rdma {
             Rdma::ReadWrite | Rdma::Read => "efa-rdma",
             Rdma::None => "efa",

@@ -164,12 +164,15 @@ fn options_and_alternatives(s: &mut String, r: &Recommendation) {
         for a in &r.alternatives {
             let _ = writeln!(
                 s,
-                "  - {} x {} ({} {}, on-demand {})",
+                "  - {} x {} ({} {}, on-demand {}){}",
                 a.nodes,
                 a.instance_type,
                 a.total_gpus,
                 crate::shape::accelerator_word(&r.instance),
-                money(a.on_demand_usd)
+                money(a.on_demand_usd),
+                a.slower
+                    .as_deref()
+                    .map_or(": the recommended layout".to_string(), |w| format!(": {w}"))
             );
         }
     }

@@ -628,3 +628,54 @@ fn trn1n_is_in_the_catalog_with_its_16_efa() {
     assert_eq!(r.capacity, CapacityPlan::OnDemand);
     assert_eq!(r.cost.on_demand_usd, Some(24.78 * 4.0 * 48.0));
 }
+
+#[test]
+fn alternatives_keep_the_layout_or_are_marked_slower_with_the_cost() {
+    let c = Catalog::embedded();
+    let plan = |gpus: i64, family: &str| {
+        let req = AdviceRequest {
+            gpus: Some(gpus),
+            family: Some(family.into()),
+            duration_days: Some(1.0),
+            ..Default::default()
+        };
+        recommend(
+            &req.validate(&c, jiff::Timestamp::now()).unwrap(),
+            &c,
+            &Facts::default(),
+        )
+        .unwrap()
+    };
+    // 16 H100: 16 single-GPU nodes are no equal of 2 NVLink nodes.
+    let r = plan(16, "h100");
+    let a = &r.alternatives[0];
+    assert_eq!((a.instance_type.as_str(), a.nodes), ("p5.4xlarge", 16));
+    assert!(!a.same_layout);
+    let w = a.slower.as_deref().unwrap();
+    assert!(
+        w.starts_with("slower layout: pcie+efa-rdma over 16 node(s) of 1 accelerator(s) instead of nvlink+efa-rdma over 2")
+            && w.contains("12.5 GB/s, against 200..360 GB/s"),
+        "{w}"
+    );
+    // 4 L40S: one 4-GPU node; other one-node types keep the layout and come first, four
+    // 1-GPU nodes without EFA do not.
+    let r = plan(4, "l40s");
+    let layout: Vec<(&str, bool)> = r
+        .alternatives
+        .iter()
+        .map(|a| (a.instance_type.as_str(), a.same_layout))
+        .collect();
+    assert_eq!(
+        layout,
+        [
+            ("g6e.24xlarge", true),
+            ("g6e.48xlarge", true),
+            ("g6e.xlarge", false)
+        ]
+    );
+    assert!(r.alternatives[0].slower.is_none());
+    let w = r.alternatives[2].slower.as_deref().unwrap();
+    assert!(w.contains("pcie+tcp over 4 node(s)"), "{w}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["alternatives"][2]["sameLayout"], false);
+}
