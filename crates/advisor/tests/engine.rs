@@ -265,6 +265,7 @@ fn efa_through_dra_emits_a_claim_the_engine_counts() {
                     "{}",
                     a.content
                 );
+                assert!(!a.content.contains("karpenter"), "{}", a.content);
             }
             a.name
         })
@@ -277,6 +278,9 @@ fn efa_through_dra_emits_a_claim_the_engine_counts() {
         !files.contains(&"efa-device-plugin-values.yaml".to_string()),
         "{files:?}"
     );
+    // The EFA DRA driver is not supported with Karpenter: no Karpenter route.
+    assert!(!files.iter().any(|f| f.contains("karpenter")), "{files:?}");
+    assert!(o.karpenter_job.is_none());
     // Unasked, nodes of the chosen type that advertise no EFA choose the DRA form too.
     let mut facts = facts;
     req.efa_dra = None;

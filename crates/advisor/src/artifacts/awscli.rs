@@ -281,10 +281,12 @@ fn cluster_steps(rec: &Recommendation, out: &mut Vec<String>) {
 fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
     if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
         out.push(format!("# {{STEP}} Nodes: the cluster with the {} nodegroup(s); on an existing cluster (or a rerun) only the nodegroups it lacks.", rec.instance.name));
-        out.push(format!(
-            "# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml, and run job-{}-karpenter.yaml instead of job-{0}.yaml",
-            rec.request.framework.slug()
-        ));
+        if super::karpenter_route(rec) {
+            out.push(format!(
+                "# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml, and run job-{}-karpenter.yaml instead of job-{0}.yaml",
+                rec.request.framework.slug()
+            ));
+        }
         out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());
         cluster_steps(rec, out);
     }

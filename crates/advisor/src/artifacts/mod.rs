@@ -59,6 +59,13 @@ pub fn nccl_env(rec: &Recommendation, policy: &Policy) -> Vec<(String, String)> 
         .collect()
 }
 
+/// Whether the plan has a Karpenter route: it makes nodes, and EFA does not come
+/// through the EFA DRA driver, which "is not supported with Karpenter or EKS Auto Mode"
+/// (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html).
+pub fn karpenter_route(rec: &Recommendation) -> bool {
+    !rec.efa_dra && !matches!(rec.capacity, CapacityPlan::Existing { .. })
+}
+
 pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
     let env = nccl_env(rec, policy);
     let parts = PodParts {
@@ -71,8 +78,9 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         nccl_env: &env,
         route: Route::Karpenter,
     };
-    // Nodes that exist need no route to them.
-    let new_nodes = !matches!(rec.capacity, CapacityPlan::Existing { .. });
+    // Nodes that exist need no route to them; EFA through the EFA DRA driver has none
+    // through Karpenter (`karpenter_route`).
+    let new_nodes = karpenter_route(rec);
     Objects {
         cluster_config: eksctl::cluster_config(rec),
         node_class: karpenter::node_class(rec),
@@ -103,27 +111,27 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
             "Capacity Block nodegroups: run aws-cli.sh first (it fills in the reservation ids); nodes launch only once a block is active",
         );
     }
-    let mut out = vec![
-        Artifact {
-            name: "eksctl-cluster.yaml".into(),
-            content: yaml(&eksctl_notes, &[&o.cluster_config]),
-        },
-        Artifact {
+    let mut out = vec![Artifact {
+        name: "eksctl-cluster.yaml".into(),
+        content: yaml(&eksctl_notes, &[&o.cluster_config]),
+    }];
+    if !rec.efa_dra {
+        out.push(Artifact {
             name: "karpenter.yaml".into(),
             content: yaml(
                 &["Karpenter EC2NodeClass + NodePool: kubectl apply -f"],
                 &[&o.node_class, &o.node_pool],
             ),
-        },
-        Artifact {
+        });
+        out.push(Artifact {
             name: "karpenter-prerequisites.sh".into(),
             content: prereqs::script(rec),
-        },
-        Artifact {
-            name: "aws-cli.sh".into(),
-            content: awscli::script(rec),
-        },
-    ];
+        });
+    }
+    out.push(Artifact {
+        name: "aws-cli.sh".into(),
+        content: awscli::script(rec),
+    });
     if let Some(claim) = &o.efa_claim {
         out.push(Artifact {
             name: "efa-claim-template.yaml".into(),
