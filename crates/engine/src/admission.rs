@@ -172,6 +172,126 @@ struct Judges<'a> {
     now: Option<jiff::Timestamp>,
 }
 
+/// The request of a review: its object, its old object (raw) and the rest; or the
+/// answer to a review that is not one.
+type Parts = (
+    Value,
+    Option<Box<serde_json::value::RawValue>>,
+    AdmissionRequest<DynamicObject>,
+);
+
+fn request_of(
+    incoming: Result<Incoming, serde_json::Error>,
+    types: impl FnOnce() -> Result<Types, serde_json::Error>,
+) -> Result<Parts, Reviewed> {
+    let incoming = match incoming {
+        Ok(incoming) => incoming,
+        Err(e) => {
+            // Name a wrong version or kind before a field of the request.
+            let types = types().unwrap_or_default();
+            let (api, kind) = types.texts();
+            if api != API_VERSION || kind != KIND {
+                return Err(wrong_types(api, kind));
+            }
+            return Err(invalid(format!("malformed AdmissionReview request: {e}")));
+        }
+    };
+    if incoming.api_version != API_VERSION || incoming.kind != KIND {
+        return Err(wrong_types(&incoming.api_version, &incoming.kind));
+    }
+    let Some(request) = incoming.request else {
+        return Err(invalid("AdmissionReview has no request".into()));
+    };
+    Ok(request.split(TypeMeta {
+        api_version: incoming.api_version,
+        kind: incoming.kind,
+    }))
+}
+
+/// The verdict on the object: the mutating webhook lays it out, the validating one
+/// judges it as it will be stored (no patch) and, on an UPDATE, for what it changes.
+fn judge(
+    endpoint: Endpoint,
+    object: Value,
+    old_object: Option<Box<serde_json::value::RawValue>>,
+    policy: &Policy,
+    who: &Requester<'_>,
+) -> Result<Verdict, crate::error::ObjectError> {
+    if endpoint == Endpoint::Mutate {
+        return evaluate_owned(object, policy, who);
+    }
+    let mut verdict = judge_owned(object, policy, who)?;
+    if let Some(old) = old_object
+        && let Ok(old) = serde_json::from_str::<Value>(old.get())
+        && !old.is_null()
+    {
+        crate::update::judge_change(old, &mut verdict, policy, who);
+    }
+    Ok(verdict)
+}
+
+/// Who asks: the request's namespace (its labels from the inventory), groups, and the
+/// time to judge time-bound rules at.
+fn requester<'a>(
+    req: &'a AdmissionRequest<DynamicObject>,
+    namespace: &'a str,
+    inventory: Option<&'a Snapshot>,
+    marks: Option<&'a MarkKeys>,
+    now: Option<jiff::Timestamp>,
+) -> Requester<'a> {
+    Requester {
+        namespace,
+        namespace_labels: inventory.and_then(|i| i.namespace_labels(namespace)),
+        inventory,
+        groups: req.user_info.groups.as_deref().unwrap_or_default(),
+        marks,
+        now,
+        claims: None,
+        updating: matches!(req.operation, Operation::Update),
+    }
+}
+
+/// How messages name the object under review: its kind and name.
+fn object_name(req: &AdmissionRequest<DynamicObject>) -> String {
+    let name = if req.name.is_empty() {
+        "(unnamed)"
+    } else {
+        &req.name
+    };
+    format!("{} {name}", req.kind.kind)
+}
+
+/// Why an object carrying more containers than one review may is refused, if it does.
+fn too_many_containers(
+    object: &Value,
+    limits: &Limits,
+    req: &AdmissionRequest<DynamicObject>,
+) -> Option<String> {
+    let containers = count_containers(object);
+    (containers > limits.max_containers).then(|| {
+        format!(
+            "trainplace refuses {}: it declares {containers} containers, more than the {} one review may carry (--max-containers); a training pod has a handful. Split the object or raise the limit",
+            object_name(req),
+            limits.max_containers
+        )
+    })
+}
+
+/// The validating webhook's answer: denied with every enforced finding's reason, and
+/// the warnings.
+fn validation_response(base: AdmissionResponse, verdict: &Verdict) -> AdmissionResponse {
+    let warnings = verdict.warnings();
+    let mut resp = if verdict.allowed {
+        base
+    } else {
+        deny(base, &verdict.reasons().join("\n"))
+    };
+    if !warnings.is_empty() {
+        resp.warnings = Some(warnings);
+    }
+    resp
+}
+
 fn answer(
     incoming: Result<Incoming, serde_json::Error>,
     types: impl FnOnce() -> Result<Types, serde_json::Error>,
@@ -185,28 +305,10 @@ fn answer(
         limits,
         now,
     } = judges;
-    let incoming = match incoming {
-        Ok(incoming) => incoming,
-        Err(e) => {
-            // Name a wrong version or kind before a field of the request.
-            let types = types().unwrap_or_default();
-            let (api, kind) = types.texts();
-            if api != API_VERSION || kind != KIND {
-                return wrong_types(api, kind);
-            }
-            return invalid(format!("malformed AdmissionReview request: {e}"));
-        }
+    let (object, old_object, req) = match request_of(incoming, types) {
+        Ok(parts) => parts,
+        Err(reviewed) => return reviewed,
     };
-    if incoming.api_version != API_VERSION || incoming.kind != KIND {
-        return wrong_types(&incoming.api_version, &incoming.kind);
-    }
-    let Some(request) = incoming.request else {
-        return invalid("AdmissionReview has no request".into());
-    };
-    let (object, old_object, req) = request.split(TypeMeta {
-        api_version: incoming.api_version,
-        kind: incoming.kind,
-    });
     let operation = op_label(&req.operation);
     let base = AdmissionResponse::from(&req);
     let uid = req.uid.clone();
@@ -229,60 +331,32 @@ fn answer(
     {
         return done(base, Outcome::Passed { operation });
     }
-    let object_name = || {
-        format!(
-            "{} {}",
-            req.kind.kind,
-            if req.name.is_empty() {
-                "(unnamed)"
-            } else {
-                &req.name
-            }
-        )
-    };
-    let containers = count_containers(&object);
-    if containers > limits.max_containers {
-        let message = format!(
-            "trainplace refuses {}: it declares {containers} containers, more than the {} one review may carry (--max-containers); a training pod has a handful. Split the object or raise the limit",
-            object_name(),
-            limits.max_containers
-        );
+    let object_name = || object_name(&req);
+    if let Some(message) = too_many_containers(&object, limits, &req) {
         return done(
             deny(base, &message),
             Outcome::BadObject { operation, message },
         );
     }
     let namespace = req.namespace.clone().unwrap_or_default();
-    let (object, scale_note) = if req.sub_resource.as_deref() == Some("scale") {
+    let object = if req.sub_resource.as_deref() == Some("scale") {
         match scaled_object(&req, &object, &namespace, inventory) {
-            Scaled::Judge(parent) => (parent, None),
-            Scaled::Pass(note) => (Value::Null, Some(note)),
+            Scaled::Judge(parent) => parent,
+            Scaled::Pass(note) => {
+                let mut resp = base;
+                resp.warnings = Some(vec![note]);
+                return done(resp, Outcome::Passed { operation });
+            }
         }
     } else {
-        (object, None)
+        object
     };
-    if let Some(note) = scale_note {
-        let mut resp = base;
-        resp.warnings = Some(vec![note]);
-        return done(resp, Outcome::Passed { operation });
-    }
-    let who = Requester {
-        namespace: &namespace,
-        namespace_labels: inventory.and_then(|i| i.namespace_labels(&namespace)),
-        inventory,
-        groups: &req.user_info.groups.clone().unwrap_or_default(),
-        marks,
-        // Time-bound rules (Capacity Block ends) at the request's time, given by the caller.
-        now,
-        claims: None,
-        updating: matches!(req.operation, Operation::Update),
-    };
-    // The validating webhook sends no patch: judge without writing the layout.
-    let judged = match endpoint {
-        Endpoint::Mutate => evaluate_owned(object, policy, &who),
-        Endpoint::Validate => judge_owned(object, policy, &who),
-    };
-    let mut verdict = match judged {
+    let who = requester(&req, &namespace, inventory, marks, now);
+    let is_scale = req.sub_resource.as_deref() == Some("scale");
+    // An UPDATE is refused only for what it changes (`update.rs`); a Scale's old
+    // object is a Scale, not the workload judged.
+    let old_object = old_object.filter(|_| req.operation == Operation::Update && !is_scale);
+    let verdict = match judge(endpoint, object, old_object, policy, &who) {
         Ok(v) => v,
         Err(e) => {
             let message = format!("trainplace cannot read {}: {e}", object_name());
@@ -290,31 +364,12 @@ fn answer(
             return done(resp, Outcome::BadObject { operation, message });
         }
     };
-    let is_scale = req.sub_resource.as_deref() == Some("scale");
-    // An UPDATE is refused only for what it changes (`update.rs`).
-    if let (Endpoint::Validate, Operation::Update, false, Some(old)) =
-        (endpoint, &req.operation, is_scale, old_object)
-        && let Ok(old) = serde_json::from_str::<Value>(old.get())
-        && !old.is_null()
-    {
-        crate::update::judge_change(old, &mut verdict, policy, &who);
-    }
-    let resp = match endpoint {
+    let (resp, patch) = match endpoint {
         // A Scale is judged on the workload it scales; that workload's patch would not
         // apply to the Scale object.
-        Endpoint::Mutate if verdict.patch.0.is_empty() || is_scale => base,
+        Endpoint::Mutate if verdict.patch.0.is_empty() || is_scale => (base, None),
         Endpoint::Mutate => match encode_patch(&verdict.patch, limits.max_patch_bytes) {
-            Ok(encoded) => {
-                return Reviewed {
-                    body: answer_bytes(base, Some(encoded)),
-                    uid: uid.clone(),
-                    dry_run,
-                    outcome: Outcome::Judged {
-                        operation,
-                        verdict: Box::new(verdict),
-                    },
-                };
-            }
+            Ok(encoded) => (base, Some(encoded)),
             Err(e) => {
                 let message = format!("trainplace cannot patch {}: {e}", object_name());
                 return done(
@@ -323,26 +378,17 @@ fn answer(
                 );
             }
         },
-        Endpoint::Validate => {
-            let warnings = verdict.warnings();
-            let mut resp = if verdict.allowed {
-                base
-            } else {
-                deny(base, &verdict.reasons().join("\n"))
-            };
-            if !warnings.is_empty() {
-                resp.warnings = Some(warnings);
-            }
-            resp
-        }
+        Endpoint::Validate => (validation_response(base, &verdict), None),
     };
-    done(
-        resp,
-        Outcome::Judged {
+    Reviewed {
+        body: answer_bytes(resp, patch),
+        uid,
+        dry_run,
+        outcome: Outcome::Judged {
             operation,
             verdict: Box::new(verdict),
         },
-    )
+    }
 }
 
 /// What a Scale review is judged as.
