@@ -22,6 +22,39 @@ optIns:
   allowPartialNode: { namespaces: [\"*\"], groups: [\"ml-researchers\"] }
 ";
 
+/// One test at a time, each deleting its namespace when done: their jobs take whole p5
+/// nodes (8 per zone) and are held in one zone each.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The sandbox, and this test's turn; the namespace is deleted when the turn ends.
+struct Turn {
+    _lock: std::sync::MutexGuard<'static, ()>,
+    namespaces: std::cell::RefCell<Vec<String>>,
+}
+
+impl Turn {
+    fn namespace(&self, prefix: &str) -> String {
+        let ns = sb().namespace(prefix);
+        self.namespaces.borrow_mut().push(ns.clone());
+        ns
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        for ns in self.namespaces.borrow().iter() {
+            let _ = sb().kubectl(&["delete", "namespace", ns, "--wait=false"]);
+        }
+    }
+}
+
+fn turn() -> Turn {
+    Turn {
+        _lock: SERIAL.lock().unwrap_or_else(|e| e.into_inner()),
+        namespaces: std::cell::RefCell::new(Vec::new()),
+    }
+}
+
 fn sb() -> &'static Sandbox {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/sandbox-tests/cluster_controllers-policy");
@@ -58,8 +91,9 @@ fn zones(sb: &Sandbox, pods: &[Value]) -> BTreeSet<String> {
 
 #[test]
 fn an_opted_in_job_is_unsuspended_run_and_deleted_by_controllers_that_hold_no_grant() {
+    let turn = turn();
     let sb = sb();
-    let ns = sb.namespace("granted");
+    let ns = turn.namespace("granted");
     let job = json!({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "bert", "namespace": ns,
             "annotations": {"trainplace.io/allow-partial-node": "true"}},
@@ -106,8 +140,9 @@ fn an_opted_in_job_is_unsuspended_run_and_deleted_by_controllers_that_hold_no_gr
 
 #[test]
 fn a_running_pod_cannot_be_moved_to_another_job_by_its_labels() {
+    let turn = turn();
     let sb = sb();
-    let ns = sb.namespace("relabel");
+    let ns = turn.namespace("relabel");
     let job = json!({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "llama", "namespace": ns},
         "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
@@ -152,8 +187,9 @@ fn a_running_pod_cannot_be_moved_to_another_job_by_its_labels() {
 
 #[test]
 fn bare_torchrun_pods_meeting_at_one_rendezvous_land_in_one_zone() {
+    let turn = turn();
     let sb = sb();
-    let ns = sb.namespace("rendezvous");
+    let ns = turn.namespace("rendezvous");
     for i in 0..3 {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("trainer-{i}"), "namespace": ns, "labels": {"app": "trainer"}},
@@ -202,8 +238,9 @@ fn bare_torchrun_pods_meeting_at_one_rendezvous_land_in_one_zone() {
 
 #[test]
 fn a_karpenter_selection_of_one_gpu_nodes_is_not_judged_as_the_default_p5() {
+    let turn = turn();
     let sb = sb();
-    let ns = sb.namespace("karpenter");
+    let ns = turn.namespace("karpenter");
     let pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "w-0", "namespace": ns,
             "labels": {"batch.kubernetes.io/job-name": "l4-sweep"}},
@@ -222,4 +259,84 @@ fn a_karpenter_selection_of_one_gpu_nodes_is_not_judged_as_the_default_p5() {
         "g6.xlarge pods refused: {}",
         stderr(&out)
     );
+}
+
+#[test]
+fn a_zone_named_by_its_id_is_the_same_zone_as_the_jobs_pods() {
+    let turn = turn();
+    let sb = sb();
+    let ns = turn.namespace("zoneid");
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "gpt", "namespace": ns},
+        "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
+            "template": {"spec": {"restartPolicy": "Never",
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+                "containers": [{"name": "c", "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
+    let out = sb.apply(&ns, &job.to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let selector = "batch.kubernetes.io/job-name=gpt";
+    wait_until(Duration::from_secs(60), "2 pods bound", || {
+        let pods = sb.pods(&ns, selector);
+        pods.len() == 2 && scheduled(&pods)
+    });
+    let node = sb.pods(&ns, selector)[0]["spec"]["nodeName"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let zone_id = sb.node_labels(&node)["topology.k8s.aws/zone-id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // One more pod of the job, pinned by the zone's id rather than its name: the same
+    // zone, admitted (the live inventory maps the id to the name the nodes carry).
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "gpt-extra", "namespace": ns,
+            "labels": {"batch.kubernetes.io/job-name": "gpt", "batch.kubernetes.io/job-completion-index": "2"}},
+        "spec": {"restartPolicy": "Never",
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge",
+                "topology.k8s.aws/zone-id": zone_id},
+            "containers": [{"name": "c", "image": "busybox",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}});
+    let out = sb.kubectl_stdin(
+        &["apply", "--dry-run=server", "-n", &ns, "-f", "-"],
+        Some(&pod.to_string()),
+    );
+    assert!(
+        out.status.success(),
+        "pinned by zone id, refused: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_job_created_with_generate_name_is_held_in_one_zone() {
+    let turn = turn();
+    let sb = sb();
+    let ns = turn.namespace("generated");
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"generateName": "sweep-", "namespace": ns},
+        "spec": {"parallelism": 4, "completions": 4, "completionMode": "Indexed",
+            "template": {"metadata": {"labels": {"app": "sweep"}}, "spec": {"restartPolicy": "Never",
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+                "containers": [{"name": "c", "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
+    let out = sb.kubectl_stdin(&["create", "-n", &ns, "-f", "-"], Some(&job.to_string()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    wait_until(Duration::from_secs(60), "4 pods bound", || {
+        let pods = sb.pods(&ns, "app=sweep");
+        pods.len() == 4 && scheduled(&pods)
+    });
+    let pods = sb.pods(&ns, "app=sweep");
+    let keys: BTreeSet<&str> = pods
+        .iter()
+        .map(|p| {
+            p["metadata"]["labels"]["trainplace.io/job"]
+                .as_str()
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(keys.len(), 1, "one trainplace.io/job label: {keys:?}");
+    assert!(!keys.contains(""), "every pod carries it");
+    assert_eq!(zones(sb, &pods).len(), 1, "held in one zone");
 }
