@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::annotations::{JOB_IDENTITY_LABELS, LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE, SKIP};
+use crate::annotations::{LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE, SKIP};
 use crate::edit::{Cursor, Ops};
 use crate::error::ObjectError;
 use crate::finding::{Finding, Rule};
@@ -94,7 +94,9 @@ fn run(
     // admitted (and laid out) with the submitter's identity. Laying it out again as a
     // lone pod would add what that job was judged not to need (a single-pod Job's pod
     // would get a multi-pod layout) and break its own mark for /validate.
-    if policy.trusted_controller(who) && judged_upstream(&object, kind, who, policy) {
+    if policy.trusted_controller(who)
+        && crate::upstream::made_from_admitted(&object, kind, &sites, who, policy)
+    {
         verdict.notes.push(format!(
             "made by its controller from a template trainplace admitted ({ADMITTED} verified); left as admitted."
         ));
@@ -272,80 +274,6 @@ fn judge_sites<'s, 'a>(
         }
     }
     Ok((judged, pin))
-}
-
-/// A pod its controller made from a template trainplace admitted: the pod carries a
-/// mark that verifies against its own namespace, job label, owner kind and judged
-/// fields (see `mark.rs`). Such a pod was judged at submit time with the submitter's
-/// identity and is not judged again for layout. The caller also checks that a trusted
-/// controller is asking. Anything else, a forged or copied mark included, is judged;
-/// so is a pod whose own launcher says its job has more pods than the mark vouches
-/// for, and one whose job the inventory already shows in another zone.
-fn judged_upstream(object: &Value, kind: Kind, who: &Requester<'_>, policy: &Policy) -> bool {
-    let (Kind::Pod, Some(keys), Some(mark)) = (kind, who.marks, annotation(object, ADMITTED))
-    else {
-        return false;
-    };
-    let Some(owner_kind) = crate::json::items(object, &["metadata", "ownerReferences"])
-        .iter()
-        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
-        .and_then(|o| o.get("kind")?.as_str())
-    else {
-        return false;
-    };
-    let Ok(view) = PodView::read(object, "spec", &policy.catalog) else {
-        return false;
-    };
-    let digest = crate::mark::digest(&view);
-    let namespace =
-        crate::json::str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
-    let labels = view.labels();
-    let verified = JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
-        let value = labels.get(*key)?;
-        let claim = Claim {
-            namespace,
-            identity: (key, value),
-            owner_kind,
-            digest,
-            pods: 0,
-        };
-        keys.verify(mark, &claim)
-            .map(|pods| (*key, value.as_str(), pods))
-    });
-    let Some((key, value, pods)) = verified else {
-        return false;
-    };
-    let per_pod = view.accelerators().map_or(0, |(_, n)| n);
-    let launched = crate::recognize::job_size(&view, per_pod, policy.recognizers());
-    let larger = match launched {
-        _ if pods == 0 => false,
-        Some(crate::recognize::JobSize::Pods(n)) => n > pods,
-        Some(crate::recognize::JobSize::Several) => pods <= 1,
-        None => false,
-    };
-    !larger && !placed_apart(object, namespace, (key, value), who)
-}
-
-/// Whether the inventory shows the pod's job in more than one zone, or in a zone other
-/// than the one this pod runs in (its node) or is pinned to.
-fn placed_apart(
-    object: &Value,
-    namespace: &str,
-    (key, value): (&str, &str),
-    who: &Requester<'_>,
-) -> bool {
-    let Some(inv) = who.inventory else {
-        return false;
-    };
-    let Some(zones) = inv.sibling_zones(namespace, key, value) else {
-        return false;
-    };
-    let node = crate::json::str_at(object, &["spec", "nodeName"]).and_then(|n| inv.node_zone(n));
-    let pinned = crate::classify::zones(object, Some((key, value))).pinned;
-    let at = node
-        .map(String::from)
-        .or_else(|| pinned.map(|z| inv.zone_name(&z).to_string()));
-    zones.len() > 1 || at.is_some_and(|z| !zones.contains(&z))
 }
 
 /// Write one judged template's layout, the Kueue topology ask and the explanation.

@@ -59,6 +59,7 @@ mod selection;
 mod split_zones;
 mod trainjob;
 mod update;
+mod upstream;
 pub mod vap;
 mod verdict;
 mod workload;

@@ -360,3 +360,69 @@ fn a_valid_mark_does_not_hide_a_job_already_in_two_zones() {
         v.findings
     );
 }
+
+/// A controller's own request: the JobSet controller creates the child Jobs of a JobSet
+/// admitted with the submitter's partial-node grant. The child Job's template carries the
+/// JobSet template's mark; it verifies, so the Job is left as admitted. The same Job
+/// from a user is judged with the user's grants, and a child whose template was edited
+/// is judged too.
+#[test]
+fn a_jobsets_child_job_from_its_controller_is_left_as_admitted() {
+    let k = keys("k1", 7);
+    let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "llama", "namespace": "research",
+            "annotations": {"trainplace.io/allow-partial-node": "true"}},
+        "spec": {"replicatedJobs": [{"name": "node", "replicas": 4, "template": {"spec": {
+            "parallelism": 2, "completions": 2, "template": {
+                "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+                "spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "trainer", "image": "train:1",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}]}});
+    let groups = ["ml-researchers".to_string()];
+    let submit = Requester {
+        namespace: "research",
+        groups: &groups,
+        marks: Some(&k),
+        ..Default::default()
+    };
+    let v = evaluate(&jobset, &policy(), &submit).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    let job_spec = v.object["spec"]["replicatedJobs"][0]["template"]["spec"].clone();
+    let mut child = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "llama-node-0", "namespace": "research",
+            "labels": {"jobset.sigs.k8s.io/jobset-name": "llama"},
+            "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                "name": "llama", "uid": "1", "controller": true}]},
+        "spec": job_spec});
+    // The JobSet controller labels the pod template with the JobSet's name.
+    child["spec"]["template"]["metadata"]["labels"] = json!({"jobset.sigs.k8s.io/jobset-name": "llama", "jobset.sigs.k8s.io/replicatedjob-name": "node"});
+    let judge_as = |object: &Value, group: &str| {
+        let groups = [group.to_string()];
+        let who = Requester {
+            namespace: "research",
+            groups: &groups,
+            marks: Some(&k),
+            ..Default::default()
+        };
+        let v = evaluate(object, &policy(), &who).unwrap();
+        let trusted = v.notes.iter().any(|n| n.contains("left as admitted"));
+        (v.allowed, trusted)
+    };
+    assert_eq!(
+        judge_as(&child, "system:serviceaccounts:jobset-system"),
+        (true, true),
+        "the JobSet controller's child Job was not left as admitted"
+    );
+    assert!(
+        !judge_as(&child, "system:authenticated").1,
+        "a user's copy was trusted"
+    );
+    let mut edited = child.clone();
+    edited["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
+        json!(2);
+    assert!(
+        !judge_as(&edited, "system:serviceaccounts:jobset-system").1,
+        "an edited child Job kept the trust"
+    );
+}
