@@ -6,9 +6,10 @@ use jiff::Timestamp;
 use serde::Serialize;
 use trainplace_engine::InstanceProfile;
 
-use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, EKS_SCALE_DOWN_MINUTES, choose_blocks};
+use crate::capacity::{
+    BlockChoice, BlockNeed, BlockPlan, EKS_SCALE_DOWN_MINUTES, block_lengths, choose_blocks,
+};
 use crate::plan::{CapacityPlan, Facts};
-use crate::recommend::block_lengths;
 use crate::request::Request;
 use crate::shape::Shape;
 

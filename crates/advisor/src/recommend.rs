@@ -6,6 +6,7 @@ use trainplace_engine::{Catalog, InstanceProfile};
 
 use crate::aws::instance_types::disagreements;
 use crate::bandwidth::{Bandwidth, bandwidth};
+pub use crate::capacity::block_lengths;
 use crate::capacity::{
     BlockChoice, BlockNeed, BlockPlan, block_hours_for, block_sizes, choose_blocks, choose_held,
 };
@@ -527,16 +528,6 @@ fn on_blocks(block_hours: u32, blocks: BlockPlan) -> (CapacityPlan, Option<Strin
         },
         Some(zone),
     )
-}
-
-/// The chosen blocks' lengths as sold: `168 h`, or `168 h + 192 h`.
-pub fn block_lengths(plan: &BlockPlan) -> String {
-    let hours: Vec<String> = plan
-        .offerings
-        .iter()
-        .map(|o| format!("{} h", o.duration_hours))
-        .collect();
-    hours.join(" + ")
 }
 
 fn block_ids(plan: &BlockPlan) -> String {

@@ -127,6 +127,16 @@ pub struct BlockPlan {
     pub total_fee_usd: f64,
 }
 
+/// The chosen blocks' lengths as sold: `168 h`, or `168 h + 192 h`.
+pub fn block_lengths(plan: &BlockPlan) -> String {
+    let hours: Vec<String> = plan
+        .offerings
+        .iter()
+        .map(|o| format!("{} h", o.duration_hours))
+        .collect();
+    hours.join(" + ")
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum BlockChoice {
     Fit(BlockPlan),
