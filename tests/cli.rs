@@ -89,7 +89,7 @@ fn json_output_shape_and_patch() {
             "-f",
             "examples/pods/llama3-jobset-pods.yaml",
             "-o",
-            "json",
+            "report-json",
         ],
         None,
     );
@@ -148,7 +148,8 @@ fn mutate_yaml_and_diff() {
         ],
         None,
     );
-    assert_eq!(d.status.code(), Some(0), "{}", text(&d.stderr));
+    // Changes: exit 1, as kubectl diff.
+    assert_eq!(d.status.code(), Some(1), "{}", text(&d.stderr));
     let diff = text(&d.stdout);
     assert!(
         diff.contains("--- a/Pod team-a/llama3-8b-node-0-0-x0k2p"),
@@ -427,7 +428,7 @@ fn mixed_kinds_in_one_file() {
         all.extend(std::fs::read(f).unwrap());
         all.extend(b"\n---\n");
     }
-    let o = run(&["mutate", "-f", "-", "-o", "json"], Some(&all));
+    let o = run(&["mutate", "-f", "-", "-o", "report-json"], Some(&all));
     assert_eq!(o.status.code(), Some(1), "one PyTorchJob is denied");
     let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(entries.len(), names.len());
@@ -456,7 +457,8 @@ fn mixed_kinds_in_one_file() {
         &["mutate", "-f", "examples/workloads/jobset.yaml", "--diff"],
         None,
     );
-    assert_eq!(d.status.code(), Some(0), "{}", text(&d.stderr));
+    // Changes: exit 1, as kubectl diff.
+    assert_eq!(d.status.code(), Some(1), "{}", text(&d.stderr));
     assert!(
         text(&d.stdout).contains("+            hostIPC: true"),
         "{}",

@@ -80,7 +80,7 @@ fn every_upstream_manifest_is_judged_without_input_errors() {
             .to_string();
         for cmd in ["check", "mutate"] {
             let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
-                .args([cmd, "-f", path.to_str().unwrap(), "-o", "json"])
+                .args([cmd, "-f", path.to_str().unwrap(), "-o", "report-json"])
                 .output()
                 .unwrap();
             let err = String::from_utf8_lossy(&o.stderr);
@@ -157,7 +157,7 @@ fn mutation_never_makes_a_valid_core_object_invalid() {
     let (mut before, mut after) = (Vec::new(), Vec::new());
     for (i, path) in manifests().iter().enumerate() {
         let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
-            .args(["mutate", "-f", path.to_str().unwrap(), "-o", "json"])
+            .args(["mutate", "-f", path.to_str().unwrap(), "-o", "report-json"])
             .output()
             .unwrap();
         let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
@@ -256,7 +256,7 @@ fn upstream_paddle_gpu_example_is_laid_out_on_p5() {
     let file = dir.path().join("paddle.yaml");
     std::fs::write(&file, annotated).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
-        .args(["mutate", "-f", file.to_str().unwrap(), "-o", "json"])
+        .args(["mutate", "-f", file.to_str().unwrap(), "-o", "report-json"])
         .output()
         .unwrap();
     let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();

@@ -136,7 +136,7 @@ fn mutate_output_reads_back_the_same_in_kubectl_pyyaml_and_yaml_1_2() {
         let input = manifest_of(path, scratch.path());
         let input = input.to_str().unwrap();
         let yaml = trainplace(&["mutate", "-f", input]);
-        let json = trainplace(&["mutate", "-f", input, "-o", "json"]);
+        let json = trainplace(&["mutate", "-f", input, "-o", "report-json"]);
         let name = path.strip_prefix(root()).unwrap().display().to_string();
         assert_ne!(
             yaml.status.code(),
@@ -263,7 +263,7 @@ fn trainplace_reads_yaml_as_kubectl_does() {
     assert!(all.len() > 45, "only {} manifests", all.len());
     for path in &all {
         let name = path.strip_prefix(root()).unwrap().display().to_string();
-        let o = trainplace(&["mutate", "-f", path.to_str().unwrap(), "-o", "json"]);
+        let o = trainplace(&["mutate", "-f", path.to_str().unwrap(), "-o", "report-json"]);
         let entries: Vec<Value> = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{name}: {e}: {}", text(&o.stderr)));
         let theirs = kubectl_reading(path);
@@ -289,7 +289,7 @@ fn the_yaml_11_fixture_means_what_kubectl_means() {
         "-f",
         "tests/fixtures/yaml11/scalars.yaml",
         "-o",
-        "json",
+        "report-json",
     ]);
     let entries: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
     let pod = &entries[0]["object"];

@@ -25,6 +25,13 @@ pub struct AuditArgs {
     /// Audit `kubectl get ... -o json|yaml` output instead of the live cluster.
     #[arg(long, value_name = "FILE")]
     pub from: Option<String>,
+    /// The kubeconfig file to read the cluster through (live mode); default: $KUBECONFIG,
+    /// else ~/.kube/config, else the in-cluster service account.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (live mode); default: its current context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
     /// Only this namespace (live mode); default: all namespaces.
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
@@ -97,7 +104,8 @@ const CLUSTER_SCOPED: [&str; 2] = ["Namespace", "ClusterTrainingRuntime"];
 
 /// List the live objects (and the inventory) through the kubeconfig.
 async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<String>)> {
-    let client = kube::Client::try_default().await?;
+    let client = kube::Client::try_from(client_config(args).await?)?;
+    let progress = Progress::new(KINDS.len() + 2);
     let mut docs = Vec::new();
     let mut notes = Vec::new();
     let mut namespaces = Vec::new();
@@ -110,6 +118,7 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
             }
             _ => Api::all_with(client.clone(), &ar),
         };
+        progress.step(plural);
         match api.list(&ListParams::default()).await {
             Ok(list) => {
                 for o in list.items {
@@ -136,6 +145,7 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
         client.clone(),
         &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Node"), "nodes"),
     );
+    progress.step("nodes");
     let node_values: Vec<Value> = nodes
         .list(&ListParams::default())
         .await?
@@ -157,7 +167,10 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
             "ec2nodeclasses",
         ),
     );
-    match classes.list(&ListParams::default()).await {
+    progress.step("ec2nodeclasses");
+    let listed = classes.list(&ListParams::default()).await;
+    progress.done();
+    match listed {
         Ok(list) => snapshot
             .reservations_mut()
             .add_ec2nodeclasses(&json!({ "items": serde_json::to_value(&list.items)? })),
@@ -167,6 +180,60 @@ async fn live(args: &AuditArgs) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<
     // TrainJobs are judged with the runtimes they name.
     snapshot.add_runtimes(docs.iter().map(|d| &d.object));
     Ok((docs, snapshot, notes))
+}
+
+/// The client configuration: `--kubeconfig` and `--context` when given, else what
+/// kubectl would use.
+async fn client_config(args: &AuditArgs) -> anyhow::Result<kube::Config> {
+    let options = kube::config::KubeConfigOptions {
+        context: args.context.clone(),
+        ..Default::default()
+    };
+    Ok(match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| anyhow::anyhow!("--kubeconfig {}: {e}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?
+        }
+        None if args.context.is_some() => kube::Config::from_kubeconfig(&options).await?,
+        None => kube::Config::infer().await?,
+    })
+}
+
+/// Progress of a live audit on stderr, only when stderr is a terminal (a script's
+/// stderr stays for errors): which list is being read, overwritten in place.
+struct Progress {
+    on: bool,
+    total: usize,
+    done: std::cell::Cell<usize>,
+}
+
+impl Progress {
+    fn new(total: usize) -> Self {
+        use std::io::IsTerminal;
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            total,
+            done: std::cell::Cell::new(0),
+        }
+    }
+
+    fn step(&self, what: &str) {
+        self.done.set(self.done.get() + 1);
+        if self.on {
+            super::out::stderr(format_args!(
+                "\r\x1b[2Kaudit: listing {what} ({}/{})",
+                self.done.get(),
+                self.total
+            ));
+        }
+    }
+
+    fn done(&self) {
+        if self.on {
+            super::out::stderr(format_args!("\r\x1b[2K"));
+        }
+    }
 }
 
 /// What an audit judges: the policy, the objects, the cluster's inventory, and notes
@@ -237,7 +304,12 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
 /// message printed).
 fn load(args: &AuditArgs) -> anyhow::Result<Result<Audited, ExitCode>> {
     let (policy, docs, snapshot, notes) = match &args.from {
-        Some(file) => match Inputs::load(&args.policy, file, args.cluster.as_deref()) {
+        Some(file) => match Inputs::load(
+            &args.policy,
+            std::slice::from_ref(file),
+            false,
+            args.cluster.as_deref(),
+        ) {
             Ok(i) => (i.policy, i.docs, i.inventory, Vec::new()),
             Err(code) => return Ok(Err(code)),
         },

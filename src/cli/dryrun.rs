@@ -7,29 +7,54 @@ use serde::Serialize;
 use serde_json::Value;
 use trainplace_engine::{Finding, Verdict};
 
+use super::annotation_names;
 use super::judge::{Submitter, judge};
 use super::out;
 use super::render::{self, ObjectReport};
 use super::{ExitCode, Inputs, PolicyArgs};
 
+/// `-o`: what is printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
+    /// The report for people: each object's verdict, findings, fixes and changes.
     Text,
+    /// mutate: the objects that may be applied, as a YAML stream (the default);
+    /// check: the report as YAML (as report-yaml).
     Yaml,
+    /// mutate: the objects that may be applied, as a `kind: List`; check: the report
+    /// as JSON (as report-json).
     Json,
+    /// `resource.group/name` of each object (mutate: each object that may be applied),
+    /// as `kubectl -o name` prints them.
+    Name,
+    /// The report as JSON: one entry per object (kind, name, namespace, allowed,
+    /// warnings, reasons, patch, object, findings, changes).
+    ReportJson,
+    /// The report as YAML.
+    ReportYaml,
 }
 
 #[derive(Debug, Args)]
 pub struct DryRunArgs {
-    /// Manifest file (YAML, multi-document YAML, JSON, or a List); `-` reads stdin.
-    #[arg(short = 'f', long = "filename")]
-    pub file: String,
+    /// Manifest file or directory (YAML, multi-document YAML, JSON, or a List); `-`
+    /// reads stdin. Repeat for more; a directory is read as kubectl reads it.
+    #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
+    pub files: Vec<String>,
+    /// Read directories given with -f into their subdirectories too (as kubectl -R).
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
     /// Output format (check: text; mutate: yaml).
     #[arg(short = 'o', long)]
     pub output: Option<Output>,
-    /// mutate: show a unified diff of each object instead of the objects.
-    #[arg(long)]
+    /// A unified diff of each object against what the webhook would make of it, on
+    /// stdout (the report on stderr). Exits 1 when any object would change, as
+    /// `kubectl diff` does (or when one is denied), 0 when none would.
+    #[arg(long, conflicts_with = "output")]
     pub diff: bool,
+    /// Exit 1 when any object gets a warning (a finding in warn mode, or an unknown
+    /// trainplace.io/ annotation), for CI.
+    #[arg(long)]
+    pub warnings_as_errors: bool,
     /// Namespace for objects that do not name one.
     #[arg(short = 'n', long, default_value = "default")]
     pub namespace: String,
@@ -91,12 +116,14 @@ fn parse_labels(text: &str) -> Result<BTreeMap<String, String>, String> {
         .collect()
 }
 
-/// One entry of `-o json`.
+/// One entry of `-o report-json`.
 #[derive(Debug, Serialize)]
 pub struct JsonEntry<'a> {
     pub kind: &'a str,
     pub name: &'a str,
-    pub namespace: &'a str,
+    /// Absent for cluster-scoped objects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<&'a str>,
     pub allowed: bool,
     pub warnings: Vec<String>,
     pub reasons: Vec<String>,
@@ -111,7 +138,12 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
         policy,
         docs,
         inventory,
-    } = match Inputs::load(&args.policy, &args.file, args.cluster.as_deref()) {
+    } = match Inputs::load(
+        &args.policy,
+        &args.files,
+        args.recursive,
+        args.cluster.as_deref(),
+    ) {
         Ok(i) => i,
         Err(code) => return Ok(code),
     };
@@ -130,9 +162,13 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
         now: Some(args.now.unwrap_or_else(jiff::Timestamp::now)),
     };
     let verdicts = judge(&docs, &policy, &submitter);
-    let output = args
-        .output
-        .unwrap_or(if mutate { Output::Yaml } else { Output::Text });
+    let mut annotation_warnings = 0;
+    for (d, v) in docs.iter().zip(&verdicts) {
+        for w in annotation_names::warnings(&d.object) {
+            stderr!("warning: {}: {w}", render::title(v));
+            annotation_warnings += 1;
+        }
+    }
     let reports: Vec<ObjectReport<'_>> = docs
         .iter()
         .zip(&verdicts)
@@ -141,38 +177,58 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
             verdict: v,
         })
         .collect();
-    match (output, mutate && args.diff) {
-        (_, true) => {
-            out::print(&render::diffs(&reports))?;
-            out::stderr(format_args!("{}", render::text(&reports, false)));
+    if args.diff {
+        out::print(&render::diffs(&reports))?;
+        out::stderr(format_args!("{}", render::text(&reports, false)));
+        let changed = verdicts.iter().any(|v| !v.patch.0.is_empty());
+        return Ok(if changed || verdicts.iter().any(|v| !v.allowed) {
+            ExitCode::Denied
+        } else {
+            ExitCode::Ok
+        });
+    }
+    let output = args
+        .output
+        .unwrap_or(if mutate { Output::Yaml } else { Output::Text });
+    let report = || -> Vec<JsonEntry<'_>> { verdicts.iter().map(json_entry).collect() };
+    match output {
+        Output::ReportJson | Output::Json if !mutate || output == Output::ReportJson => {
+            out::print(&(serde_json::to_string_pretty(&report())? + "\n"))?;
         }
-        (Output::Json, _) => {
-            let entries: Vec<JsonEntry<'_>> = verdicts.iter().map(json_entry).collect();
-            out::print(&(serde_json::to_string_pretty(&entries)? + "\n"))?;
+        Output::ReportYaml | Output::Yaml if !mutate || output == Output::ReportYaml => {
+            out::print(&render::yaml(&serde_json::to_value(report())?))?;
         }
-        (Output::Yaml, _) if mutate => {
-            out::print(&render::objects_yaml(&verdicts))?;
+        Output::Text => out::print(&render::text(&reports, true))?,
+        Output::Name if !mutate => out::print(&render::names(verdicts.iter()))?,
+        // mutate: the objects that may be applied; the report and what was held back
+        // on stderr.
+        Output::Yaml | Output::Json | Output::Name => {
+            let allowed = verdicts.iter().filter(|v| v.allowed);
+            out::print(&match output {
+                Output::Json => render::objects_list_json(allowed),
+                Output::Name => render::names(allowed),
+                _ => render::objects_yaml(&verdicts),
+            })?;
             out::stderr(format_args!("{}", render::text(&reports, false)));
             out::stderr(format_args!("{}", render::withheld(&verdicts)));
         }
-        (Output::Yaml, _) => {
-            let entries: Vec<JsonEntry<'_>> = verdicts.iter().map(json_entry).collect();
-            out::print(&render::yaml(&serde_json::to_value(&entries)?))?;
-        }
-        (Output::Text, _) => out::print(&render::text(&reports, true))?,
+        Output::ReportJson | Output::ReportYaml => unreachable!("matched above"),
     }
-    Ok(if verdicts.iter().all(|v| v.allowed) {
-        ExitCode::Ok
-    } else {
-        ExitCode::Denied
-    })
+    let warned = annotation_warnings > 0 || verdicts.iter().any(|v| !v.warnings().is_empty());
+    Ok(
+        if verdicts.iter().all(|v| v.allowed) && !(args.warnings_as_errors && warned) {
+            ExitCode::Ok
+        } else {
+            ExitCode::Denied
+        },
+    )
 }
 
 pub fn json_entry(v: &Verdict) -> JsonEntry<'_> {
     JsonEntry {
         kind: &v.kind,
         name: &v.name,
-        namespace: &v.namespace,
+        namespace: (!render::cluster_scoped(&v.object)).then_some(v.namespace.as_str()),
         allowed: v.allowed,
         warnings: v.warnings(),
         reasons: v.reasons(),

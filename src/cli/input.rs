@@ -36,11 +36,35 @@ pub struct Document {
     pub object: Value,
 }
 
+/// What `-f PATH...` read: the documents, in order, and the subdirectories left out
+/// (a directory's subdirectories are read only with `-R`, as kubectl does).
+#[derive(Debug, Default)]
+pub struct ReadFiles {
+    pub docs: Vec<Document>,
+    pub not_read: Vec<String>,
+}
+
+/// Read every path of `-f` (repeatable), in order; `recursive` walks directories into
+/// their subdirectories (`-R`).
+pub fn read_all(paths: &[String], recursive: bool) -> Result<ReadFiles, InputError> {
+    let mut read = ReadFiles::default();
+    for path in paths {
+        read_into(path, recursive, &mut read)?;
+    }
+    Ok(read)
+}
+
 /// Read `path` (`-` = stdin) into its documents. A directory is read as kubectl reads
 /// `-f DIR`: its `.yaml`, `.yml` and `.json` files (not subdirectories), by name.
 pub fn read(path: &str) -> Result<Vec<Document>, InputError> {
+    let mut read = ReadFiles::default();
+    read_into(path, false, &mut read)?;
+    Ok(read.docs)
+}
+
+fn read_into(path: &str, recursive: bool, read: &mut ReadFiles) -> Result<(), InputError> {
     if path != "-" && std::path::Path::new(path).is_dir() {
-        return read_dir(path);
+        return read_dir(path, recursive, read);
     }
     let source_name = if path == "-" {
         "<stdin>".to_string()
@@ -57,36 +81,69 @@ pub fn read(path: &str) -> Result<Vec<Document>, InputError> {
         source_name: source_name.clone(),
         message: e.to_string(),
     })?;
-    parse(&text, &source_name)
+    read.docs.extend(parse(&text, &source_name)?);
+    Ok(())
 }
 
-fn read_dir(dir: &str) -> Result<Vec<Document>, InputError> {
+/// A directory's manifest files by name; its subdirectories in that order too with
+/// `recursive` (files and subdirectories interleaved by name, as kubectl walks them),
+/// else listed in `read.not_read`.
+fn read_dir(dir: &str, recursive: bool, read: &mut ReadFiles) -> Result<(), InputError> {
+    let mut files = Vec::new();
+    manifest_files(
+        std::path::Path::new(dir),
+        recursive,
+        &mut files,
+        &mut read.not_read,
+    )?;
+    if files.is_empty() {
+        let hint = if read.not_read.is_empty() {
+            ""
+        } else {
+            " (its subdirectories are read with -R)"
+        };
+        return Err(InputError::Read {
+            source_name: dir.to_string(),
+            message: format!("a directory with no .yaml, .yml or .json files{hint}"),
+        });
+    }
+    for file in files {
+        read_into(&file.to_string_lossy(), false, read)?;
+    }
+    Ok(())
+}
+
+fn manifest_files(
+    dir: &std::path::Path,
+    recursive: bool,
+    files: &mut Vec<std::path::PathBuf>,
+    not_read: &mut Vec<String>,
+) -> Result<(), InputError> {
     let failed = |e: std::io::Error| InputError::Read {
-        source_name: dir.to_string(),
+        source_name: dir.display().to_string(),
         message: e.to_string(),
     };
-    let mut files: Vec<_> = std::fs::read_dir(dir)
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(failed)?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| {
-            p.is_file()
-                && p.extension()
-                    .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
-        })
         .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(InputError::Read {
-            source_name: dir.to_string(),
-            message: "a directory with no .yaml, .yml or .json files".into(),
-        });
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            if recursive {
+                manifest_files(&p, true, files, not_read)?;
+            } else {
+                not_read.push(p.display().to_string());
+            }
+        } else if p.is_file()
+            && p.extension()
+                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+        {
+            files.push(p);
+        }
     }
-    let mut docs = Vec::new();
-    for file in files {
-        docs.extend(read(&file.to_string_lossy())?);
-    }
-    Ok(docs)
+    Ok(())
 }
 
 pub fn parse(text: &str, source_name: &str) -> Result<Vec<Document>, InputError> {

@@ -9,6 +9,7 @@ macro_rules! stderr {
 }
 
 pub mod advise;
+mod annotation_names;
 pub mod audit;
 pub mod diagnose;
 pub mod dryrun;
@@ -85,7 +86,8 @@ impl Inputs {
     /// Load everything, printing the first problem; `Err` carries the exit code.
     pub fn load(
         policy: &PolicyArgs,
-        file: &str,
+        files: &[String],
+        recursive: bool,
         cluster: Option<&std::path::Path>,
     ) -> Result<Self, ExitCode> {
         fn usable<T, E: std::fmt::Display>(r: Result<T, E>) -> Result<T, ExitCode> {
@@ -94,9 +96,14 @@ impl Inputs {
                 ExitCode::BadInput
             })
         }
+        let policy = usable(policy.load())?;
+        let read = usable(input::read_all(files, recursive))?;
+        for dir in &read.not_read {
+            stderr!("note: {dir}: a subdirectory, not read (-R reads subdirectories)");
+        }
         Ok(Inputs {
-            policy: usable(policy.load())?,
-            docs: usable(input::read(file))?,
+            policy,
+            docs: read.docs,
             inventory: cluster
                 .map(|d| usable(crate::inventory::files::load_dir(d)))
                 .transpose()?,

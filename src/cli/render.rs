@@ -11,13 +11,54 @@ pub struct ObjectReport<'a> {
     pub verdict: &'a Verdict,
 }
 
-fn title(v: &Verdict) -> String {
+/// `Kind namespace/name`, or `Kind name` for a cluster-scoped object.
+pub fn title(v: &Verdict) -> String {
     let name = if v.name.is_empty() {
         "(unnamed)"
     } else {
         &v.name
     };
-    format!("{} {}/{}", v.kind, v.namespace, name)
+    if cluster_scoped(&v.object) {
+        format!("{} {name}", v.kind)
+    } else {
+        format!("{} {}/{}", v.kind, v.namespace, name)
+    }
+}
+
+/// Kinds that have no namespace: the API server's cluster-scoped resources among what
+/// manifests carry next to training jobs (core, RBAC, admission, storage, scheduling,
+/// DRA, CRDs) and the training and node-provisioning CRDs that are cluster-scoped.
+const CLUSTER_SCOPED: [&str; 24] = [
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "StorageClass",
+    "CSIDriver",
+    "CSINode",
+    "VolumeAttachment",
+    "PriorityClass",
+    "RuntimeClass",
+    "IngressClass",
+    "DeviceClass",
+    "ResourceSlice",
+    "ClusterTrainingRuntime",
+    "NodePool",
+];
+
+/// Whether the object is of a cluster-scoped kind (Karpenter's EC2NodeClass too).
+pub fn cluster_scoped(object: &Value) -> bool {
+    let kind = object["kind"].as_str().unwrap_or("");
+    CLUSTER_SCOPED.contains(&kind) || kind == "EC2NodeClass"
 }
 
 /// The per-object report. `with_changes` lists each change (check); mutate prints
@@ -73,6 +114,32 @@ pub fn objects_yaml(verdicts: &[Verdict]) -> String {
     for v in verdicts.iter().filter(|v| v.allowed) {
         s.push_str("---\n");
         s.push_str(&yaml(&v.object));
+    }
+    s
+}
+
+/// The objects as one `kind: List` (what `kubectl get -o json` prints for several).
+pub fn objects_list_json<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> String {
+    let items: Vec<&Value> = verdicts.map(|v| &v.object).collect();
+    let list =
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items});
+    serde_json::to_string_pretty(&list).unwrap_or_default() + "\n"
+}
+
+/// `resource.group/name` per object, as `kubectl -o name` prints it: the kind in lower
+/// case, the API group unless it is the core group.
+pub fn names<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> String {
+    let mut s = String::new();
+    for v in verdicts {
+        let group = v.object["apiVersion"]
+            .as_str()
+            .and_then(|api| api.split_once('/'))
+            .map(|(group, _)| group);
+        let resource = v.kind.to_lowercase();
+        let _ = match group {
+            Some(group) => writeln!(s, "{resource}.{group}/{}", v.name),
+            None => writeln!(s, "{resource}/{}", v.name),
+        };
     }
     s
 }
