@@ -2,7 +2,8 @@
 //! resolves: `mdbook build docs` succeeds (mdBook pinned and installed by
 //! scripts/test-deps.sh; missing, the test fails and says so), every page under docs/
 //! is in docs/SUMMARY.md, and every relative link in docs/*.md and README.md names a
-//! file that exists and, with `#anchor`, a heading that page has.
+//! file that exists and, with `#anchor`, a heading that page has. The policy page's key
+//! table lists every key the Policy reader accepts.
 
 mod common;
 
@@ -88,6 +89,54 @@ fn every_internal_link_and_anchor_resolves() {
         broken.extend(check_file(file));
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// docs/policy.md's table names every key the Policy file reader accepts, as the reader
+/// itself lists them: `trainplace policy check` on a file with an unknown key in a
+/// section answers with that section's keys (kebab-case spellings aside: deprecated).
+#[test]
+fn the_policy_page_lists_every_key() {
+    let page = std::fs::read_to_string(root().join("docs/policy.md")).unwrap();
+    let sections: [(&str, &str, &str); 7] = [
+        ("", "bogus: 1\n", "`"),
+        ("defaults", "defaults: {bogus: 1}\n", "`defaults."),
+        ("rules", "rules: {bogus: 1}\n", "`rules."),
+        ("mutations", "mutations: {bogus: 1}\n", "`mutations."),
+        ("optIns", "optIns: {bogus: 1}\n", "`optIns."),
+        ("recognizers", "recognizers: {bogus: 1}\n", "`recognizers."),
+        ("namespaces", "namespaces: [{bogus: 1}]\n", "`namespaces[]."),
+    ];
+    for (section, body, prefix) in sections {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("policy.yaml"),
+            format!("apiVersion: trainplace.io/v1alpha1\nkind: Policy\n{body}"),
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["policy", "check"])
+            .arg(dir.path())
+            .output()
+            .expect("trainplace runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let list = err
+            .split_once("expected one of ")
+            .unwrap_or_else(|| panic!("{section}: no key list in {err}"))
+            .1;
+        let list = list.split(" at line").next().unwrap();
+        let keys: Vec<&str> = list
+            .split(", ")
+            .map(|k| k.trim().trim_matches('`'))
+            .filter(|k| !k.contains('-'))
+            .collect();
+        assert!(keys.len() > 2, "{section}: {keys:?}");
+        for key in keys {
+            assert!(
+                page.contains(&format!("{prefix}{key}")),
+                "docs/policy.md does not list {prefix}{key}`"
+            );
+        }
+    }
 }
 
 /// The checker catches what it is for: a missing file, a missing anchor (on another
