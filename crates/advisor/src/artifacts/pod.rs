@@ -1,4 +1,4 @@
-//! The pod template in the recommended layout (README, "What the webhook writes"): one pod per node with all
+//! The pod template in the recommended layout (docs/rules.md, "What it writes"): one pod per node with all
 //! accelerators and all EFA, hostIPC, IPC_LOCK, memory-backed /dev/shm, tolerations,
 //! instance type and zone pinned, one pod per node. Written so the webhook engine has
 //! nothing left to change.
