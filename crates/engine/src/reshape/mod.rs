@@ -74,63 +74,7 @@ pub(crate) fn apply(
     if kind == Kind::TrainJob {
         return trainjob::reshape(object, ctx, verdict, ops);
     }
-    let mut gpu_sites = Vec::new();
-    let mut instance = None;
-    for site in sites {
-        let Some(t) = object.pointer(&site.pointer) else {
-            continue;
-        };
-        let view = PodView::read(t, &site.field, &ctx.eff.policy.catalog)?;
-        let Class::Training(shape) = classify(
-            &view,
-            &SiteHints {
-                pods: Some(2),
-                ..site.hints.clone()
-            },
-            ctx.eff,
-            ctx.who.inventory,
-        ) else {
-            continue;
-        };
-        let Target::Known(inst, _) = shape.target else {
-            refuse(
-                verdict,
-                &site.field,
-                "reshape needs a known instance type for every GPU template.".into(),
-                "pin one instance type from the catalog.".into(),
-            );
-            return Ok(false);
-        };
-        if instance.is_some_and(|i: &crate::InstanceProfile| i.name != inst.name) {
-            refuse(
-                verdict,
-                &site.field,
-                "GPU templates target different instance types.".into(),
-                "use one instance type for the whole job.".into(),
-            );
-            return Ok(false);
-        }
-        instance = Some(inst);
-        let devices = view
-            .device_containers()
-            .filter(|c| c.accelerators.is_some())
-            .count();
-        if devices > 1 {
-            refuse(
-                verdict,
-                &site.field,
-                "more than one container asks for GPUs; trainplace will not split them.".into(),
-                "reshape by hand.".into(),
-            );
-            return Ok(false);
-        }
-        gpu_sites.push(GpuSite {
-            site,
-            per_pod: shape.per_pod,
-            pods: site.pods.unwrap_or(1),
-        });
-    }
-    let Some(inst) = instance else {
+    let Some((gpu_sites, inst)) = gpu_sites(object, sites, ctx, verdict)? else {
         return Ok(false);
     };
     let g = gpu_sites[0].per_pod;
@@ -177,6 +121,29 @@ pub(crate) fn apply(
             return Ok(false);
         }
     }
+    write(
+        object,
+        plan,
+        &gpu_sites,
+        (pods, g, new_pods, gpus),
+        inst,
+        verdict,
+        ops,
+    )?;
+    Ok(true)
+}
+
+/// Write the new sizes and templates, and say what was reshaped and why.
+fn write(
+    object: &mut Value,
+    plan: Vec<(String, Value)>,
+    gpu_sites: &[GpuSite<'_>],
+    (pods, g, new_pods, gpus): (u64, u32, u32, u64),
+    inst: &crate::InstanceProfile,
+    verdict: &mut Verdict,
+    ops: &mut Ops,
+) -> Result<(), ObjectError> {
+    let big = inst.accelerators;
     let mut lines = Vec::new();
     for (pointer, value) in plan {
         set_at(object, &pointer, value.clone(), ops);
@@ -185,7 +152,7 @@ pub(crate) fn apply(
             pointer.trim_start_matches('/').replace('/', ".")
         ));
     }
-    for s in &gpu_sites {
+    for s in gpu_sites {
         rewrite_template(object, s.site, new_pods, big, inst.max_efa, ops, &mut lines)?;
     }
     let why = format!(
@@ -199,7 +166,74 @@ pub(crate) fn apply(
         "{RESHAPE}: {why}. World size is unchanged, so per-device batch x world size is unchanged; ranks per node went from {g} to {big}: check settings that depend on local rank count."
     ));
     record(object, lines, &why, verdict, ops);
-    Ok(true)
+    Ok(())
+}
+
+/// The job's GPU templates and the one instance type they target; `None` (with the
+/// reason in the verdict, or nothing to do) when the job cannot be reshaped.
+fn gpu_sites<'s, 'c>(
+    object: &Value,
+    sites: &'s [Site],
+    ctx: &Ctx<'c, '_>,
+    verdict: &mut Verdict,
+) -> Result<Option<(Vec<GpuSite<'s>>, &'c crate::InstanceProfile)>, ObjectError> {
+    let mut gpu_sites = Vec::new();
+    let mut instance = None;
+    for site in sites {
+        let Some(t) = object.pointer(&site.pointer) else {
+            continue;
+        };
+        let view = PodView::read(t, &site.field, &ctx.eff.policy.catalog)?;
+        let Class::Training(shape) = classify(
+            &view,
+            &SiteHints {
+                pods: Some(2),
+                ..site.hints.clone()
+            },
+            ctx.eff,
+            ctx.who.inventory,
+        ) else {
+            continue;
+        };
+        let Target::Known(inst, _) = shape.target else {
+            refuse(
+                verdict,
+                &site.field,
+                "reshape needs a known instance type for every GPU template.".into(),
+                "pin one instance type from the catalog.".into(),
+            );
+            return Ok(None);
+        };
+        if instance.is_some_and(|i: &crate::InstanceProfile| i.name != inst.name) {
+            refuse(
+                verdict,
+                &site.field,
+                "GPU templates target different instance types.".into(),
+                "use one instance type for the whole job.".into(),
+            );
+            return Ok(None);
+        }
+        instance = Some(inst);
+        let devices = view
+            .device_containers()
+            .filter(|c| c.accelerators.is_some())
+            .count();
+        if devices > 1 {
+            refuse(
+                verdict,
+                &site.field,
+                "more than one container asks for GPUs; trainplace will not split them.".into(),
+                "reshape by hand.".into(),
+            );
+            return Ok(None);
+        }
+        gpu_sites.push(GpuSite {
+            site,
+            per_pod: shape.per_pod,
+            pods: site.pods.unwrap_or(1),
+        });
+    }
+    Ok(instance.map(|inst| (gpu_sites, inst)))
 }
 
 /// Why `pods x g` GPUs cannot become whole nodes, and the nearest shapes that can.
