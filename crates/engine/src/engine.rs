@@ -291,7 +291,9 @@ fn write_site(
     }
     let missing = || ObjectError::bad(&site.field, "missing");
     let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
-    let mut changes = identity_label(template, site, judgement, ctx, ops);
+    let mut changes: Vec<Change> = identity_label(template, site, judgement, ctx, ops)
+        .into_iter()
+        .collect();
     let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
     changes.extend(zone.and_then(|z| pin_zone(template, &site.pointer, z, ops)));
     let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
@@ -329,26 +331,19 @@ fn identity_label(
     judgement: &Judgement<'_>,
     ctx: &Ctx<'_, '_>,
     ops: &mut Ops,
-) -> Vec<Change> {
+) -> Option<Change> {
     let holds = ctx.eff.on(|m| m.zone_affinity) || ctx.eff.on(|m| m.node_anti_affinity);
-    let Some((key, value)) = judgement.identity() else {
-        return Vec::new();
-    };
+    let (key, value) = judgement.identity()?;
     if !holds || ![LABEL_JOB, LABEL_RENDEZVOUS].contains(&key) {
-        return Vec::new();
+        return None;
     }
-    let Some(mut labels) =
-        Cursor::root(template, &site.pointer).objects(&["metadata", "labels"], ops)
-    else {
-        return Vec::new();
-    };
-    if !labels.insert_missing(key, Value::String(value.to_string()), ops) {
-        return Vec::new();
-    }
-    vec![Change {
-        what: format!("label {key}={value}"),
-        why: "ties every pod of the job together, so one zone can hold them".into(),
-    }]
+    let mut labels = Cursor::root(template, &site.pointer).objects(&["metadata", "labels"], ops)?;
+    labels
+        .insert_missing(key, Value::String(value.to_string()), ops)
+        .then(|| Change {
+            what: format!("label {key}={value}"),
+            why: "ties every pod of the job together, so one zone can hold them".into(),
+        })
 }
 
 /// Sign the template as trainplace admitted it, so the controller's pods can show it.

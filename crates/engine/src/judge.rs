@@ -230,14 +230,8 @@ pub(crate) fn judge<'a>(
 /// mutating webhook writes is missing because that call was skipped or failed.
 fn unheld(judgement: &Judgement<'_>, ctx: &Ctx<'_, '_>) -> Option<Unheld> {
     let shape = &judgement.shape;
-    let z = &shape.zones;
-    let constrained = z.pinned.is_some()
-        || z.held
-        || z.anti
-        || z.spread
-        || z.allows_many.is_some()
-        || shape.clique_held;
-    if !shape.multi_pod || constrained || !ctx.eff.on(|m| m.zone_affinity) {
+    let held = shape.zones.held || shape.clique_held;
+    if !judgement.unconstrained() || held || !ctx.eff.on(|m| m.zone_affinity) {
         return None;
     }
     match shape.identity {
