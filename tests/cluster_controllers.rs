@@ -89,6 +89,25 @@ fn zones(sb: &Sandbox, pods: &[Value]) -> BTreeSet<String> {
         .collect()
 }
 
+/// An Indexed Job `name` of two 8-GPU pods on p5 in `ns`, once both are bound; its pods.
+fn two_whole_node_pods(sb: &Sandbox, ns: &str, name: &str) -> Vec<Value> {
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
+            "template": {"spec": {"restartPolicy": "Never",
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+                "containers": [{"name": "c", "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
+    let out = sb.apply(ns, &job.to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let selector = format!("batch.kubernetes.io/job-name={name}");
+    wait_until(Duration::from_secs(60), "2 pods bound", || {
+        let pods = sb.pods(ns, &selector);
+        pods.len() == 2 && scheduled(&pods)
+    });
+    sb.pods(ns, &selector)
+}
+
 #[test]
 fn an_opted_in_job_is_unsuspended_run_and_deleted_by_controllers_that_hold_no_grant() {
     let turn = turn();
@@ -143,24 +162,8 @@ fn a_running_pod_cannot_be_moved_to_another_job_by_its_labels() {
     let turn = turn();
     let sb = sb();
     let ns = turn.namespace("relabel");
-    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "llama", "namespace": ns},
-        "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
-            "template": {"spec": {"restartPolicy": "Never",
-                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
-                "containers": [{"name": "c", "image": "busybox",
-                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
-    let out = sb.apply(&ns, &job.to_string());
-    assert!(out.status.success(), "{}", stderr(&out));
-    let selector = "batch.kubernetes.io/job-name=llama";
-    wait_until(Duration::from_secs(60), "2 pods bound", || {
-        let pods = sb.pods(&ns, selector);
-        pods.len() == 2 && scheduled(&pods)
-    });
-    let pod = sb.pods(&ns, selector)[0]["metadata"]["name"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let bound = two_whole_node_pods(sb, &ns, "llama");
+    let pod = bound[0]["metadata"]["name"].as_str().unwrap().to_string();
     // Attack: relabel a bound pod so the job's next pod is no longer held with it.
     let out = sb.kubectl(&[
         "-n",
@@ -266,24 +269,8 @@ fn a_zone_named_by_its_id_is_the_same_zone_as_the_jobs_pods() {
     let turn = turn();
     let sb = sb();
     let ns = turn.namespace("zoneid");
-    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "gpt", "namespace": ns},
-        "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
-            "template": {"spec": {"restartPolicy": "Never",
-                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
-                "containers": [{"name": "c", "image": "busybox",
-                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
-    let out = sb.apply(&ns, &job.to_string());
-    assert!(out.status.success(), "{}", stderr(&out));
-    let selector = "batch.kubernetes.io/job-name=gpt";
-    wait_until(Duration::from_secs(60), "2 pods bound", || {
-        let pods = sb.pods(&ns, selector);
-        pods.len() == 2 && scheduled(&pods)
-    });
-    let node = sb.pods(&ns, selector)[0]["spec"]["nodeName"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let bound = two_whole_node_pods(sb, &ns, "gpt");
+    let node = bound[0]["spec"]["nodeName"].as_str().unwrap().to_string();
     let zone_id = sb.node_labels(&node)["topology.k8s.aws/zone-id"]
         .as_str()
         .unwrap()
