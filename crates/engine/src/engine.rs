@@ -3,20 +3,20 @@
 
 use serde_json::Value;
 
-use crate::annotations::{LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE, SKIP};
-use crate::edit::{Cursor, Ops};
+use crate::answer::mark::{ADMITTED, Claim};
 use crate::error::ObjectError;
-use crate::finding::{Finding, Rule};
-use crate::json::str_at;
-use crate::judge::{Ctx, Judgement, judge};
-use crate::layout::Change;
-use crate::mark::{ADMITTED, Claim};
-use crate::podspec::PodView;
-use crate::policy::{Mode, OptIn, Policy};
-use crate::requester::Requester;
-use crate::rules::{OptInState, opt_in_state};
-use crate::verdict::Verdict;
-use crate::workload::{Kind, Site, locate};
+use crate::facts::policy::{Mode, OptIn, Policy};
+use crate::facts::requester::Requester;
+use crate::judge::finding::{Finding, Rule};
+use crate::judge::judgement::{Ctx, Judgement, judge};
+use crate::judge::rules::{OptInState, opt_in_state};
+use crate::judge::verdict::Verdict;
+use crate::read::annotations::{LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE, SKIP};
+use crate::read::edit::{Cursor, Ops};
+use crate::read::json::str_at;
+use crate::read::podspec::PodView;
+use crate::read::workload::{Kind, Site, locate};
+use crate::write::layout::Change;
 
 fn annotation<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
     str_at(obj, &["metadata", "annotations", key])
@@ -95,7 +95,7 @@ fn run(
     // lone pod would add what that job was judged not to need (a single-pod Job's pod
     // would get a multi-pod layout) and break its own mark for /validate.
     if policy.trusted_controller(who)
-        && crate::upstream::made_from_admitted(&object, kind, &sites, who, policy)
+        && crate::judge::upstream::made_from_admitted(&object, kind, &sites, who, policy)
     {
         verdict.notes.push(format!(
             "made by its controller from a template trainplace admitted ({ADMITTED} verified); left as admitted."
@@ -113,13 +113,14 @@ fn run(
     }
     let mut ops = Ops::default();
     if kind.is_workload()
-        && crate::reshape::apply(&mut object, kind, &sites, &ctx, &mut verdict, &mut ops)?
+        && crate::write::reshape::apply(&mut object, kind, &sites, &ctx, &mut verdict, &mut ops)?
     {
         sites = locate(&object)?.1;
     }
     let mut any_training = false;
     if kind == Kind::TrainJob {
-        any_training |= crate::trainjob::evaluate(&mut object, &ctx, &mut verdict, &mut ops)?;
+        any_training |=
+            crate::write::trainjob::evaluate(&mut object, &ctx, &mut verdict, &mut ops)?;
     }
     // Read and judge every template once, then write the layouts.
     let (judged, pin) = judge_sites(&object, &sites, &ctx, &mut verdict)?;
@@ -226,7 +227,7 @@ fn judge_sites<'s, 'a>(
         ));
     }
     if let (Kind::Pod, Some((_, view))) = (ctx.kind, views.first()) {
-        verdict.notes.extend(crate::owner::note(object, view));
+        verdict.notes.extend(crate::read::owner::note(object, view));
     }
     let total = job_pods(ctx.kind, &views);
     absurd_size(&views, verdict);
@@ -240,7 +241,7 @@ fn judge_sites<'s, 'a>(
         if let Some(j) = judge(view, &hints, object, ctx, verdict)? {
             // A template that makes no pods (0 replicas) runs nowhere.
             if site.pods != Some(0)
-                && let Some(zone) = crate::split_zones::pinned_zone(view.pod)
+                && let Some(zone) = crate::judge::split_zones::pinned_zone(view.pod)
             {
                 let zone = match ctx.who.inventory {
                     Some(inv) => inv.zone_name(&zone).to_string(),
@@ -252,23 +253,25 @@ fn judge_sites<'s, 'a>(
         }
     }
     if ctx.kind.is_workload() {
-        crate::split_zones::check(object, &pinned, ctx, verdict);
+        crate::judge::split_zones::check(object, &pinned, ctx, verdict);
         let multi_pod = judged.iter().any(|(_, j)| j.multi_pod());
-        crate::placement::check(object, multi_pod, ctx, verdict);
+        crate::judge::placement::check(object, multi_pod, ctx, verdict);
     }
     let mut pin = None;
-    let set = crate::annotations::ALLOW_MULTI_AZ;
+    let set = crate::read::annotations::ALLOW_MULTI_AZ;
     let opted = annotation(object, set) == Some("true")
         && ctx.opt_in(true, OptIn::AllowMultiAz) == OptInState::Granted;
     if ctx.kind.is_workload()
         && ctx.eff.on(|m| m.zone_affinity)
         && !opted
-        && let Some((zone, free)) = crate::split_zones::unpinned_beside(&pinned, &judged)
+        && let Some((zone, free)) = crate::judge::split_zones::unpinned_beside(&pinned, &judged)
     {
         if ctx.final_object {
             verdict
                 .findings
-                .push(crate::split_zones::unpinned_finding(&zone, &free, ctx));
+                .push(crate::judge::split_zones::unpinned_finding(
+                    &zone, &free, ctx,
+                ));
         } else {
             pin = Some((zone, free.iter().map(|s| s.pointer.clone()).collect()));
         }
@@ -302,7 +305,7 @@ fn write_site(
         kueue_topology(object, site, &mut changes, ops);
     }
     if !changes.is_empty() {
-        crate::layout::write_mutated(
+        crate::write::layout::write_mutated(
             object.pointer_mut(&site.pointer).ok_or_else(missing)?,
             &site.pointer,
             &changes,
@@ -369,7 +372,7 @@ fn mark_admitted(
         namespace,
         identity: (key, value),
         owner_kind,
-        digest: crate::mark::digest(&view),
+        digest: crate::answer::mark::digest(&view),
         pods: judgement.pods().unwrap_or(0),
     });
     if annotation(template, ADMITTED) == Some(mark.as_str()) {
@@ -394,7 +397,7 @@ const KUEUE_TOPOLOGY: [&str; 3] = [
 
 /// A Kueue-managed workload: ask Topology Aware Scheduling for one zone per podset.
 fn kueue_topology(object: &mut Value, site: &Site, changes: &mut Vec<Change>, ops: &mut Ops) {
-    if crate::json::str_at(object, &["metadata", "labels", KUEUE_QUEUE]).is_none() {
+    if crate::read::json::str_at(object, &["metadata", "labels", KUEUE_QUEUE]).is_none() {
         return;
     }
     let Some(template) = object.pointer_mut(&site.pointer) else {

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::policy::{LabelSelectorSpec, Mode, NamespaceMatch, Policy, RuleModes};
+use crate::facts::policy::{LabelSelectorSpec, Mode, NamespaceMatch, Policy, RuleModes};
 use crate::vap::checks::Check;
 use crate::vap::error::ExportError;
 
@@ -155,8 +155,8 @@ pub(crate) fn regions(policy: &Policy, check: Check) -> Result<Vec<Region>, Expo
 #[cfg(test)]
 mod tests {
     use super::regions;
-    use crate::catalog::Catalog;
-    use crate::policy::{Mode, Policy};
+    use crate::facts::catalog::Catalog;
+    use crate::facts::policy::{Mode, Policy};
     use crate::vap::checks::Check;
 
     fn policy(namespaces: &str) -> Policy {

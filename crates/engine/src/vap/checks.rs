@@ -1,8 +1,10 @@
 //! The three deny rules as CEL over `variables.templates` (see `facts`): when each
 //! fires, and the message the webhook would give (rule, field, what, fix, opt-in).
 
-use crate::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, RES_EFA, RES_NVIDIA_GPU, RESHAPE};
-use crate::rules::MEASURED;
+use crate::judge::rules::MEASURED;
+use crate::read::annotations::{
+    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, RES_EFA, RES_NVIDIA_GPU, RESHAPE,
+};
 use crate::vap::text::{fill, lit};
 
 /// A rule the exporter writes as a ValidatingAdmissionPolicy.

@@ -4,13 +4,13 @@
 //! Kubeflow Trainer's training runtimes. Each entry is `{t, n, u, f, id}` as in
 //! `sites`.
 
-use crate::annotations::{
+use crate::read::annotations::{
     LABEL_HYPERPOD_JOB, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN, LABEL_REPLICATED_JOB,
     LABEL_VOLCANO_JOB, TRAINING,
 };
+use crate::read::workload::TRAINER_NODE_JOB;
 use crate::vap::ident::{template_id, workload_id};
 use crate::vap::text::{fill, lit};
-use crate::workload::TRAINER_NODE_JOB;
 
 /// `maxReplicas`' CRD default (2^31 - 1): no bound.
 const UNBOUNDED: i64 = i32::MAX as i64;

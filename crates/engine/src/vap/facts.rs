@@ -2,11 +2,11 @@
 //! `classify`): devices per pod, instance types, zones, training evidence, job size,
 //! opt-ins, and the policy's constants (catalog, job labels, default type, grants).
 
-use crate::annotations::{
+use crate::facts::policy::{OptIn, Policy};
+use crate::read::annotations::{
     ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX,
     LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING,
 };
-use crate::policy::{OptIn, Policy};
 use crate::vap::error::ExportError;
 use crate::vap::sites::{instance_type_keys, zone_keys};
 use crate::vap::text::{fill, grant, list, lit, selector};
@@ -82,7 +82,7 @@ fn catalog(policy: &Policy) -> String {
 /// The namespace overrides' `match` as CEL over `request.namespace` and the
 /// namespace's labels.
 pub(crate) fn namespace_match(
-    m: &crate::policy::NamespaceMatch,
+    m: &crate::facts::policy::NamespaceMatch,
     origin: &str,
 ) -> Result<String, ExportError> {
     let mut any = Vec::new();

@@ -21,9 +21,9 @@ mod text;
 
 use serde_json::{Value, json};
 
-use crate::annotations::SKIP;
-use crate::mark::ADMITTED;
-use crate::policy::Policy;
+use crate::answer::mark::ADMITTED;
+use crate::facts::policy::Policy;
+use crate::read::annotations::SKIP;
 
 pub use checks::Check;
 pub use error::ExportError;

@@ -10,8 +10,8 @@
 //! - `devices`: the same with the device counts (`n`, `efa`) read as the scheduler
 //!   reads them, and the required node-affinity terms (`terms`).
 
-use crate::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, RES_EFA, ZONE_KEYS};
-use crate::catalog::Catalog;
+use crate::facts::catalog::Catalog;
+use crate::read::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, RES_EFA, ZONE_KEYS};
 use crate::vap::controllers;
 use crate::vap::ident::workload_id;
 use crate::vap::text::lit;
@@ -64,7 +64,7 @@ pub(crate) fn runtime_specs() -> String {
     let node_spec = "p.trainingRuntimeSpec.template.spec.replicatedJobs.filter(j, has(j.name) && j.name == 'node')[0].template.spec.template.spec";
     let ours = format!(
         "(has(p.manager) && p.manager == {})",
-        lit(crate::trainjob::MANAGER)
+        lit(crate::write::trainjob::MANAGER)
     );
     let patches = "object.spec.runtimePatches";
     format!(

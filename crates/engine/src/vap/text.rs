@@ -1,7 +1,7 @@
 //! CEL text helpers: literals, label selectors and opt-in grants written as CEL. Leaf
 //! module: no other part of the exporter is imported here.
 
-use crate::policy::{LabelSelectorSpec, OptInGrant};
+use crate::facts::policy::{LabelSelectorSpec, OptInGrant};
 use crate::vap::error::ExportError;
 
 /// A CEL string literal (single quotes; backslash and quote escaped).

@@ -1,0 +1,192 @@
+//! The admission mark: proof that trainplace itself admitted the template a pod was
+//! made from, so the pod is not judged a second time without the submitter's identity.
+//!
+//! At workload admission trainplace writes `trainplace.io/admitted` on each judged pod
+//! template: an HMAC-SHA256, under a key only the webhook holds, over the namespace,
+//! the job's identity label, the kind of controller that will own the pods, the number
+//! of pods the job was judged to have, and a digest of the fields the layout rules
+//! judge. The pod count is written in the mark (`v2.<key id>.<pods>.<mac>`): a pod
+//! whose own launcher says its job is larger was not what was admitted. At pod admission the mark is checked
+//! against the pod's own namespace, label, owner and fields: a copied, edited or
+//! invented mark does not verify, and such a pod is judged like any other.
+//!
+//! Threat model and what stays possible: docs/security.md.
+
+use base64_simd::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::read::podspec::PodView;
+
+/// Written on admitted templates; copied by controllers onto their pods.
+pub const ADMITTED: &str = "trainplace.io/admitted";
+const VERSION: &str = "v2";
+
+/// The webhook's signing keys: the first signs, every one verifies (two during a
+/// rotation). Key ids are names, never secret.
+#[derive(Clone)]
+pub struct MarkKeys {
+    keys: Vec<(String, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for MarkKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.keys.iter().map(|(id, _)| id.as_str()).collect();
+        f.debug_struct("MarkKeys").field("ids", &ids).finish()
+    }
+}
+
+impl MarkKeys {
+    /// `current` signs; `previous` keys still verify. `None` when there is no key or a
+    /// key is shorter than 32 bytes.
+    pub fn new(current: (String, Vec<u8>), previous: Vec<(String, Vec<u8>)>) -> Option<Self> {
+        let keys: Vec<_> = std::iter::once(current).chain(previous).collect();
+        keys.iter()
+            .all(|(id, k)| k.len() >= 32 && !id.is_empty() && !id.contains('.'))
+            .then_some(MarkKeys { keys })
+    }
+
+    /// The id of the key that signs.
+    pub fn current_id(&self) -> &str {
+        &self.keys[0].0
+    }
+
+    fn mac(key: &[u8], message: &[u8]) -> impl AsRef<[u8]> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+        mac.update(message);
+        mac.finalize().into_bytes()
+    }
+
+    /// The mark for a template: `v2.<key id>.<pods>.<HMAC>`.
+    pub(crate) fn sign(&self, claim: &Claim<'_>) -> String {
+        let (id, key) = &self.keys[0];
+        format!(
+            "{VERSION}.{id}.{}.{}",
+            claim.pods,
+            URL_SAFE_NO_PAD.encode_to_string(Self::mac(key, &claim.message()))
+        )
+    }
+
+    /// Whether `mark` was made by one of our keys for exactly this claim, with the pod
+    /// count the mark states (the claim's own `pods` is ignored); that count when so.
+    pub(crate) fn verify(&self, mark: &str, claim: &Claim<'_>) -> Option<u32> {
+        let mut parts = mark.splitn(4, '.');
+        let (Some(VERSION), Some(id), Some(pods), Some(given)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        let pods: u32 = pods.parse().ok()?;
+        let (_, key) = self.keys.iter().find(|(k, _)| k == id)?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+        mac.update(&Claim { pods, ..*claim }.message());
+        let bytes = URL_SAFE_NO_PAD.decode_to_vec(given).ok()?;
+        mac.verify_slice(&bytes).is_ok().then_some(pods)
+    }
+}
+
+/// What a mark vouches for.
+#[derive(Clone, Copy)]
+pub(crate) struct Claim<'a> {
+    /// Pods in the job as judged at admission (0: several, count unknown).
+    pub pods: u32,
+    pub namespace: &'a str,
+    /// The job's identity label as the pods carry it.
+    pub identity: (&'a str, &'a str),
+    /// The kind of the controller that owns the pods (Job, PyTorchJob, StatefulSet...).
+    pub owner_kind: &'a str,
+    /// Digest of the judged fields of the template or pod.
+    pub digest: [u8; 32],
+}
+
+impl Claim<'_> {
+    fn message(&self) -> Vec<u8> {
+        let mut m = Vec::new();
+        for part in [
+            VERSION,
+            self.namespace,
+            self.identity.0,
+            self.identity.1,
+            self.owner_kind,
+            &self.pods.to_string(),
+        ] {
+            m.extend_from_slice(part.as_bytes());
+            m.push(0);
+        }
+        m.extend_from_slice(&self.digest);
+        m
+    }
+}
+
+/// The fields the layout rules judge, as a pod made from the template carries them:
+/// per app container its name and device counts; the pod's scheduling constraints
+/// (node selector, affinity, spread), host networking and IPC, DNS policy, and the
+/// opt-in annotations. Tolerations and env are left out: admission plugins and
+/// operators add to them on every pod.
+pub(crate) fn digest(view: &PodView<'_>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut put = |label: &str, v: Option<&Value>| {
+        h.update(label.as_bytes());
+        h.update([0]);
+        canonical(v.unwrap_or(&Value::Null), &mut h);
+        h.update([0]);
+    };
+    for c in &view.containers {
+        let devices = serde_json::json!([c.name, c.accelerators, c.efa]);
+        put("container", Some(&devices));
+    }
+    let spec = view.pod.get("spec");
+    for key in [
+        "nodeSelector",
+        "affinity",
+        "topologySpreadConstraints",
+        "hostNetwork",
+        "hostIPC",
+    ] {
+        put(key, spec.and_then(|s| s.get(key)));
+    }
+    // Pods are defaulted to ClusterFirst; a CRD's template may leave it out.
+    let dns = spec
+        .and_then(|s| s.get("dnsPolicy"))
+        .cloned()
+        .unwrap_or_else(|| Value::String("ClusterFirst".into()));
+    put("dnsPolicy", Some(&dns));
+    for key in crate::read::annotations::OPT_INS {
+        put(
+            key,
+            view.annotation(key)
+                .map(|v| Value::String(v.into()))
+                .as_ref(),
+        );
+    }
+    h.finalize().into()
+}
+
+/// JSON with object keys sorted, so the same object digests the same whatever order
+/// its writer used.
+fn canonical(v: &Value, h: &mut Sha256) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            h.update(b"{");
+            for k in keys {
+                h.update(serde_json::to_string(k).unwrap_or_default().as_bytes());
+                h.update(b":");
+                canonical(&m[k], h);
+                h.update(b",");
+            }
+            h.update(b"}");
+        }
+        Value::Array(a) => {
+            h.update(b"[");
+            for x in a {
+                canonical(x, h);
+                h.update(b",");
+            }
+            h.update(b"]");
+        }
+        other => h.update(other.to_string().as_bytes()),
+    }
+}

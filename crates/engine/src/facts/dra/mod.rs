@@ -1,0 +1,362 @@
+//! DRA device claims: what a pod's `spec.resourceClaims` ask for, resolved through the
+//! ResourceClaimTemplates, ResourceClaims and NVIDIA ComputeDomains the caller hands in
+//! (the CLI's input files and `--cluster DIR`, the webhook's inventory). Pure reading.
+//!
+//! A request counts by its device class (the catalog's `deviceClasses`): accelerators,
+//! EFA interfaces, or a ComputeDomain's IMEX channel; `allocationMode: All` is every
+//! device of the class on the node, known once the instance type is.
+//! https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::facts::catalog::{Catalog, Counts};
+use crate::read::json::{items, str_at};
+
+/// How many devices of a class a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    Exact(u32),
+    /// `allocationMode: All`: every device of the class on the node.
+    All,
+}
+
+impl Count {
+    fn plus(self, other: Count) -> Count {
+        match (self, other) {
+            (Count::Exact(a), Count::Exact(b)) => Count::Exact(a.saturating_add(b)),
+            _ => Count::All,
+        }
+    }
+
+    /// The count on a node that has `all` devices of the class.
+    pub fn on(self, all: u32) -> u32 {
+        match self {
+            Count::Exact(n) => n,
+            Count::All => all,
+        }
+    }
+}
+
+/// One device request of a claim: its class and count, or why it cannot be counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Request {
+    class: String,
+    count: Result<Count, String>,
+}
+
+/// A ComputeDomain, found through the channel ResourceClaimTemplate it generates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Domain {
+    pub name: String,
+    /// `spec.numNodes` (0: not set; deprecated upstream, then only a status hint).
+    pub num_nodes: u32,
+}
+
+/// ResourceClaimTemplates, ResourceClaims and ComputeDomains by (namespace, name).
+#[derive(Debug, Clone, Default)]
+pub struct Claims {
+    templates: HashMap<(String, String), Vec<Request>>,
+    claims: HashMap<(String, String), Vec<Request>>,
+    /// Keyed by the channel template's name: what a pod's claim refers to.
+    domains: HashMap<(String, String), Domain>,
+}
+
+fn read_count(r: &Value) -> Result<Count, String> {
+    match r.get("allocationMode").and_then(Value::as_str) {
+        Some("All")
+            if r.get("selectors")
+                .is_some_and(|s| !items(s, &[]).is_empty()) =>
+        {
+            Err("allocationMode All with selectors (all matching devices)".into())
+        }
+        Some("All") => Ok(Count::All),
+        None | Some("ExactCount") => match r.get("count") {
+            None => Ok(Count::Exact(1)),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Count::Exact)
+                .ok_or_else(|| format!("count {v} is not a device count")),
+        },
+        Some(other) => Err(format!("allocationMode {other:?}")),
+    }
+}
+
+/// The requests of a claim spec (`spec.devices.requests`): resource.k8s.io/v1 and
+/// v1beta2 nest them under `exactly` or `firstAvailable`, v1beta1 has them inline.
+fn read_requests(spec: &Value) -> Vec<Request> {
+    items(spec, &["devices", "requests"])
+        .iter()
+        .map(|r| {
+            if let Some(first) = r.get("firstAvailable").and_then(Value::as_array) {
+                // Alternatives count only when they all ask for the same.
+                let mut alts = first.iter().map(|a| {
+                    (
+                        str_at(a, &["deviceClassName"]).unwrap_or("").to_string(),
+                        read_count(a),
+                    )
+                });
+                let Some((class, count)) = alts.next() else {
+                    return Request {
+                        class: String::new(),
+                        count: Err("empty firstAvailable".into()),
+                    };
+                };
+                let same = alts.all(|(c, n)| c == class && n == count);
+                return Request {
+                    class,
+                    count: if same {
+                        count
+                    } else {
+                        Err("firstAvailable alternatives of different classes or counts".into())
+                    },
+                };
+            }
+            let exact = r.get("exactly").unwrap_or(r);
+            Request {
+                class: str_at(exact, &["deviceClassName"])
+                    .unwrap_or("")
+                    .to_string(),
+                count: read_count(exact),
+            }
+        })
+        .collect()
+}
+
+impl Claims {
+    /// Index the DRA objects among `objects` (any kinds; others are skipped). Objects
+    /// without a namespace are taken to be in `default_namespace`.
+    pub fn add<'v>(
+        &mut self,
+        objects: impl IntoIterator<Item = &'v Value>,
+        default_namespace: &str,
+    ) {
+        for o in objects {
+            let group = str_at(o, &["apiVersion"])
+                .and_then(|v| v.split('/').next())
+                .unwrap_or("");
+            let ns = str_at(o, &["metadata", "namespace"])
+                .unwrap_or(default_namespace)
+                .to_string();
+            let Some(name) = str_at(o, &["metadata", "name"]) else {
+                continue;
+            };
+            let key = (ns.clone(), name.to_string());
+            match (group, str_at(o, &["kind"]).unwrap_or("")) {
+                ("resource.k8s.io", "ResourceClaimTemplate") => {
+                    let spec = o.pointer("/spec/spec").unwrap_or(&Value::Null);
+                    self.templates.insert(key, read_requests(spec));
+                }
+                ("resource.k8s.io", "ResourceClaim") => {
+                    let spec = o.get("spec").unwrap_or(&Value::Null);
+                    self.claims.insert(key, read_requests(spec));
+                }
+                ("resource.nvidia.com", "ComputeDomain") => {
+                    let Some(channel) =
+                        str_at(o, &["spec", "channel", "resourceClaimTemplate", "name"])
+                    else {
+                        continue;
+                    };
+                    let num_nodes = o
+                        .pointer("/spec/numNodes")
+                        .and_then(Value::as_u64)
+                        .and_then(|n| u32::try_from(n).ok())
+                        .unwrap_or(0);
+                    self.domains.insert(
+                        (ns, channel.to_string()),
+                        Domain {
+                            name: name.to_string(),
+                            num_nodes,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.templates.is_empty() && self.claims.is_empty() && self.domains.is_empty()
+    }
+
+    /// The requests of a pod's claim entry, and the ComputeDomain behind a channel template.
+    fn lookup(&self, ns: &str, entry: &Value) -> Lookup<'_> {
+        let key = |name: &str| (ns.to_string(), name.to_string());
+        let template = str_at(entry, &["resourceClaimTemplateName"])
+            .or_else(|| str_at(entry, &["source", "resourceClaimTemplateName"]));
+        if let Some(t) = template {
+            if let Some(d) = self.domains.get(&key(t)) {
+                return Lookup::Domain(d);
+            }
+            return match self.templates.get(&key(t)) {
+                Some(r) => Lookup::Requests(r),
+                None => Lookup::Missing(format!("ResourceClaimTemplate {t}")),
+            };
+        }
+        let claim = str_at(entry, &["resourceClaimName"])
+            .or_else(|| str_at(entry, &["source", "resourceClaimName"]));
+        match claim {
+            Some(c) => match self.claims.get(&key(c)) {
+                Some(r) => Lookup::Requests(r),
+                None => Lookup::Missing(format!("ResourceClaim {c}")),
+            },
+            None => Lookup::Missing(
+                "a claim source (resourceClaimTemplateName or resourceClaimName)".into(),
+            ),
+        }
+    }
+}
+
+enum Lookup<'a> {
+    Requests(&'a [Request]),
+    Domain(&'a Domain),
+    Missing(String),
+}
+
+/// Accelerators claimed through DRA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accelerators {
+    /// The extended resource the class stands for (`nvidia.com/gpu`).
+    pub resource: String,
+    pub count: Count,
+    pub shared: bool,
+}
+
+/// A ComputeDomain IMEX channel claimed by the pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Channel {
+    /// The pod's claim entry name.
+    pub claim: String,
+    /// The ComputeDomain, when the input or inventory holds it.
+    pub domain: Option<Domain>,
+    /// Some container lists the claim in `resources.claims` (only those get the channel).
+    pub used: bool,
+}
+
+/// What a pod's DRA claims ask for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodDevices {
+    pub accelerators: Option<Accelerators>,
+    pub efa: Option<Count>,
+    pub channel: Option<Channel>,
+    /// Claims that could not be counted, each with why.
+    pub unresolved: Vec<String>,
+    /// Names of the pod's claims that give accelerators or EFA.
+    pub device_claims: Vec<String>,
+}
+
+/// Containers (indices into `spec.containers`) that list one of `claims`.
+pub(crate) fn containers_using(pod: &Value, claims: &[String]) -> Vec<usize> {
+    items(pod, &["spec", "containers"])
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            items(c, &["resources", "claims"])
+                .iter()
+                .any(|r| str_at(r, &["name"]).is_some_and(|n| claims.iter().any(|c| c == n)))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Resolve the pod's `spec.resourceClaims` in `namespace` against `sources` (the first
+/// that knows a claim wins).
+pub(crate) fn resolve(
+    pod: &Value,
+    namespace: &str,
+    sources: &[&Claims],
+    catalog: &Catalog,
+) -> PodDevices {
+    let mut out = PodDevices::default();
+    for entry in items(pod, &["spec", "resourceClaims"]) {
+        let name = str_at(entry, &["name"]).unwrap_or("").to_string();
+        let mut missing = None;
+        let mut found = None;
+        for s in sources {
+            match s.lookup(namespace, entry) {
+                Lookup::Missing(what) => missing = Some(what),
+                hit => {
+                    found = Some(hit);
+                    break;
+                }
+            }
+        }
+        match found {
+            Some(Lookup::Domain(d)) => {
+                out.channel = Some(Channel {
+                    claim: name.clone(),
+                    domain: Some(d.clone()),
+                    used: !containers_using(pod, std::slice::from_ref(&name)).is_empty(),
+                });
+            }
+            Some(Lookup::Requests(requests)) => {
+                count_requests(pod, &name, requests, catalog, &mut out)
+            }
+            _ => out.unresolved.push(format!(
+                "claim {name}: {} not found in the input or the cluster",
+                missing.unwrap_or_else(|| "its source".into())
+            )),
+        }
+    }
+    out
+}
+
+fn count_requests(
+    pod: &Value,
+    name: &str,
+    requests: &[Request],
+    catalog: &Catalog,
+    out: &mut PodDevices,
+) {
+    for r in requests {
+        let count = match &r.count {
+            Ok(c) => *c,
+            Err(why) => {
+                out.unresolved
+                    .push(format!("claim {name}: device class {}: {why}", r.class));
+                continue;
+            }
+        };
+        let Some(class) = catalog.device_class(&r.class) else {
+            out.unresolved.push(format!(
+                "claim {name}: device class {:?} is not in the catalog's deviceClasses",
+                r.class
+            ));
+            continue;
+        };
+        match class.counts {
+            Counts::Accelerator => {
+                let resource = class.resource.clone().unwrap_or_default();
+                out.accelerators = Some(match out.accelerators.take() {
+                    Some(a) => Accelerators {
+                        count: a.count.plus(count),
+                        shared: a.shared || class.shared,
+                        ..a
+                    },
+                    None => Accelerators {
+                        resource,
+                        count,
+                        shared: class.shared,
+                    },
+                });
+            }
+            Counts::Efa => out.efa = Some(out.efa.map_or(count, |c| c.plus(count))),
+            Counts::ImexChannel => {
+                out.channel = Some(Channel {
+                    claim: name.to_string(),
+                    domain: None,
+                    used: !containers_using(pod, &[name.to_string()]).is_empty(),
+                });
+                continue;
+            }
+        }
+        if !out.device_claims.iter().any(|c| c == name) {
+            out.device_claims.push(name.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,17 @@
+//! The facts a verdict rests on, all handed in by the caller: the instance catalog, the
+//! policy, the cluster inventory with its node types, Capacity Blocks and the nodes on
+//! them, DRA claims, the index of running jobs, and who is asking.
+
+pub mod bandwidth;
+pub(crate) mod block_nodes;
+pub(crate) mod catalog;
+pub mod cluster_objects;
+pub(crate) mod dra;
+pub(crate) mod efa_source;
+pub(crate) mod ending;
+pub(crate) mod inventory;
+pub(crate) mod job_index;
+pub(crate) mod node_types;
+pub(crate) mod policy;
+pub(crate) mod requester;
+pub(crate) mod reservations;

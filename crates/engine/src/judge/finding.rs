@@ -1,0 +1,83 @@
+//! Findings: what a rule found, the fix, and the opt-in that would allow it.
+
+use serde::Serialize;
+
+use crate::facts::policy::Mode;
+
+/// Rules, as they appear in messages and metric labels (a bounded set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    PartialNode,
+    MultiAz,
+    ImpossibleRequest,
+    UnknownInstanceType,
+    OptOutRefused,
+    Reshape,
+    InvalidObject,
+    /// An EFA count that runs but is not the pod's share of the node (warning).
+    EfaCount,
+    /// `hostNetwork` without `ClusterFirstWithHostNet` (warning: runs, DNS breaks).
+    HostNetworkDns,
+    /// A memory-backed /dev/shm larger than the container's memory limit (warning).
+    ShmMemory,
+    /// Layout parts left out because the namespace's Pod Security level forbids them.
+    PodSecurity,
+    /// A training pod whose devices come through DRA claims trainplace cannot count.
+    DeviceClaims,
+    /// A job expected to outlive the Capacity Block it can only run on.
+    CapacityBlockEnds,
+    /// A multi-node NVLink job (GB200) whose IMEX channel wiring is missing or wrong.
+    NvlinkDomain,
+}
+
+impl Rule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::PartialNode => "partial-node",
+            Rule::MultiAz => "multi-az",
+            Rule::ImpossibleRequest => "impossible-request",
+            Rule::UnknownInstanceType => "unknown-instance-type",
+            Rule::OptOutRefused => "opt-out-refused",
+            Rule::Reshape => "reshape",
+            Rule::InvalidObject => "invalid-object",
+            Rule::EfaCount => "efa-count",
+            Rule::HostNetworkDns => "host-network-dns",
+            Rule::ShmMemory => "shm-memory",
+            Rule::PodSecurity => "pod-security",
+            Rule::DeviceClaims => "device-claims",
+            Rule::CapacityBlockEnds => "capacity-block-ends",
+            Rule::NvlinkDomain => "nvlink-domain",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub rule: Rule,
+    pub mode: Mode,
+    /// Where in the object: `spec`, `spec.containers[0]`, `pytorchReplicaSpecs.Worker`.
+    pub site: String,
+    pub found: String,
+    pub fix: String,
+    /// The annotation that would allow this, when one exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_in: Option<&'static str>,
+}
+
+impl Finding {
+    /// One self-contained line: rule, where, what, fix, opt-in.
+    pub fn message(&self) -> String {
+        let mut m = format!(
+            "[{}] {}: {} Fix: {}",
+            self.rule.as_str(),
+            self.site,
+            self.found,
+            self.fix
+        );
+        if let Some(a) = self.opt_in {
+            m.push_str(&format!(" Opt in: {a}: \"true\"."));
+        }
+        m
+    }
+}

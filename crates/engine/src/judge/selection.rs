@@ -1,0 +1,141 @@
+//! Which catalog instance types a pod's node selection can reach, from the labels
+//! Karpenter puts on the nodes it launches (instance family, size, GPU and accelerator
+//! counts) and, with a cluster inventory, the node pools and node groups whose nodes
+//! are of each type. A `trainplace.io/instance-type` annotation is text; the selection
+//! is where the pods land.
+//! https://karpenter.sh/docs/reference/instance-types/ (well-known labels)
+
+use serde_json::Value;
+
+use crate::facts::catalog::{Catalog, InstanceProfile};
+use crate::facts::inventory::Snapshot;
+use crate::read::annotations::RES_NVIDIA_GPU;
+use crate::read::json::items;
+use crate::read::podspec::required_node_terms;
+
+const FAMILY: &str = "karpenter.k8s.aws/instance-family";
+const SIZE: &str = "karpenter.k8s.aws/instance-size";
+const GPU_COUNT: &str = "karpenter.k8s.aws/instance-gpu-count";
+const ACCELERATOR_COUNT: &str = "karpenter.k8s.aws/instance-accelerator-count";
+/// Node pool and node group labels: which types they hold comes from the inventory.
+const POOLS: [&str; 3] = [
+    "karpenter.sh/nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "alpha.eksctl.io/nodegroup-name",
+];
+
+/// One node selector requirement on a label this module reads.
+struct Requirement<'v> {
+    key: &'v str,
+    operator: &'v str,
+    values: Vec<&'v str>,
+}
+
+fn read(key: &str, inventory: Option<&Snapshot>) -> bool {
+    [FAMILY, SIZE, GPU_COUNT, ACCELERATOR_COUNT].contains(&key)
+        || (inventory.is_some() && POOLS.contains(&key))
+}
+
+fn requirements<'v>(exprs: &'v [Value], inventory: Option<&Snapshot>) -> Vec<Requirement<'v>> {
+    exprs
+        .iter()
+        .filter_map(|e| {
+            let key = e.get("key")?.as_str()?;
+            read(key, inventory).then(|| Requirement {
+                key,
+                operator: e.get("operator").and_then(Value::as_str).unwrap_or(""),
+                values: items(e, &["values"])
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// The value a type's nodes carry for `key` (`None`: the label is absent).
+fn label(i: &InstanceProfile, key: &str) -> Option<String> {
+    let (family, size) = i.name.split_once('.').unwrap_or((&i.name, ""));
+    let nvidia = i.accelerator_resource == RES_NVIDIA_GPU;
+    match key {
+        FAMILY => Some(family.to_string()),
+        SIZE => Some(size.to_string()),
+        GPU_COUNT => Some(if nvidia { i.accelerators } else { 0 }.to_string()),
+        ACCELERATOR_COUNT => Some(if nvidia { 0 } else { i.accelerators }.to_string()),
+        _ => None,
+    }
+}
+
+fn holds(r: &Requirement<'_>, i: &InstanceProfile, inventory: Option<&Snapshot>) -> bool {
+    if POOLS.contains(&r.key) {
+        let in_pool = |v: &str| {
+            inventory
+                .and_then(|s| s.types.get(&i.name))
+                .is_some_and(|t| t.pools.contains(&format!("{}={v}", r.key)))
+        };
+        return match r.operator {
+            "In" => r.values.iter().any(|v| in_pool(v)),
+            "NotIn" => !r.values.iter().all(|v| in_pool(v)),
+            _ => true,
+        };
+    }
+    let value = label(i, r.key);
+    let number = |v: &str| v.parse::<i64>().ok();
+    match (r.operator, value.as_deref()) {
+        ("In", Some(v)) => r.values.contains(&v),
+        ("In", None) => false,
+        ("NotIn", v) => v.is_none_or(|v| !r.values.contains(&v)),
+        ("Exists", v) => v.is_some(),
+        ("DoesNotExist", v) => v.is_none(),
+        ("Gt", Some(v)) => number(v) > r.values.first().and_then(|b| number(b)),
+        ("Lt", Some(v)) => number(v)
+            .zip(r.values.first().and_then(|b| number(b)))
+            .is_some_and(|(v, b)| v < b),
+        _ => false,
+    }
+}
+
+/// The catalog types the pod's selection reaches, when it selects by any label read
+/// here (`None`: it does not, and says nothing about the type).
+pub(crate) fn reachable<'c>(
+    pod: &Value,
+    catalog: &'c Catalog,
+    inventory: Option<&Snapshot>,
+) -> Option<Vec<&'c InstanceProfile>> {
+    let selector: Vec<(String, Value)> = pod
+        .get("spec")
+        .and_then(|s| s.get("nodeSelector"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        serde_json::json!({"key": k, "operator": "In", "values": [v]}),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let selector_exprs: Vec<Value> = selector.into_iter().map(|(_, e)| e).collect();
+    let from_selector = requirements(&selector_exprs, inventory);
+    let terms: Vec<Vec<Requirement<'_>>> = required_node_terms(pod)
+        .iter()
+        .map(|t| requirements(items(t, &["matchExpressions"]), inventory))
+        .collect();
+    if from_selector.is_empty() && terms.iter().all(Vec::is_empty) {
+        return None;
+    }
+    Some(
+        catalog
+            .instances()
+            .filter(|i| from_selector.iter().all(|r| holds(r, i, inventory)))
+            .filter(|i| {
+                terms.is_empty()
+                    || terms
+                        .iter()
+                        .any(|t| t.iter().all(|r| holds(r, i, inventory)))
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,71 @@
+//! An UPDATE is judged for what it changes. The object was admitted as it was, with its
+//! submitter's grants; a controller's update (the garbage collector removing a
+//! finalizer, Kueue suspending or unsuspending a job, an operator writing status) is
+//! refused only for a finding the update itself brings. A finding the old object
+//! already had stays a warning. A pod's job label cannot change at all: a pod moved to
+//! another job's label would leave the zone hold of the job it runs in.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use crate::engine::judge_owned;
+use crate::facts::policy::{Mode, Policy};
+use crate::facts::requester::Requester;
+use crate::judge::finding::{Finding, Rule};
+use crate::judge::verdict::Verdict;
+use crate::read::annotations::JOB_IDENTITY_LABELS;
+use crate::read::json::str_at;
+
+/// Judge an UPDATE: `verdict` is the new object's; `old` the object before the update.
+pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Requester<'_>) {
+    let relabelled = relabelled(&old, &verdict.object, policy);
+    // A finding is the same only if it says the same: a job grown from 4 to 16 partial
+    // pods is a new finding at the same site.
+    let before: HashSet<(Rule, String, String)> = match judge_owned(old, policy, who) {
+        Ok(v) => v
+            .findings
+            .into_iter()
+            .filter(|f| f.mode == Mode::Enforce)
+            .map(|f| (f.rule, f.site, f.found))
+            .collect(),
+        // An old object trainplace cannot read cannot excuse anything.
+        Err(_) => HashSet::new(),
+    };
+    for f in &mut verdict.findings {
+        if f.mode == Mode::Enforce && before.contains(&(f.rule, f.site.clone(), f.found.clone())) {
+            f.mode = Mode::Warn;
+            f.found
+                .push_str(" The object was admitted so; this update does not change it.");
+        }
+    }
+    if let Some((key, from, to)) = relabelled {
+        verdict.findings.push(Finding {
+            rule: Rule::MultiAz,
+            mode: Mode::Enforce,
+            site: format!("metadata.labels[{key}]"),
+            found: format!(
+                "this update moves a training pod from job {key}={from} to {to}: the pod would leave the zone hold of the job it runs in."
+            ),
+            fix: "leave a pod's job labels as they were created; start a new pod for another job.".into(),
+            opt_in: None,
+        });
+    }
+    verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
+}
+
+/// A training pod whose job label changed: (label, old value, new value); "" = absent.
+fn relabelled(old: &Value, new: &Value, policy: &Policy) -> Option<(&'static str, String, String)> {
+    if new.get("kind").and_then(Value::as_str) != Some("Pod") {
+        return None;
+    }
+    let view = crate::read::podspec::PodView::read(new, "spec", &policy.catalog).ok()?;
+    if view.accelerators().is_none() && view.efa() == 0 {
+        return None;
+    }
+    JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
+        let label = |pod| str_at(pod, &["metadata", "labels", key]).unwrap_or("");
+        let (from, to) = (label(old), label(new));
+        (from != to).then(|| (*key, from.to_string(), to.to_string()))
+    })
+}

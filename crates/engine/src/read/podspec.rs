@@ -1,0 +1,342 @@
+//! Read-only view of a pod (or pod template): containers, accelerator and EFA
+//! requests, labels, annotations, env. Reading never changes the object.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::error::ObjectError;
+use crate::facts::catalog::Catalog;
+use crate::facts::dra::PodDevices;
+use crate::read::annotations::RES_EFA;
+use crate::read::json::{items, str_at};
+use crate::read::quantity::parse_count;
+
+/// One container's accelerator and EFA requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerUse {
+    pub index: usize,
+    pub name: String,
+    /// `(resource name, count)` of the accelerator it asks for, if any.
+    pub accelerators: Option<(String, u32)>,
+    pub efa: u32,
+}
+
+/// What a pod template asks for, read from `{metadata, spec}` at `base` (a field path
+/// such as `spec` or `spec.pytorchReplicaSpecs.Worker.template.spec` for messages).
+#[derive(Debug, Clone)]
+pub struct PodView<'a> {
+    pub pod: &'a Value,
+    pub base: String,
+    /// The app containers (`spec.containers`), which get the layout.
+    pub containers: Vec<ContainerUse>,
+    /// Init containers: sidecars (`restartPolicy: Always`) run beside the app
+    /// containers, plain ones before them.
+    init: Vec<(ContainerUse, bool)>,
+    /// Some accelerator resource is a slice of a device (MIG, time-slicing, cores).
+    pub shared: bool,
+    /// DRA claims of the pod (`spec.resourceClaims`).
+    pub claims: usize,
+    /// What those claims ask for, once resolved ([`PodView::with_devices`]).
+    pub devices: PodDevices,
+}
+
+/// One container's accelerator and EFA requests; `shared` when its accelerator
+/// resource is a slice of a device.
+fn read_container(
+    c: &Value,
+    index: usize,
+    at: &str,
+    catalog: &Catalog,
+) -> Result<(ContainerUse, bool), ObjectError> {
+    let name = c
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let mut accelerators = None;
+    let mut shared = false;
+    let keys = ["limits", "requests"]
+        .iter()
+        .filter_map(|w| c.get("resources")?.get(*w)?.as_object())
+        .flat_map(|m| m.keys());
+    // Every accelerator resource counts: a zero request of one name (`amd.com/gpu: 0`)
+    // beside another is valid and must not hide the devices the pod really holds.
+    for key in keys {
+        if let Some(r) = catalog.accelerator(key)
+            && let Some(n) = resource_count(c, key, at)?
+            && accelerators.as_ref().is_none_or(|(_, m)| n > *m)
+        {
+            shared = r.shared && n > 0;
+            accelerators = Some((key.clone(), n));
+        }
+    }
+    let efa = resource_count(c, RES_EFA, at)?.unwrap_or(0);
+    Ok((
+        ContainerUse {
+            index,
+            name,
+            accelerators,
+            efa,
+        },
+        shared,
+    ))
+}
+
+impl<'a> PodView<'a> {
+    pub fn read(pod: &'a Value, base: &str, catalog: &Catalog) -> Result<Self, ObjectError> {
+        let spec = pod.get("spec");
+        if let Some(spec) = spec
+            && !spec.is_object()
+        {
+            return Err(ObjectError::bad(base, "must be an object"));
+        }
+        let mut shared = false;
+        let mut containers = Vec::new();
+        for (index, c) in items(pod, &["spec", "containers"]).iter().enumerate() {
+            let (used, s) =
+                read_container(c, index, &format!("{base}.containers[{index}]"), catalog)?;
+            shared |= s;
+            containers.push(used);
+        }
+        let mut init = Vec::new();
+        for (index, c) in items(pod, &["spec", "initContainers"]).iter().enumerate() {
+            let (used, s) = read_container(
+                c,
+                index,
+                &format!("{base}.initContainers[{index}]"),
+                catalog,
+            )?;
+            shared |= s && used.accelerators.is_some();
+            let sidecar = c.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+            init.push((used, sidecar));
+        }
+        Ok(PodView {
+            pod,
+            base: base.to_string(),
+            containers,
+            init,
+            shared,
+            claims: items(pod, &["spec", "resourceClaims"]).len(),
+            devices: PodDevices::default(),
+        })
+    }
+
+    /// The same view with its DRA claims resolved.
+    pub fn with_devices(&self, devices: PodDevices) -> Self {
+        PodView {
+            devices,
+            ..self.clone()
+        }
+    }
+
+    /// What the pod holds while it runs, as the scheduler counts it: app containers
+    /// and sidecars together, or the largest plain init container if that is more.
+    fn effective(&self, per: impl Fn(&ContainerUse) -> u32) -> u32 {
+        let running: u32 = self
+            .containers
+            .iter()
+            .chain(
+                self.init
+                    .iter()
+                    .filter(|(_, sidecar)| *sidecar)
+                    .map(|(c, _)| c),
+            )
+            .map(&per)
+            .fold(0, u32::saturating_add);
+        let init = self
+            .init
+            .iter()
+            .filter(|(_, sidecar)| !*sidecar)
+            .map(|(c, _)| per(c))
+            .max()
+            .unwrap_or(0);
+        running.max(init)
+    }
+
+    /// Accelerators the pod holds, and the resource name they are asked under.
+    pub fn accelerators(&self) -> Option<(&str, u32)> {
+        let res = self
+            .containers
+            .iter()
+            .chain(self.init.iter().map(|(c, _)| c))
+            .find_map(|c| {
+                c.accelerators
+                    .as_ref()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(r, _)| r.as_str())
+            })?;
+        let n = self.effective(|c| c.accelerators.as_ref().map_or(0, |(_, n)| *n));
+        (n > 0).then_some((res, n))
+    }
+
+    pub fn efa(&self) -> u32 {
+        self.effective(|c| c.efa)
+    }
+
+    /// Containers that get the GPU layout (they ask for accelerators or EFA).
+    pub fn device_containers(&self) -> impl Iterator<Item = &ContainerUse> {
+        self.containers
+            .iter()
+            .filter(|c| c.accelerators.as_ref().is_some_and(|(_, n)| *n > 0) || c.efa > 0)
+    }
+
+    /// Every container that can run the trainer: app containers and native sidecars
+    /// (init containers with `restartPolicy: Always`) that hold devices; all app
+    /// containers when none does (devices through DRA claims).
+    pub fn trainer_containers(&self) -> impl Iterator<Item = &'a Value> + '_ {
+        let holds =
+            |c: &ContainerUse| c.accelerators.as_ref().is_some_and(|(_, n)| *n > 0) || c.efa > 0;
+        let apps = items(self.pod, &["spec", "containers"]);
+        let inits = items(self.pod, &["spec", "initContainers"]);
+        let any = self.containers.iter().any(holds)
+            || self.init.iter().any(|(c, sidecar)| *sidecar && holds(c));
+        let app = self
+            .containers
+            .iter()
+            .filter(move |c| !any || holds(c))
+            .filter_map(move |c| apps.get(c.index));
+        let sidecars = self
+            .init
+            .iter()
+            .filter(move |(c, sidecar)| *sidecar && holds(c))
+            .filter_map(move |(c, _)| inits.get(c.index));
+        app.chain(sidecars)
+    }
+
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        string_map(self.pod, &["metadata", "labels"])
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&'a str> {
+        self.pod
+            .get("metadata")?
+            .get("annotations")?
+            .get(key)?
+            .as_str()
+    }
+
+    pub fn spec_str(&self, key: &str) -> Option<&'a str> {
+        str_at(self.pod, &["spec", key])
+    }
+
+    pub fn spec_bool(&self, key: &str) -> Option<bool> {
+        self.pod.get("spec")?.get(key)?.as_bool()
+    }
+
+    /// The size of the memory-backed volume a container mounts at /dev/shm, if it
+    /// mounts one with a sizeLimit.
+    pub fn shm_size_limit(&self, container: usize) -> Option<&'a str> {
+        let name = items(self.container(container)?, &["volumeMounts"])
+            .iter()
+            .find(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))?
+            .get("name")?
+            .as_str()?;
+        let volume = items(self.pod, &["spec", "volumes"])
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(name))?;
+        let dir = volume.get("emptyDir")?;
+        (dir.get("medium").and_then(Value::as_str) == Some("Memory"))
+            .then(|| dir.get("sizeLimit").and_then(Value::as_str))
+            .flatten()
+    }
+
+    /// Whether a container mounts anything at /dev/shm (then trainplace adds none).
+    pub fn mounts_shm(&self, container: usize) -> bool {
+        self.container(container).is_some_and(|c| {
+            items(c, &["volumeMounts"])
+                .iter()
+                .any(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))
+        })
+    }
+
+    /// A container's memory limit as written, if any.
+    pub fn memory_limit(&self, container: usize) -> Option<&'a str> {
+        str_at(
+            self.container(container)?,
+            &["resources", "limits", "memory"],
+        )
+    }
+
+    pub fn container(&self, index: usize) -> Option<&'a Value> {
+        items(self.pod, &["spec", "containers"]).get(index)
+    }
+}
+
+/// A container's env entry of that name as the kubelet uses it: the last one wins.
+pub fn env_entry<'v>(container: &'v Value, name: &str) -> Option<&'v Value> {
+    items(container, &["env"])
+        .iter()
+        .rev()
+        .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
+}
+
+fn string_map(v: &Value, keys: &[&str]) -> BTreeMap<String, String> {
+    let mut cur = v;
+    for k in keys {
+        match cur.get(*k) {
+            Some(next) => cur = next,
+            None => return BTreeMap::new(),
+        }
+    }
+    cur.as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A container's count of `res`: limits win (extended resources require them);
+/// requests alone are read too. A mismatch between the two is an error.
+fn resource_count(c: &Value, res: &str, at: &str) -> Result<Option<u32>, ObjectError> {
+    let read = |which: &str| -> Result<Option<u32>, ObjectError> {
+        match c
+            .get("resources")
+            .and_then(|r| r.get(which))
+            .and_then(|m| m.get(res))
+        {
+            None => Ok(None),
+            Some(v) => parse_count(v)
+                .map(Some)
+                .map_err(|e| ObjectError::bad(format!("{at}.resources.{which}[{res}]"), e)),
+        }
+    };
+    let limit = read("limits")?;
+    let request = read("requests")?;
+    match (limit, request) {
+        (Some(l), Some(r)) if l != r => Err(ObjectError::bad(
+            format!("{at}.resources"),
+            format!(
+                "requests[{res}]={r} but limits[{res}]={l}; device resources need requests equal to limits"
+            ),
+        )),
+        (Some(n), _) | (None, Some(n)) => Ok(Some(n)),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Command and args of a container joined by spaces.
+pub fn command_line(c: &Value) -> String {
+    ["command", "args"]
+        .iter()
+        .flat_map(|k| items(c, &[k]))
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The pod's required node selector terms (ORed).
+pub(crate) fn required_node_terms(pod: &Value) -> &[Value] {
+    items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    )
+}

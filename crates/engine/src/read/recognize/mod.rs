@@ -1,0 +1,214 @@
+//! How many pods a training job has, read the way the job really starts: the container's
+//! env as the kubelet builds it (the last entry of a name wins; `$(VAR)` in command and
+//! args is expanded from it), then each launcher's own flags and env with the
+//! launcher's precedence (see [`launchers`]). Every container that can run the trainer
+//! is read: app containers and native sidecars that hold devices. A pod that says it
+//! is one of several is a multi-pod training job even without a label trainplace knows.
+//! Volcano's `pytorch` plugin writes its own `WORLD_SIZE` (a pod count) into the pods
+//! of a Volcano Job. Each recogniser can be switched off in policy (`recognizers`).
+
+mod launchers;
+
+use serde_json::Value;
+
+use crate::facts::policy::Recognizers;
+use crate::read::annotations::LABEL_VOLCANO_JOB;
+use crate::read::json::items;
+use crate::read::podspec::{PodView, command_line};
+
+/// What the launcher settings say about the job's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobSize {
+    /// This many pods.
+    Pods(u32),
+    /// More than one pod, count not written literally (`$NNODES` unset, `valueFrom`).
+    Several,
+}
+
+impl JobSize {
+    /// Pods in the job when known (`None` = several, count unknown).
+    pub fn pods(self) -> Option<u32> {
+        match self {
+            JobSize::Pods(n) => Some(n),
+            JobSize::Several => None,
+        }
+    }
+
+    pub fn multi_pod(self) -> bool {
+        self.pods().is_none_or(|n| n > 1)
+    }
+
+    /// The larger of two readings: several beats one pod, a known count beats several.
+    fn max(self, other: JobSize) -> JobSize {
+        match (self, other) {
+            (JobSize::Pods(a), JobSize::Pods(b)) => JobSize::Pods(a.max(b)),
+            (JobSize::Pods(n), JobSize::Several) | (JobSize::Several, JobSize::Pods(n))
+                if n > 1 =>
+            {
+                JobSize::Pods(n)
+            }
+            _ => JobSize::Several,
+        }
+    }
+}
+
+/// A container's env as the kubelet builds it: entries in order, the last of a name
+/// wins. `valueFrom` entries have no literal value.
+pub(crate) struct Env<'a> {
+    entries: &'a [Value],
+    /// Variables the command line itself sets (`export N=4; ...`, `N=4 torchrun ...`,
+    /// `env N=4 ...`): they win over the container's env for what follows.
+    assigned: Vec<(String, String)>,
+}
+
+/// One env var as the container sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EnvValue<'a> {
+    Literal(&'a str),
+    /// Set from a ConfigMap, Secret, field or resource: a value trainplace cannot read.
+    Elsewhere,
+}
+
+impl<'a> Env<'a> {
+    pub(crate) fn of(container: &'a Value) -> Self {
+        Env {
+            entries: items(container, &["env"]),
+            assigned: Vec::new(),
+        }
+    }
+
+    /// This env with the assignments a shell command line makes.
+    pub(crate) fn with_assignments(mut self, line: &str) -> Self {
+        self.assigned = launchers::assignments(line);
+        self
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<EnvValue<'_>> {
+        if let Some((_, v)) = self.assigned.iter().rev().find(|(k, _)| k == name) {
+            return Some(EnvValue::Literal(v));
+        }
+        let e = self
+            .entries
+            .iter()
+            .rev()
+            .find(|e| e.get("name").and_then(Value::as_str) == Some(name))?;
+        Some(match e.get("value").and_then(Value::as_str) {
+            Some(v) => EnvValue::Literal(v),
+            None if e.get("valueFrom").is_some() => EnvValue::Elsewhere,
+            None => EnvValue::Literal(""),
+        })
+    }
+
+    pub(crate) fn literal(&self, name: &str) -> Option<&str> {
+        match self.get(name)? {
+            EnvValue::Literal(v) => Some(v),
+            EnvValue::Elsewhere => None,
+        }
+    }
+
+    /// `$(VAR)` references expanded as the kubelet does for command and args: a
+    /// defined literal replaces it, `$$` escapes, anything else stays as written.
+    /// https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
+    pub(crate) fn expand(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find('$') {
+            out.push_str(&rest[..at]);
+            let tail = &rest[at..];
+            if let Some(after) = tail.strip_prefix("$$") {
+                out.push('$');
+                rest = after;
+                continue;
+            }
+            let reference = tail
+                .strip_prefix("$(")
+                .and_then(|t| t.find(')').map(|end| &t[..end]));
+            match reference.and_then(|name| Some((name, self.literal(name)?))) {
+                Some((name, value)) => {
+                    out.push_str(value);
+                    rest = &tail[name.len() + 3..];
+                }
+                None => {
+                    out.push('$');
+                    rest = &tail[1..];
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// The rendezvous the pod's trainer names (torchrun's endpoint, a master address), as a
+/// label value: a digest, since an endpoint is not a valid label value.
+pub(crate) fn rendezvous_label(view: &PodView<'_>) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let endpoint = view.trainer_containers().find_map(|c| {
+        let env = Env::of(c);
+        launchers::rendezvous(&env.expand(&command_line(c)), &env)
+    })?;
+    let digest = Sha256::digest(endpoint.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("r{hex}"))
+}
+
+/// The job size from every container that can run the trainer: the largest reading.
+pub(crate) fn job_size(view: &PodView<'_>, per_pod: u32, on: &Recognizers) -> Option<JobSize> {
+    view.trainer_containers()
+        .filter_map(|c| container_size(view, c, per_pod, on))
+        .reduce(JobSize::max)
+}
+
+/// One container: its launcher's command line (read with the launcher's own env),
+/// else the env a trainer started without a launcher reads.
+fn container_size(
+    view: &PodView<'_>,
+    container: &Value,
+    per_pod: u32,
+    on: &Recognizers,
+) -> Option<JobSize> {
+    let line = Env::of(container).expand(&command_line(container));
+    let env = Env::of(container).with_assignments(&line);
+    let launched = on
+        .command_line
+        .unwrap_or(true)
+        .then(|| launchers::size(&line, &env, per_pod))
+        .flatten();
+    match launched {
+        Some(size) => Some(size),
+        None => env_size(view, &env, per_pod, on),
+    }
+}
+
+/// The env of a trainer started without a launcher on its command line (a script that
+/// runs torchrun reads `PET_*`; `torch.distributed` reads `WORLD_SIZE`).
+fn env_size(view: &PodView<'_>, env: &Env<'_>, per_pod: u32, on: &Recognizers) -> Option<JobSize> {
+    let value_from = on.env_value_from.unwrap_or(true);
+    match env.get("PET_NNODES") {
+        // torchrun accepts "N" or an elastic range "MIN:MAX"; the maximum bounds the job.
+        Some(EnvValue::Literal(v)) => return Some(launchers::node_count(v, env)),
+        Some(EnvValue::Elsewhere) if value_from => return Some(JobSize::Several),
+        _ => {}
+    }
+    let world = match env.get("WORLD_SIZE")? {
+        EnvValue::Literal(v) => v,
+        EnvValue::Elsewhere => return value_from.then_some(JobSize::Several),
+    };
+    let JobSize::Pods(world) = launchers::count(world, env) else {
+        return Some(JobSize::Several);
+    };
+    // Volcano's `pytorch` plugin sets WORLD_SIZE to the job's pod count (the sum of its
+    // tasks' replicas), not to a process count.
+    // https://github.com/volcano-sh/volcano/blob/ed72c7c815a9fd547a787134676f73d42e9d049c/pkg/controllers/job/plugins/distributed-framework/pytorch/pytorch.go
+    let volcano = view.labels().contains_key(LABEL_VOLCANO_JOB) && on.volcano.unwrap_or(true);
+    if volcano && env.get("PET_NPROC_PER_NODE").is_none() {
+        return Some(JobSize::Pods(world));
+    }
+    Some(JobSize::Pods(world.div_ceil(launchers::per_node(
+        env.literal("PET_NPROC_PER_NODE"),
+        per_pod,
+    ))))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,369 @@
+//! Where pod templates live in the objects trainplace understands, how many pods each
+//! template makes, and which label the operator will put on those pods. A bare Pod is
+//! one site at the object root; workloads have one site per replica spec.
+
+mod controllers;
+
+pub(crate) use controllers::TRAINER_NODE_JOB;
+
+use serde_json::Value;
+
+use crate::error::ObjectError;
+use crate::judge::classify::SiteHints;
+use crate::read::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_JOB, LWS_GROUP_KEY};
+use crate::read::json::{escape, items, str_at};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Pod,
+    Job,
+    JobSet,
+    PyTorchJob,
+    MpiJob,
+    TrainJob,
+    LeaderWorkerSet,
+    RayCluster,
+    RayJob,
+    RayService,
+    /// `batch.volcano.sh` Job.
+    VolcanoJob,
+    /// SageMaker HyperPod's `HyperPodPyTorchJob`.
+    HyperPodPyTorchJob,
+    PaddleJob,
+    TrainingRuntime,
+    ClusterTrainingRuntime,
+    /// Something trainplace does not handle; passed through untouched.
+    Other,
+}
+
+impl Kind {
+    /// Bounded label for metrics.
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Kind::Pod => "Pod",
+            Kind::Job => "Job",
+            Kind::JobSet => "JobSet",
+            Kind::PyTorchJob => "PyTorchJob",
+            Kind::MpiJob => "MPIJob",
+            Kind::TrainJob => "TrainJob",
+            Kind::LeaderWorkerSet => "LeaderWorkerSet",
+            Kind::RayCluster => "RayCluster",
+            Kind::RayJob => "RayJob",
+            Kind::RayService => "RayService",
+            Kind::VolcanoJob => "VolcanoJob",
+            Kind::HyperPodPyTorchJob => "HyperPodPyTorchJob",
+            Kind::PaddleJob => "PaddleJob",
+            Kind::TrainingRuntime => "TrainingRuntime",
+            Kind::ClusterTrainingRuntime => "ClusterTrainingRuntime",
+            Kind::Other => "other",
+        }
+    }
+
+    /// The kind of controller that owns the pods made from this workload's templates.
+    pub fn pod_owner_kind(self) -> Option<&'static str> {
+        match self {
+            Kind::Job | Kind::JobSet => Some("Job"),
+            Kind::PyTorchJob => Some("PyTorchJob"),
+            Kind::MpiJob => Some("MPIJob"),
+            Kind::LeaderWorkerSet => Some("StatefulSet"),
+            Kind::RayCluster => Some("RayCluster"),
+            // Volcano's controller owns its pods under its own kind name, `Job`.
+            Kind::VolcanoJob => Some("Job"),
+            Kind::HyperPodPyTorchJob => Some("HyperPodPyTorchJob"),
+            Kind::PaddleJob => Some("PaddleJob"),
+            // A RayJob's or RayService's pods belong to a RayCluster with a generated
+            // name, a runtime's to every TrainJob that uses it: no mark can name them.
+            Kind::Pod
+            | Kind::TrainJob
+            | Kind::RayJob
+            | Kind::RayService
+            | Kind::TrainingRuntime
+            | Kind::ClusterTrainingRuntime
+            | Kind::Other => None,
+        }
+    }
+
+    pub fn is_workload(self) -> bool {
+        !matches!(self, Kind::Pod | Kind::Other)
+    }
+}
+
+/// A number in the object that sets how many pods a template makes (for reshape).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Knob {
+    /// JSON Pointer of the field; may be absent in the object (then `value` is the default).
+    pub pointer: String,
+    pub value: u32,
+}
+
+/// One pod template inside an object.
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// JSON Pointer to the `{metadata, spec}` object ("" for a Pod).
+    pub pointer: String,
+    /// Dotted path of the pod spec, for messages (`spec`, `spec.pytorchReplicaSpecs.Worker.template.spec`).
+    pub field: String,
+    pub hints: SiteHints,
+    /// Pods this template makes, when the workload says.
+    pub pods: Option<u32>,
+    /// The product of the size knobs, unbounded by u32 (to report absurd sizes).
+    pub requested: u64,
+    /// The fields whose product is `pods`.
+    pub knobs: Vec<Knob>,
+}
+
+pub fn kind_of(obj: &Value) -> Result<Kind, ObjectError> {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        return Err(ObjectError::bad(
+            "kind",
+            "missing; every object needs apiVersion and kind",
+        ));
+    }
+    let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+    Ok(match (group, kind) {
+        ("", "Pod") => Kind::Pod,
+        ("batch", "Job") => Kind::Job,
+        ("jobset.x-k8s.io", "JobSet") => Kind::JobSet,
+        ("kubeflow.org", "PyTorchJob") => Kind::PyTorchJob,
+        ("kubeflow.org", "MPIJob") => Kind::MpiJob,
+        ("trainer.kubeflow.org", "TrainJob") => Kind::TrainJob,
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") => Kind::LeaderWorkerSet,
+        ("ray.io", "RayCluster") => Kind::RayCluster,
+        ("ray.io", "RayJob") => Kind::RayJob,
+        ("ray.io", "RayService") => Kind::RayService,
+        ("batch.volcano.sh", "Job") => Kind::VolcanoJob,
+        ("sagemaker.amazonaws.com", "HyperPodPyTorchJob") => Kind::HyperPodPyTorchJob,
+        ("kubeflow.org", "PaddleJob") => Kind::PaddleJob,
+        ("trainer.kubeflow.org", "TrainingRuntime") => Kind::TrainingRuntime,
+        ("trainer.kubeflow.org", "ClusterTrainingRuntime") => Kind::ClusterTrainingRuntime,
+        _ => Kind::Other,
+    })
+}
+
+pub(crate) fn count_at(obj: &Value, pointer: &str, default: u32) -> Result<Knob, ObjectError> {
+    let value = match obj.pointer(pointer) {
+        None | Some(Value::Null) => default,
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| {
+                ObjectError::bad(
+                    pointer.trim_start_matches('/').replace('/', "."),
+                    format!("{v} is not a whole, non-negative count"),
+                )
+            })?,
+    };
+    Ok(Knob {
+        pointer: pointer.to_string(),
+        value,
+    })
+}
+
+pub(crate) fn site(
+    obj: &Value,
+    pointer: String,
+    identity: Option<(String, String)>,
+    knobs: Vec<Knob>,
+) -> Site {
+    let field = format!("{}.spec", pointer.trim_start_matches('/').replace('/', "."));
+    // A label already on the template names the job best (a Job created by a JobSet).
+    let template_identity = obj.pointer(&pointer).and_then(|t| {
+        JOB_IDENTITY_LABELS.iter().find_map(|(k, _)| {
+            str_at(t, &["metadata", "labels", k]).map(|v| (k.to_string(), v.to_string()))
+        })
+    });
+    // In u64, saturating: replicas x parallelism overflows u32 (65536 x 65536 wraps to
+    // 0 there); a count past u32 is unknown, and an unknown count is judged as many pods.
+    let requested = knobs
+        .iter()
+        .fold(1u64, |acc, k| acc.saturating_mul(u64::from(k.value)));
+    let pods = u32::try_from(requested).ok();
+    Site {
+        pointer,
+        field,
+        hints: SiteHints {
+            pods: None,
+            identity: template_identity.or(identity),
+            instance_type: str_at(obj, &["metadata", "annotations", INSTANCE_TYPE])
+                .map(String::from),
+            group_label: None,
+        },
+        pods,
+        requested,
+        knobs,
+    }
+}
+
+/// Stands for the name of a workload created with `generateName` while its sites are
+/// located; replaced by [`LABEL_JOB`] and a name derived from the object.
+const UNNAMED: &str = "trainplace.io/unnamed";
+
+/// The kind and pod-template sites of an object.
+///
+/// A workload created with `generateName` has no name at admission, so its pods' job
+/// label is unknown: each template that would have been keyed on the name is keyed on
+/// [`LABEL_JOB`] instead, with a value derived from the object (written on the
+/// templates with the layout, so every pod of the job carries it).
+pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
+    let kind = kind_of(obj)?;
+    let unnamed = kind.is_workload()
+        && str_at(obj, &["metadata", "name"]).is_none()
+        && obj.get("metadata").is_some_and(Value::is_object);
+    if !unnamed {
+        return locate_named(obj, kind);
+    }
+    let mut named = obj.clone();
+    named["metadata"]["name"] = Value::String(UNNAMED.into());
+    let (kind, mut sites) = locate_named(&named, kind)?;
+    let generated = generated_name(obj);
+    for s in &mut sites {
+        if s.hints.identity.as_ref().is_some_and(|(_, v)| v == UNNAMED) {
+            s.hints.identity = Some((LABEL_JOB.to_string(), generated.clone()));
+        }
+    }
+    Ok((kind, sites))
+}
+
+/// A job name for an unnamed workload: a digest of its `generateName` and spec, so a
+/// second pass over the same object finds the same name (and the label it wrote).
+fn generated_name(obj: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(
+        str_at(obj, &["metadata", "generateName"])
+            .unwrap_or("")
+            .as_bytes(),
+    );
+    h.update([0]);
+    h.update(
+        obj.get("spec")
+            .map(Value::to_string)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    let digest = h.finalize();
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("g{hex}")
+}
+
+/// When a workload's templates carry different job labels of their own (a Master
+/// labelled one way, the Workers another), they would be held apart: every template
+/// is keyed on the workload's own label instead.
+fn one_identity(sites: &mut [Site], workload: Option<(String, String)>) {
+    let Some(workload) = workload else {
+        return;
+    };
+    let first = sites.first().and_then(|s| s.hints.identity.clone());
+    if sites.iter().any(|s| s.hints.identity != first) {
+        for s in sites {
+            s.hints.identity = Some(workload.clone());
+        }
+    }
+}
+
+fn locate_named(obj: &Value, kind: Kind) -> Result<(Kind, Vec<Site>), ObjectError> {
+    let name = str_at(obj, &["metadata", "name"]).map(String::from);
+    let id = |label: &str| name.clone().map(|n| (label.to_string(), n));
+    let sites = match kind {
+        Kind::Pod => vec![Site {
+            pointer: String::new(),
+            field: "spec".into(),
+            hints: SiteHints::default(),
+            pods: None,
+            requested: 1,
+            knobs: Vec::new(),
+        }],
+        Kind::Job => vec![site(
+            obj,
+            "/spec/template".into(),
+            id("batch.kubernetes.io/job-name"),
+            vec![count_at(obj, "/spec/parallelism", 1)?],
+        )],
+        Kind::JobSet => {
+            let mut out = Vec::new();
+            for i in 0..items(obj, &["spec", "replicatedJobs"]).len() {
+                let base = format!("/spec/replicatedJobs/{i}");
+                out.push(site(
+                    obj,
+                    format!("{base}/template/spec/template"),
+                    id("jobset.sigs.k8s.io/jobset-name"),
+                    vec![
+                        count_at(obj, &format!("{base}/replicas"), 1)?,
+                        count_at(obj, &format!("{base}/template/spec/parallelism"), 1)?,
+                    ],
+                ));
+            }
+            one_identity(&mut out, id("jobset.sigs.k8s.io/jobset-name"));
+            out
+        }
+        Kind::PyTorchJob | Kind::MpiJob | Kind::PaddleJob => {
+            let specs = match kind {
+                Kind::PyTorchJob => "pytorchReplicaSpecs",
+                Kind::PaddleJob => "paddleReplicaSpecs",
+                _ => "mpiReplicaSpecs",
+            };
+            let mut out = Vec::new();
+            if let Some(map) = obj
+                .pointer(&format!("/spec/{specs}"))
+                .and_then(Value::as_object)
+            {
+                for role in map.keys() {
+                    let base = format!("/spec/{specs}/{}", escape(role));
+                    out.push(site(
+                        obj,
+                        format!("{base}/template"),
+                        id("training.kubeflow.org/job-name"),
+                        vec![count_at(obj, &format!("{base}/replicas"), 1)?],
+                    ));
+                }
+            }
+            one_identity(&mut out, id("training.kubeflow.org/job-name"));
+            out
+        }
+        Kind::LeaderWorkerSet => {
+            // Replicas are independent groups (model replicas), not one job: the job is
+            // one group of `size` pods (the leader and size - 1 workers), and zone and
+            // host affinity are keyed per group.
+            let size = count_at(obj, "/spec/leaderWorkerTemplate/size", 1)?;
+            let has_leader = obj
+                .pointer("/spec/leaderWorkerTemplate/leaderTemplate")
+                .is_some();
+            let ident = id("leaderworkerset.sigs.k8s.io/name");
+            let mut out = Vec::new();
+            let workers = if has_leader {
+                out.push(site(
+                    obj,
+                    "/spec/leaderWorkerTemplate/leaderTemplate".into(),
+                    ident.clone(),
+                    Vec::new(),
+                ));
+                Knob {
+                    pointer: size.pointer.clone(),
+                    value: size.value.saturating_sub(1),
+                }
+            } else {
+                size
+            };
+            out.push(site(
+                obj,
+                "/spec/leaderWorkerTemplate/workerTemplate".into(),
+                ident,
+                vec![workers],
+            ));
+            one_identity(&mut out, id("leaderworkerset.sigs.k8s.io/name"));
+            for s in &mut out {
+                s.hints.group_label = Some(LWS_GROUP_KEY.to_string());
+            }
+            out
+        }
+        Kind::RayCluster | Kind::RayJob | Kind::RayService => controllers::ray(obj, kind)?,
+        Kind::VolcanoJob => controllers::volcano(obj)?,
+        Kind::HyperPodPyTorchJob => controllers::hyperpod(obj)?,
+        Kind::TrainingRuntime | Kind::ClusterTrainingRuntime => controllers::runtime(obj)?,
+        // TrainJob has no pod template; it goes through its own adapter.
+        Kind::TrainJob | Kind::Other => Vec::new(),
+    };
+    Ok((kind, sites))
+}

@@ -1,0 +1,7 @@
+//! Writing: the layout a judged template gets (one pod per node, devices, shared
+//! memory, NCCL env, tolerations, the zone), the reshape of a workload's sizes to whole
+//! nodes, and a TrainJob's patches, all as edits on the raw JSON.
+
+pub(crate) mod layout;
+pub(crate) mod reshape;
+pub(crate) mod trainjob;

@@ -1,0 +1,209 @@
+//! Kubeflow Trainer `TrainJob` (trainer.kubeflow.org/v1alpha1) has no pod template:
+//! devices live in `spec.trainer.resourcesPerNode`, env in `spec.trainer.env`, and
+//! the pod layout goes into a `spec.runtimePatches[]` entry that trainplace owns
+//! (manager `trainplace.io/webhook`). A synthetic pod built from those fields goes
+//! through the same classify / plan / rules code as every other template; the edits
+//! are mapped back. `hostIPC` cannot be patched through a TrainJob: it is reported.
+
+mod merge;
+mod patches;
+
+use serde_json::{Map, Value, json};
+
+pub(crate) use patches::synthetic_pod;
+use patches::{delta, layout_spec, our_patch_index, patch_view, patched_layout};
+
+use crate::error::ObjectError;
+use crate::judge::classify::SiteHints;
+use crate::judge::judgement::{Ctx, judge};
+use crate::judge::verdict::Verdict;
+use crate::read::annotations::MUTATED;
+use crate::read::edit::{Cursor, Ops};
+use crate::read::json::{items, str_at};
+use crate::read::podspec::PodView;
+
+pub const MANAGER: &str = "trainplace.io/webhook";
+/// The replicated job and container names of Trainer's torch runtimes.
+const NODE: &str = "node";
+/// Pod spec fields the runtime patch carries for us.
+const PATCH_SPEC: [&str; 4] = ["nodeSelector", "tolerations", "affinity", "volumes"];
+const PATCH_CONTAINER: [&str; 2] = ["securityContext", "volumeMounts"];
+pub(crate) const FIELD: &str = "spec.trainer";
+
+/// The runtime a TrainJob names in `spec.runtimeRef` (kind ClusterTrainingRuntime
+/// unless it says TrainingRuntime), from the inventory.
+pub(crate) fn runtime<'a>(object: &Value, ctx: &Ctx<'a, '_>, namespace: &str) -> Option<&'a Value> {
+    let name = str_at(object, &["spec", "runtimeRef", "name"])?;
+    let kind = str_at(object, &["spec", "runtimeRef", "kind"]).unwrap_or("ClusterTrainingRuntime");
+    ctx.who.inventory?.runtime(namespace, kind, name)
+}
+
+/// Say which runtime the verdict took the pod template from, or that it could not.
+fn runtime_note(object: &Value, ctx: &Ctx<'_, '_>, found: bool, verdict: &mut Verdict) {
+    let (Some(_), Some(name)) = (
+        ctx.who.inventory,
+        str_at(object, &["spec", "runtimeRef", "name"]),
+    ) else {
+        return;
+    };
+    let kind = str_at(object, &["spec", "runtimeRef", "kind"]).unwrap_or("ClusterTrainingRuntime");
+    verdict.notes.push(if found {
+        format!("judged with the node template of {kind} {name} from the cluster.")
+    } else {
+        format!("{kind} {name} is not in the cluster inventory: judged from the TrainJob and its runtime patches alone.")
+    });
+}
+
+fn count_at(object: &Value, pointer: &str, field: &str) -> Result<Option<u32>, ObjectError> {
+    match object.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| ObjectError::bad(field, "must be a whole number")),
+    }
+}
+
+/// Judge and lay out a TrainJob. Returns whether it is a training object.
+pub(crate) fn evaluate(
+    object: &mut Value,
+    ctx: &Ctx<'_, '_>,
+    verdict: &mut Verdict,
+    ops: &mut Ops,
+) -> Result<bool, ObjectError> {
+    let runtime = runtime(object, ctx, &verdict.namespace);
+    runtime_note(object, ctx, runtime.is_some(), verdict);
+    let before = synthetic_pod(object, runtime);
+    let view = PodView::read(&before, FIELD, &ctx.eff.policy.catalog)?;
+    // The TrainJob's numNodes, else the runtime's default.
+    let nodes = match count_at(object, "/spec/trainer/numNodes", "spec.trainer.numNodes")? {
+        Some(n) => Some(n),
+        None => match runtime {
+            Some(r) => count_at(
+                r,
+                "/spec/mlPolicy/numNodes",
+                "runtime spec.mlPolicy.numNodes",
+            )?,
+            None => None,
+        },
+    };
+    let hints = SiteHints {
+        pods: nodes,
+        identity: None,
+        instance_type: str_at(
+            object,
+            &[
+                "metadata",
+                "annotations",
+                crate::read::annotations::INSTANCE_TYPE,
+            ],
+        )
+        .map(String::from),
+        group_label: None,
+    };
+    let Some(judgement) = judge(&view, &hints, object, ctx, verdict)? else {
+        return Ok(false);
+    };
+    let mut after = before.clone();
+    let mut scratch = Ops::default();
+    let mut changes = judgement.write(ctx.eff, Cursor::root(&mut after, ""), &mut scratch);
+    if after.pointer("/spec/hostIPC").is_some() && before.pointer("/spec/hostIPC").is_none() {
+        changes.retain(|c| c.what != "hostIPC=true");
+        let runtime =
+            str_at(object, &["spec", "runtimeRef", "name"]).unwrap_or("the training runtime");
+        verdict.notes.push(format!(
+            "hostIPC cannot be set through a TrainJob: set hostIPC: true in {runtime}'s pod template so NCCL can share memory between local ranks."
+        ));
+    }
+    if changes.is_empty() {
+        return Ok(true);
+    }
+    write_back(object, runtime, &before, &after, &changes, ops);
+    verdict.changes.extend(changes);
+    Ok(true)
+}
+
+fn write_back(
+    object: &mut Value,
+    runtime: Option<&Value>,
+    before: &Value,
+    after: &Value,
+    changes: &[crate::write::layout::Change],
+    ops: &mut Ops,
+) {
+    let c_before = &before["spec"]["containers"][0];
+    let c_after = &after["spec"]["containers"][0];
+    // Devices: new keys in resourcesPerNode.
+    for w in ["limits", "requests"] {
+        let Some(new) = c_after
+            .pointer(&format!("/resources/{w}"))
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        for (k, v) in new {
+            if c_before
+                .pointer(&format!("/resources/{w}"))
+                .and_then(|m| m.get(k))
+                .is_none()
+                && let Some(mut m) = Cursor::root(object, "")
+                    .objects(&["spec", "trainer", "resourcesPerNode", w], ops)
+            {
+                m.insert_missing(k, v.clone(), ops);
+            }
+        }
+    }
+    // Env: appended entries.
+    let old_env = items(c_before, &["env"]).len();
+    for e in items(c_after, &["env"]).iter().skip(old_env) {
+        if let Some(mut env) = Cursor::root(object, "")
+            .object("spec", ops)
+            .and_then(|c| c.object("trainer", ops))
+            .and_then(|c| c.array("env", ops))
+        {
+            env.push(e.clone(), ops);
+        }
+    }
+    // Pod layout: trainplace's runtime patch holds what the layout adds on top of the
+    // other patches (the user's, the advisor's), replaced whole so it stays one entry.
+    let base_pod = json!({"spec": layout_spec(&patched_layout(object, false, runtime), &[])});
+    let added = delta(&patch_view(after), &patch_view(&base_pod)).unwrap_or_else(|| json!({}));
+    let mut spec: Map<String, Value> = added
+        .get("spec")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut container = Map::new();
+    container.insert("name".into(), json!(NODE));
+    if let Some(c) = added.get("container").and_then(Value::as_object) {
+        container.extend(c.clone());
+    }
+    spec.insert("containers".into(), json!([container]));
+    let text = crate::write::layout::mutated_text(changes);
+    let entry = json!({
+        "manager": MANAGER,
+        "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
+            "name": NODE,
+            "template": {"spec": {"template": {
+                "metadata": {"annotations": {MUTATED: text}},
+                "spec": spec,
+            }}},
+        }]}}},
+    });
+    match our_patch_index(object) {
+        Some(i) => {
+            if let Some(p) = object.pointer_mut("/spec/runtimePatches") {
+                Cursor::root(p, "/spec/runtimePatches").set(&i.to_string(), entry, ops);
+            }
+        }
+        None => {
+            if let Some(mut patches) = Cursor::root(object, "")
+                .object("spec", ops)
+                .and_then(|c| c.array("runtimePatches", ops))
+            {
+                patches.push(entry, ops);
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Reading and writing TrainJob runtime patches: merging every patch's `node` template
+//! into one view, and computing what trainplace adds on top of the others.
+
+use serde_json::{Map, Value, json};
+
+use super::{MANAGER, NODE, PATCH_CONTAINER, PATCH_SPEC};
+use crate::read::json::{items, str_at};
+
+pub(super) fn our_patch_index(object: &Value) -> Option<usize> {
+    items(object, &["spec", "runtimePatches"])
+        .iter()
+        .position(|p| p.get("manager").and_then(Value::as_str) == Some(MANAGER))
+}
+
+/// The `node` pod template a runtime patch carries, if any.
+pub(super) fn node_template(patch: &Value) -> Option<&Value> {
+    patch
+        .pointer("/trainingRuntimeSpec/template/spec/replicatedJobs")?
+        .as_array()?
+        .iter()
+        .find(|j| j.get("name").and_then(Value::as_str) == Some(NODE))?
+        .pointer("/template/spec/template")
+}
+
+pub(super) use super::merge::delta;
+use super::merge::merge_all;
+
+/// Merge one patch into `acc` (see [`merge_all`]).
+fn merge(acc: &mut Value, patch: &Value) {
+    merge_all(acc, &[patch]);
+}
+
+/// The runtime's `node` pod template as this TrainJob will get it: the TrainJob's
+/// command and args replace the runtime's; its `resourcesPerNode` is merged over the
+/// runtime's resources key by key (Trainer's `MergeResourceRequirements`,
+/// https://github.com/kubeflow/trainer/blob/8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3/pkg/runtime/core/trainingruntime.go).
+fn runtime_base(object: &Value, runtime: Option<&Value>) -> Value {
+    let Some(mut base) = runtime.and_then(runtime_node_template).cloned() else {
+        return json!({});
+    };
+    let trainer = object.pointer("/spec/trainer");
+    let overridden: Vec<&str> = ["command", "args"]
+        .into_iter()
+        .filter(|key| trainer.and_then(|t| t.get(*key)).is_some())
+        .collect();
+    if let Some(containers) = base
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)
+    {
+        for c in containers
+            .iter_mut()
+            .filter(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
+            .filter_map(Value::as_object_mut)
+        {
+            for key in &overridden {
+                c.remove(*key);
+            }
+        }
+    }
+    base
+}
+
+/// The `node` pod template of a TrainingRuntime or ClusterTrainingRuntime.
+fn runtime_node_template(runtime: &Value) -> Option<&Value> {
+    runtime
+        .pointer("/spec/template/spec/replicatedJobs")?
+        .as_array()?
+        .iter()
+        .find(|j| j.get("name").and_then(Value::as_str) == Some(NODE))?
+        .pointer("/template/spec/template")
+}
+
+/// The pod layout the runtime and all runtime patches give the `node` job: the
+/// runtime's template, others' patches in order, then trainplace's own when `with_ours`.
+pub(super) fn patched_layout(object: &Value, with_ours: bool, runtime: Option<&Value>) -> Value {
+    let patches = items(object, &["spec", "runtimePatches"]);
+    let ours = |p: &&Value| p.get("manager").and_then(Value::as_str) == Some(MANAGER);
+    let mut acc = runtime_base(object, runtime);
+    let templates: Vec<&Value> = patches
+        .iter()
+        .filter(|p| !ours(p))
+        .chain(patches.iter().filter(|p| with_ours && ours(p)))
+        .filter_map(node_template)
+        .collect();
+    merge_all(&mut acc, &templates);
+    acc
+}
+
+/// The pod spec the runtime patches give the `node` job: their pod fields, and the
+/// `node` container with `extra` fields merged over it.
+pub(super) fn layout_spec(layout: &Value, extra: &[(&str, &Value)]) -> Map<String, Value> {
+    let mut container = json!({"name": NODE});
+    if let Some(c) = items(layout, &["spec", "containers"])
+        .iter()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
+    {
+        merge(&mut container, c);
+    }
+    for (key, v) in extra {
+        merge(&mut container, &json!({ *key: v }));
+    }
+    let mut spec = Map::new();
+    for k in PATCH_SPEC {
+        if let Some(v) = layout.pointer(&format!("/spec/{k}")) {
+            spec.insert(k.into(), v.clone());
+        }
+    }
+    spec.insert("containers".into(), json!([container]));
+    spec
+}
+
+/// The pod the trainer nodes will be, as far as the runtime (when known), the TrainJob
+/// and its patches say.
+pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
+    let trainer = object
+        .pointer("/spec/trainer")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let layout = patched_layout(object, true, runtime);
+    let mapped = [
+        ("resourcesPerNode", "resources"),
+        ("env", "env"),
+        ("command", "command"),
+        ("args", "args"),
+    ];
+    let extra: Vec<(&str, &Value)> = mapped
+        .iter()
+        .filter_map(|(from, to)| Some((*to, trainer.get(*from)?)))
+        .collect();
+    let mut spec = layout_spec(&layout, &extra);
+    // Only a runtime's template can set hostIPC (a TrainJob cannot patch it).
+    if let Some(v) = layout.pointer("/spec/hostIPC") {
+        spec.insert("hostIPC".into(), v.clone());
+    }
+    let mut labels: Map<String, Value> = layout
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(name) = str_at(object, &["metadata", "name"]) {
+        labels.insert("jobset.sigs.k8s.io/jobset-name".into(), json!(name));
+    }
+    let annotations = object
+        .pointer("/metadata/annotations")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    json!({"metadata": {"labels": labels, "annotations": annotations}, "spec": spec})
+}
+
+/// The part of a synthetic pod that lives in runtime patches.
+pub(super) fn patch_view(pod: &Value) -> Value {
+    let mut spec = Map::new();
+    for k in PATCH_SPEC {
+        if let Some(v) = pod["spec"].get(k) {
+            spec.insert(k.into(), v.clone());
+        }
+    }
+    let mut container = Map::new();
+    for k in PATCH_CONTAINER {
+        if let Some(v) = pod["spec"]["containers"][0].get(k) {
+            container.insert(k.into(), v.clone());
+        }
+    }
+    json!({"spec": spec, "container": container})
+}
