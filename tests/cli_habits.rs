@@ -123,6 +123,32 @@ fn the_report_has_its_own_format() {
 }
 
 #[test]
+fn change_lists_name_the_template_each_change_is_made_in() {
+    let file = "examples/workloads/pytorchjob-one-gpu.yaml";
+    let out = run(&["check", "-f", file]);
+    let report = text(&out.stdout);
+    let master = "  in spec.pytorchReplicaSpecs.Master.template.spec:\n";
+    let worker = "  in spec.pytorchReplicaSpecs.Worker.template.spec:\n";
+    let (Some(m), Some(w)) = (report.find(master), report.find(worker)) else {
+        panic!("no template headings in:\n{report}");
+    };
+    assert!(m < w, "Master's changes come first:\n{report}");
+    // Each heading is followed by that template's own change lines.
+    for block in [&report[m + master.len()..w], &report[w + worker.len()..]] {
+        assert!(block.starts_with("    + "), "{block}");
+        assert!(block.contains("+ hostIPC=true"), "{block}");
+    }
+
+    let out = run(&["mutate", "-o", "report-json", "-f", file]);
+    let reports: Value = serde_json::from_slice(&out.stdout).expect("report-json is JSON");
+    let changes = reports[0]["changes"].as_array().expect("changes");
+    let sites: Vec<&str> = changes.iter().filter_map(|c| c["site"].as_str()).collect();
+    assert_eq!(sites.len(), changes.len(), "every change carries its site");
+    assert!(sites.contains(&"spec.pytorchReplicaSpecs.Master.template.spec"));
+    assert!(sites.contains(&"spec.pytorchReplicaSpecs.Worker.template.spec"));
+}
+
+#[test]
 fn o_name_prints_resource_group_slash_name() {
     let o = run(&["mutate", "-f", "examples/workloads/", "-o", "name"]);
     assert_eq!(code(&o), 1, "one example is denied");

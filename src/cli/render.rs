@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use serde_json::Value;
-use trainplace_engine::{Mode, Verdict};
+use trainplace_engine::{Change, Mode, Verdict};
 
 pub struct ObjectReport<'a> {
     pub original: &'a Value,
@@ -98,12 +98,33 @@ pub fn text(reports: &[ObjectReport<'_>], with_changes: bool) -> String {
             let _ = writeln!(s, "  note: {n}");
         }
         if with_changes {
-            for c in &v.changes {
-                let _ = writeln!(s, "  + {} ({})", c.what, c.why);
-            }
+            changes_text(&mut s, &v.changes);
         }
     }
     s
+}
+
+/// The change lines, under the template each was made in when they were made in more
+/// than one (`in spec.pytorchReplicaSpecs.Worker.template.spec:`); a change to the
+/// workload itself (a reshape) is listed under `in the object:`.
+fn changes_text(s: &mut String, changes: &[Change]) {
+    let mut sites: Vec<&str> = Vec::new();
+    for c in changes {
+        if !sites.contains(&c.site.as_str()) {
+            sites.push(&c.site);
+        }
+    }
+    let headed = sites.len() > 1;
+    for site in sites {
+        if headed {
+            let name = if site.is_empty() { "the object" } else { site };
+            let _ = writeln!(s, "  in {name}:");
+        }
+        let indent = if headed { "    " } else { "  " };
+        for c in changes.iter().filter(|c| c.site == site) {
+            let _ = writeln!(s, "{indent}+ {} ({})", c.what, c.why);
+        }
+    }
 }
 
 /// The mutated objects that may be applied, as one multi-document YAML stream that

@@ -305,6 +305,9 @@ fn write_site(
         kueue_topology(object, site, &mut changes, ops);
     }
     if !changes.is_empty() {
+        for c in &mut changes {
+            c.site.clone_from(&site.field);
+        }
         crate::write::layout::write_mutated(
             object.pointer_mut(&site.pointer).ok_or_else(missing)?,
             &site.pointer,
@@ -320,10 +323,10 @@ fn write_site(
 fn pin_zone(template: &mut Value, pointer: &str, zone: &str, ops: &mut Ops) -> Option<Change> {
     let mut sel = Cursor::root(template, pointer).objects(&["spec", "nodeSelector"], ops)?;
     sel.insert_missing(LABEL_ZONE, Value::String(zone.to_string()), ops)
-        .then(|| Change {
-            what: format!("nodeSelector {LABEL_ZONE}={zone}"),
-            why: "the job's other templates are pinned to this zone; a hold alone lets the first pod go to any zone".into(),
-        })
+        .then(|| Change::new(
+            format!("nodeSelector {LABEL_ZONE}={zone}"),
+            "the job's other templates are pinned to this zone; a hold alone lets the first pod go to any zone",
+        ))
 }
 
 /// The job label trainplace keys the hold on, when it names the job itself (an unnamed
@@ -343,9 +346,11 @@ fn identity_label(
     let mut labels = Cursor::root(template, &site.pointer).objects(&["metadata", "labels"], ops)?;
     labels
         .insert_missing(key, Value::String(value.to_string()), ops)
-        .then(|| Change {
-            what: format!("label {key}={value}"),
-            why: "ties every pod of the job together, so one zone can hold them".into(),
+        .then(|| {
+            Change::new(
+                format!("label {key}={value}"),
+                "ties every pod of the job together, so one zone can hold them",
+            )
         })
 }
 
@@ -417,9 +422,9 @@ fn kueue_topology(object: &mut Value, site: &Site, changes: &mut Vec<Change>, op
         Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)
         && ann.insert_missing(KUEUE_REQUIRED, Value::String(LABEL_ZONE.into()), ops)
     {
-        changes.push(Change {
-            what: format!("annotation {KUEUE_REQUIRED}={LABEL_ZONE}"),
-            why: "Kueue admits the podset into one zone (Topology Aware Scheduling)".into(),
-        });
+        changes.push(Change::new(
+            format!("annotation {KUEUE_REQUIRED}={LABEL_ZONE}"),
+            "Kueue admits the podset into one zone (Topology Aware Scheduling)",
+        ));
     }
 }

@@ -17,8 +17,24 @@ use crate::read::podspec::PodView;
 /// One change, as written into the `trainplace.io/mutated` annotation.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Change {
+    /// The pod template it was made in, as findings name it
+    /// (`spec.pytorchReplicaSpecs.Worker.template.spec`, `spec` for a Pod,
+    /// `spec.trainer` for a TrainJob's nodes); empty for a change to the workload
+    /// itself (a reshape of its sizes).
+    pub site: String,
     pub what: String,
     pub why: String,
+}
+
+impl Change {
+    /// A change not yet placed in a template; the writer of the template sets `site`.
+    pub fn new(what: impl Into<String>, why: impl Into<String>) -> Self {
+        Change {
+            site: String::new(),
+            what: what.into(),
+            why: why.into(),
+        }
+    }
 }
 
 /// The most text the `trainplace.io/mutated` annotation carries. The API server
@@ -160,7 +176,7 @@ struct Edit<'a> {
 
 impl Edit<'_> {
     fn change(&mut self, what: String, why: String) {
-        self.out.push(Change { what, why });
+        self.out.push(Change::new(what, why));
     }
 }
 
@@ -195,10 +211,7 @@ mod tests {
     use super::*;
 
     fn change(what: &str, why: &str) -> Change {
-        Change {
-            what: what.into(),
-            why: why.into(),
-        }
+        Change::new(what, why)
     }
 
     #[test]

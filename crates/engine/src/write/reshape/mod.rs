@@ -272,10 +272,7 @@ pub(super) fn not_whole_nodes(
 fn record(object: &mut Value, lines: Vec<String>, why: &str, verdict: &mut Verdict, ops: &mut Ops) {
     let changes: Vec<Change> = lines
         .into_iter()
-        .map(|what| Change {
-            what,
-            why: why.to_string(),
-        })
+        .map(|what| Change::new(what, why))
         .collect();
     crate::write::layout::write_mutated(object, "", &changes, ops);
     verdict.changes.extend(changes);

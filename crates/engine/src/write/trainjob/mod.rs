@@ -119,6 +119,9 @@ pub(crate) fn evaluate(
     if changes.is_empty() {
         return Ok(true);
     }
+    for c in &mut changes {
+        c.site = "spec.trainer".into();
+    }
     write_back(object, runtime, &before, &after, &changes, ops);
     verdict.changes.extend(changes);
     Ok(true)
