@@ -8,10 +8,11 @@ use clap::{Args, ValueEnum};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::{Value, json};
 use trainplace_engine::Snapshot;
-use trainplace_engine::{EndingJob, Mode, Verdict};
+use trainplace_engine::{EndingJob, Verdict};
 
 use super::input::Document;
 use super::judge::{Submitter, judge};
+use super::policy_reports::{self, Reports};
 use super::{ExitCode, Inputs, PolicyArgs};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -52,6 +53,10 @@ pub struct AuditArgs {
     /// (EKS managed node groups); Karpenter's come from EC2NodeClasses.
     #[arg(long, value_name = "FILE")]
     pub reservations: Option<PathBuf>,
+    /// Also write the results into the cluster as PolicyReports (wgpolicyk8s.io/v1alpha2):
+    /// one named `trainplace` per namespace, updated in place on each run (live mode).
+    #[arg(long, conflicts_with = "from")]
+    pub write_reports: bool,
     /// Audit as of this time (RFC 3339); default: now.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<jiff::Timestamp>,
@@ -289,6 +294,28 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     print(args.output, &verdicts, ending.as_ref(), now)?;
+    if args.write_reports {
+        let extra = ending
+            .as_ref()
+            .map(|(jobs, _)| super::ending::results(jobs, now))
+            .unwrap_or_default();
+        let reports = Reports::build(&verdicts, &CLUSTER_SCOPED, extra, now);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let done = rt
+            .block_on(async {
+                let client = kube::Client::try_from(client_config(args).await?)?;
+                policy_reports::write(client, &reports, args.namespace.as_deref()).await
+            })
+            .map_err(|e| e.context("cannot write the PolicyReports"))?;
+        for r in &done.written {
+            stderr!("policyreport {r}: written");
+        }
+        for r in &done.removed {
+            stderr!("policyreport {r}: deleted (no audited object left)");
+        }
+    }
     for n in notes {
         stderr!("note: {n}");
     }
@@ -366,7 +393,7 @@ fn print(
             super::out::print(&out)
         }
         AuditOutput::Json => {
-            let mut report = report(verdicts);
+            let mut report = super::policy_reports::report(verdicts);
             if let Some((jobs, _)) = ending {
                 let results = super::ending::results(jobs, now);
                 let warn = report["summary"]["warn"].as_u64().unwrap_or(0);
@@ -377,21 +404,6 @@ fn print(
             }
             super::out::print(&(serde_json::to_string_pretty(&report)? + "\n"))
         }
-    }
-}
-
-fn result_of(v: &Verdict) -> &'static str {
-    if !v.allowed {
-        "fail"
-    } else if v
-        .findings
-        .iter()
-        .any(|f| f.mode == Mode::Warn || f.mode == Mode::Audit)
-        || !v.changes.is_empty()
-    {
-        "warn"
-    } else {
-        "pass"
     }
 }
 
@@ -411,7 +423,7 @@ pub fn table(verdicts: &[Verdict]) -> String {
             v.namespace,
             v.kind,
             v.name,
-            result_of(v),
+            super::policy_reports::result_of(v),
             v.changes.len(),
             if findings.is_empty() {
                 "-".to_string()
@@ -421,35 +433,6 @@ pub fn table(verdicts: &[Verdict]) -> String {
         ));
     }
     out
-}
-
-/// A wgpolicyk8s.io PolicyReport: one result per finding, plus a `layout` result for
-/// objects missing parts of the recommended layout.
-pub fn report(verdicts: &[Verdict]) -> Value {
-    let mut results = Vec::new();
-    let mut summary = json!({"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 0});
-    for v in verdicts {
-        let resource = json!({"apiVersion": v.object["apiVersion"], "kind": v.kind, "name": v.name, "namespace": v.namespace, "uid": v.object["metadata"]["uid"]});
-        let r = result_of(v);
-        summary[r] = json!(summary[r].as_u64().unwrap_or(0) + 1);
-        for f in &v.findings {
-            let result = match f.mode {
-                Mode::Enforce => "fail",
-                _ => "warn",
-            };
-            results.push(json!({"policy": "trainplace", "rule": f.rule.as_str(), "result": result, "severity": if result == "fail" { "high" } else { "medium" },
-                "message": f.message(), "properties": {"mode": f.mode.as_str(), "site": f.site}, "resources": [resource.clone()]}));
-        }
-        if !v.changes.is_empty() {
-            let missing: Vec<String> = v.changes.iter().map(|c| c.what.clone()).collect();
-            results.push(json!({"policy": "trainplace", "rule": "layout", "result": "warn", "severity": "low",
-                "message": format!("{} part(s) of the recommended layout missing: {}", missing.len(), missing.join("; ")), "resources": [resource]}));
-        }
-        if v.findings.is_empty() && v.changes.is_empty() {
-            results.push(json!({"policy": "trainplace", "rule": "layout", "result": "pass", "resources": [resource]}));
-        }
-    }
-    json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "ClusterPolicyReport", "metadata": {"name": "trainplace-audit"}, "summary": summary, "results": results})
 }
 
 /// `--ending-within`: a duration of at least 0 (`-6h` would list nothing, silently).

@@ -18,6 +18,7 @@ pub mod input;
 pub mod judge;
 pub mod out;
 pub mod policy_cmd;
+mod policy_reports;
 pub mod render;
 pub mod sandbox;
 pub(crate) mod yaml;

@@ -1,0 +1,202 @@
+//! What trainplace leaves in a real API server for people and tools to read:
+//! `trainplace audit --write-reports` PolicyReports (one per namespace, updated in place,
+//! nobody else's touched), and the webhook's Events on the objects it denies or warns
+//! about, at a bounded rate. One sandbox for the binary; the tests take turns (the
+//! Events' rate bound counts what every test's objects spend).
+
+mod sandbox;
+
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sandbox::{Sandbox, stderr, wait_until};
+use serde_json::{Value, json};
+
+/// The webhook's Event budget in this sandbox: a bucket of `BURST` refilled at
+/// `PER_MINUTE` (TRAINPLACE_EVENT_BURST, TRAINPLACE_EVENT_RATE).
+const BURST: u64 = 5;
+const PER_MINUTE: u64 = 60;
+
+static TURNS: Mutex<()> = Mutex::new(());
+
+fn sb() -> &'static Sandbox {
+    sandbox::shared_with(
+        "cluster_reports",
+        &[
+            ("TRAINPLACE_EVENT_BURST", "5"),
+            ("TRAINPLACE_EVENT_RATE", "60"),
+        ],
+    )
+}
+
+/// A suspended two-pod Job on an instance type the catalog does not know: admitted with
+/// an `unknown-instance-type` warning under the default policy.
+fn odd_job(name: &str) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+        "spec": {"suspend": true, "parallelism": 2, "completions": 2, "completionMode": "Indexed",
+            "template": {"spec": {"restartPolicy": "Never",
+                "nodeSelector": {"node.kubernetes.io/instance-type": "x9.48xlarge"},
+                "containers": [{"name": "c", "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}})
+}
+
+fn audit(sb: &Sandbox, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .arg("audit")
+        .args(args)
+        .arg("--write-reports")
+        .env("KUBECONFIG", &sb.kubeconfig)
+        .env_remove("TRAINPLACE_POLICY_DIR")
+        .output()
+        .unwrap()
+}
+
+/// The PolicyReports in `ns`, by name.
+fn reports(sb: &Sandbox, ns: &str) -> Vec<Value> {
+    sb.json(&["-n", ns, "get", "policyreports.v1alpha2.wgpolicyk8s.io"])["items"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn ours(sb: &Sandbox, ns: &str) -> Value {
+    let all = reports(sb, ns);
+    let mine: Vec<&Value> = all
+        .iter()
+        .filter(|r| r["metadata"]["name"] == "trainplace")
+        .collect();
+    assert_eq!(mine.len(), 1, "one trainplace report in {ns}: {all:#?}");
+    mine[0].clone()
+}
+
+#[test]
+fn audit_writes_one_policy_report_per_namespace_and_updates_it_in_place() {
+    let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
+    let sb = sb();
+    for crd in [
+        "policyreports.wgpolicyk8s.io",
+        "clusterpolicyreports.wgpolicyk8s.io",
+    ] {
+        sb.ok(&["get", "crd", crd]);
+    }
+    let a = sb.namespace("reports-a");
+    let b = sb.namespace("reports-b");
+    for (ns, name) in [(&a, "odd-1"), (&a, "odd-2"), (&b, "odd-3")] {
+        let out = sb.apply(ns, &odd_job(name).to_string());
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    // Another tool's report in the same namespace: never read, changed or deleted.
+    let foreign = json!({"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+        "metadata": {"name": "kyverno-scan", "namespace": a},
+        "summary": {"pass": 3}, "results": [{"policy": "require-labels", "result": "pass", "source": "kyverno"}]});
+    let out = sb.apply(&a, &foreign.to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Default policy: the jobs warn.
+    for ns in [&a, &b] {
+        let out = audit(sb, &["-n", ns]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("policyreport {ns}/trainplace: written")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    let first = ours(sb, &a);
+    assert_eq!(first["apiVersion"], "wgpolicyk8s.io/v1alpha2");
+    assert_eq!(
+        first["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "trainplace"
+    );
+    let results = first["results"].as_array().unwrap();
+    assert_eq!(
+        results.len(),
+        2,
+        "one result per object and rule: {first:#}"
+    );
+    let mut names: Vec<&str> = results
+        .iter()
+        .map(|r| r["resources"][0]["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["odd-1", "odd-2"]);
+    for r in results {
+        assert_eq!(r["policy"], "trainplace");
+        assert_eq!(r["rule"], "unknown-instance-type");
+        assert_eq!(r["result"], "warn");
+        assert_eq!(r["severity"], "medium");
+        assert_eq!(r["source"], "trainplace");
+        assert_eq!(r["properties"]["mode"], "warn");
+        assert!(r["timestamp"]["seconds"].as_i64().unwrap() > 1_700_000_000);
+        assert_eq!(r["resources"][0]["kind"], "Job");
+        assert_eq!(r["resources"][0]["namespace"], a.as_str());
+        assert!(
+            r["resources"][0]["uid"]
+                .as_str()
+                .is_some_and(|u| !u.is_empty())
+        );
+        assert!(
+            r["message"]
+                .as_str()
+                .unwrap()
+                .contains("\"x9.48xlarge\" (from nodeSelector) is not in the instance catalog")
+        );
+    }
+    assert_eq!(
+        first["summary"],
+        json!({"pass": 0, "fail": 0, "warn": 2, "error": 0, "skip": 0})
+    );
+    assert_eq!(ours(sb, &b)["results"].as_array().unwrap().len(), 1);
+
+    // A stricter policy: the same report, updated in place, now failing.
+    let strict = tempfile::tempdir().unwrap();
+    let policy = std::fs::read_to_string(format!(
+        "{}/policies/default.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+    .replace(
+        "unknownInstanceType: warn",
+        "unknownInstanceType: enforce #",
+    );
+    assert!(policy.contains("unknownInstanceType: enforce"));
+    std::fs::write(strict.path().join("policy.yaml"), policy).unwrap();
+    let dir = strict.path().to_str().unwrap();
+    sb.ok(&["-n", &b, "delete", "job", "odd-3", "--wait"]);
+    for ns in [&a, &b] {
+        let out = audit(sb, &["-n", ns, "--policy-dir", dir]);
+        let expected = if *ns == a { Some(1) } else { Some(0) };
+        assert_eq!(out.status.code(), expected, "{}", stderr(&out));
+    }
+    let second = ours(sb, &a);
+    assert_eq!(
+        second["metadata"]["uid"], first["metadata"]["uid"],
+        "updated, not replaced"
+    );
+    assert_ne!(
+        second["metadata"]["resourceVersion"],
+        first["metadata"]["resourceVersion"]
+    );
+    let results = second["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{second:#}");
+    for r in results {
+        assert_eq!(
+            (&r["result"], &r["severity"]),
+            (&json!("fail"), &json!("high"))
+        );
+        assert_eq!(r["properties"]["mode"], "enforce");
+    }
+    assert_eq!(second["summary"]["fail"], 2);
+    assert_eq!(second["summary"]["warn"], 0);
+    // b has no audited object left: trainplace's report there is gone.
+    assert!(reports(sb, &b).is_empty(), "{:#?}", reports(sb, &b));
+    // The other tool's report is as it was.
+    let kept: Vec<Value> = reports(sb, &a)
+        .into_iter()
+        .filter(|r| r["metadata"]["name"] == "kyverno-scan")
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["results"], foreign["results"]);
+    assert_eq!(kept[0]["summary"]["pass"], 3);
+}
