@@ -99,6 +99,8 @@ pub struct ServeArgs {
     /// ...and close it when the ping is not answered within this.
     #[arg(long, env = "TRAINPLACE_HTTP2_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub http2_keepalive_timeout: Duration,
+    #[command(flatten)]
+    pub self_managed: super::certs::SelfManagedArgs,
 }
 
 /// Where the cluster inventory comes from.
@@ -115,6 +117,9 @@ pub struct Config {
     pub addr: SocketAddr,
     pub probe_addr: SocketAddr,
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// `--self-managed-certs`: the serving certificate comes from a Secret this server
+    /// keeps (src/server/certs).
+    pub self_managed: Option<super::certs::Settings>,
     pub policy_dir: Option<PathBuf>,
     pub mark_keys: Option<PathBuf>,
     pub reservations: Option<PathBuf>,
@@ -161,6 +166,7 @@ impl ServeArgs {
             drain_idle_timeout,
             http2_keepalive_interval,
             http2_keepalive_timeout,
+            self_managed,
         } = self;
         if max_connections == 0 {
             anyhow::bail!("--max-connections must be at least 1");
@@ -172,6 +178,7 @@ impl ServeArgs {
             addr,
             probe_addr,
             tls: tls_cert.zip(tls_key),
+            self_managed: self_managed.into_settings()?,
             policy_dir,
             mark_keys,
             reservations,

@@ -1,5 +1,6 @@
 //! `trainplace serve`: the HTTPS admission webhook and its probe port.
 
+pub mod certs;
 pub mod config;
 mod guard;
 pub mod listener;
@@ -86,6 +87,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             tls::load_pem(cert, key)?,
             format!("{} (reloaded on change)", cert.display()),
         ),
+        None if config.self_managed.is_some() => (
+            // Never served to the API server: not ready until the Secret's certificate is.
+            tls::self_signed(&SELF_SIGNED_NAMES)?,
+            "self-managed: waiting for the Secret".to_string(),
+        ),
         None => {
             tracing::warn!(
                 "no --tls-cert given: serving a self-signed certificate generated in memory"
@@ -128,6 +134,9 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
             key.clone(),
             config.reload_interval,
         );
+    }
+    if let Some(settings) = &config.self_managed {
+        certs::start(settings.clone(), store.clone(), state.clone());
     }
     if let Some(dir) = &config.policy_dir {
         reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);

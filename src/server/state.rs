@@ -18,6 +18,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub inventory: Arc<dyn InventorySource>,
     pub ready: Arc<AtomicBool>,
+    /// False while a self-managed certificate is missing or ended (readiness needs both).
+    pub certificate_ready: Arc<AtomicBool>,
     /// What /readyz reports about where policy and certificate came from.
     pub detail: Arc<ArcSwap<Detail>>,
     /// Where reviews run (fixed sets of review threads, bounded; large reviews in
@@ -54,6 +56,7 @@ impl AppState {
             metrics: Arc::new(Metrics::new()),
             inventory: Arc::new(NoCluster),
             ready: Arc::new(AtomicBool::new(false)),
+            certificate_ready: Arc::new(AtomicBool::new(true)),
             detail: Arc::new(ArcSwap::from_pointee(Detail::default())),
             pool: Arc::new(Lanes::new(0, 64, DEFAULT_LARGE_REVIEW_BYTES)),
             limits: Limits::default(),
@@ -63,7 +66,7 @@ impl AppState {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        self.ready.load(Ordering::Acquire) && self.certificate_ready.load(Ordering::Acquire)
     }
 
     pub fn set_ready(&self, ready: bool) {

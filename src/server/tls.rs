@@ -111,6 +111,30 @@ pub fn load_pem(cert: &Path, key: &Path) -> Result<Loaded, TlsError> {
     })
 }
 
+/// Like `load_pem`, from PEM text already in memory (`what` names it in errors).
+pub fn load_pem_bytes(what: &str, cert: &[u8], key: &[u8]) -> Result<Loaded, TlsError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsError::Cert {
+            path: what.to_string(),
+            message: e.to_string(),
+        })?;
+    let Some(leaf) = chain.first() else {
+        return Err(TlsError::NoCert {
+            path: what.to_string(),
+        });
+    };
+    let not_after = check_validity(what, leaf, unix_now())?;
+    let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| TlsError::Key {
+        path: what.to_string(),
+        message: e.to_string(),
+    })?;
+    Ok(Loaded {
+        key: certified(chain, key)?,
+        not_after,
+    })
+}
+
 fn certified(
     chain: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
@@ -161,6 +185,11 @@ impl CertStore {
         self.current.store(Arc::new(next.key));
         self.not_after.store(next.not_after, Ordering::Release);
         self.warn_if_expiring();
+    }
+
+    /// The served certificate's notAfter, unix seconds.
+    pub fn not_after(&self) -> i64 {
+        self.not_after.load(Ordering::Acquire)
     }
 
     /// Whole days until the served certificate expires.
