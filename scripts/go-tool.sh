@@ -9,11 +9,12 @@
 #   scripts/go-tool.sh TOOL path     print that path (built or not)
 #
 # TOOL: helm (the chart's tests), krew (the kubectl plugin manifest's test), promtool
-# (the chart's PrometheusRule alerts).
+# (the chart's PrometheusRule alerts), training-operator (the PyTorchJob controller the
+# advisor's sandbox test runs).
 # Progress goes to stderr. TRAINPLACE_CACHE overrides ~/.cache/trainplace.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-tool="${1:?usage: $0 helm|krew|promtool [build|path]}"
+tool="${1:?usage: $0 helm|krew|promtool|training-operator [build|path]}"
 pin="$root/tools/$tool"
 
 module_version() { # module_version MODULE -> the version tools/TOOL/go.mod requires
@@ -56,7 +57,16 @@ case "$tool" in
     # The module is versioned v0.3XX.Y for Prometheus 3.XX.Y; its VERSION file says which.
     ldflags="-s -w -X github.com/prometheus/common/version.Version=@VERSION_FILE@"
     ;;
-  *) echo "unknown tool $tool (helm, krew, promtool)" >&2; exit 2 ;;
+  training-operator)
+    # The Kubeflow Training Operator v1 (PyTorchJob) controller: tests/cluster_advisor.rs runs
+    # it against the sandbox, out of the cluster, as the advisor's plans install it.
+    module=github.com/kubeflow/training-operator
+    cold="4 minutes"
+    package=github.com/kubeflow/training-operator/cmd/training-operator.v1
+    version="$(module_version "$module")"
+    ldflags="-s -w"
+    ;;
+  *) echo "unknown tool $tool (helm, krew, promtool, training-operator)" >&2; exit 2 ;;
 esac
 
 pins_hash="$(cat "$pin/go.mod" "$pin/go.sum" | sha256sum | cut -c1-12)"
@@ -94,5 +104,5 @@ build() {
 case "${2:-build}" in
   build) build ;;
   path) echo "$bin" ;;
-  *) echo "usage: $0 helm|krew|promtool [build|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 helm|krew|promtool|training-operator [build|path]" >&2; exit 2 ;;
 esac

@@ -5,8 +5,9 @@
 # for the sandbox's two-replica test, and the sandbox's control plane (kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
 # sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it),
-# and helm, krew and promtool (the chart's, the kubectl plugin's and the chart's alert
-# tests), built the same way by scripts/go-tool.sh, and mdBook (tests/docs_book.rs builds
+# and helm, krew, promtool and the Training Operator (the chart's, the kubectl plugin's,
+# the chart's alert tests and the advisor's sandbox test's PyTorchJob controller),
+# built the same way by scripts/go-tool.sh, and mdBook (tests/docs_book.rs builds
 # docs/ with it), installed with cargo from crates.io into the same cache, keyed by version.
 # Also: git and procps (`kill`), which tests run, and an open-file limit for the burst
 # test (checked below; a limit cannot be raised for the later `cargo test` from here).
@@ -62,6 +63,7 @@ scripts/control-plane.sh >/dev/null
 scripts/go-tool.sh helm >/dev/null
 scripts/go-tool.sh krew >/dev/null
 scripts/go-tool.sh promtool >/dev/null
+scripts/go-tool.sh training-operator >/dev/null
 mdbook_root="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/mdbook-$MDBOOK"
 if [ ! -x "$mdbook_root/bin/mdbook" ]; then
   echo "test-deps: installing mdbook $MDBOOK into $mdbook_root (once; a few minutes)" >&2

@@ -176,6 +176,10 @@ fn emit(advice: &Advice, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     for a in &advice.artifacts {
         let path = dir.join(&a.name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("create {}", parent.display()))?;
+        }
         std::fs::write(&path, &a.content).with_context(|| format!("write {}", path.display()))?;
     }
     Ok(())

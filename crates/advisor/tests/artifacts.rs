@@ -45,7 +45,7 @@ fn efa_plugin_tolerates_every_taint_of_the_job_nodes() {
         tolerations.extend(values["tolerations"].as_array().unwrap().iter().cloned());
         let o = objects(&rec, &policy);
         let mut taints: Vec<Value> = Vec::new();
-        for ng in o.cluster_config["managedNodeGroups"].as_array().unwrap() {
+        for ng in common::gpu_nodegroups(&o.cluster_config) {
             taints.extend(ng["taints"].as_array().unwrap().iter().cloned());
         }
         taints.extend(
@@ -104,7 +104,7 @@ fn nvidia_nodes_carry_the_label_the_nvidia_chart_selects() {
         o.node_pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.present"],
         "true"
     );
-    for ng in o.cluster_config["managedNodeGroups"].as_array().unwrap() {
+    for ng in common::gpu_nodegroups(&o.cluster_config) {
         assert_eq!(ng["labels"]["nvidia.com/gpu.present"], "true");
     }
 }
@@ -179,7 +179,9 @@ fn run_script_at(
 ) -> (std::process::Output, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     for (name, content) in files {
-        std::fs::write(dir.path().join(name), content).unwrap();
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
     }
     fake_tools(dir.path(), diagnose_exit, epoch);
     let path = format!(
@@ -459,9 +461,14 @@ fn trainium_runs_a_process_per_neuroncore_and_names_only_emitted_files() {
 fn regex_lite(files: &std::collections::BTreeMap<String, String>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (name, text) in files {
-        for token in
-            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
-        {
+        // A URL names an upstream file, not one of ours.
+        let local: Vec<&str> = text
+            .split_whitespace()
+            .filter(|w| !w.contains("://"))
+            .collect();
+        for token in local.iter().flat_map(|w| {
+            w.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
+        }) {
             let token = token.trim_matches('.');
             if [".yaml", ".sh", ".json", ".log"].iter().any(|e| token.ends_with(e))
                 && !token.contains("amazonaws")

@@ -88,7 +88,7 @@ fn a_block_asked_for_is_bought_with_the_nodegroup_sized_to_the_job_and_its_lengt
         r.reasons
     );
     let o = objects(&r, &Policy::embedded());
-    let groups = o.cluster_config["managedNodeGroups"].as_array().unwrap();
+    let groups = common::gpu_nodegroups(&o.cluster_config);
     assert_eq!(groups.len(), 1);
     assert_eq!(
         (

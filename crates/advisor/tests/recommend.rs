@@ -427,9 +427,7 @@ fn more_than_64_instances_split_into_blocks_and_nodegroups() {
     .unwrap();
     assert_eq!(r.shape.nodes, 100);
     let o = trainplace_advisor::artifacts::objects(&r, &c);
-    let sizes: Vec<u64> = o.cluster_config["managedNodeGroups"]
-        .as_array()
-        .unwrap()
+    let sizes: Vec<u64> = common::gpu_nodegroups(&o.cluster_config)
         .iter()
         .map(|ng| ng["desiredCapacity"].as_u64().unwrap())
         .collect();

@@ -15,7 +15,9 @@ const AFTER_BLOCK_START: i64 = 1_796_124_660;
 fn workdir(scenario: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (name, content) in artifacts(scenario, "pytorchjob") {
-        std::fs::write(dir.path().join(name), content).unwrap();
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
     }
     stand_ins(dir.path(), 0, AFTER_BLOCK_START);
     dir

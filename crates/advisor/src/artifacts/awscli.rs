@@ -258,7 +258,7 @@ fn purchase_steps(rec: &Recommendation, plan: &BlockPlan, out: &mut Vec<String>)
 /// cluster of one's own) only the nodegroups it lacks; nothing when all exist.
 fn cluster_steps(rec: &Recommendation, out: &mut Vec<String>) {
     let cluster = &rec.request.names.cluster;
-    let groups = super::eksctl::nodegroup_names(rec);
+    let groups = super::eksctl::all_nodegroup_names(rec);
     out.push(format!(
         "if eksctl get cluster --region \"$REGION\" --name {cluster} >/dev/null 2>&1; then"
     ));
@@ -300,6 +300,12 @@ fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
         });
         out.extend(plugin);
     }
+    out.push(String::new());
+    out.push(
+        "# {STEP} Operators the job and the NCCL check need (on the system nodes; idempotent)."
+            .into(),
+    );
+    out.extend(super::operators::install_lines(rec));
     if let CapacityPlan::CapacityBlock {
         blocks: Some(plan), ..
     } = &rec.capacity

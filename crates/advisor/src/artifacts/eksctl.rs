@@ -1,5 +1,6 @@
-//! eksctl `ClusterConfig` with the GPU managed nodegroup(s): one AZ, EFA, taints, and a
-//! placement group or the Capacity Block / ODCR reservation.
+//! eksctl `ClusterConfig`: the GPU managed nodegroup(s) (one AZ, EFA, taints, and a
+//! placement group or the Capacity Block / ODCR reservation), the untainted system
+//! nodegroup the cluster's own pods need, and an IAM OIDC provider.
 
 use serde_json::{Value, json};
 
@@ -16,18 +17,73 @@ pub fn reservation_placeholder(offering_id: &str) -> String {
 
 pub fn cluster_config(rec: &Recommendation) -> Value {
     let req = &rec.request;
-    let zone = &rec.availability_zone;
     json!({
         "apiVersion": "eksctl.io/v1alpha5",
         "kind": "ClusterConfig",
         "metadata": {"name": req.names.cluster, "region": req.region, "version": req.eks_version},
-        // eksctl needs two zones for the cluster VPC; the GPU nodes stay in one.
-        "availabilityZones": [zone, companion_zone(zone, &req.region, &req.zones)],
-        "managedNodeGroups": nodegroups(rec),
+        "availabilityZones": zones(rec),
+        // IAM roles for service accounts (the EBS/FSx CSI drivers, Karpenter, the AWS
+        // Load Balancer Controller) need the cluster's OIDC provider.
+        "iam": {"withOIDC": true},
+        "managedNodeGroups": all_nodegroups(rec),
     })
 }
 
-/// The names of the job's nodegroups in `eksctl-cluster.yaml`.
+/// The cluster's two zones: eksctl needs two for the cluster VPC; the GPU nodes stay in
+/// the first.
+fn zones(rec: &Recommendation) -> [String; 2] {
+    let req = &rec.request;
+    let zone = &rec.availability_zone;
+    [zone.clone(), companion_zone(zone, &req.region, &req.zones)]
+}
+
+/// Every nodegroup of the config: the job's, then the system nodegroup (none when the
+/// job's nodes exist: the cluster does too).
+fn all_nodegroups(rec: &Recommendation) -> Vec<Value> {
+    let mut groups = nodegroups(rec);
+    if !groups.is_empty() {
+        groups.push(system_nodegroup(rec));
+    }
+    groups
+}
+
+/// The names of every nodegroup in `eksctl-cluster.yaml`, the system one included.
+pub fn all_nodegroup_names(rec: &Recommendation) -> Vec<String> {
+    all_nodegroups(rec)
+        .iter()
+        .filter_map(|ng| ng["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Untainted on-demand nodes for what is not the job: CoreDNS, the operators, the MPI
+/// launcher, the device plugins' controllers. Without them a cluster whose only nodes are
+/// tainted GPU nodes has nowhere to run CoreDNS or the training operator, so no job
+/// starts. Two nodes in the cluster's two zones, as the AWS samples' system nodegroup
+/// (aws-samples/aws-do-eks wd/conf/eksctl/yaml/eks-gpu-p5-cbr.yaml: `sys`,
+/// c5.2xlarge; aws-samples/awsome-distributed-training 1.architectures/4.amazon-eks:
+/// "a `system` nodegroup is used to run pods like kube-dns, kubeflow training operator").
+pub fn system_nodegroup(rec: &Recommendation) -> Value {
+    json!({
+        "name": SYSTEM_NODEGROUP,
+        "instanceType": SYSTEM_INSTANCE_TYPE,
+        "amiFamily": "AmazonLinux2023",
+        "desiredCapacity": SYSTEM_NODES,
+        "minSize": SYSTEM_NODES,
+        "maxSize": SYSTEM_NODES * 2,
+        "availabilityZones": zones(rec),
+        "privateNetworking": true,
+        "volumeSize": 100,
+        "labels": {"trainplace.io/nodegroup": SYSTEM_NODEGROUP},
+    })
+}
+
+/// The system nodegroup: its name, instance type (8 vCPU, 32 GiB:
+/// https://aws.amazon.com/ec2/instance-types/m7i/) and size.
+pub const SYSTEM_NODEGROUP: &str = "system";
+pub const SYSTEM_INSTANCE_TYPE: &str = "m7i.2xlarge";
+pub const SYSTEM_NODES: u32 = 2;
+
+/// The names of the job's nodegroups in `eksctl-cluster.yaml` (not the system one).
 pub fn nodegroup_names(rec: &Recommendation) -> Vec<String> {
     nodegroups(rec)
         .iter()

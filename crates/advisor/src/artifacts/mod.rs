@@ -7,6 +7,7 @@ pub mod eksctl;
 pub mod jobs;
 pub mod karpenter;
 pub mod nccl_tests;
+pub mod operators;
 pub mod plugins;
 pub mod pod;
 pub mod prereqs;
@@ -132,6 +133,19 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
         name: "aws-cli.sh".into(),
         content: awscli::script(rec),
     });
+    if operators::operators(rec).contains(&operators::TRAINING_OPERATOR) {
+        out.push(Artifact {
+            name: format!("{}/kustomization.yaml", operators::TRAINING_OPERATOR_DIR),
+            content: yaml(
+                &[
+                    "Training Operator v1.9.4 for PyTorchJob: kubectl apply --server-side -k training-operator (aws-cli.sh does)",
+                    "without its kubeflow.org/v1 MPIJob CRD and controller: the MPI Operator's v2beta1 MPIJob runs the NCCL check",
+                    "(https://kueue.sigs.k8s.io/docs/tasks/run/kubeflow/mpijobs/)",
+                ],
+                &[&operators::training_operator_kustomization()],
+            ),
+        });
+    }
     if let Some(claim) = &o.efa_claim {
         out.push(Artifact {
             name: "efa-claim-template.yaml".into(),

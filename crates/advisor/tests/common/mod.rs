@@ -280,3 +280,14 @@ pub fn run_in(
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     (out, calls)
 }
+
+/// The job's nodegroups of an eksctl ClusterConfig: every one but the system nodegroup.
+pub fn gpu_nodegroups(cluster_config: &Value) -> Vec<Value> {
+    cluster_config["managedNodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|ng| ng["name"] != trainplace_advisor::artifacts::eksctl::SYSTEM_NODEGROUP)
+        .cloned()
+        .collect()
+}
