@@ -103,6 +103,7 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
         addr: "127.0.0.1:0".parse().unwrap(),
         probe_addr: "127.0.0.1:0".parse().unwrap(),
         tls,
+        self_managed: None,
         policy_dir,
         mark_keys: None,
         reservations: None,
