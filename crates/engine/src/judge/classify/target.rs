@@ -1,0 +1,156 @@
+//! Which instance type a template targets: its node selector, required node affinity,
+//! annotation, the types its node selection reaches, an NVLink domain, the policy
+//! default, or the cluster's only GPU type.
+
+use super::shape::{InstanceSource, SiteHints, Target};
+use super::zones::{Allowed, affinity_values};
+use crate::facts::catalog::{Catalog, InstanceProfile};
+use crate::facts::inventory::Snapshot;
+use crate::facts::policy::Effective;
+use crate::read::annotations::{INSTANCE_TYPE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA};
+use crate::read::json::str_at;
+use crate::read::podspec::PodView;
+
+pub(super) fn target<'c>(
+    view: &PodView<'_>,
+    hints: &SiteHints,
+    eff: &Effective<'c>,
+    inventory: Option<&'c Snapshot>,
+    resource: &str,
+    clique_held: bool,
+) -> Target<'c> {
+    let catalog = &eff.policy.catalog;
+    let names = Names {
+        catalog,
+        inventory,
+        // The types the node selection reaches by Karpenter's or node groups' labels: an
+        // unknown name elsewhere does not switch the rules off while these are known.
+        reach: crate::judge::selection::reachable(view.pod, catalog, inventory),
+    };
+    if let Some(t) = named(view, hints, &names) {
+        return t;
+    }
+    if let Some(t) = names.reached() {
+        return t;
+    }
+    // An IMEX channel or an NVLink clique exists only on multi-node NVLink instances: a
+    // GB200 job is judged against GB200 facts, not the namespace's default type.
+    if (view.devices.channel.is_some() || clique_held)
+        && let Some(t) = domain_target(catalog, inventory)
+    {
+        return t;
+    }
+    if let Some(t) = &eff.defaults.instance_type {
+        return names.resolve(t.clone(), InstanceSource::PolicyDefault);
+    }
+    let pools = eff.defaults.node_pools.as_deref();
+    match inventory.map(|s| s.gpu_types(resource, pools)).as_deref() {
+        Some([only]) => names.resolve(only.name.clone(), InstanceSource::Inventory),
+        Some(several) if several.len() > 1 => {
+            Target::Several(several.iter().map(|t| t.name.clone()).collect())
+        }
+        _ => Target::None,
+    }
+}
+
+/// Where instance type names are looked up, and the types the node selection reaches.
+struct Names<'c> {
+    catalog: &'c Catalog,
+    inventory: Option<&'c Snapshot>,
+    reach: Option<Vec<&'c InstanceProfile>>,
+}
+
+impl<'c> Names<'c> {
+    /// The catalog first; a type it lacks may still be known from the nodes themselves.
+    /// SageMaker HyperPod nodes label their type `ml.p5.48xlarge`: the EC2 type's facts.
+    fn resolve(&self, name: String, src: InstanceSource) -> Target<'c> {
+        let lookup = |name: &str| {
+            self.catalog
+                .get(name)
+                .or_else(|| self.inventory?.learned(name))
+        };
+        match lookup(&name).or_else(|| lookup(name.strip_prefix("ml.")?)) {
+            Some(p) => Target::Known(p, src),
+            None => Target::Unknown(name, src),
+        }
+    }
+
+    fn reached(&self) -> Option<Target<'c>> {
+        match self.reach.as_deref() {
+            Some([only]) => Some(Target::Known(only, InstanceSource::Selection)),
+            Some([]) | None => None,
+            Some(several) => Some(Target::Several(
+                several.iter().map(|p| p.name.clone()).collect(),
+            )),
+        }
+    }
+
+    fn or_reached(&self, t: Target<'c>) -> Target<'c> {
+        match t {
+            Target::Unknown(..) => self.reached().unwrap_or(t),
+            t => t,
+        }
+    }
+}
+
+/// The type the template names itself: by node selector, required node affinity, or
+/// annotation (its own or the workload's).
+fn named<'c>(view: &PodView<'_>, hints: &SiteHints, names: &Names<'c>) -> Option<Target<'c>> {
+    for key in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
+        if let Some(t) = str_at(view.pod, &["spec", "nodeSelector", key]) {
+            return Some(
+                names.or_reached(names.resolve(t.to_string(), InstanceSource::NodeSelector)),
+            );
+        }
+    }
+    let allowed = affinity_values(view.pod, &[LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA]);
+    if let Some(Allowed::Values(mut values)) = allowed {
+        values.dedup();
+        match values.len() {
+            1 => {
+                let t = names.resolve(values.remove(0), InstanceSource::NodeAffinity);
+                return Some(names.or_reached(t));
+            }
+            0 => {}
+            _ => return Some(Target::Several(values)),
+        }
+    }
+    let t = view
+        .annotation(INSTANCE_TYPE)
+        .or(hints.instance_type.as_deref())?;
+    // The annotation names the type only where the selection can reach it.
+    let named = names.resolve(t.to_string(), InstanceSource::Annotation);
+    let within = match (&named, names.reach.as_deref()) {
+        (Target::Known(p, _), Some(r)) => r.iter().any(|q| q.name == p.name),
+        _ => true,
+    };
+    Some(if within {
+        names.or_reached(named)
+    } else {
+        names.reached().unwrap_or(named)
+    })
+}
+
+/// The catalog's multi-node NVLink type for a pod that claims an IMEX channel or is
+/// held in a clique.
+fn domain_target<'c>(catalog: &'c Catalog, inventory: Option<&'c Snapshot>) -> Option<Target<'c>> {
+    let all: Vec<&InstanceProfile> = catalog
+        .instances()
+        .filter(|p| p.nvlink_domain().is_some())
+        .collect();
+    // Those the cluster has, when it has any; else the catalog's (and the job is told
+    // the cluster has none).
+    let present: Vec<&InstanceProfile> = all
+        .iter()
+        .copied()
+        .filter(|p| inventory.is_some_and(|s| s.has_type(&p.name)))
+        .collect();
+    let domains = if present.is_empty() { all } else { present };
+    match domains.as_slice() {
+        [only] => Some(Target::Known(only, InstanceSource::NvlinkDomain)),
+        [] => None,
+        several => Some(Target::Several(
+            several.iter().map(|p| p.name.clone()).collect(),
+        )),
+    }
+}

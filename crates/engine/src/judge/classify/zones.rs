@@ -1,0 +1,211 @@
+//! What a template's scheduling constraints say about zones: the instance types and
+//! zones its required node affinity allows, and the pod (anti-)affinities that hold the
+//! job's own pods together.
+
+use serde_json::Value;
+
+use crate::read::annotations::{
+    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_REPLICATED_JOB,
+    LABEL_VOLCANO_JOB, LWS_GROUP_KEY, ZONE_KEYS,
+};
+use crate::read::json::{items, str_at};
+use crate::read::podspec::required_node_terms;
+
+/// What the pod's scheduling constraints say about availability zones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Zones {
+    /// A single zone the pod is pinned to.
+    pub pinned: Option<String>,
+    /// Node affinity that explicitly allows more than one zone (described).
+    pub allows_many: Option<String>,
+    /// A topology spread constraint over zones.
+    pub spread: bool,
+    /// A required pod affinity on the zone topology already holds the job together.
+    pub held: bool,
+    /// A required pod anti-affinity on a zone key between the job's own pods.
+    pub anti: bool,
+}
+
+/// What required node affinity allows for a label: a finite list, or anything.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Allowed {
+    Values(Vec<String>),
+    Unbounded(String),
+}
+
+/// Combine the required node selector terms (ORed) for `keys`. `None` when no term
+/// constrains the key at all.
+pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
+    let terms = required_node_terms(pod);
+    let mut any_constrained = false;
+    let mut values: Vec<String> = Vec::new();
+    let mut unbounded: Option<String> = None;
+    for term in terms {
+        let exprs: Vec<&Value> = items(term, &["matchExpressions"])
+            .iter()
+            .filter(|e| {
+                e.get("key")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| keys.contains(&k))
+            })
+            .collect();
+        if exprs.is_empty() {
+            unbounded
+                .get_or_insert_with(|| "a node selector term that does not constrain it".into());
+            continue;
+        }
+        any_constrained = true;
+        let mut term_values: Option<Vec<String>> = None;
+        for e in exprs {
+            let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
+            let vals: Vec<String> = items(e, &["values"])
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect();
+            if op == "In" {
+                term_values = Some(match term_values {
+                    Some(prev) => prev.into_iter().filter(|v| vals.contains(v)).collect(),
+                    None => vals,
+                });
+            } else if term_values.is_none() {
+                unbounded.get_or_insert_with(|| format!("operator {op}"));
+            }
+        }
+        match term_values {
+            Some(v) => values.extend(v),
+            None => {
+                unbounded.get_or_insert_with(|| "a term without an In list".into());
+            }
+        }
+    }
+    if !any_constrained {
+        return None;
+    }
+    match unbounded {
+        Some(why) => Some(Allowed::Unbounded(why)),
+        None => {
+            values.sort();
+            Some(Allowed::Values(values))
+        }
+    }
+}
+
+/// Labels an operator sets on every pod of a job (or of a LeaderWorkerSet group) alike;
+/// JobSet's replicated-job name is how a training runtime holds its node pods.
+const SPANNING_LABELS: [&str; 10] = [
+    LABEL_JOBSET_NAME,
+    LABEL_REPLICATED_JOB,
+    "training.kubeflow.org/job-name",
+    LWS_GROUP_KEY,
+    "leaderworkerset.sigs.k8s.io/name",
+    "trainer.kubeflow.org/trainjob-name",
+    LABEL_RAY_CLUSTER,
+    crate::read::annotations::LABEL_RAY_NODE,
+    LABEL_VOLCANO_JOB,
+    LABEL_HYPERPOD_JOB,
+];
+
+/// A pod affinity term that selects every pod of the job and only those (its identity
+/// label), so it holds the job together and not some other workload: by value, or
+/// through `matchLabelKeys` naming the identity label (the scheduler adds the pod's own
+/// value; how a RayJob's or a training runtime's template holds each of its jobs
+/// together). A term that also asks for another label, another namespace or a
+/// mismatch selects only part of the job (a Master held apart from its Workers).
+fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
+    let Some((key, value)) = identity else {
+        return false;
+    };
+    let selector = term.get("labelSelector");
+    let labels = selector
+        .and_then(|s| s.get("matchLabels"))
+        .and_then(Value::as_object);
+    let exprs = items(term, &["labelSelector", "matchExpressions"]);
+    let keys = items(term, &["matchLabelKeys"]);
+    let on_key = |e: &Value| e.get("key").and_then(Value::as_str) == Some(key);
+    let names_value = |e: &Value| {
+        on_key(e)
+            && e.get("operator").and_then(Value::as_str) == Some("In")
+            && items(e, &["values"])
+                .iter()
+                .any(|v| v.as_str() == Some(value))
+    };
+    // Other labels that every pod of one job (or one LeaderWorkerSet group) carries
+    // alike: their operators set them, so no role can be labelled apart.
+    let spans = |k: &str| k == key || SPANNING_LABELS.contains(&k);
+    let narrows = labels.is_some_and(|m| m.keys().any(|k| !spans(k)))
+        || exprs.iter().any(|e| {
+            !(names_value(e)
+                || (on_key(e) && e.get("operator").and_then(Value::as_str) == Some("Exists")))
+        })
+        || keys.iter().any(|k| !k.as_str().is_some_and(spans))
+        || !items(term, &["mismatchLabelKeys"]).is_empty()
+        || term
+            .get("namespaces")
+            .is_some_and(|n| n.as_array().is_none_or(|a| !a.is_empty()))
+        || term.get("namespaceSelector").is_some();
+    if narrows {
+        return false;
+    }
+    let has_selector = selector.is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()));
+    labels.and_then(|m| m.get(key)).and_then(Value::as_str) == Some(value)
+        || exprs.iter().any(names_value)
+        || (has_selector && keys.iter().any(|k| k.as_str() == Some(key)))
+}
+
+pub(super) fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] {
+    items(
+        pod,
+        &[
+            "spec",
+            "affinity",
+            kind,
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ],
+    )
+}
+
+fn on_zone_key(term: &Value) -> bool {
+    term.get("topologyKey")
+        .and_then(Value::as_str)
+        .is_some_and(|k| ZONE_KEYS.contains(&k))
+}
+
+pub fn zones(pod: &Value, identity: Option<(&str, &str)>) -> Zones {
+    let mut z = Zones::default();
+    for key in ZONE_KEYS {
+        if let Some(v) = str_at(pod, &["spec", "nodeSelector", key]) {
+            z.pinned = Some(v.to_string());
+        }
+    }
+    if z.pinned.is_none() {
+        match affinity_values(pod, &ZONE_KEYS) {
+            Some(Allowed::Values(mut v)) => {
+                v.dedup();
+                if v.len() == 1 {
+                    z.pinned = v.pop();
+                } else if v.len() > 1 {
+                    z.allows_many = Some(format!(
+                        "required node affinity allows zones {}",
+                        v.join(", ")
+                    ));
+                }
+            }
+            Some(Allowed::Unbounded(why)) => {
+                z.allows_many = Some(format!("required node affinity on the zone uses {why}"));
+            }
+            None => {}
+        }
+    }
+    z.spread = items(pod, &["spec", "topologySpreadConstraints"])
+        .iter()
+        .any(on_zone_key);
+    // Only an affinity over the job's own pods holds the job in one zone: one with an
+    // empty selector or towards another workload (CoreDNS runs in every zone) does not.
+    z.held = required_pod_terms(pod, "podAffinity")
+        .iter()
+        .any(|t| on_zone_key(t) && selects_job(t, identity));
+    z.anti = required_pod_terms(pod, "podAntiAffinity")
+        .iter()
+        .any(|t| on_zone_key(t) && selects_job(t, identity));
+    z
+}
