@@ -134,25 +134,9 @@ pub struct JsonEntry<'a> {
 }
 
 pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
-    let Inputs {
-        policy,
-        docs,
-        inventory,
-    } = match Inputs::load(
-        &args.policy,
-        &args.files,
-        args.recursive,
-        args.cluster.as_deref(),
-    ) {
+    let (Inputs { policy, docs, .. }, inventory) = match inputs(args) {
         Ok(i) => i,
         Err(code) => return Ok(code),
-    };
-    let inventory = match with_reservations(inventory, args.reservations.as_deref()) {
-        Ok(i) => i,
-        Err(error) => {
-            stderr!("error: {error}");
-            return Ok(ExitCode::BadInput);
-        }
     };
     let submitter = Submitter {
         default_namespace: &args.namespace,
@@ -190,30 +174,7 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
     let output = args
         .output
         .unwrap_or(if mutate { Output::Yaml } else { Output::Text });
-    let report = || -> Vec<JsonEntry<'_>> { verdicts.iter().map(json_entry).collect() };
-    match output {
-        Output::ReportJson | Output::Json if !mutate || output == Output::ReportJson => {
-            out::print(&(serde_json::to_string_pretty(&report())? + "\n"))?;
-        }
-        Output::ReportYaml | Output::Yaml if !mutate || output == Output::ReportYaml => {
-            out::print(&render::yaml(&serde_json::to_value(report())?))?;
-        }
-        Output::Text => out::print(&render::text(&reports, true))?,
-        Output::Name if !mutate => out::print(&render::names(verdicts.iter()))?,
-        // mutate: the objects that may be applied; the report and what was held back
-        // on stderr.
-        Output::Yaml | Output::Json | Output::Name => {
-            let allowed = verdicts.iter().filter(|v| v.allowed);
-            out::print(&match output {
-                Output::Json => render::objects_list_json(allowed),
-                Output::Name => render::names(allowed),
-                _ => render::objects_yaml(&verdicts),
-            })?;
-            out::stderr(format_args!("{}", render::text(&reports, false)));
-            out::stderr(format_args!("{}", render::withheld(&verdicts)));
-        }
-        Output::ReportJson | Output::ReportYaml => unreachable!("matched above"),
-    }
+    print(output, mutate, &reports, &verdicts)?;
     let warned = annotation_warnings > 0 || verdicts.iter().any(|v| !v.warnings().is_empty());
     Ok(
         if verdicts.iter().all(|v| v.allowed) && !(args.warnings_as_errors && warned) {
@@ -222,6 +183,58 @@ pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
             ExitCode::Denied
         },
     )
+}
+
+/// The policy, the documents and the inventory with its reservations, or the exit code
+/// after saying what is wrong.
+fn inputs(args: &DryRunArgs) -> Result<(Inputs, Option<trainplace_engine::Snapshot>), ExitCode> {
+    let mut inputs = Inputs::load(
+        &args.policy,
+        &args.files,
+        args.recursive,
+        args.cluster.as_deref(),
+    )?;
+    match with_reservations(inputs.inventory.take(), args.reservations.as_deref()) {
+        Ok(inventory) => Ok((inputs, inventory)),
+        Err(error) => {
+            stderr!("error: {error}");
+            Err(ExitCode::BadInput)
+        }
+    }
+}
+
+/// Print in the asked format: `check` prints the report; `mutate` prints the objects
+/// that may be applied, and the report and what was held back on stderr, unless a
+/// report format is asked for.
+fn print(
+    output: Output,
+    mutate: bool,
+    reports: &[ObjectReport<'_>],
+    verdicts: &[Verdict],
+) -> anyhow::Result<()> {
+    let report = || -> Vec<JsonEntry<'_>> { verdicts.iter().map(json_entry).collect() };
+    match output {
+        Output::ReportJson | Output::Json if !mutate || output == Output::ReportJson => {
+            out::print(&(serde_json::to_string_pretty(&report())? + "\n"))?;
+        }
+        Output::ReportYaml | Output::Yaml if !mutate || output == Output::ReportYaml => {
+            out::print(&render::yaml(&serde_json::to_value(report())?))?;
+        }
+        Output::Text => out::print(&render::text(reports, true))?,
+        Output::Name if !mutate => out::print(&render::names(verdicts.iter()))?,
+        Output::Yaml | Output::Json | Output::Name => {
+            let allowed = verdicts.iter().filter(|v| v.allowed);
+            out::print(&match output {
+                Output::Json => render::objects_list_json(allowed),
+                Output::Name => render::names(allowed),
+                _ => render::objects_yaml(verdicts),
+            })?;
+            out::stderr(format_args!("{}", render::text(reports, false)));
+            out::stderr(format_args!("{}", render::withheld(verdicts)));
+        }
+        Output::ReportJson | Output::ReportYaml => unreachable!("matched above"),
+    }
+    Ok(())
 }
 
 pub fn json_entry(v: &Verdict) -> JsonEntry<'_> {

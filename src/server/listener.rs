@@ -118,6 +118,21 @@ struct Shared {
     handle: Handle,
 }
 
+/// The HTTP/1 and HTTP/2 connection builders. HTTP/1: the guard times headers out
+/// (hyper's own timer would also close idle keep-alive connections, as it starts when
+/// the connection waits for a request).
+fn builders(d: &Deadlines) -> (auto::Builder<TokioExecutor>, auto::Builder<TokioExecutor>) {
+    let mut h1 = auto::Builder::new(TokioExecutor::new()).http1_only();
+    h1.http1().keep_alive(true).header_read_timeout(None);
+    let mut h2 = auto::Builder::new(TokioExecutor::new()).http2_only();
+    h2.http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(d.h2_keepalive_interval)
+        .keep_alive_timeout(d.h2_keepalive_timeout)
+        .max_concurrent_streams(256);
+    (h1, h2)
+}
+
 /// Accept until drained or stopped; returns when every connection has ended.
 pub(crate) async fn serve(
     listener: TcpListener,
@@ -127,16 +142,7 @@ pub(crate) async fn serve(
     d: Deadlines,
     handle: Handle,
 ) -> std::io::Result<()> {
-    // HTTP/1: the guard times headers out (hyper's own timer would also close idle
-    // keep-alive connections, as it starts when the connection waits for a request).
-    let mut h1 = auto::Builder::new(TokioExecutor::new()).http1_only();
-    h1.http1().keep_alive(true).header_read_timeout(None);
-    let mut h2 = auto::Builder::new(TokioExecutor::new()).http2_only();
-    h2.http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(d.h2_keepalive_interval)
-        .keep_alive_timeout(d.h2_keepalive_timeout)
-        .max_concurrent_streams(256);
+    let (h1, h2) = builders(&d);
     let shared = Arc::new(Shared {
         state,
         app,
@@ -148,9 +154,22 @@ pub(crate) async fn serve(
     });
     let slots = Arc::new(Semaphore::new(d.max_connections));
     let mut phase = handle.phase.subscribe();
+    accept(&listener, &shared, &slots, &mut phase).await?;
+    drop(listener);
+    drain(&handle, &slots, &mut phase, d.max_connections).await;
+    Ok(())
+}
+
+/// Accept connections while serving, each holding one of `slots`.
+async fn accept(
+    listener: &TcpListener,
+    shared: &Arc<Shared>,
+    slots: &Arc<Semaphore>,
+    phase: &mut watch::Receiver<Phase>,
+) -> std::io::Result<()> {
     loop {
         if *phase.borrow_and_update() != Phase::Serving {
-            break;
+            return Ok(());
         }
         // At the cap, stop accepting: new connections wait in the kernel's backlog.
         let permit = tokio::select! {
@@ -176,13 +195,22 @@ pub(crate) async fn serve(
             }
         }
     }
-    drop(listener);
+}
+
+/// Wait for every connection to close, until a stop or the end of the grace period;
+/// then stop what is left.
+async fn drain(
+    handle: &Handle,
+    slots: &Semaphore,
+    phase: &mut watch::Receiver<Phase>,
+    max_connections: usize,
+) {
     let until = match *phase.borrow() {
         Phase::Draining(until) => until,
         _ => Some(Instant::now()),
     };
     let all_closed = async {
-        while slots.available_permits() < d.max_connections {
+        while slots.available_permits() < max_connections {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     };
@@ -200,45 +228,73 @@ pub(crate) async fn serve(
         }
     };
     tokio::select! {
-        _ = all_closed => return Ok(()),
+        _ = all_closed => return,
         _ = stopped => {},
         _ = grace_over => {},
     }
     handle.shutdown();
     // Connections drop their streams as soon as they see the stop.
     let _ = timeout(Duration::from_secs(1), async {
-        while slots.available_permits() < d.max_connections {
+        while slots.available_permits() < max_connections {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await;
-    Ok(())
+}
+
+/// Counts the connection open while it lives.
+struct Open<'a>(&'a AppState);
+
+impl<'a> Open<'a> {
+    fn new(state: &'a AppState) -> Self {
+        state.metrics.connections.inc();
+        Open(state)
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        self.0.metrics.connections.dec();
+    }
+}
+
+/// The first byte and the TLS handshake, each within its deadline.
+async fn handshake(
+    shared: &Shared,
+    tcp: TcpStream,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let (state, d) = (&shared.state, shared.d);
+    // A review answer is small and latency-bound: Nagle plus the client's delayed ACK
+    // adds tens of milliseconds to some responses.
+    let _ = tcp.set_nodelay(true);
+    match timeout(d.first_byte, tcp.peek(&mut [0u8; 1])).await {
+        Ok(Ok(n)) if n > 0 => {}
+        Ok(_) => return None,
+        Err(_) => {
+            count(state, "first_byte");
+            return None;
+        }
+    }
+    match timeout(d.tls_handshake, shared.tls.accept(tcp)).await {
+        Ok(Ok(s)) => Some(s),
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            count(state, "tls_handshake");
+            None
+        }
+    }
 }
 
 async fn connection(shared: Arc<Shared>, tcp: TcpStream) {
     let state = &shared.state;
-    state.metrics.connections.inc();
-    struct Open<'a>(&'a AppState);
-    impl Drop for Open<'_> {
-        fn drop(&mut self) {
-            self.0.metrics.connections.dec();
-        }
-    }
-    let _open = Open(state);
+    let _open = Open::new(state);
     let d = shared.d;
-    // A review answer is small and latency-bound: Nagle plus the client's delayed ACK
-    // adds tens of milliseconds to some responses.
-    let _ = tcp.set_nodelay(true);
     let mut phase = shared.handle.phase.subscribe();
-    match timeout(d.first_byte, tcp.peek(&mut [0u8; 1])).await {
-        Ok(Ok(n)) if n > 0 => {}
-        Ok(_) => return,
-        Err(_) => return count(state, "first_byte"),
-    }
-    let tls = match timeout(d.tls_handshake, shared.tls.accept(tcp)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(error)) => return tracing::debug!(%error, "TLS handshake failed"),
-        Err(_) => return count(state, "tls_handshake"),
+    let Some(tls) = handshake(&shared, tcp).await else {
+        return;
     };
     let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
     let conn_state = ConnState::new();
@@ -248,25 +304,7 @@ async fn connection(shared: Arc<Shared>, tcp: TcpStream) {
         header_read: d.header_read,
     };
     let io = Guarded::new(tls, conn_state.clone(), limits, http2);
-    let app = shared.app.clone();
-    let cs = conn_state.clone();
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-        let in_flight = cs.begin();
-        let cs = cs.clone();
-        let version = req.version();
-        let answer = app.clone().oneshot(req);
-        async move {
-            let mut resp = answer.await?;
-            // Draining: tell an HTTP/1 client not to reuse the connection, so no request
-            // is ever written to a connection the server is about to close.
-            if cs.draining() && version != Version::HTTP_2 {
-                resp.headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            drop(in_flight);
-            Ok::<_, Infallible>(resp)
-        }
-    });
+    let service = service(shared.app.clone(), conn_state.clone());
     let builder = if http2 { &shared.h2 } else { &shared.h1 };
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
@@ -300,4 +338,33 @@ async fn connection(shared: Arc<Shared>, tcp: TcpStream) {
         Some(Expired::HeaderRead) => count(state, "header_read"),
         None => {}
     }
+}
+
+/// The app as a connection's service: each request counts as in flight while it is
+/// answered, and while draining an HTTP/1 answer says `Connection: close`, so no request
+/// is ever written to a connection the server is about to close.
+fn service(
+    app: Router,
+    cs: Arc<ConnState>,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = axum::response::Response,
+    Error = Infallible,
+    Future = impl Future<Output = Result<axum::response::Response, Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |req: Request<Incoming>| {
+        let in_flight = cs.begin();
+        let cs = cs.clone();
+        let version = req.version();
+        let answer = app.clone().oneshot(req);
+        async move {
+            let mut resp = answer.await?;
+            if cs.draining() && version != Version::HTTP_2 {
+                resp.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            drop(in_flight);
+            Ok::<_, Infallible>(resp)
+        }
+    })
 }
