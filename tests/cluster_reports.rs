@@ -200,3 +200,149 @@ fn audit_writes_one_policy_report_per_namespace_and_updates_it_in_place() {
     assert_eq!(kept[0]["results"], foreign["results"]);
     assert_eq!(kept[0]["summary"]["pass"], 3);
 }
+
+/// A pod that says it is one of two ranks with 1 GPU of a p5.48xlarge: denied
+/// (`partial-node`, `multi-az`).
+fn partial_pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"restartPolicy": "Never",
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+            "containers": [{"name": "c", "image": "busybox",
+                "command": ["torchrun", "--nnodes=2", "--nproc-per-node=1", "train.py"],
+                "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+}
+
+fn metrics(sb: &Sandbox) -> String {
+    let out = Command::new("curl")
+        .args([
+            "-sf",
+            &format!("http://127.0.0.1:{}/metrics", sb.env["SANDBOX_PROBE_PORT"]),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "GET /metrics");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `trainplace_events_total{outcome}`.
+fn events_total(sb: &Sandbox, outcome: &str) -> u64 {
+    let prefix = format!("trainplace_events_total{{outcome=\"{outcome}\"}} ");
+    let text = metrics(sb);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("{prefix} on /metrics:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+/// trainplace's Events (events.k8s.io/v1) in `ns`.
+fn events(sb: &Sandbox, ns: &str) -> Vec<Value> {
+    sb.json(&["-n", ns, "get", "events.v1.events.k8s.io"])["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["reportingController"] == "trainplace")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_denied_pod_gets_an_event_naming_the_rule_and_events_keep_to_their_rate() {
+    let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
+    let sb = sb();
+    let ns = sb.namespace("events");
+    let out = sb.apply(&ns, &partial_pod("bad-0").to_string());
+    assert!(!out.status.success(), "denied");
+    assert!(stderr(&out).contains("[partial-node]"), "{}", stderr(&out));
+    wait_until(Duration::from_secs(30), "the Event on bad-0", || {
+        !events(sb, &ns).is_empty()
+    });
+    let all = events(sb, &ns);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    let e = &all[0];
+    assert_eq!(e["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(e["type"], "Warning");
+    assert_eq!(e["reason"], "Denied");
+    assert_eq!(e["action"], "Admission");
+    assert_eq!(e["regarding"]["kind"], "Pod");
+    assert_eq!(e["regarding"]["name"], "bad-0");
+    assert_eq!(e["regarding"]["namespace"], ns.as_str());
+    let note = e["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(
+            "trainplace denied Pod bad-0 by sandbox-admin (partial-node,multi-az): [partial-node]"
+        ),
+        "{note}"
+    );
+    assert!(note.len() <= 1024);
+
+    // The denial's one log line: rules, namespace, object and requester.
+    let log = std::fs::read_to_string(sb.dir.join("logs/trainplace.log")).unwrap();
+    let line = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["fields"]["message"] == "denied" && l["fields"]["name"] == "bad-0")
+        .unwrap_or_else(|| panic!("a denial line for bad-0 in the log"));
+    assert_eq!(line["level"], "INFO");
+    assert_eq!(line["fields"]["rules"], "partial-node,multi-az");
+    assert_eq!(line["fields"]["namespace"], ns.as_str());
+    assert_eq!(line["fields"]["kind"], "Pod");
+    assert_eq!(line["fields"]["user"], "sandbox-admin");
+
+    // 40 denials at once: Events for at most the burst plus the rate over the time it
+    // took; the rest dropped and counted, none failed.
+    let before: Vec<u64> = ["published", "rate_limited", "failed", "queue_full"]
+        .iter()
+        .map(|o| events_total(sb, o))
+        .collect();
+    let pods: Vec<Value> = (1..=40).map(|i| partial_pod(&format!("bad-{i}"))).collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": pods});
+    let start = Instant::now();
+    let out = sb.kubectl_stdin(&["-n", &ns, "create", "-f", "-"], Some(&list.to_string()));
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).matches("[partial-node]").count(),
+        40,
+        "{}",
+        stderr(&out)
+    );
+    let delta = |i: usize, o: &str| events_total(sb, o) - before[i];
+    wait_until(
+        Duration::from_secs(60),
+        "all 40 Events accounted for",
+        || {
+            delta(0, "published")
+                + delta(1, "rate_limited")
+                + delta(2, "failed")
+                + delta(3, "queue_full")
+                == 40
+        },
+    );
+    let elapsed = start.elapsed().as_secs_f64();
+    let published = delta(0, "published");
+    let bound = BURST + (elapsed * PER_MINUTE as f64 / 60.0).ceil() as u64;
+    assert!(
+        published >= 1 && published <= bound,
+        "{published} Events published in {elapsed:.1}s, bound {bound}"
+    );
+    assert!(
+        delta(1, "rate_limited") >= 40 - bound,
+        "the rest rate limited"
+    );
+    assert_eq!(delta(2, "failed"), 0);
+    let written = events(sb, &ns).len() as u64 - 1;
+    assert_eq!(written, published, "one Event object per published Event");
+
+    // The review metrics name the rule, kind and verdict.
+    let text = metrics(sb);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("trainplace_admission_findings_total{")
+                && l.contains("endpoint=\"validate\"")
+                && l.contains("kind=\"Pod\"")
+                && l.contains("rule=\"partial-node\"")
+                && l.contains("mode=\"enforce\"")
+                && l.contains("verdict=\"denied\"")),
+        "{text}"
+    );
+}

@@ -101,6 +101,12 @@ pub struct ServeArgs {
     pub http2_keepalive_timeout: Duration,
     #[command(flatten)]
     pub self_managed: super::certs::SelfManagedArgs,
+    #[command(flatten)]
+    pub events: super::events::EventArgs,
+    /// Count reviews by namespace for the first N namespaces seen (the rest as _other);
+    /// 0 (default) leaves the namespace out of the metrics.
+    #[arg(long, env = "TRAINPLACE_METRICS_NAMESPACES", default_value_t = 0)]
+    pub metrics_namespaces: usize,
 }
 
 /// Where the cluster inventory comes from.
@@ -120,6 +126,10 @@ pub struct Config {
     /// `--self-managed-certs`: the serving certificate comes from a Secret this server
     /// keeps (src/server/certs).
     pub self_managed: Option<super::certs::Settings>,
+    /// Events for denials and warnings (src/server/events.rs).
+    pub events: super::events::EventSettings,
+    /// `--metrics-namespaces`: the bound on namespaces in the metrics (0: none).
+    pub metrics_namespaces: usize,
     pub policy_dir: Option<PathBuf>,
     pub mark_keys: Option<PathBuf>,
     pub reservations: Option<PathBuf>,
@@ -167,6 +177,8 @@ impl ServeArgs {
             http2_keepalive_interval,
             http2_keepalive_timeout,
             self_managed,
+            events,
+            metrics_namespaces,
         } = self;
         if max_connections == 0 {
             anyhow::bail!("--max-connections must be at least 1");
@@ -179,6 +191,8 @@ impl ServeArgs {
             probe_addr,
             tls: tls_cert.zip(tls_key),
             self_managed: self_managed.into_settings()?,
+            events: events.into_settings()?,
+            metrics_namespaces,
             policy_dir,
             mark_keys,
             reservations,

@@ -21,8 +21,30 @@ pub struct ReviewLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct FindingLabels {
     pub endpoint: &'static str,
+    pub kind: &'static str,
     pub rule: &'static str,
     pub mode: &'static str,
+    /// The review's verdict, as in `ReviewLabels`.
+    pub verdict: &'static str,
+}
+
+/// `--metrics-namespaces N`: reviews by namespace, for the first N namespaces seen
+/// (the rest are `_other`).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceLabels {
+    pub namespace: String,
+    pub verdict: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventLabels {
+    /// published | failed | rate_limited | queue_full
+    pub outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -76,6 +98,14 @@ pub struct Metrics {
     pub block_seconds_left: Family<ReservationLabels, Gauge>,
     /// Loads of the describe-capacity-reservations file.
     pub reservations_reloads: Family<OutcomeLabels, Counter>,
+    /// Admission-mark key directory reloads.
+    pub mark_key_reloads: Family<OutcomeLabels, Counter>,
+    /// The serving certificate's notAfter (unix seconds).
+    pub cert_expiry: Gauge,
+    /// Events offered by reviews, by what became of them (src/server/events.rs).
+    pub events: Family<EventLabels, Counter>,
+    /// Reviews by namespace (empty unless `--metrics-namespaces` is above 0).
+    pub namespaces: super::metrics_namespaces::ByNamespace,
 }
 
 impl Metrics {
@@ -100,6 +130,51 @@ impl Metrics {
         let cert_days_left = Gauge::default();
         let block_seconds_left = Family::<ReservationLabels, Gauge>::default();
         let reservations_reloads = Family::<OutcomeLabels, Counter>::default();
+        let mark_key_reloads = Family::<OutcomeLabels, Counter>::default();
+        let cert_expiry = Gauge::default();
+        let events = Family::<EventLabels, Counter>::default();
+        let namespaces = super::metrics_namespaces::ByNamespace::default();
+        // Series that alerts compare are there from the start, at 0.
+        for family in [
+            &policy_reloads,
+            &cert_reloads,
+            &reservations_reloads,
+            &mark_key_reloads,
+        ] {
+            for outcome in ["success", "failure"] {
+                let _ = family.get_or_create(&OutcomeLabels { outcome });
+            }
+        }
+        for outcome in ["published", "failed", "rate_limited", "queue_full"] {
+            let _ = events.get_or_create(&EventLabels { outcome });
+        }
+        let build = Family::<BuildLabels, Gauge>::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register("build_info", "trainplace's version (always 1)", build);
+        registry.register(
+            "mark_key_reloads",
+            "Admission-mark key directory reloads",
+            mark_key_reloads.clone(),
+        );
+        registry.register(
+            "certificate_expiry_timestamp_seconds",
+            "The serving certificate's notAfter, unix seconds",
+            cert_expiry.clone(),
+        );
+        registry.register(
+            "events",
+            "Kubernetes Events for denials and warnings, by outcome (published, failed, rate_limited, queue_full)",
+            events.clone(),
+        );
+        registry.register(
+            "admission_namespace_reviews",
+            "AdmissionReviews answered by namespace (--metrics-namespaces; the namespaces past the bound are _other)",
+            namespaces.family.clone(),
+        );
         registry.register(
             "capacity_block_seconds_remaining",
             "Seconds until the Capacity Block ends (Karpenter drains and EKS managed node groups scale to 0 40 minutes before; EC2 terminates from 30 minutes before)",
@@ -147,7 +222,7 @@ impl Metrics {
         );
         registry.register(
             "admission_findings",
-            "Findings by rule and mode",
+            "Findings by endpoint, kind, rule, mode and the review's verdict",
             findings.clone(),
         );
         registry.register(
@@ -192,7 +267,20 @@ impl Metrics {
             cert_days_left,
             block_seconds_left,
             reservations_reloads,
+            mark_key_reloads,
+            cert_expiry,
+            events,
+            namespaces,
         }
+    }
+
+    /// The serving certificate's expiry as of `now` (unix seconds): its notAfter and the
+    /// whole days left. Whatever serves a certificate (a file reload, the self-managed
+    /// Secret) ends in the CertStore, which /metrics reads at each scrape.
+    pub fn set_certificate(&self, not_after: i64, now: i64) {
+        self.cert_expiry.set(not_after);
+        self.cert_days_left
+            .set(super::tls::days_left(not_after, now));
     }
 
     /// Set the Capacity Block gauges to the blocks of `snapshot` as of `now`, and drop

@@ -2,14 +2,17 @@
 
 pub mod certs;
 pub mod config;
+pub mod events;
 mod guard;
 pub mod listener;
 pub mod metrics;
+mod metrics_namespaces;
 pub mod pool;
 pub mod probes;
 pub mod reload;
 pub mod routes;
 pub mod state;
+mod subject;
 pub mod tls;
 
 use std::sync::Arc;
@@ -70,6 +73,20 @@ async fn inventory(mode: &config::InventoryMode) -> anyhow::Result<Arc<dyn Inven
     })
 }
 
+/// The Event writer: started when Events are on and a cluster client can be made.
+async fn events(config: &Config, metrics: Arc<metrics::Metrics>) -> events::Events {
+    if !config.events.enabled {
+        return events::Events::off(metrics);
+    }
+    match kube::Client::try_default().await {
+        Ok(client) => events::Events::start(client, config.events, metrics),
+        Err(error) => {
+            tracing::info!(%error, "no Kubernetes client config: no Events for denials");
+            events::Events::off(metrics)
+        }
+    }
+}
+
 /// Bind both ports and start serving; returns once listening.
 pub async fn start(config: Config) -> anyhow::Result<Running> {
     let policy = crate::policy_dir::load_or_embedded(config.policy_dir.as_deref())
@@ -82,6 +99,11 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         config.large_review_bytes,
     ));
     state.inventory = inventory(&config.inventory).await?;
+    state
+        .metrics
+        .namespaces
+        .set_limit(config.metrics_namespaces);
+    state.events = events(&config, state.metrics.clone()).await;
     let (initial, cert_detail) = match &config.tls {
         Some((cert, key)) => (
             tls::load_pem(cert, key)?,

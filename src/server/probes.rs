@@ -75,7 +75,9 @@ async fn metrics(State(state): State<AppState>) -> Response {
     state.metrics.inventory_up.set(up);
     state.metrics.inventory_age.set(age);
     if let Some(cert) = &state.cert {
-        state.metrics.cert_days_left.set(cert.days_left());
+        state
+            .metrics
+            .set_certificate(cert.not_after(), super::tls::unix_now());
     }
     state.metrics.set_blocks(
         state.inventory.snapshot().as_deref(),

@@ -128,9 +128,19 @@ pub fn watch_mark_keys(state: AppState, dir: PathBuf, every: Duration) {
             Ok(keys) => {
                 tracing::info!(signing = keys.current_id(), "admission-mark keys reloaded");
                 state.marks.store(Some(Arc::new(keys)));
+                state
+                    .metrics
+                    .mark_key_reloads
+                    .get_or_create(&outcome(true))
+                    .inc();
             }
             Err(error) => {
                 tracing::error!(%error, "admission-mark keys rejected; keeping the last good ones");
+                state
+                    .metrics
+                    .mark_key_reloads
+                    .get_or_create(&outcome(false))
+                    .inc();
             }
         },
     );

@@ -11,8 +11,8 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::json;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
-use trainplace_engine::Mode;
 use trainplace_engine::{Endpoint, Outcome, Reviewed, review_bytes};
+use trainplace_engine::{Mode, Verdict};
 
 use super::metrics::{EndpointLabels, FindingLabels, ReviewLabels};
 use super::pool::PoolError;
@@ -172,7 +172,7 @@ fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>,
         status: StatusCode::BAD_REQUEST,
         message: e.to_string(),
     })?;
-    record(state, endpoint, &reviewed);
+    record(state, endpoint, &reviewed, bytes);
     let json = encoded(reviewed.body.map_err(|e| e.to_string()))?;
     state
         .metrics
@@ -195,7 +195,86 @@ fn encoded(json: Result<Vec<u8>, String>) -> Result<Vec<u8>, ApiError> {
     })
 }
 
-fn record(state: &AppState, endpoint: Endpoint, r: &Reviewed) {
+/// The verdict label of a judged review: denied, patched, warned or allowed.
+fn verdict_label(endpoint: Endpoint, verdict: &Verdict) -> &'static str {
+    if endpoint == Endpoint::Validate && !verdict.allowed {
+        "denied"
+    } else if endpoint == Endpoint::Mutate && !verdict.patch.0.is_empty() {
+        "patched"
+    } else if verdict.findings.iter().any(|f| f.mode == Mode::Warn) {
+        "warned"
+    } else {
+        "allowed"
+    }
+}
+
+/// A judged review's findings counted and logged; a denial logged at info with its
+/// rules, object and requester in one line, and (validate only, not a dry run) an Event
+/// for a denial or warning.
+fn judged(
+    state: &AppState,
+    endpoint: Endpoint,
+    r: &Reviewed,
+    verdict: &Verdict,
+    label: &'static str,
+    bytes: &[u8],
+) {
+    let ep = endpoint.as_str();
+    let kind = verdict.kind_class.metric_label();
+    for f in &verdict.findings {
+        state
+            .metrics
+            .findings
+            .get_or_create(&FindingLabels {
+                endpoint: ep,
+                kind,
+                rule: f.rule.as_str(),
+                mode: f.mode.as_str(),
+                verdict: label,
+            })
+            .inc();
+        if f.mode == Mode::Audit {
+            tracing::info!(endpoint = ep, uid = %r.uid, rule = f.rule.as_str(), kind = %verdict.kind, name = %verdict.name, namespace = %verdict.namespace, finding = %f.message(), "audit finding");
+        }
+    }
+    state.metrics.namespaces.inc(&verdict.namespace, label);
+    tracing::debug!(endpoint = ep, uid = %r.uid, dry_run = r.dry_run, kind = %verdict.kind, name = %verdict.name, namespace = %verdict.namespace, verdict = label, changes = verdict.changes.len(), "reviewed");
+    if endpoint != Endpoint::Validate || !matches!(label, "denied" | "warned") {
+        return;
+    }
+    let Some(subject) = super::subject::read(bytes) else {
+        return;
+    };
+    let shown = |m: Mode| -> Vec<&str> {
+        let rules = verdict.findings.iter().filter(|f| f.mode == m);
+        rules.map(|f| f.rule.as_str()).collect()
+    };
+    let (reason, rules) = if label == "denied" {
+        let rules = shown(Mode::Enforce).join(",");
+        tracing::info!(uid = %r.uid, rules = %rules, namespace = %verdict.namespace, kind = %verdict.kind, name = %verdict.name, user = %subject.user, dry_run = r.dry_run, "denied");
+        ("Denied", rules)
+    } else {
+        ("Warned", shown(Mode::Warn).join(","))
+    };
+    if r.dry_run || !state.events.enabled() {
+        return;
+    }
+    let messages: Vec<String> = verdict.findings.iter().map(|f| f.message()).collect();
+    state.events.send(super::events::Notice {
+        regarding: subject.regarding,
+        reason,
+        note: format!(
+            "trainplace {} {} {} by {} ({rules}): {}",
+            reason.to_lowercase(),
+            verdict.kind,
+            verdict.name,
+            subject.user,
+            messages.join(" ")
+        ),
+    });
+}
+
+fn record(state: &AppState, endpoint: Endpoint, r: &Reviewed, bytes: &[u8]) {
     let ep = endpoint.as_str();
     let (kind, operation, verdict) = match &r.outcome {
         Outcome::Invalid(message) => {
@@ -208,30 +287,8 @@ fn record(state: &AppState, endpoint: Endpoint, r: &Reviewed) {
             ("unknown", *operation, "bad_object")
         }
         Outcome::Judged { operation, verdict } => {
-            for f in &verdict.findings {
-                state
-                    .metrics
-                    .findings
-                    .get_or_create(&FindingLabels {
-                        endpoint: ep,
-                        rule: f.rule.as_str(),
-                        mode: f.mode.as_str(),
-                    })
-                    .inc();
-                if f.mode == Mode::Audit {
-                    tracing::info!(endpoint = ep, uid = %r.uid, rule = f.rule.as_str(), kind = %verdict.kind, name = %verdict.name, namespace = %verdict.namespace, finding = %f.message(), "audit finding");
-                }
-            }
-            let label = if endpoint == Endpoint::Validate && !verdict.allowed {
-                "denied"
-            } else if endpoint == Endpoint::Mutate && !verdict.patch.0.is_empty() {
-                "patched"
-            } else if verdict.findings.iter().any(|f| f.mode == Mode::Warn) {
-                "warned"
-            } else {
-                "allowed"
-            };
-            tracing::debug!(endpoint = ep, uid = %r.uid, dry_run = r.dry_run, kind = %verdict.kind, name = %verdict.name, namespace = %verdict.namespace, verdict = label, changes = verdict.changes.len(), "reviewed");
+            let label = verdict_label(endpoint, verdict);
+            judged(state, endpoint, r, verdict, label, bytes);
             (verdict.kind_class.metric_label(), *operation, label)
         }
     };

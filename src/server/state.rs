@@ -31,6 +31,8 @@ pub struct AppState {
     pub cert: Option<Arc<CertStore>>,
     /// Keys for admission marks (hot-swapped on rotation).
     pub marks: Arc<ArcSwapOption<MarkKeys>>,
+    /// Where reviews hand their Events (off unless started with a cluster client).
+    pub events: super::events::Events,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -51,9 +53,11 @@ pub struct Detail {
 
 impl AppState {
     pub fn new(policy: Policy) -> Self {
+        let metrics = Arc::new(Metrics::new());
         AppState {
             policy: Arc::new(ArcSwap::from_pointee(policy)),
-            metrics: Arc::new(Metrics::new()),
+            events: super::events::Events::off(metrics.clone()),
+            metrics,
             inventory: Arc::new(NoCluster),
             ready: Arc::new(AtomicBool::new(false)),
             certificate_ready: Arc::new(AtomicBool::new(true)),

@@ -122,6 +122,8 @@ pub fn config(tls: Option<(PathBuf, PathBuf)>, policy_dir: Option<PathBuf>) -> C
         },
         // The binary's runtime only; these servers run on the test's runtime.
         io_threads: 1,
+        events: Default::default(),
+        metrics_namespaces: 0,
     }
 }
 
