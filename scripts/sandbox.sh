@@ -296,8 +296,13 @@ up() {
   local policy_args=()
   [ -n "${SANDBOX_POLICY_DIR:-}" ] && policy_args=(--policy-dir "$SANDBOX_POLICY_DIR")
   "$trainplace" sandbox nodes -f "$fleet" "${policy_args[@]}" >"$dir/nodes.json"
-  kubectl apply -f "$dir/nodes.json" >/dev/null
-  wait_for "nodes Ready" 60 kubectl wait --for condition=Ready --timeout 10s node --all
+  # A fleet of no nodes is allowed: a test that makes its own nodes starts from one.
+  if grep -q '"items":\[\]' "$dir/nodes.json"; then
+    log "the fleet has no nodes"
+  else
+    kubectl apply -f "$dir/nodes.json" >/dev/null
+    wait_for "nodes Ready" 60 kubectl wait --for condition=Ready --timeout 10s node --all
+  fi
 
   log "trainplace serve on https://127.0.0.1:$webhook_port"
   kubectl create namespace trainplace --dry-run=client -o json | kubectl apply -f - >/dev/null
