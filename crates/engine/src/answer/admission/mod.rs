@@ -2,18 +2,23 @@
 //! (never round-tripped through typed structs); the response is built from the request
 //! with kube-core so the uid and types are echoed correctly.
 
+mod refusal;
+mod scale;
+
 use kube_core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube_core::{DynamicObject, TypeMeta};
 use serde_json::Value;
 
 use crate::answer::mark::MarkKeys;
-use crate::answer::response::{EncodeError, Limits, answer_bytes, count_containers, encode_patch};
+use crate::answer::response::{EncodeError, EncodedPatch, Limits, answer_bytes, encode_patch};
 use crate::engine::{evaluate_owned, judge_owned};
-use crate::facts::inventory::{Snapshot, scale_replicas_path};
+use crate::facts::inventory::Snapshot;
 use crate::facts::policy::Policy;
 use crate::facts::requester::Requester;
 use crate::judge::verdict::Verdict;
 use crate::read::incoming::{Incoming, Types};
+use refusal::{deny, object_name, too_many_containers, validation_response};
+use scale::{Scaled, scaled_object};
 
 /// Which webhook is answering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,192 +256,98 @@ fn requester<'a>(
     }
 }
 
-/// How messages name the object under review: its kind and name.
-fn object_name(req: &AdmissionRequest<DynamicObject>) -> String {
-    let name = if req.name.is_empty() {
-        "(unnamed)"
-    } else {
-        &req.name
-    };
-    format!("{} {name}", req.kind.kind)
-}
-
-/// Why an object carrying more containers than one review may is refused, if it does.
-fn too_many_containers(
-    object: &Value,
-    limits: &Limits,
-    req: &AdmissionRequest<DynamicObject>,
-) -> Option<String> {
-    let containers = count_containers(object);
-    (containers > limits.max_containers).then(|| {
-        format!(
-            "trainplace refuses {}: it declares {containers} containers, more than the {} one review may carry (--max-containers); a training pod has a handful. Split the object or raise the limit",
-            object_name(req),
-            limits.max_containers
-        )
-    })
-}
-
-/// The validating webhook's answer: denied with every enforced finding's reason, and
-/// the warnings.
-fn validation_response(base: AdmissionResponse, verdict: &Verdict) -> AdmissionResponse {
-    let warnings = verdict.warnings();
-    let mut resp = if verdict.allowed {
-        base
-    } else {
-        deny(base, &verdict.reasons().join("\n"))
-    };
-    if !warnings.is_empty() {
-        resp.warnings = Some(warnings);
-    }
-    resp
-}
-
 fn answer(
     incoming: Result<Incoming, serde_json::Error>,
     types: impl FnOnce() -> Result<Types, serde_json::Error>,
     endpoint: Endpoint,
     judges: Judges<'_>,
 ) -> Reviewed {
-    let Judges {
-        policy,
-        inventory,
-        marks,
-        limits,
-        now,
-    } = judges;
     let (object, old_object, req) = match request_of(incoming, types) {
         Ok(parts) => parts,
         Err(reviewed) => return reviewed,
     };
-    let operation = op_label(&req.operation);
-    let base = AdmissionResponse::from(&req);
-    let uid = req.uid.clone();
-    let dry_run = req.dry_run;
-    let done = |resp: AdmissionResponse, outcome| Reviewed {
-        body: answer_bytes(resp, None),
-        uid: uid.clone(),
-        dry_run,
+    let (resp, patch, outcome) = decide(endpoint, &req, object, old_object, judges);
+    Reviewed {
+        body: answer_bytes(resp, patch),
+        uid: req.uid,
+        dry_run: req.dry_run,
         outcome,
-    };
-    if !matches!(req.operation, Operation::Create | Operation::Update) || object.is_null() {
-        return done(base, Outcome::Passed { operation });
     }
-    // A pod's layout is fixed when it is created; an UPDATE is only validated (its job
-    // label, `update.rs`), never patched.
-    if endpoint == Endpoint::Mutate
-        && req.operation == Operation::Update
-        && req.kind.kind == "Pod"
-        && req.kind.group.is_empty()
-    {
-        return done(base, Outcome::Passed { operation });
-    }
-    let object_name = || object_name(&req);
-    if let Some(message) = too_many_containers(&object, limits, &req) {
-        return done(
+}
+
+/// The response to a request, its patch, and how the review ended.
+fn decide(
+    endpoint: Endpoint,
+    req: &AdmissionRequest<DynamicObject>,
+    object: Value,
+    old_object: Option<Box<serde_json::value::RawValue>>,
+    judges: Judges<'_>,
+) -> (AdmissionResponse, Option<EncodedPatch>, Outcome) {
+    let operation = op_label(&req.operation);
+    let base = AdmissionResponse::from(req);
+    let refused = |base, message: String| {
+        (
             deny(base, &message),
+            None,
             Outcome::BadObject { operation, message },
-        );
+        )
+    };
+    if passes(endpoint, req, &object) {
+        return (base, None, Outcome::Passed { operation });
+    }
+    if let Some(message) = too_many_containers(&object, judges.limits, req) {
+        return refused(base, message);
     }
     let namespace = req.namespace.clone().unwrap_or_default();
-    let object = if req.sub_resource.as_deref() == Some("scale") {
-        match scaled_object(&req, &object, &namespace, inventory) {
+    let is_scale = req.sub_resource.as_deref() == Some("scale");
+    let object = if is_scale {
+        match scaled_object(req, &object, &namespace, judges.inventory) {
             Scaled::Judge(parent) => parent,
             Scaled::Pass(note) => {
                 let mut resp = base;
                 resp.warnings = Some(vec![note]);
-                return done(resp, Outcome::Passed { operation });
+                return (resp, None, Outcome::Passed { operation });
             }
         }
     } else {
         object
     };
-    let who = requester(&req, &namespace, inventory, marks, now);
-    let is_scale = req.sub_resource.as_deref() == Some("scale");
+    let who = requester(req, &namespace, judges.inventory, judges.marks, judges.now);
     // An UPDATE is refused only for what it changes (`update.rs`); a Scale's old
     // object is a Scale, not the workload judged.
     let old_object = old_object.filter(|_| req.operation == Operation::Update && !is_scale);
-    let verdict = match judge(endpoint, object, old_object, policy, &who) {
+    let verdict = match judge(endpoint, object, old_object, judges.policy, &who) {
         Ok(v) => v,
         Err(e) => {
-            let message = format!("trainplace cannot read {}: {e}", object_name());
-            let resp = deny(base, &message);
-            return done(resp, Outcome::BadObject { operation, message });
+            let message = format!("trainplace cannot read {}: {e}", object_name(req));
+            return refused(base, message);
         }
     };
     let (resp, patch) = match endpoint {
         // A Scale is judged on the workload it scales; that workload's patch would not
         // apply to the Scale object.
         Endpoint::Mutate if verdict.patch.0.is_empty() || is_scale => (base, None),
-        Endpoint::Mutate => match encode_patch(&verdict.patch, limits.max_patch_bytes) {
+        Endpoint::Mutate => match encode_patch(&verdict.patch, judges.limits.max_patch_bytes) {
             Ok(encoded) => (base, Some(encoded)),
             Err(e) => {
-                let message = format!("trainplace cannot patch {}: {e}", object_name());
-                return done(
-                    deny(base, &message),
-                    Outcome::BadObject { operation, message },
-                );
+                let message = format!("trainplace cannot patch {}: {e}", object_name(req));
+                return refused(base, message);
             }
         },
         Endpoint::Validate => (validation_response(base, &verdict), None),
     };
-    Reviewed {
-        body: answer_bytes(resp, patch),
-        uid,
-        dry_run,
-        outcome: Outcome::Judged {
-            operation,
-            verdict: Box::new(verdict),
-        },
-    }
+    let verdict = Box::new(verdict);
+    (resp, patch, Outcome::Judged { operation, verdict })
 }
 
-/// What a Scale review is judged as.
-enum Scaled {
-    /// The workload it scales, with the new replica count written in.
-    Judge(Value),
-    /// Not judged (a scale-down, or a workload the inventory does not hold), with why.
-    Pass(String),
-}
-
-/// A Scale (`pytorchjobs/scale`, `paddlejobs/scale`) carries only
-/// a replica count: judge the workload it scales, from the inventory, with its
-/// CRD's `specReplicasPath` set to the new count, so `kubectl scale` or an autoscaler cannot grow a job past what its
-/// layout allows.
-fn scaled_object(
-    req: &AdmissionRequest<DynamicObject>,
-    scale: &Value,
-    namespace: &str,
-    inventory: Option<&Snapshot>,
-) -> Scaled {
-    let replicas = |v: &Value| v.pointer("/spec/replicas").and_then(Value::as_u64);
-    let Some(new) = replicas(scale) else {
-        return Scaled::Pass("trainplace: a Scale without spec.replicas was not judged.".into());
-    };
-    let resource = req.resource.resource.as_str();
-    let Some(parent) = inventory.and_then(|i| i.scalable(namespace, resource, &req.name)) else {
-        return Scaled::Pass(format!(
-            "trainplace could not judge this scale of {resource}/{}: the cluster inventory does not hold it (run the webhook with --inventory auto); the new size was not checked against the layout rules.",
-            req.name
-        ));
-    };
-    let Some(path) = scale_replicas_path(resource) else {
-        return Scaled::Pass(format!(
-            "trainplace does not know where a scale of {resource} writes its replicas; the new size was not checked."
-        ));
-    };
-    let mut parent = parent.clone();
-    let (holder, key) = path.rsplit_once('/').unwrap_or(("", path));
-    if let Some(m) = parent.pointer_mut(holder).and_then(Value::as_object_mut) {
-        m.insert(key.to_string(), Value::from(new));
-    }
-    Scaled::Judge(parent)
-}
-
-fn deny(resp: AdmissionResponse, message: &str) -> AdmissionResponse {
-    let mut resp = resp.deny(message);
-    resp.result.code = 403;
-    resp.result.status = Some(kube_core::response::StatusSummary::Failure);
-    resp.result.reason = "Forbidden".into();
-    resp
+/// Reviews with nothing to judge: not a CREATE or UPDATE, no object, or an UPDATE of a
+/// Pod at the mutating webhook (a pod's layout is fixed when it is created; an UPDATE
+/// is only validated, its job label in `update.rs`, never patched).
+fn passes(endpoint: Endpoint, req: &AdmissionRequest<DynamicObject>, object: &Value) -> bool {
+    !matches!(req.operation, Operation::Create | Operation::Update)
+        || object.is_null()
+        || (endpoint == Endpoint::Mutate
+            && req.operation == Operation::Update
+            && req.kind.kind == "Pod"
+            && req.kind.group.is_empty())
 }

@@ -1,0 +1,58 @@
+//! How a review is refused: the object's name in messages, the container bound, the
+//! 403 denial, and the validating webhook's denial with its warnings.
+
+use kube_core::DynamicObject;
+use kube_core::admission::{AdmissionRequest, AdmissionResponse};
+use serde_json::Value;
+
+use crate::answer::response::{Limits, count_containers};
+use crate::judge::verdict::Verdict;
+
+/// How messages name the object under review: its kind and name.
+pub(super) fn object_name(req: &AdmissionRequest<DynamicObject>) -> String {
+    let name = if req.name.is_empty() {
+        "(unnamed)"
+    } else {
+        &req.name
+    };
+    format!("{} {name}", req.kind.kind)
+}
+
+/// Why an object carrying more containers than one review may is refused, if it does.
+pub(super) fn too_many_containers(
+    object: &Value,
+    limits: &Limits,
+    req: &AdmissionRequest<DynamicObject>,
+) -> Option<String> {
+    let containers = count_containers(object);
+    (containers > limits.max_containers).then(|| {
+        format!(
+            "trainplace refuses {}: it declares {containers} containers, more than the {} one review may carry (--max-containers); a training pod has a handful. Split the object or raise the limit",
+            object_name(req),
+            limits.max_containers
+        )
+    })
+}
+
+/// The validating webhook's answer: denied with every enforced finding's reason, and
+/// the warnings.
+pub(super) fn validation_response(base: AdmissionResponse, verdict: &Verdict) -> AdmissionResponse {
+    let warnings = verdict.warnings();
+    let mut resp = if verdict.allowed {
+        base
+    } else {
+        deny(base, &verdict.reasons().join("\n"))
+    };
+    if !warnings.is_empty() {
+        resp.warnings = Some(warnings);
+    }
+    resp
+}
+
+pub(super) fn deny(resp: AdmissionResponse, message: &str) -> AdmissionResponse {
+    let mut resp = resp.deny(message);
+    resp.result.code = 403;
+    resp.result.status = Some(kube_core::response::StatusSummary::Failure);
+    resp.result.reason = "Forbidden".into();
+    resp
+}
