@@ -402,8 +402,12 @@ fn kustomize(dir: &Path) -> Vec<Value> {
 #[test]
 fn kustomize_overlays_equal_the_chart() {
     let base = ci_values("kustomize-cert-manager-values.yaml");
-    let cases: [(&str, Vec<&str>); 3] = [
+    let cases: [(&str, Vec<&str>); 4] = [
         ("cert-manager", vec!["-f", &base]),
+        (
+            "self-managed",
+            vec!["-f", &base, "--set", "certificates.mode=self-managed"],
+        ),
         (
             "fail-closed",
             vec!["-f", &base, "--set", "webhooks.mutate.failurePolicy=Fail"],
@@ -440,7 +444,7 @@ fn kustomize_overlays_equal_the_chart() {
 
 #[test]
 fn typos_and_refused_modes_fail_with_a_reason() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["--set", "replicaCount=2"],
             "additional properties 'replicaCount' not allowed",
@@ -459,8 +463,12 @@ fn typos_and_refused_modes_fail_with_a_reason() {
         ),
         (&["--set", "certificates.mode=vault"], "/certificates/mode"),
         (
-            &["--set", "certificates.mode=self-managed"],
-            "certificates.mode=self-managed is not available yet",
+            &["--set", "certificates.selfManaged.caLifetime=1y"],
+            "/certificates/selfManaged/caLifetime",
+        ),
+        (
+            &["--set", "certificates.selfManaged.certLifetime=90"],
+            "/certificates/selfManaged/certLifetime",
         ),
         (
             &["--set", "certificates.mode=provided"],
@@ -892,9 +900,9 @@ fn a_values_typo_fails_install_and_creates_nothing() {
 /// The CRD-backed objects (cert-manager's Issuers and Certificates, the Prometheus
 /// Operator's ServiceMonitor and PrometheusRule) against their real CRDs
 /// (tests/fixtures/helm/crds), in the real API server with strict field validation; then a
-/// default install (cert-manager mode) with the monitoring objects on.
+/// cert-manager mode install with the monitoring objects on.
 #[test]
-fn crd_objects_pass_their_crds_and_the_default_mode_installs() {
+fn crd_objects_pass_their_crds_and_the_cert_manager_mode_installs() {
     let sb = sb();
     let crds = root().join("tests/fixtures/helm/crds");
     sb.ok(&["apply", "--server-side", "-f", crds.to_str().unwrap()]);
@@ -927,15 +935,19 @@ fn crd_objects_pass_their_crds_and_the_default_mode_installs() {
         )
     };
     let mut seen = std::collections::BTreeSet::new();
-    for (name, args) in renderings().into_iter().chain([(
-        "monitoring",
-        vec![
-            "--set".into(),
-            "metrics.serviceMonitor.enabled=true".into(),
-            "--set".into(),
-            "metrics.prometheusRule.enabled=true".into(),
-        ],
-    )]) {
+    let cert_manager = || vec!["--set".into(), "certificates.mode=cert-manager".into()];
+    for (name, args) in renderings().into_iter().chain([
+        ("cert-manager", cert_manager()),
+        (
+            "monitoring",
+            vec![
+                "--set".into(),
+                "metrics.serviceMonitor.enabled=true".into(),
+                "--set".into(),
+                "metrics.prometheusRule.enabled=true".into(),
+            ],
+        ),
+    ]) {
         for doc in docs(&render(&args)).iter().filter(|d| !is_core(d)) {
             let out = strict_dry_run(doc);
             assert!(
@@ -955,7 +967,7 @@ fn crd_objects_pass_their_crds_and_the_default_mode_installs() {
             .into(),
     );
     // Strict validation has teeth: a misspelt Certificate field is refused.
-    let all = docs(&render(&[]));
+    let all = docs(&render(&cert_manager()));
     let mut typo = find(&all, "Certificate", "trainplace-serving").clone();
     typo["spec"]["dnsName"] = json!(["x"]);
     let out = strict_dry_run(&typo);
@@ -965,7 +977,7 @@ fn crd_objects_pass_their_crds_and_the_default_mode_installs() {
         sandbox::stderr(&out)
     );
 
-    // The default values: cert-manager mode. No cert-manager runs here, so the Secret is
+    // cert-manager mode. No cert-manager runs here, so the Secret is
     // never written (kwok starts the pods regardless) and caBundle stays empty; the
     // objects are created and the webhooks carry cainjector's annotation. failurePolicy
     // Ignore on both: this release's webhooks must not refuse the other test's pods.
@@ -982,6 +994,8 @@ fn crd_objects_pass_their_crds_and_the_default_mode_installs() {
             "install",
             rel.name,
             chart.to_str().unwrap(),
+            "--set",
+            "certificates.mode=cert-manager",
             "--set",
             "replicas=1",
             "--set",

@@ -61,9 +61,6 @@ The certificate mode, checked once: every template that depends on it includes t
 */}}
 {{- define "trainplace.certMode" -}}
 {{- $mode := .Values.certificates.mode -}}
-{{- if eq $mode "self-managed" -}}
-{{- fail "certificates.mode=self-managed is not available yet: trainplace serve cannot create its own CA and serving certificate, keep the webhooks' caBundle current and rotate them. Use certificates.mode=cert-manager (cert-manager >= 1.14 installed) or certificates.mode=provided (your own Secret and CA)." -}}
-{{- end -}}
 {{- if eq $mode "provided" -}}
 {{- if not .Values.certificates.provided.caBundle -}}
 {{- fail "certificates.mode=provided needs certificates.provided.caBundle: the PEM CA that signed the serving certificate (the API server verifies the webhook with it)" -}}
