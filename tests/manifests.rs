@@ -15,7 +15,7 @@ use base64::Engine;
 use manifests_helpers::*;
 use serde_json::{Value, json};
 
-const OVERLAYS: [&str; 3] = ["cert-manager", "fail-closed", "self-signed"];
+const OVERLAYS: [&str; 4] = ["cert-manager", "fail-closed", "self-signed", "self-managed"];
 
 /// Each overlay's rendering (and base's); self-signed after make-certs.sh ran.
 fn renderings() -> (tempfile::TempDir, Vec<(String, Vec<Value>)>) {
@@ -762,4 +762,75 @@ async fn rotation_end_to_end_with_files_on_disk() {
     })
     .await;
     assert!(status.success(), "{status}:\n{}", server.log_text());
+}
+
+/// The self-managed overlay mounts no certificate and sets the self-managed flags, each an
+/// environment variable `trainplace serve` reads (its --help lists them), naming the
+/// Secret its RBAC grants and the Service and webhook configurations of the base.
+#[test]
+fn the_self_managed_overlay_sets_real_flags_and_its_rbac_names_them() {
+    let docs = kustomize(&root().join("manifests/overlays/self-managed"));
+    let deploy = object(&docs, "Deployment", Some("trainplace"));
+    let pod = &deploy["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    assert!(
+        !c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "tls")
+            && !pod["volumes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|v| v["name"] == "tls"),
+        "no certificate volume"
+    );
+    let help = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for e in c["env"].as_array().unwrap() {
+        let name = e["name"].as_str().unwrap();
+        // The log filter is read by the logger, not a flag.
+        if name == "TRAINPLACE_LOG" {
+            continue;
+        }
+        assert!(
+            help.contains(&format!("env: {name}=")),
+            "{name} is not a `trainplace serve` setting"
+        );
+    }
+    assert_eq!(env_value(c, "TRAINPLACE_SELF_MANAGED_CERTS"), "true");
+    assert!(
+        c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["name"] != "TRAINPLACE_TLS_CERT")
+    );
+    let secret = env_value(c, "TRAINPLACE_CERT_SECRET");
+    let role = object(&docs, "Role", Some("trainplace-certificates"));
+    assert_eq!(
+        role["rules"],
+        json!([
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["get", "update"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}
+        ])
+    );
+    let cluster_role = object(&docs, "ClusterRole", Some("trainplace-certificates"));
+    for key in [
+        "TRAINPLACE_MUTATING_WEBHOOK",
+        "TRAINPLACE_VALIDATING_WEBHOOK",
+    ] {
+        assert_eq!(
+            cluster_role["rules"][0]["resourceNames"],
+            json!([env_value(c, key)]),
+            "{key}"
+        );
+    }
+    assert_eq!(cluster_role["rules"][0]["verbs"], json!(["get", "patch"]));
+    assert_eq!(env_value(c, "TRAINPLACE_CERT_SERVICE"), "trainplace");
+    object(&docs, "Service", Some("trainplace"));
 }
