@@ -859,8 +859,8 @@ fn a_values_typo_fails_install_and_creates_nothing() {
     for (set, reason) in [
         ("replica=2", "additional properties 'replica' not allowed"),
         (
-            "certificates.mode=self-managed",
-            "certificates.mode=self-managed is not available yet",
+            "certificates.provided.caBundle=",
+            "needs certificates.provided.caBundle",
         ),
     ] {
         let out = rel.helm(&[
@@ -895,6 +895,106 @@ fn a_values_typo_fails_install_and_creates_nothing() {
         !all.contains(&rel.fullname()),
         "nothing of the release: {all}"
     );
+}
+
+/// The default install is self-managed: its RBAC objects are there, the webhook
+/// configurations carry no caBundle and no cainjector annotation (the server writes the
+/// caBundle), and a caBundle written into them, as the server does, survives `helm
+/// upgrade` (the chart never sets the field, so Helm's three-way merge leaves it).
+#[test]
+fn the_default_self_managed_install_keeps_the_ca_bundle_through_an_upgrade() {
+    let sb = sb();
+    let ns = sb.namespace("tp-self");
+    let chart = chart();
+    let chart = chart.to_str().unwrap();
+    let rel = Release {
+        sb,
+        name: "tpsm",
+        ns: &ns,
+    };
+    let full = rel.fullname();
+    // failurePolicy Ignore on both: this release's webhooks must not refuse the other
+    // tests' pods (kwok runs its pods, not the server).
+    ok(
+        "helm install (defaults)",
+        rel.helm(&[
+            "install",
+            rel.name,
+            chart,
+            "--set",
+            "replicas=1",
+            "--set",
+            "webhooks.validate.failurePolicy=Ignore",
+            "--wait",
+            "--timeout",
+            "120s",
+        ]),
+    );
+    let certs = format!("{full}-certificates");
+    sb.ok(&["-n", &ns, "get", "role", &certs]);
+    sb.ok(&["-n", &ns, "get", "rolebinding", &certs]);
+    sb.ok(&["get", "clusterrole", &certs]);
+    sb.ok(&["get", "clusterrolebinding", &certs]);
+    let deploy = sb.json(&["-n", &ns, "get", "deployment", &full]);
+    let env = &deploy["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert!(
+        env.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "TRAINPLACE_SELF_MANAGED_CERTS" && e["value"] == "true"),
+        "{env}"
+    );
+    let kinds = [
+        "mutatingwebhookconfiguration",
+        "validatingwebhookconfiguration",
+    ];
+    let pki = common::Pki::new("helm-self-managed-test-ca");
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&pki.ca_pem);
+    for kind in kinds {
+        let w = sb.json(&["get", kind, &full]);
+        assert!(
+            w["metadata"]["annotations"]
+                .get("cert-manager.io/inject-ca-from")
+                .is_none()
+        );
+        assert!(
+            w["webhooks"][0]["clientConfig"].get("caBundle").is_none(),
+            "{w}"
+        );
+        let name = w["webhooks"][0]["name"].as_str().unwrap().to_string();
+        let patch = json!({"webhooks": [{"name": name, "clientConfig": {"caBundle": b64}}]});
+        sb.ok(&[
+            "patch",
+            kind,
+            &full,
+            "--type=strategic",
+            "-p",
+            &patch.to_string(),
+        ]);
+    }
+    ok(
+        "helm upgrade",
+        rel.helm(&[
+            "upgrade",
+            rel.name,
+            chart,
+            "--reuse-values",
+            "--set",
+            "reloadInterval=3s",
+            "--wait",
+            "--timeout",
+            "120s",
+        ]),
+    );
+    for kind in kinds {
+        let w = sb.json(&["get", kind, &full]);
+        assert_eq!(w["webhooks"][0]["clientConfig"]["caBundle"], b64, "{kind}");
+    }
+    ok(
+        "helm uninstall",
+        rel.helm(&["uninstall", rel.name, "--wait"]),
+    );
+    assert!(!sb.kubectl(&["get", "clusterrole", &certs]).status.success());
 }
 
 /// The CRD-backed objects (cert-manager's Issuers and Certificates, the Prometheus
