@@ -10,11 +10,12 @@
 #
 # TOOL: helm (the chart's tests), krew (the kubectl plugin manifest's test), promtool
 # (the chart's PrometheusRule alerts), training-operator (the PyTorchJob controller the
-# advisor's sandbox test runs).
+# advisor's sandbox test runs), crane (the container image, scripts/image.sh) and actionlint
+# (the release workflow's lint).
 # Progress goes to stderr. TRAINPLACE_CACHE overrides ~/.cache/trainplace.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-tool="${1:?usage: $0 helm|krew|promtool|training-operator [build|path]}"
+tool="${1:?usage: $0 helm|krew|promtool|training-operator|crane|actionlint [build|path]}"
 pin="$root/tools/$tool"
 
 module_version() { # module_version MODULE -> the version tools/TOOL/go.mod requires
@@ -66,7 +67,26 @@ case "$tool" in
     version="$(module_version "$module")"
     ldflags="-s -w"
     ;;
-  *) echo "unknown tool $tool (helm, krew, promtool, training-operator)" >&2; exit 2 ;;
+  crane)
+    # go-containerregistry's crane: scripts/image.sh assembles the image with it. The
+    # version variable its release build sets, from
+    # https://github.com/google/go-containerregistry/blob/v0.22.1/cmd/crane/cmd/version.go
+    module=github.com/google/go-containerregistry
+    cold="20 s"
+    package=github.com/google/go-containerregistry/cmd/crane
+    version="$(module_version "$module")"
+    ldflags="-s -w -X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$version"
+    ;;
+  actionlint)
+    # The GitHub Actions workflow linter (tests/release_workflow.rs); the version variable
+    # its release build sets, from https://github.com/rhysd/actionlint/blob/v1.7.12/.goreleaser.yaml
+    module=github.com/rhysd/actionlint
+    cold="15 s"
+    package=github.com/rhysd/actionlint/cmd/actionlint
+    version="$(module_version "$module")"
+    ldflags="-s -w -X github.com/rhysd/actionlint.version=$version"
+    ;;
+  *) echo "unknown tool $tool (helm, krew, promtool, training-operator, crane, actionlint)" >&2; exit 2 ;;
 esac
 
 pins_hash="$(cat "$pin/go.mod" "$pin/go.sum" | sha256sum | cut -c1-12)"
@@ -104,5 +124,5 @@ build() {
 case "${2:-build}" in
   build) build ;;
   path) echo "$bin" ;;
-  *) echo "usage: $0 helm|krew|promtool|training-operator [build|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 helm|krew|promtool|training-operator|crane|actionlint [build|path]" >&2; exit 2 ;;
 esac

@@ -5,12 +5,14 @@
 # for the sandbox's two-replica test, and the sandbox's control plane (kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
 # sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it),
-# and helm, krew, promtool and the Training Operator (the chart's, the kubectl plugin's,
-# the chart's alert tests and the advisor's sandbox test's PyTorchJob controller),
-# built the same way by scripts/go-tool.sh, and mdBook (tests/docs_book.rs builds
-# docs/ with it), installed with cargo from crates.io into the same cache, keyed by version.
-# Also: git and procps (`kill`), which tests run, and an open-file limit for the burst
-# test (checked below; a limit cannot be raised for the later `cargo test` from here).
+# and helm, krew, promtool, the Training Operator, crane and actionlint (the chart's, the
+# kubectl plugin's, the chart's alert tests, the advisor's sandbox test's PyTorchJob
+# controller, the image's and the release workflow's lint), built the same way by
+# scripts/go-tool.sh, and mdBook (tests/docs_book.rs builds docs/ with it), installed
+# with cargo from crates.io into the same cache, keyed by version.
+# Also: git and procps (`kill`), which tests run, shellcheck (actionlint runs it), and an
+# open-file limit for the burst test (checked below; a limit cannot be raised for the
+# later `cargo test` from here).
 # As root (CI) it installs the Debian packages it needs; otherwise it names them.
 # Idempotent; safe to run on a fresh machine.
 set -euo pipefail
@@ -27,6 +29,8 @@ python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 command -v git >/dev/null 2>&1 || missing+=(git)
+# actionlint runs it on the release workflow's scripts (tests/release_workflow.rs).
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 type -P kill >/dev/null || missing+=(procps)
 # The browser test runs $TRAINPLACE_CHROMIUM, else `chromium` from PATH, as here.
 [ -n "${TRAINPLACE_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || missing+=(chromium)
@@ -64,6 +68,8 @@ scripts/go-tool.sh helm >/dev/null
 scripts/go-tool.sh krew >/dev/null
 scripts/go-tool.sh promtool >/dev/null
 scripts/go-tool.sh training-operator >/dev/null
+scripts/go-tool.sh crane >/dev/null
+scripts/go-tool.sh actionlint >/dev/null
 mdbook_root="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/mdbook-$MDBOOK"
 if [ ! -x "$mdbook_root/bin/mdbook" ]; then
   echo "test-deps: installing mdbook $MDBOOK into $mdbook_root (once; a few minutes)" >&2
