@@ -95,6 +95,35 @@ fn at_duplicate(error: PolicyError, docs: &[PolicyDocument]) -> PolicyError {
 }
 
 /// The policy from a directory when one is given, else the embedded default.
+/// Read and compile one file for `policy check FILE`: a Policy file (with the embedded
+/// catalog), or an InstanceCatalog file (with the embedded policy).
+pub fn load_file(path: &Path) -> Result<Policy, PolicyError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Io {
+        path: origin.clone(),
+        message: e.to_string(),
+    })?;
+    let is_policy = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text)
+        .ok()
+        .is_some_and(|v| v.get("kind").and_then(|k| k.as_str()) == Some("Policy"));
+    let mut docs = vec![PolicyDocument {
+        origin: origin.clone(),
+        text,
+    }];
+    if !is_policy {
+        docs.insert(
+            0,
+            PolicyDocument {
+                origin: "policies/default.yaml (embedded)".into(),
+                text: trainplace_engine::EMBEDDED_POLICY.into(),
+            },
+        );
+    }
+    let policy =
+        Policy::from_documents(&origin, &docs).map_err(|error| at_duplicate(error, &docs))?;
+    Ok(policy)
+}
+
 pub fn load_or_embedded(dir: Option<&Path>) -> Result<Policy, PolicyError> {
     match dir {
         Some(dir) => load(dir),

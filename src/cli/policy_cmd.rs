@@ -1,5 +1,5 @@
-//! `trainplace policy check DIR`, `trainplace policy instances` and `trainplace
-//! policy export --format vap`.
+//! `trainplace policy check DIR|FILE`, `trainplace policy schema`, `trainplace policy
+//! instances` and `trainplace policy export --format vap`.
 
 use std::path::PathBuf;
 
@@ -15,8 +15,16 @@ pub struct PolicyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum PolicySub {
-    /// Validate a policy directory; unknown keys and bad values are errors with file:line.
-    Check { dir: PathBuf },
+    /// Validate a policy directory, or one Policy or InstanceCatalog file (checked with
+    /// the embedded catalog or policy); unknown keys and bad values are errors with
+    /// file:line.
+    Check {
+        #[arg(value_name = "DIR|FILE")]
+        path: PathBuf,
+    },
+    /// Print the JSON Schema of Policy files (for editors and `helm lint`), as
+    /// schemas/policy.schema.json holds it.
+    Schema,
     /// List the instance catalog (embedded, or with a policy directory's additions).
     Instances {
         #[arg(long, env = "TRAINPLACE_POLICY_DIR")]
@@ -92,14 +100,23 @@ pub fn run(cmd: &PolicyCommand) -> anyhow::Result<ExitCode> {
             policy_dir,
             output,
         } => export(policy_dir.as_deref(), *output),
-        PolicySub::Check { dir } => match crate::policy_dir::load(dir) {
+        PolicySub::Schema => {
+            let schema = trainplace_engine::Policy::file_schema();
+            super::out::print(&(serde_json::to_string_pretty(&schema)? + "\n"))?;
+            Ok(ExitCode::Ok)
+        }
+        PolicySub::Check { path } => match if path.is_dir() {
+            crate::policy_dir::load(path)
+        } else {
+            crate::policy_dir::load_file(path)
+        } {
             Ok(p) => {
                 for warning in p.warnings() {
                     stderr!("warning: {warning}");
                 }
                 super::out::print(&format!(
                     "{}: ok ({} instance types, {} namespace overrides)\n",
-                    dir.display(),
+                    path.display(),
                     p.catalog.instances().count(),
                     p.namespace_overrides().len()
                 ))?;

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What a rule does when it fires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Deny the request.
@@ -30,7 +31,7 @@ impl Mode {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Defaults {
     /// Instance type assumed when a pod selects none and has no annotation.
@@ -58,7 +59,7 @@ pub struct Defaults {
 
 /// Rule modes. Keys are camelCase like every other key; the kebab-case spelling of
 /// earlier releases (`partial-node`) is still read, with a deprecation warning.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RuleModes {
     #[serde(alias = "partial-node")]
@@ -75,7 +76,7 @@ pub struct RuleModes {
 }
 
 /// Each mutation can be switched off by policy.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Mutations {
     pub efa: Option<bool>,
@@ -93,7 +94,7 @@ pub struct Mutations {
 
 /// Recognisers of multi-pod training jobs beyond the operators' labels; each is on
 /// unless switched off.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Recognizers {
     /// `torchrun --nnodes`, `deepspeed --num_nodes`, `mpirun -np` in command or args.
@@ -108,7 +109,7 @@ pub struct Recognizers {
 
 /// Who may use an opt-in annotation: the namespace must be listed (or `*`) and the
 /// requesting user must be in a listed group (or `*`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OptInGrant {
     #[serde(default)]
@@ -119,7 +120,7 @@ pub struct OptInGrant {
 
 /// Opt-in grants (camelCase keys; `allow-partial-node` is read with a deprecation
 /// warning). An opt-in without a grant is granted to nobody.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OptIns {
     #[serde(alias = "allow-partial-node")]
@@ -130,7 +131,7 @@ pub struct OptIns {
     pub reshape: Option<OptInGrant>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SelectorRequirement {
     pub key: String,
@@ -140,7 +141,7 @@ pub struct SelectorRequirement {
 }
 
 /// A Kubernetes label selector (matchLabels and matchExpressions, ANDed).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelectorSpec {
     #[serde(default)]
@@ -150,7 +151,7 @@ pub struct LabelSelectorSpec {
 }
 
 /// Which namespaces an override applies to: any listed name, or the selector.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NamespaceMatch {
     #[serde(default)]
@@ -158,7 +159,7 @@ pub struct NamespaceMatch {
     pub selector: Option<LabelSelectorSpec>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NamespaceOverride {
     #[serde(rename = "match")]
@@ -173,10 +174,12 @@ pub struct NamespaceOverride {
 
 /// A `Policy` file. A section the file omits keeps the embedded default (see
 /// [`PolicyFile::over`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyFile {
+    #[schemars(extend("const" = "trainplace.io/v1alpha1"))]
     pub api_version: String,
+    #[schemars(extend("const" = "Policy"))]
     pub kind: String,
     #[serde(default)]
     pub defaults: Defaults,
@@ -195,6 +198,16 @@ pub struct PolicyFile {
     pub namespaces: Option<Vec<NamespaceOverride>>,
     #[serde(default)]
     pub recognizers: Recognizers,
+}
+
+/// The JSON Schema (draft 2020-12) of a Policy file, from the types the reader reads it
+/// with: every key, its type and its doc comment; unknown keys are refused as the reader
+/// refuses them. Kebab-case spellings of earlier releases are read but not in it.
+pub(super) fn json_schema() -> serde_json::Value {
+    let mut schema =
+        serde_json::to_value(schemars::schema_for!(PolicyFile)).unwrap_or(serde_json::Value::Null);
+    schema["title"] = "trainplace Policy".into();
+    schema
 }
 
 fn keep<T: Clone>(over: &mut Option<T>, base: &Option<T>) {

@@ -119,6 +119,14 @@ impl Effective<'_> {
 }
 
 impl Policy {
+    /// The JSON Schema of a Policy file (`trainplace policy schema`,
+    /// schemas/policy.schema.json).
+    pub fn file_schema() -> serde_json::Value {
+        file::json_schema()
+    }
+}
+
+impl Policy {
     /// Deprecation notes about the file this policy came from (old key spellings).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
