@@ -1,0 +1,46 @@
+//! Walking a pod spec while editing it: a container by index, its name, and a required
+//! (anti-)affinity term appended.
+
+use serde_json::Value;
+
+use crate::read::edit::{Cursor, Ops};
+use crate::read::json::items;
+
+/// A short-lived cursor on the same place, so `spec` can be walked again later.
+pub(super) fn reborrow<'a>(c: &'a mut Cursor<'_>) -> Cursor<'a> {
+    Cursor {
+        value: &mut *c.value,
+        ptr: c.ptr.clone(),
+    }
+}
+
+pub(super) fn container<'a>(spec: &'a mut Cursor<'_>, i: usize) -> Option<Cursor<'a>> {
+    reborrow(spec).get("containers")?.at(i)
+}
+
+pub(super) fn container_name(spec: &Value, i: usize) -> String {
+    items(spec, &["containers"])
+        .get(i)
+        .and_then(|c| c.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string()
+}
+
+pub(in crate::write::layout) fn push_required(
+    spec: &mut Cursor<'_>,
+    kind: &str,
+    term: Value,
+    ops: &mut Ops,
+) -> bool {
+    match reborrow(spec)
+        .objects(&["affinity", kind], ops)
+        .and_then(|c| c.array("requiredDuringSchedulingIgnoredDuringExecution", ops))
+    {
+        Some(mut terms) => {
+            terms.push(term, ops);
+            true
+        }
+        None => false,
+    }
+}
