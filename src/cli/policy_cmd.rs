@@ -22,7 +22,7 @@ pub enum PolicySub {
         #[arg(value_name = "DIR|FILE")]
         path: PathBuf,
     },
-    /// Print the JSON Schema of Policy files (for editors and `helm lint`), as
+    /// Print the JSON Schema of Policy files (for editors and CI checks), as
     /// schemas/policy.schema.json holds it.
     Schema,
     /// List the instance catalog (embedded, or with a policy directory's additions).
