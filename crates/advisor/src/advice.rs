@@ -69,7 +69,17 @@ pub fn advise(
     let mut req = req.clone();
     region_from_offerings(&mut req, &facts)?;
     let request = req.validate(&policy.catalog, clock)?;
-    let recommendation = recommend(&request, &policy.catalog, &facts)?;
+    let mut recommendation = recommend(&request, &policy.catalog, &facts)?;
+    let groups = crate::artifacts::eksctl::nodegroup_names(&recommendation).len() as u32;
+    if let Some(reason) = crate::limits::refusal(&recommendation, groups) {
+        let field = match request.demand {
+            crate::request::Demand::Nodes(_) => "nodes",
+            crate::request::Demand::Gpus(_) => "gpus",
+        };
+        return Err(InputError::request(field, reason));
+    }
+    let bounds = crate::limits::warnings(&recommendation, groups);
+    recommendation.warnings.extend(bounds);
     tracing::info!(
         instance = %recommendation.instance.name,
         nodes = recommendation.shape.nodes,

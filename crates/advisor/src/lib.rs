@@ -16,6 +16,7 @@ pub use request::{AdviceRequest, Request};
 pub mod bandwidth;
 pub mod images;
 pub mod inventory;
+pub mod limits;
 pub mod options;
 mod placement;
 pub mod plan;

@@ -3,8 +3,6 @@
 //! earlier run made (a Capacity Block by its tags, the placement group, cluster and
 //! nodegroups by name); the rest (helm upgrade --install, kubectl apply) is idempotent.
 
-use trainplace_engine::annotations::RES_NVIDIA_GPU;
-
 use crate::capacity::{BlockPlan, block_sizes};
 
 use crate::recommend::{CapacityPlan, Recommendation};
@@ -62,7 +60,7 @@ pub fn script(rec: &Recommendation) -> String {
     node_steps(rec, &mut out);
     out.push("fi".into());
     out.push(String::new());
-    run_steps(rec, &mut out);
+    super::run_steps::run_steps(rec, &mut out);
     number_steps(out)
 }
 
@@ -115,17 +113,44 @@ fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
                 "kubectl get nodes -l node.kubernetes.io/instance-type={t} -o wide"
             ));
         }
-        CapacityPlan::OnDemand => match &rec.placement_group {
-            Some(pg) => {
-                out.push("# {STEP} Cluster placement group: nodes close together for EFA (created only when absent).".into());
+        CapacityPlan::OnDemand => {
+            let groups = super::network::placement_groups(rec);
+            if groups.is_empty() {
+                out.push("# {STEP} One node: no placement group or reservation needed.".into());
+            } else {
+                out.push(format!("# {{STEP}} Cluster placement group{}: nodes close together for EFA (created only when absent).", if groups.len() > 1 { "s, one per nodegroup" } else { "" }));
+            }
+            for pg in groups {
                 out.push(format!(
                     "if [ \"$(aws ec2 describe-placement-groups --region \"$REGION\" --filters Name=group-name,Values={pg} --query 'PlacementGroups[0].GroupName' --output text)\" = {pg} ]; then echo 'placement group {pg} exists'; else aws ec2 create-placement-group --region \"$REGION\" --group-name {pg} --strategy cluster; fi"
                 ));
             }
-            None => out.push("# {STEP} One node: no placement group or reservation needed.".into()),
-        },
+        }
+    }
+    if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
+        quota_check(rec, out);
     }
     Next::Continue
+}
+
+/// On-Demand nodes (and an ODCR's) count against the account's vCPU quota for their
+/// family: stop before creating anything when it is lower than the job needs
+/// (`limits.rs`).
+fn quota_check(rec: &Recommendation, out: &mut Vec<String>) {
+    let t = &rec.instance.name;
+    let (Some(per_node), Some((code, name))) =
+        (crate::limits::vcpus(t), crate::limits::vcpu_quota(t))
+    else {
+        return;
+    };
+    let need = per_node * rec.shape.nodes;
+    out.push(format!(
+        "# {{STEP}} vCPU quota: {} x {t} need {need} vCPUs of \"{name}\" ({code}).",
+        rec.shape.nodes
+    ));
+    out.push(format!(
+        "HAVE=$(aws service-quotas get-service-quota --region \"$REGION\" --service-code ec2 --quota-code {code} --query Quota.Value --output text); if [ \"${{HAVE%.*}}\" -lt {need} ]; then echo \"quota {code} ({name}) is $HAVE vCPUs; the job needs {need}: request an increase first\" >&2; exit 1; fi"
+    ));
 }
 
 /// Capacity Blocks: the offerings for this shape, then the held blocks to check, the
@@ -318,60 +343,6 @@ fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
             plan.start
         ));
     }
-}
-
-/// The `run` stage: the EFA claim template, nccl-tests judged by `trainplace diagnose`
-/// (NVIDIA only), then the job.
-fn run_steps(rec: &Recommendation, out: &mut Vec<String>) {
-    let req = &rec.request;
-    let ns = &req.names.namespace;
-    if rec.efa_dra {
-        out.push("# {STEP} The EFA ResourceClaimTemplate the job's pods claim.".into());
-        out.push("kubectl apply -f efa-claim-template.yaml".into());
-        out.push(String::new());
-    }
-    if rec.instance.accelerator_resource == RES_NVIDIA_GPU {
-        let tests = format!("{}-nccl-tests", req.names.job);
-        out.push(
-            "# {STEP} Check NCCL over EFA before training: run nccl-tests, wait, judge its log."
-                .into(),
-        );
-        out.push("kubectl apply -f nccl-tests-mpijob.yaml".into());
-        out.push(format!(
-            "kubectl -n {ns} wait --for=condition=Succeeded mpijob/{tests} --timeout=60m"
-        ));
-        out.push(format!(
-            "kubectl -n {ns} logs job/{tests}-launcher > nccl-tests.log"
-        ));
-        out.push("# Exits 1 (and stops this script) on an error-level finding such as NET/Socket between nodes.".into());
-        out.push("trainplace diagnose nccl-tests.log".into());
-        out.push(String::new());
-    } else {
-        let tests = format!("{}-nccom-test", req.names.job);
-        out.push(
-            "# {STEP} Check Neuron collectives over EFA before training: run nccom-test, wait, judge its log."
-                .into(),
-        );
-        out.push(format!("kubectl apply -f {}", super::NCCOM_FILE));
-        out.push(format!(
-            "kubectl -n {ns} wait --for=condition=Succeeded mpijob/{tests} --timeout=60m"
-        ));
-        out.push(format!(
-            "kubectl -n {ns} logs job/{tests}-launcher > {}",
-            super::nccl_tests::NCCOM_LOG
-        ));
-        out.push(format!(
-            "if grep -q 'test failed' {log} || ! grep -q 'Avg bus bandwidth' {log}; then echo 'nccom-test failed: see {log}' >&2; exit 1; fi",
-            log = super::nccl_tests::NCCOM_LOG
-        ));
-        out.push(String::new());
-    }
-    out.push("# {STEP} Start the training job.".into());
-    out.push(format!(
-        "kubectl apply -f job-{}.yaml",
-        req.framework.slug()
-    ));
-    out.push(String::new());
 }
 
 /// Number the `# {STEP}` headings in order, so skipped steps leave no gaps.

@@ -4,8 +4,10 @@
 
 use serde_json::{Value, json};
 
+use super::network;
 use super::plugins::{node_labels, node_taints};
 use crate::capacity::{BlockPlan, block_sizes};
+use crate::limits::{needs_large_subnets, nodegroup_sizes};
 use crate::recommend::{CapacityPlan, Recommendation, slug};
 use crate::regions::companion_zone;
 
@@ -17,7 +19,8 @@ pub fn reservation_placeholder(offering_id: &str) -> String {
 
 pub fn cluster_config(rec: &Recommendation) -> Value {
     let req = &rec.request;
-    json!({
+    let groups = all_nodegroups(rec);
+    let mut config = json!({
         "apiVersion": "eksctl.io/v1alpha5",
         "kind": "ClusterConfig",
         "metadata": {"name": req.names.cluster, "region": req.region, "version": req.eks_version},
@@ -25,8 +28,14 @@ pub fn cluster_config(rec: &Recommendation) -> Value {
         // IAM roles for service accounts (the EBS/FSx CSI drivers, Karpenter, the AWS
         // Load Balancer Controller) need the cluster's OIDC provider.
         "iam": {"withOIDC": true},
-        "managedNodeGroups": all_nodegroups(rec),
-    })
+        "managedNodeGroups": groups,
+    });
+    if needs_large_subnets(rec) {
+        // Subnets named by the VPC: eksctl takes them instead of zones.
+        config.as_object_mut().unwrap().remove("availabilityZones");
+        config["vpc"] = network::vpc(rec, &zones(rec), groups.len() - 1);
+    }
+    config
 }
 
 /// The cluster's two zones: eksctl needs two for the cluster VPC; the GPU nodes stay in
@@ -63,7 +72,7 @@ pub fn all_nodegroup_names(rec: &Recommendation) -> Vec<String> {
 /// c5.2xlarge; aws-samples/awsome-distributed-training 1.architectures/4.amazon-eks:
 /// "a `system` nodegroup is used to run pods like kube-dns, kubeflow training operator").
 pub fn system_nodegroup(rec: &Recommendation) -> Value {
-    json!({
+    let mut ng = json!({
         "name": SYSTEM_NODEGROUP,
         "instanceType": SYSTEM_INSTANCE_TYPE,
         "amiFamily": "AmazonLinux2023",
@@ -74,7 +83,12 @@ pub fn system_nodegroup(rec: &Recommendation) -> Value {
         "privateNetworking": true,
         "volumeSize": 100,
         "labels": {"trainplace.io/nodegroup": SYSTEM_NODEGROUP},
-    })
+    });
+    if needs_large_subnets(rec) {
+        ng.as_object_mut().unwrap().remove("availabilityZones");
+        ng["subnets"] = json!(network::system_subnets(&zones(rec)));
+    }
+    ng
 }
 
 /// The system nodegroup: its name, instance type (8 vCPU, 32 GiB:
@@ -91,7 +105,20 @@ pub fn nodegroup_names(rec: &Recommendation) -> Vec<String> {
         .collect()
 }
 
+/// The job's nodegroups, each in a private subnet of its own when the job's addresses
+/// outgrow eksctl's default subnets (`network.rs`).
 fn nodegroups(rec: &Recommendation) -> Vec<Value> {
+    let mut groups = job_nodegroups(rec);
+    if needs_large_subnets(rec) {
+        for (i, ng) in groups.iter_mut().enumerate() {
+            ng.as_object_mut().unwrap().remove("availabilityZones");
+            ng["subnets"] = json!([network::gpu_subnet(i)]);
+        }
+    }
+    groups
+}
+
+fn job_nodegroups(rec: &Recommendation) -> Vec<Value> {
     let base = slug(&rec.instance.name);
     match &rec.capacity {
         CapacityPlan::CapacityBlock {
@@ -134,22 +161,43 @@ fn nodegroups(rec: &Recommendation) -> Vec<Value> {
                 })
                 .collect()
         }
-        CapacityPlan::Odcr { reservation_id } => {
-            let mut ng = nodegroup(rec, &format!("{base}-odcr"), rec.shape.nodes);
-            ng["capacityReservation"] =
-                json!({"capacityReservationTarget": {"capacityReservationID": reservation_id}});
-            vec![ng]
-        }
+        CapacityPlan::Odcr { reservation_id } => split(rec, &format!("{base}-odcr"))
+            .map(|mut ng| {
+                ng["capacityReservation"] = json!({"capacityReservationTarget": {
+                    "capacityReservationID": reservation_id}});
+                ng
+            })
+            .collect(),
         // The nodes exist: a config for a new cluster would duplicate them.
         CapacityPlan::Existing { .. } => Vec::new(),
         CapacityPlan::OnDemand => {
-            let mut ng = nodegroup(rec, &base, rec.shape.nodes);
-            if let Some(pg) = &rec.placement_group {
-                ng["placement"] = json!({"groupName": pg});
-            }
-            vec![ng]
+            let groups = network::placement_groups(rec);
+            split(rec, &base)
+                .zip(groups.into_iter().map(Some).chain(std::iter::repeat(None)))
+                .map(|(mut ng, pg)| {
+                    if let Some(pg) = pg {
+                        ng["placement"] = json!({"groupName": pg});
+                    }
+                    ng
+                })
+                .collect()
         }
     }
+}
+
+/// The job's nodes in nodegroups of at most 450 (the EKS quota), named `base`, or
+/// `base-1`, `base-2`, ... when there are several.
+fn split<'a>(rec: &'a Recommendation, base: &'a str) -> impl Iterator<Item = Value> + 'a {
+    let sizes = nodegroup_sizes(rec.shape.nodes);
+    let several = sizes.len() > 1;
+    sizes.into_iter().enumerate().map(move |(i, n)| {
+        let name = if several {
+            format!("{base}-{}", i + 1)
+        } else {
+            base.to_string()
+        };
+        nodegroup(rec, &name, n)
+    })
 }
 
 /// The job's nodes spread over the chosen blocks in order, each taking what it holds.

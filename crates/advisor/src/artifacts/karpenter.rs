@@ -82,7 +82,9 @@ pub fn node_class(rec: &Recommendation) -> Value {
             spec["capacityReservationSelectorTerms"] = json!([{"id": reservation_id}]);
         }
         CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => {
-            if let Some(pg) = &rec.placement_group {
+            // The first of the placement groups aws-cli.sh creates (one per nodegroup
+            // when the job is split: `network.rs`).
+            if let Some(pg) = super::network::placement_groups(rec).first() {
                 spec["placementGroupSelector"] = json!({"name": pg});
             }
         }

@@ -7,10 +7,12 @@ pub mod eksctl;
 pub mod jobs;
 pub mod karpenter;
 pub mod nccl_tests;
+pub mod network;
 pub mod operators;
 pub mod plugins;
 pub mod pod;
 pub mod prereqs;
+pub mod run_steps;
 
 use serde::Serialize;
 use serde_json::Value;
