@@ -108,7 +108,7 @@ struct Replica {
 }
 
 impl Replica {
-    fn start(sb: &Sandbox, name: &str) -> Replica {
+    fn start(sb: &Sandbox, name: &str, extra: &[&str]) -> Replica {
         let (port, probe) = (free_port(), free_port());
         let log = std::fs::File::create(sb.dir.join(format!("{name}.log"))).unwrap();
         // The chart's settings; flags for what differs outside a pod (the API server
@@ -120,6 +120,7 @@ impl Replica {
             .args(["--cert-extra-names", "127.0.0.1"])
             .arg("--mark-keys")
             .arg(sb.dir.join("pki/mark-keys"))
+            .args(extra)
             .env("KUBECONFIG", sb.dir.join("trainplace.kubeconfig"))
             .env("TRAINPLACE_LOG", "info")
             .stdout(Stdio::null())
@@ -127,6 +128,18 @@ impl Replica {
             .spawn()
             .unwrap();
         Replica { child, port, probe }
+    }
+
+    /// /readyz's status code and body.
+    fn readyz(&self) -> (String, String) {
+        let out = Command::new("curl")
+            .args(["-s", "-w", "\n%{http_code}"])
+            .arg(format!("http://127.0.0.1:{}/readyz", self.probe))
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", ""));
+        (code.to_string(), body.to_string())
     }
 
     fn ready(&self) -> bool {
@@ -276,11 +289,26 @@ fn two_replicas_rotate_their_ca_while_pods_are_created_without_a_failure() {
 
     eprintln!("RBAC checked at {:?}", began.elapsed());
     let sandbox_ca = bundles(sb)[0].clone();
-    let a = Replica::start(sb, "replica-a");
-    let b = Replica::start(sb, "replica-b");
+    let a = Replica::start(sb, "replica-a", &[]);
+    let b = Replica::start(sb, "replica-b", &[]);
+    // A replica that cannot get its certificate (its RBAC names another Secret) is not
+    // ready and says why.
+    let denied = Replica::start(sb, "replica-denied", &["--cert-secret", "not-granted"]);
     wait_until(Duration::from_secs(30), "both replicas ready", || {
         a.ready() && b.ready()
     });
+    let mut seen = (String::new(), String::new());
+    wait_until(
+        Duration::from_secs(10),
+        "the denied replica's reason",
+        || {
+            seen = denied.readyz();
+            seen.1.contains("forbidden")
+        },
+    );
+    assert_eq!(seen.0, "503", "{seen:?}");
+    assert!(seen.1.contains("not-granted"), "{seen:?}");
+    drop(denied);
     // The first self-managed CA in every webhook's caBundle.
     let mut first = BTreeSet::new();
     wait_until(Duration::from_secs(10), "the caBundle injected", || {
