@@ -318,3 +318,6 @@ fn report(
         });
     }
 }
+
+#[cfg(test)]
+mod tests;
