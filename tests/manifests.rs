@@ -432,7 +432,8 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
         assert_eq!(labels[k], *v, "Service selects the webhook pods");
     }
 
-    // RBAC: read nodes, pods, namespaces, PyTorchJobs, EC2NodeClasses and DRA claims; nothing else.
+    // RBAC: read nodes, pods, namespaces, PyTorchJobs, EC2NodeClasses and DRA claims, and
+    // write Events; nothing else.
     let role = object(&docs, "ClusterRole", Some("trainplace"));
     assert_eq!(
         role["rules"],
@@ -442,7 +443,8 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
             {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainingruntimes", "clustertrainingruntimes"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates", "resourceclaims"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": ["resource.nvidia.com"], "resources": ["computedomains"], "verbs": ["get", "list", "watch"]}
+            {"apiGroups": ["resource.nvidia.com"], "resources": ["computedomains"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}
         ])
     );
     let binding = object(&docs, "ClusterRoleBinding", Some("trainplace"));
