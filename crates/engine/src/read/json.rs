@@ -13,6 +13,11 @@ pub fn str_at<'a>(obj: &'a Value, keys: &[&str]) -> Option<&'a str> {
     cur.as_str()
 }
 
+/// A metadata annotation's value, when it is a string.
+pub fn annotation<'v>(obj: &'v Value, key: &str) -> Option<&'v str> {
+    str_at(obj, &["metadata", "annotations", key])
+}
+
 /// Entries of the array at `keys`, or an empty slice.
 pub fn items<'a>(obj: &'a Value, keys: &[&str]) -> &'a [Value] {
     let mut cur = obj;

@@ -1,0 +1,180 @@
+//! The pipeline: parse -> locate templates -> classify -> plan + apply -> rules ->
+//! verdict. Synchronous and pure; the same call serves webhook, CLI and advisor.
+
+use serde_json::Value;
+
+mod sites;
+mod write;
+
+use crate::answer::mark::ADMITTED;
+use crate::error::ObjectError;
+use crate::facts::policy::{Mode, OptIn, Policy};
+use crate::facts::requester::Requester;
+use crate::judge::finding::{Finding, Rule};
+use crate::judge::judgement::Ctx;
+use crate::judge::rules::{OptInState, opt_in_state};
+use crate::judge::verdict::Verdict;
+use crate::read::annotations::SKIP;
+use crate::read::edit::Ops;
+use crate::read::json::annotation;
+use crate::read::workload::{Kind, Site, locate};
+use sites::judge_sites;
+use write::write_site;
+
+/// Evaluate one object against the policy (the object is cloned; see [`evaluate_owned`]).
+pub fn evaluate(
+    object: &Value,
+    policy: &Policy,
+    who: &Requester<'_>,
+) -> Result<Verdict, ObjectError> {
+    evaluate_owned(object.clone(), policy, who)
+}
+
+/// Evaluate an object the caller owns: the layout is written into it in place and
+/// each edit is recorded as a JSON Patch operation (no clone, no tree diff).
+pub fn evaluate_owned(
+    object: Value,
+    policy: &Policy,
+    who: &Requester<'_>,
+) -> Result<Verdict, ObjectError> {
+    run(object, policy, who, Layout::Write)
+}
+
+/// Judge an object without writing its layout: the same findings, notes and verdict
+/// as [`evaluate_owned`] (every template is judged before any layout is written), but
+/// no changes and no patch. For the validating webhook, which answers only allowed or
+/// denied and sends no patch.
+pub fn judge_owned(
+    object: Value,
+    policy: &Policy,
+    who: &Requester<'_>,
+) -> Result<Verdict, ObjectError> {
+    run(object, policy, who, Layout::Skip)
+}
+
+/// Whether [`run`] writes the recommended layout after judging.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Write,
+    Skip,
+}
+
+fn run(
+    mut object: Value,
+    policy: &Policy,
+    who: &Requester<'_>,
+    layout: Layout,
+) -> Result<Verdict, ObjectError> {
+    if !object.is_object() {
+        return Err(ObjectError::NotAnObject);
+    }
+    let (kind, mut sites) = locate(&object)?;
+    let eff = policy.effective(who);
+    let mut verdict = Verdict::empty(&object, kind, who);
+    let ctx = Ctx {
+        eff: &eff,
+        who,
+        kind,
+        final_object: layout == Layout::Skip,
+    };
+    if let Some(note) = left_alone(&object, &sites, &ctx, policy, &verdict) {
+        verdict.notes.push(note);
+        verdict.object = object;
+        return Ok(verdict);
+    }
+    // Read before any edit: the opt-out the requester asked for.
+    let skip = annotation(&object, SKIP) == Some("true");
+    let mut ops = Ops::default();
+    if kind.is_workload()
+        && crate::write::reshape::apply(&mut object, kind, &sites, &ctx, &mut verdict, &mut ops)?
+    {
+        sites = locate(&object)?.1;
+    }
+    let mut any_training = false;
+    if kind == Kind::TrainJob {
+        any_training |=
+            crate::write::trainjob::evaluate(&mut object, &ctx, &mut verdict, &mut ops)?;
+    }
+    // Read and judge every template once, then write the layouts.
+    let (judged, pin) = judge_sites(&object, &sites, &ctx, &mut verdict)?;
+    any_training |= !judged.is_empty();
+    if layout == Layout::Write {
+        for (site, judgement) in judged {
+            let zone = pin
+                .as_ref()
+                .filter(|(_, pointers)| pointers.contains(&site.pointer))
+                .map(|(zone, _)| zone.as_str());
+            write_site(
+                &mut object,
+                site,
+                &judgement,
+                zone,
+                &ctx,
+                &mut verdict,
+                &mut ops,
+            )?;
+        }
+    }
+    if skip && any_training {
+        verdict.findings.push(opt_out_refused(&verdict.namespace));
+    }
+    verdict.fold_repeats();
+    verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
+    verdict.patch = ops.into_patch();
+    verdict.object = object;
+    Ok(verdict)
+}
+
+/// Why the object passes unchanged, when it does: a kind trainplace does not handle, a
+/// pod made from a template it admitted, or a granted opt-out.
+fn left_alone(
+    object: &Value,
+    sites: &[Site],
+    ctx: &Ctx<'_, '_>,
+    policy: &Policy,
+    verdict: &Verdict,
+) -> Option<String> {
+    let (kind, who) = (ctx.kind, ctx.who);
+    if kind == Kind::Other {
+        let api = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Some(format!(
+            "trainplace does not handle {api}/{}; passed through unchanged.",
+            verdict.kind
+        ));
+    }
+    // A pod whose mark verifies has exactly the judged fields of the template trainplace
+    // admitted (and laid out) with the submitter's identity. Laying it out again as a
+    // lone pod would add what that job was judged not to need (a single-pod Job's pod
+    // would get a multi-pod layout) and break its own mark for /validate.
+    if policy.trusted_controller(who)
+        && crate::judge::upstream::made_from_admitted(object, kind, sites, who, policy)
+    {
+        return Some(format!(
+            "made by its controller from a template trainplace admitted ({ADMITTED} verified); left as admitted."
+        ));
+    }
+    let skip = annotation(object, SKIP) == Some("true");
+    if skip && opt_in_state(true, OptIn::Skip, ctx.eff, who) == OptInState::Granted {
+        return Some(format!(
+            "{SKIP}: \"true\": trainplace left this object alone."
+        ));
+    }
+    None
+}
+
+/// The opt-out asked for by a requester the policy does not grant it to.
+fn opt_out_refused(namespace: &str) -> Finding {
+    Finding {
+        rule: Rule::OptOutRefused,
+        mode: Mode::Enforce,
+        site: "metadata.annotations".into(),
+        found: format!(
+            "{SKIP}: \"true\" is not permitted for namespace {namespace} or your groups."
+        ),
+        fix: "remove the annotation, or ask the platform team to grant the opt-out in policy (optIns.skip).".into(),
+        opt_in: None,
+    }
+}

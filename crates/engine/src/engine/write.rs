@@ -1,0 +1,165 @@
+//! Writing one judged template: the job label, the zone pin, the layout, Kueue's
+//! topology ask, the explanation, and the signed admission mark.
+
+use serde_json::Value;
+
+use crate::answer::mark::{ADMITTED, Claim};
+use crate::error::ObjectError;
+use crate::judge::judgement::{Ctx, Judgement};
+use crate::judge::verdict::Verdict;
+use crate::read::annotations::{LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE};
+use crate::read::edit::{Cursor, Ops};
+use crate::read::json::annotation;
+use crate::read::podspec::PodView;
+use crate::read::workload::Site;
+use crate::write::layout::Change;
+
+/// Write one judged template's layout, the Kueue topology ask and the explanation.
+pub(super) fn write_site(
+    object: &mut Value,
+    site: &Site,
+    judgement: &Judgement<'_>,
+    zone: Option<&str>,
+    ctx: &Ctx<'_, '_>,
+    verdict: &mut Verdict,
+    ops: &mut Ops,
+) -> Result<(), ObjectError> {
+    if !judgement.has_layout() {
+        return Ok(());
+    }
+    let missing = || ObjectError::bad(&site.field, "missing");
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    let mut changes: Vec<Change> = identity_label(template, site, judgement, ctx, ops)
+        .into_iter()
+        .collect();
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    changes.extend(zone.and_then(|z| pin_zone(template, &site.pointer, z, ops)));
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    changes.extend(judgement.write(ctx.eff, Cursor::root(template, &site.pointer), ops));
+    if ctx.kind.is_workload() {
+        kueue_topology(object, site, &mut changes, ops);
+    }
+    if !changes.is_empty() {
+        for c in &mut changes {
+            c.site.clone_from(&site.field);
+        }
+        crate::write::layout::write_mutated(
+            object.pointer_mut(&site.pointer).ok_or_else(missing)?,
+            &site.pointer,
+            &changes,
+            ops,
+        );
+        verdict.changes.extend(changes);
+    }
+    mark_admitted(object, site, judgement, ctx, &verdict.namespace, ops)
+}
+
+/// Pin an unpinned template to the zone the job's other templates are pinned to.
+fn pin_zone(template: &mut Value, pointer: &str, zone: &str, ops: &mut Ops) -> Option<Change> {
+    let mut sel = Cursor::root(template, pointer).objects(&["spec", "nodeSelector"], ops)?;
+    sel.insert_missing(LABEL_ZONE, Value::String(zone.to_string()), ops)
+        .then(|| Change::new(
+            format!("nodeSelector {LABEL_ZONE}={zone}"),
+            "the job's other templates are pinned to this zone; a hold alone lets the first pod go to any zone",
+        ))
+}
+
+/// The job label trainplace keys the hold on, when it names the job itself (an unnamed
+/// workload, a rendezvous): written on the template so every pod of the job carries it.
+fn identity_label(
+    template: &mut Value,
+    site: &Site,
+    judgement: &Judgement<'_>,
+    ctx: &Ctx<'_, '_>,
+    ops: &mut Ops,
+) -> Option<Change> {
+    let holds = ctx.eff.on(|m| m.zone_affinity) || ctx.eff.on(|m| m.node_anti_affinity);
+    let (key, value) = judgement.identity()?;
+    if !holds || ![LABEL_JOB, LABEL_RENDEZVOUS].contains(&key) {
+        return None;
+    }
+    let mut labels = Cursor::root(template, &site.pointer).objects(&["metadata", "labels"], ops)?;
+    labels
+        .insert_missing(key, Value::String(value.to_string()), ops)
+        .then(|| {
+            Change::new(
+                format!("label {key}={value}"),
+                "ties every pod of the job together, so one zone can hold them",
+            )
+        })
+}
+
+/// Sign the template as trainplace admitted it, so the controller's pods can show it.
+fn mark_admitted(
+    object: &mut Value,
+    site: &Site,
+    judgement: &Judgement<'_>,
+    ctx: &Ctx<'_, '_>,
+    namespace: &str,
+    ops: &mut Ops,
+) -> Result<(), ObjectError> {
+    let (Some(keys), Some(owner_kind), Some((key, value))) = (
+        ctx.who.marks,
+        ctx.kind.pod_owner_kind(),
+        judgement.identity(),
+    ) else {
+        return Ok(());
+    };
+    let missing = || ObjectError::bad(&site.field, "missing");
+    let template = object.pointer(&site.pointer).ok_or_else(missing)?;
+    let view = PodView::read(template, &site.field, &ctx.eff.policy.catalog)?;
+    let mark = keys.sign(&Claim {
+        namespace,
+        identity: (key, value),
+        owner_kind,
+        digest: crate::answer::mark::digest(&view),
+        pods: judgement.pods().unwrap_or(0),
+    });
+    if annotation(template, ADMITTED) == Some(mark.as_str()) {
+        return Ok(());
+    }
+    let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
+    if let Some(mut ann) =
+        Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)
+    {
+        ann.set(ADMITTED, Value::String(mark), ops);
+    }
+    Ok(())
+}
+
+const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";
+const KUEUE_REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
+const KUEUE_TOPOLOGY: [&str; 3] = [
+    KUEUE_REQUIRED,
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+];
+
+/// A Kueue-managed workload: ask Topology Aware Scheduling for one zone per podset.
+fn kueue_topology(object: &mut Value, site: &Site, changes: &mut Vec<Change>, ops: &mut Ops) {
+    if crate::read::json::str_at(object, &["metadata", "labels", KUEUE_QUEUE]).is_none() {
+        return;
+    }
+    let Some(template) = object.pointer_mut(&site.pointer) else {
+        return;
+    };
+    let already = KUEUE_TOPOLOGY.iter().any(|k| {
+        template
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(*k))
+            .is_some()
+    });
+    if already {
+        return;
+    }
+    if let Some(mut ann) =
+        Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)
+        && ann.insert_missing(KUEUE_REQUIRED, Value::String(LABEL_ZONE.into()), ops)
+    {
+        changes.push(Change::new(
+            format!("annotation {KUEUE_REQUIRED}={LABEL_ZONE}"),
+            "Kueue admits the podset into one zone (Topology Aware Scheduling)",
+        ));
+    }
+}
