@@ -4,8 +4,10 @@
 //! webhook serves from the embedded catalog and says so in `/readyz` and a metric.
 
 pub mod files;
+pub mod index;
 pub mod live;
 pub mod pods;
+pub mod progress;
 pub mod reservations_file;
 pub mod slim;
 
@@ -27,6 +29,8 @@ pub enum Status {
         nodes: usize,
         gpu_types: usize,
         age_seconds: u64,
+        /// How far the watches and the published snapshot have got.
+        progress: progress::ProgressView,
     },
     /// The API cannot be reached; decisions use the embedded catalog.
     Down { error: String },

@@ -43,6 +43,7 @@ pub use facts::dra::Claims;
 pub use facts::ending::{EndingJob, ending_within};
 pub use facts::inventory::Snapshot;
 pub use facts::job_index::JobIndex;
+pub use facts::node_index::NodeIndex;
 pub use facts::policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};
 pub use facts::requester::Requester;
 pub use facts::reservations::Reservations;

@@ -9,7 +9,7 @@
 //! `--capacity-type CAPACITY_BLOCK` carry `eks.amazonaws.com/capacityType: CAPACITY_BLOCK`
 //! and no reservation id (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html).
 
-use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use jiff::SignedDuration;
 
@@ -71,7 +71,7 @@ pub struct BlockNode {
 }
 
 impl BlockNode {
-    fn of<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Option<Self> {
+    pub(crate) fn of<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Option<Self> {
         let provisioner = if get(LABEL_EKS_CAPACITY_TYPE) == Some("CAPACITY_BLOCK") {
             Provisioner::ManagedNodeGroup
         } else if get(LABEL_KARPENTER_CAPACITY_TYPE) == Some("reserved") {
@@ -98,27 +98,66 @@ impl BlockNode {
     }
 }
 
-/// Block nodes by node name, and the nodes of every node pool / node group.
+/// Block nodes by node name, and the nodes of every node pool / node group. Persistent
+/// maps: a node added or removed changes a copy in O(log nodes), and snapshots share
+/// the rest.
 #[derive(Debug, Clone, Default)]
 pub struct BlockNodes {
-    by_node: HashMap<String, BlockNode>,
-    /// `label=value` of a pool -> (nodes, the block nodes among them).
-    pools: BTreeMap<String, (u32, Vec<BlockNode>)>,
+    by_node: imbl::HashMap<Arc<str>, BlockNode>,
+    /// `label=value` of a pool -> its nodes, and the block nodes among them.
+    pools: imbl::OrdMap<String, Pool>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Pool {
+    nodes: u32,
+    blocks: imbl::OrdMap<Arc<str>, BlockNode>,
 }
 
 impl BlockNodes {
     /// Record one node from its name and its labels (`label` reads one).
+    #[cfg(test)]
     pub(crate) fn add<'a>(&mut self, name: &str, label: impl Fn(&str) -> Option<&'a str>) {
-        let block = BlockNode::of(&label);
-        for key in [LABEL_NODEPOOL, LABEL_NODEGROUP] {
-            if let Some(v) = label(key) {
-                let pool = self.pools.entry(format!("{key}={v}")).or_default();
-                pool.0 += 1;
-                pool.1.extend(block.clone());
+        let pools: Vec<String> = [LABEL_NODEPOOL, LABEL_NODEGROUP]
+            .iter()
+            .filter_map(|k| Some(format!("{k}={}", label(k)?)))
+            .collect();
+        self.add_node(&name.into(), BlockNode::of(&label), &pools);
+    }
+
+    /// Record node `name`, in the pools `pools` (`label=value`), on `block` if it is on one.
+    pub(crate) fn add_node(&mut self, name: &Arc<str>, block: Option<BlockNode>, pools: &[String]) {
+        for p in pools {
+            let mut pool = self.pools.get(p).cloned().unwrap_or_default();
+            pool.nodes += 1;
+            if let Some(b) = &block {
+                pool.blocks.insert(name.clone(), b.clone());
             }
+            self.pools.insert(p.clone(), pool);
         }
         if let Some(b) = block {
-            self.by_node.insert(name.to_string(), b);
+            self.by_node.insert(name.clone(), b);
+        }
+    }
+
+    /// Take back a node recorded with [`BlockNodes::add_node`] (the same block and pools).
+    pub(crate) fn remove_node(&mut self, name: &str, block: Option<&BlockNode>, pools: &[String]) {
+        for p in pools {
+            let Some(mut pool) = self.pools.get(p).cloned() else {
+                continue;
+            };
+            pool.nodes = pool.nodes.saturating_sub(1);
+            if block.is_some() {
+                pool.blocks.remove(name);
+            }
+            if pool.nodes == 0 {
+                self.pools.remove(p);
+            } else {
+                self.pools.insert(p.clone(), pool);
+            }
+        }
+        if block.is_some() {
+            self.by_node.remove(name);
         }
     }
 
@@ -136,12 +175,12 @@ impl BlockNodes {
         pool: &str,
         reservations: &'r Reservations,
     ) -> Option<(&'r Reservation, Provisioner)> {
-        let (count, blocks) = self.pools.get(pool)?;
-        if *count == 0 || blocks.len() != *count as usize {
+        let Pool { nodes, blocks } = self.pools.get(pool)?;
+        if *nodes == 0 || blocks.len() != *nodes as usize {
             return None;
         }
         let mut resolved = Vec::with_capacity(blocks.len());
-        for node in blocks {
+        for node in blocks.values() {
             resolved.push((node.block(reservations)?, node.provisioner));
         }
         resolved
@@ -152,6 +191,8 @@ impl BlockNodes {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use serde_json::json;
 
     use super::*;

@@ -2,11 +2,13 @@
 //! path: GPU instance types (with allocatable GPUs/EFA, zones, node groups/pools),
 //! where the pods of each job are already bound, and namespace labels. Built from
 //! plain JSON objects (`kubectl get nodes/pods/namespaces -o json` items, or what a
-//! watch delivers), so fixtures and the live cache share one code path. Where jobs run
-//! comes from a [`JobIndex`] the live watch updates pod by pod; a new snapshot then
-//! re-reads only the jobs that changed (`job_index.rs`).
+//! watch delivers), so fixtures and the live cache share one code path. The live watch
+//! keeps a [`NodeIndex`] and a [`JobIndex`] up to date event by event and publishes each
+//! new snapshot with only what changed (`node_index.rs`, `job_index.rs`); namespaces and
+//! the objects of CRDs are set one by one. Every part is a persistent map or shared behind
+//! an `Arc`, so a new snapshot copies O(what changed), never the cluster.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -15,56 +17,40 @@ use crate::facts::block_nodes::BlockNodes;
 use crate::facts::catalog::InstanceProfile;
 use crate::facts::cluster_objects::{NamespaceFacts, NodeFacts, PodFacts};
 use crate::facts::dra::Claims;
-use crate::facts::job_index::{JobIndex, JobRef, JobZones, NodeZones};
-use crate::facts::node_types::{NodeType, count_node, learned_profile};
+use crate::facts::job_index::{JobIndex, JobRef, JobZones};
+use crate::facts::node_index::{NodeIndex, NodeView};
+use crate::facts::node_types::NodeType;
 use crate::facts::reservations::Reservations;
-use crate::read::annotations::{
-    LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA, RES_NVIDIA_GPU, ZONE_KEYS,
-};
+use crate::read::annotations::RES_NVIDIA_GPU;
 use crate::read::json::{items, str_at};
 
-/// A snapshot is cheap to clone: what pods change often (where each job runs) is a
-/// persistent map, and everything else is shared behind one `Arc`, so the live watch
-/// publishes a pod change without copying the rest.
+/// A snapshot is cheap to clone: where each job runs, the nodes' zones and blocks,
+/// the namespaces and the CRD objects are persistent maps, the per-type tables are as
+/// small as the number of instance types, so the live watch publishes a change without
+/// copying the rest.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub types: BTreeMap<String, NodeType>,
     /// (namespace, identity label, value) -> zones where such pods are bound.
     jobs: JobZones,
-    cluster: Arc<Cluster>,
+    nodes: Arc<NodeView>,
+    namespaces: imbl::HashMap<String, Arc<BTreeMap<String, String>>>,
+    objects: Arc<Objects>,
 }
 
-/// What a snapshot knows besides where each job's pods are bound.
+/// The objects of CRDs and Capacity Blocks a snapshot holds.
 #[derive(Debug, Clone, Default)]
-struct Cluster {
-    namespaces: HashMap<String, BTreeMap<String, String>>,
-    /// Profiles for GPU types the catalog does not know, learned from allocatable.
-    learned: BTreeMap<String, InstanceProfile>,
+struct Objects {
     /// Workloads with a scale subresource, by (namespace, resource, name): what a
     /// Scale review is judged against.
-    scalable: HashMap<(String, String, String), Value>,
+    scalable: imbl::HashMap<(String, String, String), Arc<Value>>,
     /// Capacity Blocks and when they end.
     reservations: Reservations,
-    /// Nodes on reserved capacity, and the node pools / groups that have nothing else.
-    block_nodes: BlockNodes,
-    /// Whether the cluster's nodes were listed (false: Capacity Blocks only, from
-    /// `--reservations` without `--cluster`; nothing is known about node types).
-    nodes_listed: bool,
     /// DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains.
     claims: Claims,
-    /// Every instance type with nodes (also those whose devices come through DRA and
-    /// so advertise no extended resource), with the most `vpc.amazonaws.com/efa` any
-    /// of its nodes advertises.
-    node_efa: BTreeMap<String, u32>,
     /// Kubeflow Trainer runtimes by (namespace, kind, name); a ClusterTrainingRuntime
     /// has namespace "". What a TrainJob's `runtimeRef` inherits its pod template from.
-    runtimes: HashMap<(String, String, String), Value>,
-    /// Each node's `topology.kubernetes.io/zone` (where a pod with `spec.nodeName`
-    /// runs: it skips the scheduler).
-    node_zones: NodeZones,
-    /// The other labels that name a zone (zone id, the beta zone label) -> the zone
-    /// name the same nodes carry: one zone, however it is spelled.
-    zone_aliases: HashMap<String, String>,
+    runtimes: imbl::HashMap<(String, String, String), Arc<Value>>,
 }
 
 /// Workloads whose CRD has a scale subresource: (API group, kind, plural resource, JSON
@@ -137,8 +123,9 @@ impl Snapshot {
     }
 
     /// Build from node and namespace objects, with where each job's pods are bound
-    /// from `jobs` (the live watch keeps that index up to date pod by pod). Every
-    /// change recorded in `jobs` is in the new snapshot.
+    /// from `jobs`, mapped to zones by these nodes. Every change recorded in `jobs` is
+    /// in the new snapshot. Costs O(nodes + jobs): the live watch instead keeps a
+    /// [`NodeIndex`] and publishes changes ([`Snapshot::with_changes`]).
     pub fn build_indexed<'v, N, S>(
         nodes: impl IntoIterator<Item = &'v N>,
         jobs: &mut JobIndex,
@@ -148,45 +135,39 @@ impl Snapshot {
         N: NodeFacts + 'v,
         S: NamespaceFacts + 'v,
     {
-        let (mut types, mut node_zones) = (BTreeMap::new(), NodeZones::default());
-        let mut c = Cluster {
-            nodes_listed: true,
-            ..Cluster::default()
-        };
-        // One `Arc` per zone, shared by its nodes (a region has a handful of zones).
-        let mut zones: Vec<Arc<str>> = Vec::new();
+        let mut index = NodeIndex::listed();
         for node in nodes {
-            c.add_node(node, &mut types);
-            if let Some(zone) = node.label(LABEL_ZONE) {
-                let shared = match zones.iter().find(|z| &***z == zone) {
-                    Some(z) => z.clone(),
-                    None => {
-                        zones.push(zone.into());
-                        zones[zones.len() - 1].clone()
-                    }
-                };
-                node_zones.insert(node.name().into(), shared);
-                for alias in &ZONE_KEYS[1..] {
-                    if let Some(a) = node.label(alias)
-                        && a != zone
-                    {
-                        c.zone_aliases.insert(a.to_string(), zone.to_string());
-                    }
-                }
-            }
+            index.apply(node);
         }
-        c.node_zones = node_zones.clone();
+        index.take_moves();
+        let listed: Vec<_> = index
+            .zones_by_node()
+            .map(|(n, z)| (n.clone(), z.clone()))
+            .collect();
+        let stale: Vec<_> = jobs
+            .node_zones()
+            .keys()
+            .filter(|n| index.zone_of(n).is_none())
+            .cloned()
+            .collect();
+        for node in stale {
+            jobs.set_node_zone(&node, None);
+        }
+        for (node, zone) in listed {
+            jobs.set_node_zone(&node, Some(zone));
+        }
+        let mut snap = Snapshot::default();
+        if let Some(view) = index.publish() {
+            snap.types = view.types.clone();
+            snap.nodes = view;
+        }
+        snap.jobs = jobs.publish_all();
         for ns in namespaces {
             if let Some(name) = ns.name() {
-                c.namespaces.insert(name.to_string(), ns.labels());
+                snap.set_namespace(name, Some(ns.labels()));
             }
         }
-        c.learned = types.values().map(learned_profile).collect();
-        Snapshot {
-            types,
-            jobs: jobs.publish_all(node_zones),
-            cluster: Arc::new(c),
-        }
+        snap
     }
 
     /// This snapshot with the pod changes `jobs` recorded since it was built (or
@@ -196,6 +177,63 @@ impl Snapshot {
         let mut next = self.clone();
         jobs.publish_changes(&mut next.jobs);
         next
+    }
+
+    /// This snapshot with the node and pod changes `nodes` and `jobs` recorded since
+    /// the last publish: the jobs with pods on a node that changed zone are moved, the
+    /// instance types a change touched recomputed, and everything else is shared with
+    /// `self`. Costs O(the changes), whatever the size of the cluster.
+    pub fn with_changes(&self, nodes: &mut NodeIndex, jobs: &mut JobIndex) -> Self {
+        let mut next = self.clone();
+        for (node, zone) in nodes.take_moves() {
+            jobs.set_node_zone(&node, zone);
+        }
+        if let Some(view) = nodes.publish() {
+            next.types = view.types.clone();
+            next.nodes = view;
+        }
+        jobs.publish_changes(&mut next.jobs);
+        next
+    }
+
+    /// Set a namespace's labels (`None`: it is gone).
+    pub fn set_namespace(&mut self, name: &str, labels: Option<BTreeMap<String, String>>) {
+        match labels {
+            Some(l) => self.namespaces.insert(name.to_string(), Arc::new(l)),
+            None => self.namespaces.remove(name),
+        };
+    }
+
+    /// Add or replace one CRD object the snapshot reads (a workload with a scale
+    /// subresource, a Trainer runtime, a DRA object; other kinds are ignored).
+    pub fn apply_object(&mut self, object: &Value) {
+        let one = std::slice::from_ref(object);
+        self.add_scalable(one);
+        self.add_runtimes(one);
+        self.add_claims(one);
+    }
+
+    /// Remove the object `apiVersion`/`kind` `namespace`/`name` that
+    /// [`Snapshot::apply_object`] added (`namespace` "" for a cluster-scoped one).
+    pub fn remove_object(&mut self, api_version: &str, kind: &str, namespace: &str, name: &str) {
+        let group = api_version.split('/').next().unwrap_or("");
+        let objects = Arc::make_mut(&mut self.objects);
+        if let Some((_, _, resource, _)) = SCALABLE
+            .iter()
+            .find(|(g, k, _, _)| *g == group && *k == kind)
+        {
+            let key = (
+                namespace.to_string(),
+                resource.to_string(),
+                name.to_string(),
+            );
+            objects.scalable.remove(&key);
+        }
+        if matches!(kind, "TrainingRuntime" | "ClusterTrainingRuntime") {
+            let key = (namespace.to_string(), kind.to_string(), name.to_string());
+            objects.runtimes.remove(&key);
+        }
+        objects.claims.remove(group, kind, namespace, name);
     }
 
     /// Build from `kind: List` (or `NodeList`, `PodList`) documents.
@@ -214,9 +252,9 @@ impl Snapshot {
                 continue;
             };
             let at = |k: &str| str_at(o, &["metadata", k]).unwrap_or("").to_string();
-            Arc::make_mut(&mut self.cluster).scalable.insert(
+            Arc::make_mut(&mut self.objects).scalable.insert(
                 (at("namespace"), resource.to_string(), at("name")),
-                o.clone(),
+                Arc::new(o.clone()),
             );
         }
     }
@@ -225,9 +263,9 @@ impl Snapshot {
     /// Rules that need the node list (`unknown-instance-type`) stay silent.
     pub fn blocks_only(reservations: Reservations) -> Self {
         Snapshot {
-            cluster: Arc::new(Cluster {
+            objects: Arc::new(Objects {
                 reservations,
-                ..Cluster::default()
+                ..Objects::default()
             }),
             ..Snapshot::default()
         }
@@ -235,19 +273,19 @@ impl Snapshot {
 
     /// Whether the snapshot holds the cluster's node list.
     pub fn nodes_listed(&self) -> bool {
-        self.cluster.nodes_listed
+        self.nodes.listed
     }
 
     /// Index DRA objects (ResourceClaimTemplates, ResourceClaims, ComputeDomains) that
     /// pods' `resourceClaims` are counted through.
     pub fn add_claims<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
-        Arc::make_mut(&mut self.cluster)
+        Arc::make_mut(&mut self.objects)
             .claims
             .add(objects, "default");
     }
 
     pub fn claims(&self) -> &Claims {
-        &self.cluster.claims
+        &self.objects.claims
     }
 
     /// Index TrainingRuntimes and ClusterTrainingRuntimes (other objects are ignored).
@@ -262,9 +300,9 @@ impl Snapshot {
                 "ClusterTrainingRuntime" => "",
                 _ => continue,
             };
-            Arc::make_mut(&mut self.cluster).runtimes.insert(
+            Arc::make_mut(&mut self.objects).runtimes.insert(
                 (namespace.to_string(), kind.to_string(), name.to_string()),
-                o.clone(),
+                Arc::new(o.clone()),
             );
         }
     }
@@ -277,37 +315,41 @@ impl Snapshot {
         } else {
             namespace
         };
-        self.cluster
+        self.objects
             .runtimes
             .get(&(namespace.to_string(), kind.to_string(), name.to_string()))
+            .map(Arc::as_ref)
     }
 
     /// Capacity Blocks from EC2NodeClass statuses and/or describe-capacity-reservations.
     pub fn reservations_mut(&mut self) -> &mut Reservations {
-        &mut Arc::make_mut(&mut self.cluster).reservations
+        &mut Arc::make_mut(&mut self.objects).reservations
     }
 
     pub fn reservations(&self) -> &Reservations {
-        &self.cluster.reservations
+        &self.objects.reservations
     }
 
     /// Which nodes run on reserved capacity (matched to blocks through `reservations`).
     pub fn block_nodes(&self) -> &BlockNodes {
-        &self.cluster.block_nodes
+        &self.nodes.block_nodes
     }
 
     /// The workload a Scale review scales, when the inventory holds it.
     pub fn scalable(&self, namespace: &str, resource: &str, name: &str) -> Option<&Value> {
-        self.cluster.scalable.get(&(
-            namespace.to_string(),
-            resource.to_string(),
-            name.to_string(),
-        ))
+        self.objects
+            .scalable
+            .get(&(
+                namespace.to_string(),
+                resource.to_string(),
+                name.to_string(),
+            ))
+            .map(Arc::as_ref)
     }
 
     /// A profile for a type the catalog lacks, from what the nodes advertise.
     pub fn learned(&self, name: &str) -> Option<&InstanceProfile> {
-        self.cluster.learned.get(name)
+        self.nodes.learned.get(name)
     }
 
     /// The GPU instance types in the cluster for `resource`, limited to nodes in the
@@ -335,24 +377,24 @@ impl Snapshot {
     /// Whether the cluster has nodes of this type (with devices through device plugins
     /// or DRA).
     pub fn has_type(&self, name: &str) -> bool {
-        self.types.contains_key(name) || self.cluster.node_efa.contains_key(name)
+        self.types.contains_key(name) || self.nodes.node_efa.contains_key(name)
     }
 
     /// Whether nodes of this type advertise `vpc.amazonaws.com/efa`; `None` when the
     /// cluster has none of them.
     pub fn advertises_efa(&self, name: &str) -> Option<bool> {
-        self.cluster.node_efa.get(name).map(|n| *n > 0)
+        self.nodes.node_efa.get(name).map(|n| *n > 0)
     }
 
     /// The zone a node is in, by its `topology.kubernetes.io/zone`.
     pub fn node_zone(&self, node: &str) -> Option<&str> {
-        self.cluster.node_zones.get(node).map(|z| &**z)
+        self.nodes.node_zones.get(node).map(|z| &**z)
     }
 
     /// A zone as the nodes name it in `topology.kubernetes.io/zone`, from any label
     /// that names it (a zone id such as `use1-az1`); unknown names are returned as is.
     pub fn zone_name<'a>(&'a self, zone: &'a str) -> &'a str {
-        self.cluster
+        self.nodes
             .zone_aliases
             .get(zone)
             .map_or(zone, String::as_str)
@@ -371,19 +413,6 @@ impl Snapshot {
     }
 
     pub fn namespace_labels(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
-        self.cluster.namespaces.get(namespace)
-    }
-}
-
-impl Cluster {
-    /// Record one node: its reserved capacity and its instance type.
-    fn add_node(&mut self, node: &impl NodeFacts, types: &mut BTreeMap<String, NodeType>) {
-        self.block_nodes.add(node.name(), |k| node.label(k));
-        let Some(itype) = node.label(LABEL_INSTANCE_TYPE) else {
-            return;
-        };
-        let efa = self.node_efa.entry(itype.to_string()).or_default();
-        *efa = (*efa).max(node.allocatable(RES_EFA));
-        count_node(types, itype, node);
+        self.namespaces.get(namespace).map(Arc::as_ref)
     }
 }

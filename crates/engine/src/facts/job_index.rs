@@ -72,53 +72,59 @@ struct Counts {
 
 impl Counts {
     /// One more pod on `node` (`listed`: its name and zone from the node list);
-    /// whether the job gained a zone.
-    fn add(&mut self, node: &str, listed: Option<(&Arc<str>, &Arc<str>)>) -> bool {
-        match self.nodes.get_mut(node) {
-            Some(n) => *n += 1,
-            None => {
-                let name = listed.map_or_else(|| node.into(), |(name, _)| name.clone());
-                self.nodes.insert(name, 1);
+    /// whether the job gained a zone, and the node's name when it is new to the job.
+    fn add(
+        &mut self,
+        node: &str,
+        listed: Option<(&Arc<str>, &Arc<str>)>,
+    ) -> (bool, Option<Arc<str>>) {
+        let new = match self.nodes.get_mut(node) {
+            Some(n) => {
+                *n += 1;
+                None
             }
-        }
+            None => {
+                let name: Arc<str> = listed.map_or_else(|| node.into(), |(name, _)| name.clone());
+                self.nodes.insert(name.clone(), 1);
+                Some(name)
+            }
+        };
         let Some((_, zone)) = listed else {
+            return (false, new);
+        };
+        (self.add_zone(zone, 1), new)
+    }
+
+    /// `n` more pods in `zone`; whether the job gained it.
+    fn add_zone(&mut self, zone: &Arc<str>, n: u32) -> bool {
+        let z = self.zones.entry(zone.clone()).or_default();
+        *z += n;
+        *z == n
+    }
+
+    /// `n` pods fewer in `zone`; whether the job lost it.
+    fn remove_zone(&mut self, zone: &str, n: u32) -> bool {
+        let Some(z) = self.zones.get_mut(zone) else {
             return false;
         };
-        let n = self.zones.entry(zone.clone()).or_default();
-        *n += 1;
-        *n == 1
+        *z = z.saturating_sub(n);
+        if *z > 0 {
+            return false;
+        }
+        self.zones.remove(zone);
+        true
     }
 
     /// One pod fewer on `node`: `None` when no pod was counted there, else whether the
-    /// job lost a zone.
-    fn remove(&mut self, node: &str, zone: Option<&Arc<str>>) -> Option<bool> {
+    /// job lost a zone and whether it has no pod left on the node.
+    fn remove(&mut self, node: &str, zone: Option<&Arc<str>>) -> Option<(bool, bool)> {
         let n = self.nodes.get_mut(node)?;
         *n -= 1;
-        if *n == 0 {
+        let left = *n == 0;
+        if left {
             self.nodes.remove(node);
         }
-        let Some(zone) = zone else {
-            return Some(false);
-        };
-        let Some(z) = self.zones.get_mut(&**zone) else {
-            return Some(false);
-        };
-        *z -= 1;
-        if *z > 0 {
-            return Some(false);
-        }
-        self.zones.remove(&**zone);
-        Some(true)
-    }
-
-    /// The zone counts afresh from the node counts.
-    fn rezone(&mut self, node_zones: &NodeZones) {
-        self.zones.clear();
-        for (node, n) in &self.nodes {
-            if let Some(zone) = node_zones.get(node) {
-                *self.zones.entry(zone.clone()).or_default() += n;
-            }
-        }
+        Some((zone.is_some_and(|z| self.remove_zone(z, 1)), left))
     }
 
     fn zone_set(&self) -> BTreeSet<String> {
@@ -135,7 +141,10 @@ pub struct JobIndex {
     /// Jobs whose zones changed since the last publish.
     changed: hashbrown::HashSet<JobKey, Fold>,
     /// The node list's zones, as of the last snapshot built from this index.
-    node_zones: Arc<NodeZones>,
+    node_zones: NodeZones,
+    /// The jobs with pods counted on each node: what a node that changes zone (added,
+    /// removed, relabelled) moves, so it costs O(the jobs on it).
+    on_node: HashMap<Arc<str>, hashbrown::HashSet<JobKey, Fold>, Fold>,
 }
 
 impl JobIndex {
@@ -180,9 +189,20 @@ impl JobIndex {
                 continue;
             };
             let zones_changed = if add {
-                counts.add(node, listed)
+                let (changed, new) = counts.add(node, listed);
+                if let Some(name) = new {
+                    self.on_node.entry(name).or_default().insert(key.clone());
+                }
+                changed
             } else {
-                counts.remove(node, zone).unwrap_or(false)
+                let (changed, left) = counts.remove(node, zone).unwrap_or((false, false));
+                if left && let Some(jobs) = self.on_node.get_mut(node) {
+                    jobs.remove(&job);
+                    if jobs.is_empty() {
+                        self.on_node.remove(node);
+                    }
+                }
+                changed
             };
             if zones_changed && !self.changed.contains(&job) {
                 self.changed.insert(key.clone());
@@ -193,19 +213,47 @@ impl JobIndex {
         }
     }
 
-    /// Map every job's pods to zones by a new node list, and publish them all.
-    pub(crate) fn publish_all(&mut self, node_zones: NodeZones) -> JobZones {
-        self.node_zones = Arc::new(node_zones);
-        self.changed.clear();
-        self.release();
-        let mut published = JobZones::default();
-        for (key, counts) in &mut self.jobs {
-            counts.rezone(&self.node_zones);
-            if !counts.zones.is_empty() {
-                published.insert(key.clone(), Arc::new(counts.zone_set()));
+    /// Node `node` is now in `zone` (`None`: gone from the node list, or without a
+    /// zone): the jobs with pods on it move their counts. Costs O(those jobs).
+    pub(crate) fn set_node_zone(&mut self, node: &Arc<str>, zone: Option<Arc<str>>) {
+        let old = match &zone {
+            Some(z) => self.node_zones.insert(node.clone(), z.clone()),
+            None => self.node_zones.remove(node),
+        };
+        if old == zone {
+            return;
+        }
+        let Some(on_node) = self.on_node.get(&**node) else {
+            return;
+        };
+        for key in on_node {
+            let Some(counts) = self.jobs.get_mut(key) else {
+                continue;
+            };
+            let n = counts.nodes.get(&**node).copied().unwrap_or(0);
+            let lost = old.as_ref().is_some_and(|o| counts.remove_zone(o, n));
+            let gained = zone.as_ref().is_some_and(|z| counts.add_zone(z, n));
+            if lost || gained {
+                self.changed.insert(key.clone());
             }
         }
-        published
+    }
+
+    /// Every job with pods in a zone, published afresh (a snapshot built from a node
+    /// list; the live watch publishes changes only).
+    pub(crate) fn publish_all(&mut self) -> JobZones {
+        self.changed.clear();
+        self.release();
+        self.jobs
+            .iter()
+            .filter(|(_, c)| !c.zones.is_empty())
+            .map(|(key, counts)| (key.clone(), Arc::new(counts.zone_set())))
+            .collect()
+    }
+
+    /// The zones of the node list this index was last told about.
+    pub(crate) fn node_zones(&self) -> &NodeZones {
+        &self.node_zones
     }
 
     /// Lay the jobs whose zones changed since the last publish over `published` (the
@@ -228,6 +276,9 @@ impl JobIndex {
     fn release(&mut self) {
         if self.jobs.capacity() > 64 && self.jobs.len() < self.jobs.capacity() / 4 {
             self.jobs.shrink_to_fit();
+        }
+        if self.on_node.capacity() > 64 && self.on_node.len() < self.on_node.capacity() / 4 {
+            self.on_node.shrink_to_fit();
         }
     }
 }

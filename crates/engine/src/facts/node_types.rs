@@ -1,16 +1,15 @@
 //! The GPU instance types a cluster has, as its nodes advertise them: accelerators and
 //! EFA per node, zones, node groups / pools, and a profile for types the catalog lacks.
+//! Tallied node by node in `node_index.rs`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 
 use crate::facts::catalog::{InstanceProfile, Rdma};
-use crate::facts::cluster_objects::NodeFacts;
-use crate::read::annotations::{ACCELERATOR_RESOURCES, LABEL_ZONE, RES_EFA};
 
 /// Labels that say which node group / pool / reservation a node belongs to.
-const POOL_LABELS: [&str; 3] = [
+pub(crate) const POOL_LABELS: [&str; 3] = [
     "eks.amazonaws.com/nodegroup",
     "karpenter.sh/nodepool",
     "karpenter.k8s.aws/capacity-reservation-id",
@@ -27,41 +26,6 @@ pub struct NodeType {
     pub zones: BTreeSet<String>,
     /// `label=value` of node groups, node pools and capacity reservations.
     pub pools: BTreeSet<String>,
-}
-
-/// Count a node of instance type `itype` (nodes that advertise no accelerator
-/// through an extended resource are not a GPU type here).
-pub(crate) fn count_node(
-    types: &mut BTreeMap<String, NodeType>,
-    itype: &str,
-    node: &impl NodeFacts,
-) {
-    let zone = node.label(LABEL_ZONE);
-    let Some((res, count)) = ACCELERATOR_RESOURCES
-        .iter()
-        .map(|r| (*r, node.allocatable(r)))
-        .find(|(_, n)| *n > 0)
-    else {
-        return;
-    };
-    let t = types.entry(itype.to_string()).or_insert_with(|| NodeType {
-        name: itype.to_string(),
-        accelerator_resource: res.to_string(),
-        ..NodeType::default()
-    });
-    t.accelerators = t.accelerators.max(count);
-    t.efa = t.efa.max(node.allocatable(RES_EFA));
-    t.nodes += 1;
-    if let Some(zone) = zone
-        && !t.zones.contains(zone)
-    {
-        t.zones.insert(zone.to_string());
-    }
-    for key in POOL_LABELS {
-        if let Some(v) = node.label(key) {
-            t.pools.insert(format!("{key}={v}"));
-        }
-    }
 }
 
 /// A profile for a GPU type the catalog lacks, from what its nodes advertise.

@@ -7,7 +7,7 @@
 //! device of the class on the node, known once the instance type is.
 //! https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -54,13 +54,17 @@ pub struct Domain {
     pub num_nodes: u32,
 }
 
-/// ResourceClaimTemplates, ResourceClaims and ComputeDomains by (namespace, name).
+/// ResourceClaimTemplates, ResourceClaims and ComputeDomains by (namespace, name), in
+/// persistent maps: the live watch adds or removes one in O(log n), and snapshots share
+/// the rest.
 #[derive(Debug, Clone, Default)]
 pub struct Claims {
-    templates: HashMap<(String, String), Vec<Request>>,
-    claims: HashMap<(String, String), Vec<Request>>,
+    templates: imbl::HashMap<(String, String), Arc<Vec<Request>>>,
+    claims: imbl::HashMap<(String, String), Arc<Vec<Request>>>,
     /// Keyed by the channel template's name: what a pod's claim refers to.
-    domains: HashMap<(String, String), Domain>,
+    domains: imbl::HashMap<(String, String), Arc<Domain>>,
+    /// A ComputeDomain's (namespace, name) -> its channel template's name.
+    channels: imbl::HashMap<(String, String), String>,
 }
 
 fn read_count(r: &Value) -> Result<Count, String> {
@@ -147,11 +151,11 @@ impl Claims {
             match (group, str_at(o, &["kind"]).unwrap_or("")) {
                 ("resource.k8s.io", "ResourceClaimTemplate") => {
                     let spec = o.pointer("/spec/spec").unwrap_or(&Value::Null);
-                    self.templates.insert(key, read_requests(spec));
+                    self.templates.insert(key, Arc::new(read_requests(spec)));
                 }
                 ("resource.k8s.io", "ResourceClaim") => {
                     let spec = o.get("spec").unwrap_or(&Value::Null);
-                    self.claims.insert(key, read_requests(spec));
+                    self.claims.insert(key, Arc::new(read_requests(spec)));
                 }
                 ("resource.nvidia.com", "ComputeDomain") => {
                     let Some(channel) =
@@ -164,16 +168,39 @@ impl Claims {
                         .and_then(Value::as_u64)
                         .and_then(|n| u32::try_from(n).ok())
                         .unwrap_or(0);
+                    if let Some(old) = self.channels.insert(key, channel.to_string()) {
+                        self.domains.remove(&(ns.clone(), old));
+                    }
                     self.domains.insert(
                         (ns, channel.to_string()),
-                        Domain {
+                        Arc::new(Domain {
                             name: name.to_string(),
                             num_nodes,
-                        },
+                        }),
                     );
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Take back the object of API group `group`, `kind`, `namespace`/`name` that
+    /// [`Claims::add`] indexed; other kinds change nothing.
+    pub(crate) fn remove(&mut self, group: &str, kind: &str, namespace: &str, name: &str) {
+        let key = (namespace.to_string(), name.to_string());
+        match (group, kind) {
+            ("resource.k8s.io", "ResourceClaimTemplate") => {
+                self.templates.remove(&key);
+            }
+            ("resource.k8s.io", "ResourceClaim") => {
+                self.claims.remove(&key);
+            }
+            ("resource.nvidia.com", "ComputeDomain") => {
+                if let Some(channel) = self.channels.remove(&key) {
+                    self.domains.remove(&(key.0, channel));
+                }
+            }
+            _ => {}
         }
     }
 
