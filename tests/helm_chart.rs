@@ -1273,8 +1273,9 @@ fn promtool_bin() -> PathBuf {
     bin
 }
 
-/// The PrometheusRule's alerts pass `promtool check rules`, and three of them fire as
-/// their comments say under `promtool test rules` (series made up for the purpose).
+/// The PrometheusRule's alerts (files/prometheus/alerts.yaml) pass `promtool check
+/// rules`, and four of them fire as their comments say under `promtool test rules`
+/// (series made up for the purpose).
 #[test]
 fn prometheus_rule_alerts_pass_promtool() {
     let all = docs(&render(&[
@@ -1291,7 +1292,18 @@ fn prometheus_rule_alerts_pass_promtool() {
         .output()
         .unwrap();
     let said = ok("promtool check rules", out);
-    assert!(said.contains("SUCCESS: 7 rules found"), "{said}");
+    assert!(said.contains("SUCCESS: 8 rules found"), "{said}");
+    // The same file as plain Prometheus loads it, and the PrometheusRule's spec is it.
+    let file = chart().join("files/prometheus/alerts.yaml");
+    let out = Command::new(promtool_bin())
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = ok("promtool check rules files/prometheus/alerts.yaml", out);
+    assert!(said.contains("SUCCESS: 8 rules found"), "{said}");
+    let plain: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(rule["spec"], plain);
 
     let tests = json!({
         "rule_files": ["rules.yaml"],
@@ -1304,7 +1316,9 @@ fn prometheus_rule_alerts_pass_promtool() {
                 {"series": "trainplace_capacity_block_seconds_remaining{pod=\"a\",reservation=\"cr-1\"}",
                  "values": "3600x15"},
                 {"series": "trainplace_capacity_block_seconds_remaining{pod=\"a\",reservation=\"cr-2\"}",
-                 "values": "86400x15"}
+                 "values": "86400x15"},
+                {"series": "trainplace_mark_key_reloads_total{pod=\"a\",outcome=\"failure\"}",
+                 "values": "0 0 1 1 1"}
             ],
             "alert_rule_test": [
                 // `for: 10m`: not yet after 5 minutes, firing after 11.
@@ -1316,6 +1330,12 @@ fn prometheus_rule_alerts_pass_promtool() {
                 {"eval_time": "1m", "alertname": "TrainplaceCertificateExpiring", "exp_alerts": [{
                     "exp_labels": {"severity": "critical", "pod": "a"},
                     "exp_annotations": {"summary": "trainplace's serving certificate expires within 14 days"}
+                }]},
+                // A rotated mark key rejected.
+                {"eval_time": "1m", "alertname": "TrainplaceReloadFailing", "exp_alerts": []},
+                {"eval_time": "3m", "alertname": "TrainplaceReloadFailing", "exp_alerts": [{
+                    "exp_labels": {"severity": "warning", "pod": "a", "outcome": "failure"},
+                    "exp_annotations": {"summary": "a policy, certificate, mark-key or reservations reload was rejected; the last good one serves"}
                 }]},
                 // Only the block that ends within 6 hours.
                 {"eval_time": "1m", "alertname": "CapacityBlockEndingSoon", "exp_alerts": [{
