@@ -58,7 +58,11 @@ fn the_release_workflow_passes_actionlint_with_shellcheck() {
     let text = std::fs::read_to_string(root().join(WORKFLOW)).unwrap();
     let broken = text
         .replacen("matrix.arch }}\"", "matrix.arhc }}\"", 1)
-        .replacen("sha256sum -- * > SHA256SUMS", "sha256sum $FILES > SHA256SUMS", 1);
+        .replacen(
+            "sha256sum -- * > SHA256SUMS",
+            "sha256sum $FILES > SHA256SUMS",
+            1,
+        );
     assert_ne!(broken, text);
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join(".github/workflows");
@@ -68,7 +72,10 @@ fn the_release_workflow_passes_actionlint_with_shellcheck() {
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "the broken copy passed:\n{report}");
     assert!(report.contains("arhc"), "{report}");
-    assert!(report.contains("SC2086"), "shellcheck ran on the scripts:\n{report}");
+    assert!(
+        report.contains("SC2086"),
+        "shellcheck ran on the scripts:\n{report}"
+    );
 }
 
 #[test]
