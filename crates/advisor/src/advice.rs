@@ -80,6 +80,8 @@ pub fn advise(
     }
     let bounds = crate::limits::warnings(&recommendation, groups);
     recommendation.warnings.extend(bounds);
+    let fallbacks = fallback_options(&recommendation, &request, &facts);
+    recommendation.capacity_options.extend(fallbacks);
     tracing::info!(
         instance = %recommendation.instance.name,
         nodes = recommendation.shape.nodes,
@@ -170,4 +172,41 @@ pub fn split_body(mut body: Value) -> Result<(AdviceRequest, RawFacts), InputErr
         reservations: take("existingReservations"),
     };
     Ok((request_from_value(body)?, facts))
+}
+
+/// When no Capacity Block fits as asked (or only held blocks were given), the other ways
+/// to reserved capacity (`capacity/fallbacks.rs`), as capacity options not chosen.
+fn fallback_options(
+    rec: &crate::Recommendation,
+    request: &crate::Request,
+    facts: &Facts,
+) -> Vec<crate::options::CapacityOption> {
+    let no_fit = rec
+        .warnings
+        .iter()
+        .any(|w| w.code == "no-capacity-block-fits");
+    let listing = matches!(
+        rec.capacity,
+        crate::plan::CapacityPlan::CapacityBlock { blocks: None, .. }
+    );
+    if !no_fit && !listing {
+        return Vec::new();
+    }
+    let need =
+        crate::capacity::BlockNeed::of_request(&rec.instance.name, request, rec.shape.nodes, 0);
+    let offers = facts.offerings.as_deref().unwrap_or_default();
+    let held = facts.reservations.as_deref().unwrap_or_default();
+    crate::capacity::fallbacks::fallbacks(offers, held, &need)
+        .into_iter()
+        .map(|f| crate::options::CapacityOption {
+            kind: f.kind,
+            label: f.label,
+            chosen: false,
+            offerings: f.offerings,
+            availability_zone: None,
+            start: None,
+            end: None,
+            usd: f.usd,
+        })
+        .collect()
 }

@@ -167,7 +167,11 @@ fn capacity_block_steps(
         // Held blocks: nothing to list or buy.
         Some(_) if held => Vec::new(),
         Some(plan) => plan.offerings.iter().map(|o| o.instance_count).collect(),
-        None => block_sizes(rec.shape.nodes).unwrap_or_default(),
+        // Smaller counts too, so blocks of one AZ that together cover the ask are
+        // listed for the chooser to combine.
+        None => crate::capacity::fallbacks::listing_counts(
+            &block_sizes(rec.shape.nodes).unwrap_or_default(),
+        ),
     };
     if !held {
         out.push("# {STEP} Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());

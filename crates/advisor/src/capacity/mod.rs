@@ -67,7 +67,7 @@ pub fn block_hours_with_margin(job_hours: u32, margin_min: i64) -> Option<u32> {
 }
 
 /// What the job needs from Capacity Blocks.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct BlockNeed<'a> {
     pub instance_type: &'a str,
     /// Offerings from another region's zones are ignored.
@@ -372,6 +372,7 @@ fn plan(set: Vec<&Offering>) -> BlockPlan {
     }
 }
 
+pub mod fallbacks;
 mod held;
 pub use held::choose_held;
 
