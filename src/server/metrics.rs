@@ -110,44 +110,34 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
+        let metrics = Metrics {
+            registry: Registry::default(),
+            reviews: Family::default(),
+            findings: Family::default(),
+            // 25 µs .. ~0.8 s: the engine runs in tens of microseconds, so
+            // sub-millisecond buckets are where the signal is.
+            latency: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
+            }),
+            policy_reloads: Family::default(),
+            cert_reloads: Family::default(),
+            self_signed: Gauge::default(),
+            http_errors: Family::default(),
+            inventory_up: Gauge::default(),
+            inventory_age: Gauge::default(),
+            saturated: Counter::default(),
+            connections: Gauge::default(),
+            deadlines: Family::default(),
+            cert_days_left: Gauge::default(),
+            block_seconds_left: Family::default(),
+            reservations_reloads: Family::default(),
+            mark_key_reloads: Family::default(),
+            cert_expiry: Gauge::default(),
+            events: Family::default(),
+            namespaces: super::metrics_namespaces::ByNamespace::default(),
+        };
+        metrics.start_at_zero();
         let mut registry = Registry::with_prefix("trainplace");
-        let reviews = Family::<ReviewLabels, Counter>::default();
-        let findings = Family::<FindingLabels, Counter>::default();
-        // 25 µs .. ~0.8 s: the engine runs in tens of microseconds, so sub-millisecond
-        // buckets are where the signal is.
-        let latency = Family::<EndpointLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
-        });
-        let policy_reloads = Family::<OutcomeLabels, Counter>::default();
-        let cert_reloads = Family::<OutcomeLabels, Counter>::default();
-        let self_signed = Gauge::default();
-        let http_errors = Family::<ReviewLabels, Counter>::default();
-        let inventory_up = Gauge::default();
-        let inventory_age = Gauge::default();
-        let saturated = Counter::default();
-        let connections = Gauge::default();
-        let deadlines = Family::<StageLabels, Counter>::default();
-        let cert_days_left = Gauge::default();
-        let block_seconds_left = Family::<ReservationLabels, Gauge>::default();
-        let reservations_reloads = Family::<OutcomeLabels, Counter>::default();
-        let mark_key_reloads = Family::<OutcomeLabels, Counter>::default();
-        let cert_expiry = Gauge::default();
-        let events = Family::<EventLabels, Counter>::default();
-        let namespaces = super::metrics_namespaces::ByNamespace::default();
-        // Series that alerts compare are there from the start, at 0.
-        for family in [
-            &policy_reloads,
-            &cert_reloads,
-            &reservations_reloads,
-            &mark_key_reloads,
-        ] {
-            for outcome in ["success", "failure"] {
-                let _ = family.get_or_create(&OutcomeLabels { outcome });
-            }
-        }
-        for outcome in ["published", "failed", "rate_limited", "queue_full"] {
-            let _ = events.get_or_create(&EventLabels { outcome });
-        }
         let build = Family::<BuildLabels, Gauge>::default();
         build
             .get_or_create(&BuildLabels {
@@ -155,123 +145,120 @@ impl Metrics {
             })
             .set(1);
         registry.register("build_info", "trainplace's version (always 1)", build);
-        registry.register(
-            "mark_key_reloads",
-            "Admission-mark key directory reloads",
-            mark_key_reloads.clone(),
-        );
-        registry.register(
-            "certificate_expiry_timestamp_seconds",
-            "The serving certificate's notAfter, unix seconds",
-            cert_expiry.clone(),
-        );
-        registry.register(
-            "events",
-            "Kubernetes Events for denials and warnings, by outcome (published, failed, rate_limited, queue_full)",
-            events.clone(),
-        );
-        registry.register(
-            "admission_namespace_reviews",
-            "AdmissionReviews answered by namespace (--metrics-namespaces; the namespaces past the bound are _other)",
-            namespaces.family.clone(),
-        );
-        registry.register(
-            "capacity_block_seconds_remaining",
-            "Seconds until the Capacity Block ends (Karpenter drains and EKS managed node groups scale to 0 40 minutes before; EC2 terminates from 30 minutes before)",
-            block_seconds_left.clone(),
-        );
-        registry.register(
-            "reservations_reloads",
-            "Loads of the describe-capacity-reservations file",
-            reservations_reloads.clone(),
-        );
-        registry.register(
-            "reviews_saturated",
-            "Reviews answered 503 because every review slot and queue place was taken",
-            saturated.clone(),
-        );
-        registry.register(
-            "connections_open",
-            "Open HTTPS connections",
-            connections.clone(),
-        );
-        registry.register(
-            "connection_deadlines",
-            "HTTPS connections closed by a deadline, by stage",
-            deadlines.clone(),
-        );
-        registry.register(
-            "certificate_expiry_days",
-            "Whole days until the serving certificate expires",
-            cert_days_left.clone(),
-        );
-        registry.register(
-            "inventory_up",
-            "1 when cluster inventory is live; 0 = embedded catalog only",
-            inventory_up.clone(),
-        );
-        registry.register(
-            "inventory_snapshot_age_seconds",
-            "Seconds since the inventory snapshot was rebuilt (-1: none)",
-            inventory_age.clone(),
-        );
+        metrics.register_reviews(&mut registry);
+        metrics.register_operations(&mut registry);
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// Series that alerts compare are there from the start, at 0.
+    fn start_at_zero(&self) {
+        for family in [
+            &self.policy_reloads,
+            &self.cert_reloads,
+            &self.reservations_reloads,
+            &self.mark_key_reloads,
+        ] {
+            for outcome in ["success", "failure"] {
+                let _ = family.get_or_create(&OutcomeLabels { outcome });
+            }
+        }
+        for outcome in ["published", "failed", "rate_limited", "queue_full"] {
+            let _ = self.events.get_or_create(&EventLabels { outcome });
+        }
+    }
+
+    /// What the reviews and their connections count.
+    fn register_reviews(&self, registry: &mut Registry) {
         registry.register(
             "admission_reviews",
             "AdmissionReviews answered",
-            reviews.clone(),
+            self.reviews.clone(),
         );
         registry.register(
             "admission_findings",
             "Findings by endpoint, kind, rule, mode and the review's verdict",
-            findings.clone(),
+            self.findings.clone(),
         );
         registry.register(
             "admission_review_duration_seconds",
             "Time to answer one AdmissionReview, parse to serialised response",
-            latency.clone(),
-        );
-        registry.register(
-            "policy_reloads",
-            "Policy directory reloads",
-            policy_reloads.clone(),
-        );
-        registry.register(
-            "certificate_reloads",
-            "Serving certificate reloads",
-            cert_reloads.clone(),
-        );
-        registry.register(
-            "certificate_self_signed",
-            "1 when serving an in-memory self-signed certificate",
-            self_signed.clone(),
+            self.latency.clone(),
         );
         registry.register(
             "http_rejections",
             "Requests rejected before review (bad JSON, too large, wrong type)",
-            http_errors.clone(),
+            self.http_errors.clone(),
         );
-        Metrics {
-            registry,
-            reviews,
-            findings,
-            latency,
-            policy_reloads,
-            cert_reloads,
-            self_signed,
-            http_errors,
-            inventory_up,
-            inventory_age,
-            saturated,
-            connections,
-            deadlines,
-            cert_days_left,
-            block_seconds_left,
-            reservations_reloads,
-            mark_key_reloads,
-            cert_expiry,
-            events,
-            namespaces,
-        }
+        registry.register(
+            "reviews_saturated",
+            "Reviews answered 503 because every review slot and queue place was taken",
+            self.saturated.clone(),
+        );
+        registry.register("admission_namespace_reviews", "AdmissionReviews answered by namespace (--metrics-namespaces; the namespaces past the bound are _other)", self.namespaces.family.clone());
+        registry.register("events", "Kubernetes Events for denials and warnings, by outcome (published, failed, rate_limited, queue_full)", self.events.clone());
+        registry.register(
+            "connections_open",
+            "Open HTTPS connections",
+            self.connections.clone(),
+        );
+        registry.register(
+            "connection_deadlines",
+            "HTTPS connections closed by a deadline, by stage",
+            self.deadlines.clone(),
+        );
+    }
+
+    /// Reloads, the certificate, the inventory and its Capacity Blocks.
+    fn register_operations(&self, registry: &mut Registry) {
+        registry.register(
+            "policy_reloads",
+            "Policy directory reloads",
+            self.policy_reloads.clone(),
+        );
+        registry.register(
+            "certificate_reloads",
+            "Serving certificate reloads",
+            self.cert_reloads.clone(),
+        );
+        registry.register(
+            "reservations_reloads",
+            "Loads of the describe-capacity-reservations file",
+            self.reservations_reloads.clone(),
+        );
+        registry.register(
+            "mark_key_reloads",
+            "Admission-mark key directory reloads",
+            self.mark_key_reloads.clone(),
+        );
+        registry.register(
+            "certificate_self_signed",
+            "1 when serving an in-memory self-signed certificate",
+            self.self_signed.clone(),
+        );
+        registry.register(
+            "certificate_expiry_days",
+            "Whole days until the serving certificate expires",
+            self.cert_days_left.clone(),
+        );
+        registry.register(
+            "certificate_expiry_timestamp_seconds",
+            "The serving certificate's notAfter, unix seconds",
+            self.cert_expiry.clone(),
+        );
+        registry.register(
+            "inventory_up",
+            "1 when cluster inventory is live; 0 = embedded catalog only",
+            self.inventory_up.clone(),
+        );
+        registry.register(
+            "inventory_snapshot_age_seconds",
+            "Seconds since the inventory snapshot was rebuilt (-1: none)",
+            self.inventory_age.clone(),
+        );
+        registry.register("capacity_block_seconds_remaining", "Seconds until the Capacity Block ends (Karpenter drains and EKS managed node groups scale to 0 40 minutes before; EC2 terminates from 30 minutes before)", self.block_seconds_left.clone());
     }
 
     /// The serving certificate's expiry as of `now` (unix seconds): its notAfter and the
