@@ -3,13 +3,17 @@
 
 use serde_json::{Value, json};
 
-use super::{NNODES_FLAG, NPROC_FLAGS, refuse};
+use super::refusal::refuse;
 use crate::error::ObjectError;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{RES_EFA, RES_NVIDIA_GPU};
 use crate::read::edit::{Cursor, Ops};
 use crate::read::json::items;
 use crate::read::workload::Site;
+
+/// The torchrun flags reshape rewrites when they stand as literal tokens.
+const NPROC_FLAGS: [&str; 2] = ["--nproc_per_node", "--nproc-per-node"];
+const NNODES_FLAG: &str = "--nnodes";
 
 /// Check that command lines hold the torchrun sizes only as literal tokens.
 pub(super) fn commands_are_literal(object: &Value, site: &Site, verdict: &mut Verdict) -> bool {

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use super::record::record;
 use crate::error::ObjectError;
 use crate::facts::policy::Mode;
 use crate::judge::classify::{Class, SiteHints, Target, classify};
@@ -124,6 +125,6 @@ pub(super) fn reshape(
         format!("spec.trainer.numProcPerNode = {big}"),
         format!("spec.trainer.resourcesPerNode nvidia.com/gpu = {big}"),
     ];
-    super::record(object, lines, &why, verdict, ops);
+    record(object, lines, &why, verdict, ops);
     Ok(true)
 }
