@@ -104,84 +104,13 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         .namespaces
         .set_limit(config.metrics_namespaces);
     state.events = events(&config, state.metrics.clone()).await;
-    let (initial, cert_detail) = match &config.tls {
-        Some((cert, key)) => (
-            tls::load_pem(cert, key)?,
-            format!("{} (reloaded on change)", cert.display()),
-        ),
-        None if config.self_managed.is_some() => (
-            // Never served to the API server: not ready until the Secret's certificate is.
-            tls::self_signed(&SELF_SIGNED_NAMES)?,
-            "self-managed: waiting for the Secret".to_string(),
-        ),
-        None => {
-            tracing::warn!(
-                "no --tls-cert given: serving a self-signed certificate generated in memory"
-            );
-            state.metrics.self_signed.set(1);
-            (
-                tls::self_signed(&SELF_SIGNED_NAMES)?,
-                "self-signed, generated in memory".to_string(),
-            )
-        }
-    };
+    let (initial, cert_detail) = initial_certificate(&config, &state)?;
     let store = tls::CertStore::new(initial);
     state.cert = Some(store.clone());
-    // The days left shrink without any reload: re-check hourly.
-    let expiring = store.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            expiring.warn_if_expiring();
-        }
-    });
-    state.detail.rcu(|d| {
-        let mut d = (**d).clone();
-        d.certificate = cert_detail.clone();
-        d.policy = config
-            .policy_dir
-            .as_ref()
-            .map_or("embedded default".to_string(), |p| {
-                format!("{} (reloaded on change)", p.display())
-            });
-        d
-    });
-    if let Some((cert, key)) = &config.tls {
-        reload::watch_certs(
-            state.clone(),
-            store.clone(),
-            cert.clone(),
-            key.clone(),
-            config.reload_interval,
-        );
-    }
-    if let Some(settings) = &config.self_managed {
-        certs::start(settings.clone(), store.clone(), state.clone());
-    }
-    if let Some(dir) = &config.policy_dir {
-        reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);
-    }
-    if let Some(file) = &config.reservations {
-        reload::watch_reservations(state.clone(), file.clone(), config.reload_interval);
-    }
-    match &config.mark_keys {
-        Some(dir) => {
-            let keys = crate::mark_keys::load(dir)?;
-            tracing::info!(dir = %dir.display(), signing = keys.current_id(), "admission-mark keys loaded");
-            state.marks.store(Some(Arc::new(keys)));
-            reload::watch_mark_keys(state.clone(), dir.clone(), config.reload_interval);
-        }
-        None => {
-            tracing::warn!(
-                "no --mark-keys: admission marks use a random key of this process; pods of admitted workloads are judged again on other replicas"
-            );
-            state
-                .marks
-                .store(Some(Arc::new(crate::mark_keys::ephemeral())));
-        }
-    }
+    warn_before_expiry(store.clone());
+    describe(&config, &state, cert_detail);
+    watch_files(&config, &state, &store);
+    mark_keys(&config, &state)?;
     let handle = Handle::default();
     let probe_addr = probes::serve_on_own_thread(config.probe_addr, state.clone())
         .with_context(|| format!("binding probe address {}", config.probe_addr))?;
@@ -209,6 +138,103 @@ pub async fn start(config: Config) -> anyhow::Result<Running> {
         store,
         done,
     })
+}
+
+/// The certificate served first, and how /readyz describes where certificates come from.
+fn initial_certificate(config: &Config, state: &AppState) -> anyhow::Result<(tls::Loaded, String)> {
+    Ok(match &config.tls {
+        Some((cert, key)) => (
+            tls::load_pem(cert, key)?,
+            format!("{} (reloaded on change)", cert.display()),
+        ),
+        None if config.self_managed.is_some() => (
+            // Never served to the API server: not ready until the Secret's certificate is.
+            tls::self_signed(&SELF_SIGNED_NAMES)?,
+            "self-managed: waiting for the Secret".to_string(),
+        ),
+        None => {
+            tracing::warn!(
+                "no --tls-cert given: serving a self-signed certificate generated in memory"
+            );
+            state.metrics.self_signed.set(1);
+            (
+                tls::self_signed(&SELF_SIGNED_NAMES)?,
+                "self-signed, generated in memory".to_string(),
+            )
+        }
+    })
+}
+
+/// The days a certificate has left shrink without any reload: re-checked hourly.
+fn warn_before_expiry(store: Arc<tls::CertStore>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            store.warn_if_expiring();
+        }
+    });
+}
+
+/// What /readyz says about the certificate's and the policy's source.
+fn describe(config: &Config, state: &AppState, cert_detail: String) {
+    state.detail.rcu(|d| {
+        let mut d = (**d).clone();
+        d.certificate = cert_detail.clone();
+        d.policy = config
+            .policy_dir
+            .as_ref()
+            .map_or("embedded default".to_string(), |p| {
+                format!("{} (reloaded on change)", p.display())
+            });
+        d
+    });
+}
+
+/// Reload the certificate, the policy and the reservations file when they change, and
+/// keep the self-managed certificate.
+fn watch_files(config: &Config, state: &AppState, store: &Arc<tls::CertStore>) {
+    if let Some((cert, key)) = &config.tls {
+        reload::watch_certs(
+            state.clone(),
+            store.clone(),
+            cert.clone(),
+            key.clone(),
+            config.reload_interval,
+        );
+    }
+    if let Some(settings) = &config.self_managed {
+        certs::start(settings.clone(), store.clone(), state.clone());
+    }
+    if let Some(dir) = &config.policy_dir {
+        reload::watch_policy(state.clone(), dir.clone(), config.reload_interval);
+    }
+    if let Some(file) = &config.reservations {
+        reload::watch_reservations(state.clone(), file.clone(), config.reload_interval);
+    }
+}
+
+/// The admission-mark keys: from the mounted directory (reloaded on change), else a
+/// random key of this process, said loudly.
+fn mark_keys(config: &Config, state: &AppState) -> anyhow::Result<()> {
+    match &config.mark_keys {
+        Some(dir) => {
+            let keys = crate::mark_keys::load(dir)?;
+            tracing::info!(dir = %dir.display(), signing = keys.current_id(), "admission-mark keys loaded");
+            state.marks.store(Some(Arc::new(keys)));
+            reload::watch_mark_keys(state.clone(), dir.clone(), config.reload_interval);
+        }
+        None => {
+            tracing::warn!(
+                "no --mark-keys: admission marks use a random key of this process; pods of admitted workloads are judged again on other replicas"
+            );
+            state
+                .marks
+                .store(Some(Arc::new(crate::mark_keys::ephemeral())));
+        }
+    }
+    Ok(())
 }
 
 /// Serve until SIGTERM/SIGINT, then stop taking new connections and let in-flight
