@@ -105,6 +105,16 @@ fn trainjob(parts: &PodParts<'_>) -> Value {
         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
         "volumeMounts": [{"name": super::pod::SHM_VOLUME, "mountPath": "/dev/shm"}],
     });
+    let mut patch_spec = json!({
+        "containers": [container],
+        "volumes": spec["volumes"],
+        "tolerations": spec["tolerations"],
+        "nodeSelector": spec["nodeSelector"],
+        "affinity": spec["affinity"],
+    });
+    if let Some(claims) = spec.get("resourceClaims") {
+        patch_spec["resourceClaims"] = claims.clone();
+    }
     json!({
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
@@ -124,13 +134,7 @@ fn trainjob(parts: &PodParts<'_>) -> Value {
                     "name": "node",
                     "template": {"spec": {"template": {
                         "metadata": t["metadata"],
-                        "spec": {
-                            "containers": [container],
-                            "volumes": spec["volumes"],
-                            "tolerations": spec["tolerations"],
-                            "nodeSelector": spec["nodeSelector"],
-                            "affinity": spec["affinity"],
-                        },
+                        "spec": patch_spec,
                     }}},
                 }]}}},
             }],

@@ -48,7 +48,13 @@ pub struct Objects {
     pub nccl_tests: Option<Value>,
     /// The EFA ResourceClaimTemplate the pods claim, when EFA comes through DRA.
     pub efa_claim: Option<Value>,
+    /// The ComputeDomain whose IMEX channel the pods claim, on instances whose NVLink
+    /// domain spans instances (GB200).
+    pub compute_domain: Option<Value>,
 }
+
+/// The ComputeDomain's file, applied before the collective check.
+pub const COMPUTE_DOMAIN_FILE: &str = "compute-domain.yaml";
 
 /// NCCL / libfabric env (Neuron collectives' on Trainium) the webhook would add for
 /// this instance, so the emitted pods already carry it.
@@ -96,6 +102,7 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
             nccl_tests::nccom_test(&parts)
         }),
         efa_claim: parts.efa_claim_template(),
+        compute_domain: parts.compute_domain(),
     }
 }
 
@@ -162,6 +169,15 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
         out.push(Artifact {
             name: plugins::VALUES_FILE.into(),
             content: yaml(&notes, &[&plugins::efa_values(rec)]),
+        });
+    }
+    if let Some(domain) = &o.compute_domain {
+        out.push(Artifact {
+            name: COMPUTE_DOMAIN_FILE.into(),
+            content: yaml(
+                &["ComputeDomain (NVIDIA DRA driver for GPUs, https://github.com/NVIDIA/k8s-dra-driver-gpu): the IMEX channel the pods claim to reach each other's GPUs over the NVLink domain; kubectl apply -f before the NCCL check and the job"],
+                &[domain],
+            ),
         });
     }
     let job_line = format!(

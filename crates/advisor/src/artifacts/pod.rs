@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use trainplace_engine::annotations::{DRA_CLASS_EFA, LABEL_RESERVATION_ID};
+use trainplace_engine::annotations::{DRA_CLASS_EFA, LABEL_CLIQUE, LABEL_RESERVATION_ID};
 
 use crate::recommend::{CapacityPlan, Recommendation};
 
@@ -13,6 +13,8 @@ pub const RES_EFA: &str = "vpc.amazonaws.com/efa";
 /// The pod's claim on the EFA ResourceClaimTemplate, when EFA comes through DRA.
 pub const EFA_CLAIM: &str = "efa";
 pub const SHM_VOLUME: &str = "dshm";
+/// The pod's claim on its ComputeDomain's IMEX channel (multi-node NVLink, GB200).
+pub const CHANNEL_CLAIM: &str = "compute-domain-channel";
 /// Label the advisor puts on every pod of the job; anti-affinity selects on it.
 pub const JOB_LABEL: &str = "trainplace.io/job";
 pub const MASTER_PORT: u32 = 29500;
@@ -74,10 +76,45 @@ impl PodParts<'_> {
         let mut limits = map;
         limits.extend(extra_limits);
         let mut resources = json!({"requests": requests, "limits": limits});
+        let mut claims = Vec::new();
         if self.rec.efa_dra {
-            resources["claims"] = json!([{"name": EFA_CLAIM}]);
+            claims.push(json!({"name": EFA_CLAIM}));
+        }
+        if self.nvlink_domain() {
+            claims.push(json!({"name": CHANNEL_CLAIM}));
+        }
+        if !claims.is_empty() {
+            resources["claims"] = json!(claims);
         }
         resources
+    }
+
+    /// Whether the instance's NVLink domain spans instances (GB200 NVL72): then the
+    /// pods reach each other's GPUs over NVLink only with an IMEX channel, which a
+    /// ComputeDomain of the NVIDIA DRA driver gives (https://github.com/NVIDIA/k8s-dra-driver-gpu),
+    /// and must share one domain (`nvidia.com/gpu.clique`).
+    pub fn nvlink_domain(&self) -> bool {
+        self.rec.instance.nvlink_domain_instances.is_some()
+    }
+
+    /// The job's ComputeDomain: one IMEX domain over the job's nodes, whose channel's
+    /// ResourceClaimTemplate the pods claim.
+    pub fn compute_domain(&self) -> Option<Value> {
+        self.nvlink_domain().then(|| {
+            json!({
+                "apiVersion": "resource.nvidia.com/v1beta1",
+                "kind": "ComputeDomain",
+                "metadata": {"name": format!("{}-compute-domain", self.job()), "namespace": self.rec.request.names.namespace},
+                "spec": {
+                    "numNodes": self.rec.shape.nodes,
+                    "channel": {"resourceClaimTemplate": {"name": self.channel_template()}},
+                },
+            })
+        })
+    }
+
+    fn channel_template(&self) -> String {
+        format!("{}-compute-domain-channel", self.job())
     }
 
     /// The ResourceClaimTemplate of the job's EFA when EFA comes through the EFA DRA
@@ -202,6 +239,13 @@ impl PodParts<'_> {
         if let Some(n) = self.node_affinity() {
             a["nodeAffinity"] = n;
         }
+        if self.nvlink_domain() {
+            // Every pod in one NVLink domain, where the IMEX channel reaches.
+            a["podAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {JOB_LABEL: self.job()}},
+                "topologyKey": LABEL_CLIQUE,
+            }]});
+        }
         a
     }
 
@@ -228,11 +272,17 @@ impl PodParts<'_> {
                 "affinity": self.anti_affinity(),
             },
         });
+        let mut claims = Vec::new();
         if self.rec.efa_dra {
-            t["spec"]["resourceClaims"] = json!([{
-                "name": EFA_CLAIM,
-                "resourceClaimTemplateName": self.efa_template_name(),
-            }]);
+            claims.push(
+                json!({"name": EFA_CLAIM, "resourceClaimTemplateName": self.efa_template_name()}),
+            );
+        }
+        if self.nvlink_domain() {
+            claims.push(json!({"name": CHANNEL_CLAIM, "resourceClaimTemplateName": self.channel_template()}));
+        }
+        if !claims.is_empty() {
+            t["spec"]["resourceClaims"] = json!(claims);
         }
         t
     }

@@ -1,0 +1,123 @@
+//! GB200 (p6e-gb200, NVLink domain of 18 instances): the emitted job claims its
+//! ComputeDomain's IMEX channel and keeps its pods in one NVLink domain, so the webhook
+//! engine, given the ComputeDomain as `trainplace check` is, finds nothing to say about
+//! multi-node NVLink.
+
+mod common;
+
+use serde_json::Value;
+use trainplace_advisor::artifacts::objects;
+use trainplace_advisor::{AdviceRequest, Facts, recommend};
+use trainplace_engine::{Claims, Policy, Requester, evaluate};
+
+fn gb200(framework: &str) -> (Value, Value, Value) {
+    let policy = Policy::embedded();
+    let req = AdviceRequest {
+        gpus: Some(72),
+        family: Some("gb200".into()),
+        duration_days: Some(7.0),
+        region: Some("us-east-1".into()),
+        framework: Some(framework.into()),
+        now: Some(common::NOW.into()),
+        ..Default::default()
+    };
+    let req = req
+        .validate(&policy.catalog, jiff::Timestamp::now())
+        .unwrap();
+    let rec = recommend(&req, &policy.catalog, &Facts::default()).unwrap();
+    assert_eq!(
+        (rec.instance.name.as_str(), rec.shape.nodes),
+        ("p6e-gb200.36xlarge", 18)
+    );
+    let o = objects(&rec, &policy);
+    (
+        o.compute_domain.expect("a ComputeDomain"),
+        o.job,
+        o.nccl_tests.unwrap(),
+    )
+}
+
+/// The engine's findings for `job` with `domain` submitted beside it.
+fn rules(domain: &Value, job: &Value) -> Vec<String> {
+    let policy = Policy::embedded();
+    let mut claims = Claims::default();
+    claims.add([domain, job].into_iter(), "default");
+    let who = Requester {
+        namespace: "default",
+        namespace_labels: None,
+        groups: &[],
+        inventory: None,
+        marks: None,
+        now: None,
+        claims: Some(&claims),
+        updating: false,
+    };
+    let v = evaluate(job, &policy, &who).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    v.findings
+        .iter()
+        .map(|f| format!("{:?}: {}", f.rule, f.found))
+        .collect()
+}
+
+#[test]
+fn the_gb200_job_claims_the_imex_channel_of_its_compute_domain() {
+    for framework in ["pytorchjob", "mpijob", "jobset"] {
+        let (domain, job, tests) = gb200(framework);
+        assert_eq!(domain["kind"], "ComputeDomain");
+        common::assert_valid(
+            &common::crd_validator("resource.nvidia.com_computedomains.yaml"),
+            &domain,
+            "the ComputeDomain",
+        );
+        assert_eq!(domain["spec"]["numNodes"], 18);
+        let template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"].clone();
+        for object in [&job, &tests] {
+            let text = object.to_string();
+            assert!(
+                text.contains(&format!("\"resourceClaimTemplateName\":{template}")),
+                "{text}"
+            );
+            assert!(
+                text.contains("nvidia.com/gpu.clique"),
+                "one NVLink domain: {text}"
+            );
+            let found = rules(&domain, object);
+            assert!(
+                found
+                    .iter()
+                    .all(|f| !f.to_lowercase().contains("imex") && !f.starts_with("DeviceClaims")),
+                "{framework}: {found:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn without_its_compute_domain_the_engine_says_so() {
+    // The same job judged without the ComputeDomain beside it: the claim names a
+    // template nothing provides (the check that the channel matters).
+    let (_, job, _) = gb200("pytorchjob");
+    let empty =
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+    let policy = Policy::embedded();
+    let mut claims = Claims::default();
+    claims.add([&empty].into_iter(), "default");
+    let who = Requester {
+        namespace: "default",
+        namespace_labels: None,
+        groups: &[],
+        inventory: None,
+        marks: None,
+        now: None,
+        claims: Some(&claims),
+        updating: false,
+    };
+    let v = evaluate(&job, &policy, &who).unwrap();
+    let text = format!("{:?}", v.findings);
+    assert!(
+        text.contains("DeviceClaims")
+            && text.contains("ResourceClaimTemplate train-compute-domain-channel not found"),
+        "{text}"
+    );
+}
