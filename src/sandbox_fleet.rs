@@ -4,12 +4,12 @@
 //! sandbox shows are the ones the engine reasons about.
 //!
 //! Labels, as EKS and Karpenter set them:
-//! - well-known: https://kubernetes.io/docs/reference/labels-annotations-taints/
-//! - zone-id: https://docs.aws.amazon.com/eks/latest/userguide/eks-optimized-ami.html
+//! - well-known: <https://kubernetes.io/docs/reference/labels-annotations-taints/>
+//! - zone-id: <https://docs.aws.amazon.com/eks/latest/userguide/eks-optimized-ami.html>
 //!   (`topology.k8s.aws/zone-id`, set by the AWS cloud controller)
-//! - managed node groups: https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html
+//! - managed node groups: <https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html>
 //!   (`eks.amazonaws.com/nodegroup`, `eks.amazonaws.com/capacityType`)
-//! - Karpenter: https://karpenter.sh/docs/reference/instance-types/ (`karpenter.sh/nodepool`,
+//! - Karpenter: <https://karpenter.sh/docs/reference/instance-types/> (`karpenter.sh/nodepool`,
 //!   `karpenter.sh/capacity-type`, `karpenter.k8s.aws/instance-family`)
 //! - device resources: the NVIDIA, Neuron and EFA device plugins advertise
 //!   `nvidia.com/gpu`, `aws.amazon.com/neuron` and `vpc.amazonaws.com/efa`.

@@ -2,7 +2,7 @@
 //! for `-o json`, and with `--write-reports` one PolicyReport per namespace written into
 //! the cluster (a ClusterPolicyReport for cluster-scoped objects), as Kyverno's background
 //! scan keeps its reports. The format:
-//! https://github.com/kubernetes-sigs/wg-policy-prototypes/blob/master/policy-report/crd/v1alpha2/wgpolicyk8s.io_policyreports.yaml
+//! <https://github.com/kubernetes-sigs/wg-policy-prototypes/blob/master/policy-report/crd/v1alpha2/wgpolicyk8s.io_policyreports.yaml>
 
 use std::collections::BTreeMap;
 

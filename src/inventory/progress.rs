@@ -4,7 +4,7 @@
 //! so a benchmark can time an API write to the snapshot that holds it, and see a
 //! watch relist after an API server restart.
 //!
-//! resourceVersions are opaque to clients (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions);
+//! resourceVersions are opaque to clients (<https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions>);
 //! with one etcd they are its revision, which grows across every kind. These figures
 //! compare them as numbers for measurement only; no decision reads them.
 

@@ -3,10 +3,10 @@
 //!
 //! Allocatable CPU and memory per type: Karpenter v1.14 instance-type reference
 //! (`cpu`, `memory` resources, i.e. after kube-reserved and eviction thresholds)
-//! https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/reference/instance-types.md
+//! <https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/reference/instance-types.md>
 //! Hugepages and the 32000Mi process memory: AWS's EKS nccl-tests sample
 //! (HUGEPAGES_2MI=5120Mi, MEMORY=32000Mi),
-//! https://github.com/aws-samples/awsome-distributed-training/tree/main/micro-benchmarks/nccl-tests
+//! <https://github.com/aws-samples/awsome-distributed-training/tree/main/micro-benchmarks/nccl-tests>
 
 use serde_json::{Map, Value, json};
 use trainplace_engine::InstanceProfile;

@@ -7,7 +7,7 @@ use trainplace_engine::InstanceProfile;
 /// 2026-07-20, end of patches 2027-07-20): EFA installer (libfabric, aws-ofi-nccl),
 /// OpenMPI, sshd and nccl-tests' `all_reduce_perf` in /usr/local/bin, so NCCL uses
 /// NET/OFI over EFA instead of falling back to NET/Socket.
-/// https://github.com/aws/deep-learning-containers/blob/main/docs/src/data/pytorch/2.13-cuda-ec2.yml,
+/// <https://github.com/aws/deep-learning-containers/blob/main/docs/src/data/pytorch/2.13-cuda-ec2.yml>,
 /// docker/pytorch/Dockerfile.cuda
 pub const GPU_IMAGE: &str = "public.ecr.aws/deep-learning-containers/pytorch:2.13.0-cu133-amzn2023";
 
@@ -16,9 +16,9 @@ pub const ALL_REDUCE_PERF: &str = "/usr/local/bin/all_reduce_perf";
 
 /// AWS DLC PyTorch 2.9 training image for Trainium (Neuron SDK 2.30.0), in the DLC
 /// account's regional registry.
-/// https://github.com/aws/deep-learning-containers/blob/main/docs/src/data/pytorch-training-neuronx/2.9-neuronx-sdk2.30.0.yml
+/// <https://github.com/aws/deep-learning-containers/blob/main/docs/src/data/pytorch-training-neuronx/2.9-neuronx-sdk2.30.0.yml>
 pub const NEURON_TAG: &str = "2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04";
-/// The DLC registry account (https://github.com/aws/deep-learning-containers, available images).
+/// The DLC registry account (<https://github.com/aws/deep-learning-containers>, available images).
 pub const DLC_ACCOUNT: &str = "763104351884";
 
 /// The default image for jobs on `p` in `region`.

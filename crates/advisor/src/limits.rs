@@ -1,28 +1,28 @@
 //! How large one job's cluster can be, and the plan that stays inside:
 //!
 //! - EKS: at most 450 nodes per managed nodegroup and 30 managed nodegroups per cluster
-//!   (default quotas, adjustable; https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html).
+//!   (default quotas, adjustable; <https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html>).
 //!   Larger jobs get several nodegroups of at most 450 nodes; one of the 30 is the
 //!   system nodegroup.
 //! - Cluster placement groups: one AZ; AWS recommends launching a group's instances in one
 //!   request, and a later launch into a full group fails with insufficient capacity
-//!   (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html). Each
+//!   (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html>). Each
 //!   nodegroup launches on its own, so each gets a placement group of its own.
 //! - Subnet addresses: eksctl gives every network card of an `efaEnabled` node an `efa`
 //!   (EFA with ENA) interface, each with a private IPv4 address
-//!   (https://github.com/eksctl-io/eksctl/blob/main/pkg/cfn/builder/network_interfaces.go;
-//!   EFA-only interfaces have none: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/create-efa.html):
+//!   (<https://github.com/eksctl-io/eksctl/blob/main/pkg/cfn/builder/network_interfaces.go>;
+//!   EFA-only interfaces have none: <https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/create-efa.html>):
 //!   32 addresses per p5.48xlarge before any pod's. eksctl's default VPC
 //!   (192.168.0.0/16) has /19 subnets, 8,187 usable addresses each (AWS keeps 5 per subnet:
-//!   https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html), about 240 such
+//!   <https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html>), about 240 such
 //!   nodes. A larger job gets a VPC whose GPU nodegroups each have a /18 private subnet
 //!   (16,379 addresses, 450 nodes of 32 interfaces and their job pod) in the job's zone,
 //!   from extra /16 CIDR blocks: a VPC holds 5 CIDR blocks by default
-//!   (https://docs.aws.amazon.com/vpc/latest/userguide/amazon-vpc-limits.html), so 4 extra
+//!   (<https://docs.aws.amazon.com/vpc/latest/userguide/amazon-vpc-limits.html>), so 4 extra
 //!   blocks of 4 subnets, 16 GPU nodegroups.
 //! - vCPU quotas: running On-Demand instances count against the account's per-family vCPU
 //!   quota ("Running On-Demand P instances", L-417A185B; G and VT, L-DB2E81BA; Trn,
-//!   L-2C3B7624; https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html).
+//!   L-2C3B7624; <https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html>).
 //!   The plan states the vCPUs it needs and `aws-cli.sh` checks the quota before it
 //!   creates nodes.
 

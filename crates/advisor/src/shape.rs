@@ -105,10 +105,10 @@ pub fn candidates<'c>(
 
 /// Worker processes per node: one per GPU; on Trainium one per logical NeuronCore.
 /// trn1: 16 Trainium chips x 2 NeuronCore-v2 = 32
-/// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/trn1-arch.html);
+/// (<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/trn1-arch.html>);
 /// trn2: 16 Trainium2 chips x 8 physical cores, grouped 2 per logical core by the
 /// default logical NeuronCore config (LNC=2) = 64
-/// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/trn2-arch.html).
+/// (<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/trn2-arch.html>).
 pub fn processes_per_node(p: &InstanceProfile) -> u32 {
     match p.name.as_str() {
         "trn1.32xlarge" | "trn1n.32xlarge" => 32,

@@ -32,8 +32,8 @@ pub fn efa_one_az(zone: &str) -> Warning {
 /// The block's end as a checkpoint deadline. Timings: EC2 begins terminating instances
 /// 30 min before a Capacity Block ends, EventBridge warns 40 min before, and EKS scales
 /// managed nodegroups to 0 40 min before
-/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html,
-/// https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html).
+/// (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html>,
+/// <https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html>).
 pub fn block_end(end: Timestamp, job_hours: u32, usable_hours: f64) -> Warning {
     let stop = end - SignedDuration::from_mins(EKS_SCALE_DOWN_MINUTES);
     let squeeze = if f64::from(job_hours) > usable_hours {
@@ -103,7 +103,7 @@ pub fn no_block_fits(reasons: &[String]) -> Warning {
 }
 
 /// On-demand chosen over a Capacity Block that costs more: the nodes are not reserved.
-/// InsufficientInstanceCapacity: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/troubleshooting-launch.html#troubleshooting-launch-capacity
+/// InsufficientInstanceCapacity: <https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/troubleshooting-launch.html#troubleshooting-launch-capacity>
 pub fn on_demand_risk(nodes: u32, instance: &str, extra_usd: f64) -> Warning {
     w(
         "on-demand-capacity-risk",

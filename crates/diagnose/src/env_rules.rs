@@ -1,6 +1,6 @@
 //! Environment the user set that the aws-ofi-nccl version in use makes stale, and settings
 //! that pin NCCL's choices (NCCL_PROTO, NCCL_TOPO_FILE, NCCL_P2P_DISABLE).
-//! Rules from the aws-ofi-nccl release notes (https://github.com/aws/aws-ofi-nccl/releases) and AWS EFA docs.
+//! Rules from the aws-ofi-nccl release notes (<https://github.com/aws/aws-ofi-nccl/releases>) and AWS EFA docs.
 
 use crate::context::LogContext;
 use crate::env::{EnvSetting, EnvSource};

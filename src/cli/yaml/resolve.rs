@@ -16,7 +16,7 @@
 //!
 //! Other YAML 1.1 readers (PyYAML, SnakeYAML) also read sexagesimal `1:30`, dates
 //! and `=`, so [`needs_quotes`] quotes every string any of them would retype
-//! (https://yaml.org/type/ lists the YAML 1.1 types).
+//! (<https://yaml.org/type/> lists the YAML 1.1 types).
 
 use std::sync::LazyLock;
 

@@ -234,7 +234,7 @@ fn capacity_block_steps(
 }
 
 /// States of a bought Capacity Block that still holds, or will hold, its capacity
-/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-view.html):
+/// (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-view.html>):
 /// a block in one of them is not bought again; `payment-failed` and `expired` are.
 pub const LIVE_BLOCK_STATES: &str = "payment-pending,scheduled,active";
 

@@ -92,7 +92,7 @@ pub fn system_nodegroup(rec: &Recommendation) -> Value {
 }
 
 /// The system nodegroup: its name, instance type (8 vCPU, 32 GiB:
-/// https://aws.amazon.com/ec2/instance-types/m7i/) and size.
+/// <https://aws.amazon.com/ec2/instance-types/m7i/>) and size.
 pub const SYSTEM_NODEGROUP: &str = "system";
 pub const SYSTEM_INSTANCE_TYPE: &str = "m7i.2xlarge";
 pub const SYSTEM_NODES: u32 = 2;

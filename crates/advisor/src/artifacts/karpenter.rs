@@ -6,9 +6,9 @@
 //! Nodes of a multi-week run must not roll under it: the AMI alias is pinned to a
 //! release (with `@latest` Karpenter drifts the nodes to every new AMI; Karpenter
 //! "strongly recommends" version pins,
-//! https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/tasks/managing-amis.md),
+//! <https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/tasks/managing-amis.md>),
 //! `expireAfter: Never` replaces the 720 h default expiry
-//! (https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/concepts/disruption.md),
+//! (<https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/concepts/disruption.md>),
 //! and the job's pods carry `karpenter.sh/do-not-disrupt: "true"` (`pod.rs`).
 
 use serde_json::{Value, json};
@@ -18,13 +18,13 @@ use crate::recommend::{CapacityPlan, Recommendation, slug};
 
 /// Root volume of the job's nodes: training images are 10-20 GB and checkpoints land
 /// on local disk; Karpenter's AL2023 default is 20 GiB
-/// (https://karpenter.sh/docs/concepts/nodeclasses/#specblockdevicemappings). 500 GiB
+/// (<https://karpenter.sh/docs/concepts/nodeclasses/#specblockdevicemappings>). 500 GiB
 /// matches the eksctl nodegroup's `volumeSize`.
 pub const ROOT_VOLUME: &str = "500Gi";
 
 /// The EKS-optimized AL2023 AMI release the nodes run: v20260903 has AL2023 NVIDIA and
 /// Neuron AMIs for Kubernetes 1.33 to 1.36
-/// (https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260903). Move it on
+/// (<https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260903>). Move it on
 /// deliberately, between runs.
 pub const AMI_ALIAS: &str = "al2023@v20260903";
 

@@ -65,7 +65,7 @@ pub const NCCOM_LOG: &str = "nccom-test.log";
 /// every NeuronCore of every node, fp32, 8 B to 1 GB. Multi-node runs are started on
 /// one of the instances, with `NEURON_RT_ROOT_COMM_ID` set to that instance's address
 /// and a free port and the instances given with `--hosts`
-/// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/nccom-test.html):
+/// (<https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/nccom-test.html>):
 /// the MPIJob's CPU-only launcher reads the workers from the hostfile the MPI operator
 /// mounts and starts nccom-test on the first worker over the operator's ssh, passing
 /// the Neuron / libfabric env that ssh sessions do not inherit.

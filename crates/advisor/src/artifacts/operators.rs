@@ -3,20 +3,20 @@
 //!
 //! - MPI Operator v0.8.0 (`kubeflow.org/v2beta1` MPIJob): the collective check
 //!   (nccl-tests, nccom-test) of every plan and the MPIJob framework
-//!   (https://github.com/kubeflow/mpi-operator/tree/v0.8.0, `deploy/v2beta1/mpi-operator.yaml`).
+//!   (<https://github.com/kubeflow/mpi-operator/tree/v0.8.0>, `deploy/v2beta1/mpi-operator.yaml`).
 //! - Training Operator v1.9.4 (`kubeflow.org/v1` PyTorchJob), the standalone overlay
-//!   (https://github.com/kubeflow/trainer/tree/v1.9.4/manifests/overlays/standalone). It
+//!   (<https://github.com/kubeflow/trainer/tree/v1.9.4/manifests/overlays/standalone>). It
 //!   also ships a `kubeflow.org/v1` MPIJob CRD of the same name as the MPI Operator's: a
 //!   cluster runs one of the two. Kueue's MPIJob page says to enable every Training
 //!   Operator job but MPIJob when both are installed
-//!   (https://kueue.sigs.k8s.io/docs/tasks/run/kubeflow/mpijobs/; kubeflow/trainer#1972),
+//!   (<https://kueue.sigs.k8s.io/docs/tasks/run/kubeflow/mpijobs/>; kubeflow/trainer#1972),
 //!   so `training-operator/kustomization.yaml` deletes that CRD from the overlay and starts
 //!   the operator with `--enable-scheme=pytorchjob`.
 //! - JobSet v0.12.0 (`jobset.x-k8s.io/v1alpha2`)
-//!   (https://github.com/kubernetes-sigs/jobset/releases/tag/v0.12.0, `manifests.yaml`).
+//!   (<https://github.com/kubernetes-sigs/jobset/releases/tag/v0.12.0>, `manifests.yaml`).
 //! - Kubeflow Trainer v2.3.0 (`trainer.kubeflow.org/v1alpha1` TrainJob): the manager
 //!   overlay (which brings JobSet) and the runtimes overlay with `torch-distributed`
-//!   (https://github.com/kubeflow/trainer/blob/v2.3.0/docs/operator-guides/installation.md).
+//!   (<https://github.com/kubeflow/trainer/blob/v2.3.0/docs/operator-guides/installation.md>).
 //!
 //! LeaderWorkerSet and Kueue are not installed: no emitted object is a LeaderWorkerSet,
 //! and the plan does not queue (its job carries no `kueue.x-k8s.io/queue-name`).

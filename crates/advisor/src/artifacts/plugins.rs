@@ -8,23 +8,23 @@
 //! - EFA, eks-charts `aws-efa-k8s-device-plugin` chart v0.5.30 (image v0.5.20): the
 //!   DaemonSet tolerates only `CriticalAddonsOnly` plus `values.tolerations`, which
 //!   defaults to `[]`
-//!   (https://github.com/aws/eks-charts/blob/master/stable/aws-efa-k8s-device-plugin/values.yaml,
+//!   (<https://github.com/aws/eks-charts/blob/master/stable/aws-efa-k8s-device-plugin/values.yaml>,
 //!   templates/daemonset.yaml). We install it with `efa-device-plugin-values.yaml`.
 //! - EFA, eksctl's bundled plugin (installed when `efaEnabled: true`): tolerates only
 //!   `CriticalAddonsOnly` and `aws.amazon.com/efa`, and eksctl adds no tolerations for
 //!   the nodegroup's taints to it; its affinity lists no p6 types
-//!   (https://github.com/eksctl-io/eksctl/blob/main/pkg/addons/assets/efa-device-plugin.yaml,
+//!   (<https://github.com/eksctl-io/eksctl/blob/main/pkg/addons/assets/efa-device-plugin.yaml>,
 //!   pkg/addons/device_plugin.go `EFADevicePlugin.SetTolerations`). We replace it
 //!   with the chart.
 //! - NVIDIA, eksctl's bundled plugin: eksctl adds a toleration for every taint of the
 //!   NVIDIA nodegroups (pkg/addons/device_plugin.go `NvidiaDevicePlugin.SetTolerations`).
 //! - NVIDIA, chart `nvdp/nvidia-device-plugin` 0.20.0: tolerates `nvidia.com/gpu` and
 //!   runs on nodes labelled `nvidia.com/gpu.present=true` (or NFD's PCI label)
-//!   (https://github.com/NVIDIA/k8s-device-plugin/blob/main/deployments/helm/nvidia-device-plugin/values.yaml).
+//!   (<https://github.com/NVIDIA/k8s-device-plugin/blob/main/deployments/helm/nvidia-device-plugin/values.yaml>).
 //!   Our nodes carry that label.
 //! - Neuron, eksctl's bundled plugin and the Neuron Helm chart: tolerate
 //!   `aws.amazon.com/neuron` (eksctl pkg/addons/assets/neuron-device-plugin.yaml;
-//!   https://github.com/aws-neuron/neuron-helm-charts/releases/tag/1.9.0).
+//!   <https://github.com/aws-neuron/neuron-helm-charts/releases/tag/1.9.0>).
 
 use serde_json::{Value, json};
 use trainplace_engine::annotations::RES_NVIDIA_GPU;
@@ -36,7 +36,7 @@ pub const EKS_CHARTS_REPO: &str = "https://aws.github.io/eks-charts";
 pub const EFA_CHART_VERSION: &str = "v0.5.30";
 /// The DaemonSet eksctl installs for `efaEnabled: true` (kube-system).
 pub const EKSCTL_EFA_DAEMONSET: &str = "aws-efa-k8s-device-plugin";
-/// NVIDIA device plugin chart (https://github.com/NVIDIA/k8s-device-plugin, README).
+/// NVIDIA device plugin chart (<https://github.com/NVIDIA/k8s-device-plugin>, README).
 pub const NVIDIA_CHART_REPO: &str = "https://nvidia.github.io/k8s-device-plugin";
 pub const NVIDIA_CHART_VERSION: &str = "0.20.0";
 /// Node label the NVIDIA chart's default affinity selects on.

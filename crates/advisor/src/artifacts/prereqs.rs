@@ -4,10 +4,10 @@
 //!
 //! Facts: Karpenter's `ReservedCapacity` feature gate (capacity reservations and
 //! Capacity Blocks, `karpenter.sh/capacity-type: reserved`) is on by default from v1.6
-//! (https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/reference/settings.md);
+//! (<https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/reference/settings.md>);
 //! the node role, its instance-profile access entry and the discovery tags follow
 //! "Getting Started with Karpenter" v1.14 (KARPENTER_VERSION 1.14.1,
-//! https://github.com/aws/karpenter-provider-aws/tree/main/website/content/en/v1.14/getting-started/getting-started-with-karpenter).
+//! <https://github.com/aws/karpenter-provider-aws/tree/main/website/content/en/v1.14/getting-started/getting-started-with-karpenter>).
 
 use super::karpenter::node_role;
 use super::plugins::{accelerator_install, efa_install};
@@ -18,7 +18,7 @@ pub const KARPENTER_VERSION: &str = "1.14.1";
 /// Oldest Karpenter that buys into Capacity Blocks without a feature gate.
 pub const KARPENTER_MIN_FOR_BLOCKS: (u32, u32) = (1, 6);
 /// Oldest Karpenter whose EC2NodeClass has `placementGroupSelector`: added by
-/// https://github.com/aws/karpenter-provider-aws/pull/9030 (merged 2026-04), first in
+/// <https://github.com/aws/karpenter-provider-aws/pull/9030> (merged 2026-04), first in
 /// tag v1.11.0 (`git tag --contains` of the merge commit; v1.10.x's CRD
 /// pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml has no such field, v1.11.0's has).
 pub const KARPENTER_MIN_FOR_PLACEMENT_GROUPS: (u32, u32) = (1, 11);

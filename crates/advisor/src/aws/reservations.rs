@@ -2,7 +2,7 @@
 //! account already holds (`advise --existing-reservations FILE`), offered before
 //! buying new ones. Only `ReservationType: capacity-block` entries that still hold or
 //! will hold capacity (`active`, `scheduled`, `payment-pending`) count.
-//! https://docs.aws.amazon.com/cli/latest/reference/ec2/describe-capacity-reservations.html
+//! <https://docs.aws.amazon.com/cli/latest/reference/ec2/describe-capacity-reservations.html>
 
 use jiff::Timestamp;
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! cover the ask are the chooser's own (`choose_blocks`), reachable because the script
 //! lists offerings of smaller counts too (`listing_counts`). Pure, no I/O.
 //!
-//! Extensions (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-extend.html):
+//! Extensions (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-extend.html>):
 //! a block `active` or `scheduled` may be extended from 56 days to 1 hour before it ends,
 //! in the durations blocks are sold in; the reservation id stays the same;
 //! `describe-capacity-block-extension-offerings` lists the extensions and

@@ -1,6 +1,6 @@
 //! The Capacity Block chooser: pure, no I/O, table-tested (`tests.rs`).
 //!
-//! Rules (AWS "Capacity Blocks for ML", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html): 1..=64 instances
+//! Rules (AWS "Capacity Blocks for ML", <https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html>): 1..=64 instances
 //! per block, at most 256 across blocks; durations in 1-day steps up to 14 days, then
 //! 7-day steps up to 182 days; a block lives in one AZ. A job of D buys the block of D:
 //! the block's last 30 minutes (EC2 reclaims the instances), the EKS managed nodegroup's
@@ -20,7 +20,7 @@ use crate::request::Request;
 
 pub const MAX_INSTANCES_PER_BLOCK: u32 = 64;
 pub const MAX_INSTANCES_ACROSS_BLOCKS: u32 = 256;
-/// EKS scales the nodegroup to 0 this long before the block ends (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
+/// EKS scales the nodegroup to 0 this long before the block ends (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html>).
 pub const EKS_SCALE_DOWN_MINUTES: i64 = 40;
 /// Capacity Blocks can be bought at most 8 weeks ahead (same AWS page).
 pub const MAX_WEEKS_AHEAD: i64 = 8;

@@ -91,7 +91,7 @@ pub struct Request {
 const MAX_GPUS: i64 = 16_384;
 pub const DEFAULT_REGION: &str = "us-east-1";
 /// Kubernetes version of a new cluster: the newest eksctl supports
-/// (https://github.com/eksctl-io/eksctl/blob/main/pkg/apis/eksctl.io/v1alpha5/types.go,
+/// (<https://github.com/eksctl-io/eksctl/blob/main/pkg/apis/eksctl.io/v1alpha5/types.go>,
 /// `Version1_35`). Users with a cluster keep theirs.
 pub const DEFAULT_EKS_VERSION: &str = "1.35";
 

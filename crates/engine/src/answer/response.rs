@@ -24,7 +24,7 @@ pub struct Limits {
 /// trainer, a few sidecars); each GPU container costs ~0.5 KB of patch.
 pub const DEFAULT_MAX_CONTAINERS: usize = 250;
 /// Default `--max-patch-bytes`: 512 KiB. An object stored in etcd is at most 1.5 MiB
-/// (etcd `--max-request-bytes`, https://etcd.io/docs/v3.5/dev-guide/limit/), so a patch
+/// (etcd `--max-request-bytes`, <https://etcd.io/docs/v3.5/dev-guide/limit/>), so a patch
 /// beyond a third of that is not a layout any more.
 pub const DEFAULT_MAX_PATCH_BYTES: usize = 512 * 1024;
 

@@ -5,9 +5,9 @@
 //!
 //! Labels: Karpenter puts `karpenter.sh/capacity-type: reserved` and
 //! `karpenter.k8s.aws/capacity-reservation-id` on nodes it launches into a reservation
-//! (https://karpenter.sh/docs/tasks/odcrs/); EKS managed node groups launched with
+//! (<https://karpenter.sh/docs/tasks/odcrs/>); EKS managed node groups launched with
 //! `--capacity-type CAPACITY_BLOCK` carry `eks.amazonaws.com/capacityType: CAPACITY_BLOCK`
-//! and no reservation id (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html).
+//! and no reservation id (<https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html>).
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Where a node's EFA interfaces come from: the EFA device plugin's extended resource
 //! `vpc.amazonaws.com/efa`, or the EFA DRA driver (DRANET, Kubernetes >= 1.34), whose
 //! nodes advertise no such resource. Adding it to a pod there leaves the pod Pending.
-//! https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
+//! <https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html>
 
 use crate::facts::catalog::InstanceProfile;
 use crate::facts::inventory::Snapshot;

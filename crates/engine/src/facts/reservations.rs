@@ -6,9 +6,9 @@
 //!
 //! AWS timings: 40 minutes before a block ends EC2 sends an EventBridge warning that its
 //! instances begin to terminate 10 minutes later, i.e. 30 minutes before the end
-//! (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html);
+//! (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html>);
 //! EKS suggests scaling node groups to zero more than 30 minutes before the end
-//! (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks.html).
+//! (<https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks.html>).
 
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! GB200 nccl-tests sample wire: a ComputeDomain, its channel ResourceClaimTemplate in
 //! the pod's `resourceClaims`, the claim in the container's `resources.claims`, pod
 //! affinity on `nvidia.com/gpu.clique`.
-//! https://github.com/NVIDIA/k8s-dra-driver-gpu (ComputeDomain CRD, demo/specs/imex)
+//! <https://github.com/NVIDIA/k8s-dra-driver-gpu> (ComputeDomain CRD, demo/specs/imex)
 
 use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;

@@ -2,8 +2,8 @@
 //! own affinity: JobSet's exclusive topology gives each child Job a topology domain of
 //! its own, and a LeaderWorkerSet's subgroup exclusive topology one per subgroup. On a
 //! zone key that puts one training job in several zones.
-//! https://github.com/kubernetes-sigs/jobset/blob/main/api/jobset/v1alpha2/jobset_types.go (ExclusiveKey)
-//! https://github.com/kubernetes-sigs/lws/blob/main/api/leaderworkerset/v1/leaderworkerset_types.go (SubGroupExclusiveKeyAnnotationKey)
+//! <https://github.com/kubernetes-sigs/jobset/blob/main/api/jobset/v1alpha2/jobset_types.go> (ExclusiveKey)
+//! <https://github.com/kubernetes-sigs/lws/blob/main/api/leaderworkerset/v1/leaderworkerset_types.go> (SubGroupExclusiveKeyAnnotationKey)
 
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 //! counts) and, with a cluster inventory, the node pools and node groups whose nodes
 //! are of each type. A `trainplace.io/instance-type` annotation is text; the selection
 //! is where the pods land.
-//! https://karpenter.sh/docs/reference/instance-types/ (well-known labels)
+//! <https://karpenter.sh/docs/reference/instance-types/> (well-known labels)
 
 use serde_json::Value;
 

@@ -11,7 +11,7 @@ pub const TRAINING: &str = "trainplace.io/training";
 /// How long the job expects to run (`36h`): checked against the Capacity Block it runs on.
 pub const EXPECTED_DURATION: &str = "trainplace.io/expected-duration";
 /// Karpenter labels nodes of a capacity reservation with its id.
-/// https://karpenter.sh/docs/concepts/nodeclasses/ (capacityReservationSelectorTerms)
+/// <https://karpenter.sh/docs/concepts/nodeclasses/> (capacityReservationSelectorTerms)
 pub const LABEL_RESERVATION_ID: &str = "karpenter.k8s.aws/capacity-reservation-id";
 /// Annotations that change a verdict: covered by the admission mark.
 pub const OPT_INS: [&str; 4] = [ALLOW_PARTIAL_NODE, ALLOW_MULTI_AZ, SKIP, INSTANCE_TYPE];
@@ -24,7 +24,7 @@ pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
 pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
 pub const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
 /// AWS's zone id (`use1-az1`), the same zone under a name that is stable across accounts.
-/// https://docs.aws.amazon.com/eks/latest/userguide/ (well-known node labels on EKS)
+/// <https://docs.aws.amazon.com/eks/latest/userguide/> (well-known node labels on EKS)
 pub const LABEL_ZONE_ID: &str = "topology.k8s.aws/zone-id";
 /// Every node label that names a zone.
 pub const ZONE_KEYS: [&str; 3] = [LABEL_ZONE, LABEL_ZONE_BETA, LABEL_ZONE_ID];
@@ -35,11 +35,11 @@ pub const RES_NEURON: &str = "aws.amazon.com/neuron";
 pub const RES_EFA: &str = "vpc.amazonaws.com/efa";
 /// The EFA DRA driver's (DRANET) device class on EKS: EFA claimed through
 /// `resourceClaims` where nodes advertise no `vpc.amazonaws.com/efa`.
-/// https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html
+/// <https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html>
 pub const DRA_CLASS_EFA: &str = "efa.networking.k8s.aws";
 /// The node label NVIDIA's GPU feature discovery sets to a node's NVLink domain
 /// (clique): pods held on one value share one NVLink domain across instances (GB200).
-/// https://github.com/NVIDIA/k8s-dra-driver-gpu (ComputeDomain status cliqueID)
+/// <https://github.com/NVIDIA/k8s-dra-driver-gpu> (ComputeDomain status cliqueID)
 pub const LABEL_CLIQUE: &str = "nvidia.com/gpu.clique";
 /// Accelerator resources trainplace recognises in a container.
 pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
@@ -51,14 +51,14 @@ pub const LWS_GROUP_KEY: &str = "leaderworkerset.sigs.k8s.io/group-key";
 /// KubeRay puts this on every pod of a RayCluster (head and workers).
 pub const LABEL_RAY_CLUSTER: &str = "ray.io/cluster";
 /// KubeRay puts this on every Ray pod, of whatever cluster.
-/// https://github.com/ray-project/kuberay/blob/feeaf72facab4881ba2b179248bb67315634e229/ray-operator/controllers/ray/common/pod.go (labelPod)
+/// <https://github.com/ray-project/kuberay/blob/feeaf72facab4881ba2b179248bb67315634e229/ray-operator/controllers/ray/common/pod.go> (labelPod)
 pub const LABEL_RAY_NODE: &str = "ray.io/is-ray-node";
 /// KubeRay labels the RayCluster a RayJob or RayService makes with the kind it came from.
 pub const LABEL_RAY_ORIGIN: &str = "ray.io/originated-from-crd";
 /// Volcano puts this on every pod of a Volcano Job.
 pub const LABEL_VOLCANO_JOB: &str = "volcano.sh/job-name";
 /// SageMaker HyperPod's training operator puts this on the pods of a HyperPodPyTorchJob.
-/// https://github.com/aws/sagemaker-hyperpod-cli/blob/011ca927123e02b35a399935bbb3ab1905fe33c7/src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py (list_pods)
+/// <https://github.com/aws/sagemaker-hyperpod-cli/blob/011ca927123e02b35a399935bbb3ab1905fe33c7/src/sagemaker/hyperpod/training/hyperpod_pytorch_job.py> (list_pods)
 pub const LABEL_HYPERPOD_JOB: &str = "HPJob";
 /// JobSet labels every pod with its JobSet's name and its replicated job's name.
 pub const LABEL_JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
@@ -73,7 +73,7 @@ pub const LABEL_RENDEZVOUS: &str = "trainplace.io/rendezvous";
 /// that no operator labels.
 pub const LABEL_JOB: &str = "trainplace.io/job";
 /// Argo Workflows labels every pod of a workflow with its name.
-/// https://argo-workflows.readthedocs.io/en/latest/fields/ (workflows.argoproj.io/workflow)
+/// <https://argo-workflows.readthedocs.io/en/latest/fields/> (workflows.argoproj.io/workflow)
 pub const LABEL_ARGO_WORKFLOW: &str = "workflows.argoproj.io/workflow";
 pub const JOB_IDENTITY_LABELS: [(&str, &str); 13] = [
     (LABEL_RENDEZVOUS, "rendezvous"),

@@ -5,7 +5,7 @@
 //! A request counts by its device class (the catalog's `deviceClasses`): accelerators,
 //! EFA interfaces, or a ComputeDomain's IMEX channel; `allocationMode: All` is every
 //! device of the class on the node, known once the instance type is.
-//! https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/
+//! <https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/>
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! its commands; each launcher's options end at its first positional argument (the
 //! training script, whose own flags are not the launcher's). Python launchers use
 //! argparse, which accepts any unambiguous prefix of a long option (`--nnode 4`).
-//! https://docs.python.org/3/library/argparse.html#allow-abbrev
+//! <https://docs.python.org/3/library/argparse.html#allow-abbrev>
 
 use super::{Env, JobSize};
 

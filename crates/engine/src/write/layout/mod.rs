@@ -39,7 +39,7 @@ impl Change {
 
 /// The most text the `trainplace.io/mutated` annotation carries. The API server
 /// rejects an object whose annotations together pass 256 KiB
-/// (https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations/#syntax-and-character-set),
+/// (<https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations/#syntax-and-character-set>),
 /// so the explanation must never be what pushes a pod over.
 pub const MUTATED_TEXT_LIMIT: usize = 16 * 1024;
 
