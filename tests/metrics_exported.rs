@@ -1,7 +1,7 @@
 //! What /metrics exports, scraped from a running server: the series alerts compare exist
 //! from the start, reviews are counted by endpoint, kind, rule, mode and verdict, the
 //! namespace only when asked for and within its bound; and the chart's Grafana dashboard
-//! asks only for metrics the server exports.
+//! asks only for metrics the server exports. And Events never hold a review up.
 
 mod common;
 
@@ -60,6 +60,7 @@ async fn series_exist_from_the_start_and_reviews_carry_rule_kind_and_verdict() {
             assert!(text.contains(&series), "{series} at start:\n{text}");
         }
     }
+    assert!(text.contains("trainplace_mark_verification_failures_total 0"));
     for outcome in ["published", "failed", "rate_limited", "queue_full"] {
         let series = format!("trainplace_events_total{{outcome=\"{outcome}\"}} 0");
         assert!(text.contains(&series), "{series} at start");
@@ -176,4 +177,57 @@ fn collect_exprs(v: &Value, out: &mut Vec<String>) {
         Value::Array(a) => a.iter().for_each(|v| collect_exprs(v, out)),
         _ => {}
     }
+}
+
+/// Events are written off the review path: with an API server that accepts connections
+/// and never answers, 300 denials are each answered at once, and the Events that do not
+/// fit the queue are dropped and counted instead of waited for.
+#[tokio::test]
+async fn an_api_server_that_never_answers_delays_no_review() {
+    let hole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let api = hole.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in hole.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    write_kubeconfig(&kubeconfig, &format!("https://{api}"), true);
+    let [addr, probe] = free_addrs::<2>();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"));
+    cmd.args(["serve", "--inventory", "off", "--event-burst", "1000"])
+        .arg("--addr")
+        .arg(addr.to_string())
+        .arg("--probe-addr")
+        .arg(probe.to_string())
+        .env("KUBECONFIG", &kubeconfig)
+        .env("TRAINPLACE_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _server = ServeProcess(cmd.spawn().unwrap());
+    let url = format!("https://127.0.0.1:{}/validate", addr.port());
+    let pod = fixture_object("one-gpu-per-pod-kubeflow");
+    let c = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    assert_eq!(first_answer(&c, &url, &review_for(&pod, "0")).await, 200);
+    let mut slowest = std::time::Duration::ZERO;
+    for i in 1..=300 {
+        let started = std::time::Instant::now();
+        let (status, answer) = post(&c, &url, &review_for(&pod, &i.to_string())).await;
+        slowest = slowest.max(started.elapsed());
+        assert_eq!(status, 200);
+        assert_eq!(answer["response"]["allowed"], false);
+    }
+    assert!(
+        slowest < std::time::Duration::from_secs(1),
+        "a review waited {slowest:?} (one Event write may take 5 s)"
+    );
+    let dropped = counter(probe, "trainplace_events_total{outcome=\"queue_full\"}").await;
+    let published = counter(probe, "trainplace_events_total{outcome=\"published\"}").await;
+    assert!(dropped >= 300 - 128 - 2, "{dropped} dropped");
+    assert_eq!(published, 0);
 }

@@ -2,6 +2,8 @@
 //! operation, verdict, rule, mode, outcome, and the account's Capacity Block ids), never
 //! from object names or messages.
 
+mod marks;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -106,6 +108,8 @@ pub struct Metrics {
     pub events: Family<EventLabels, Counter>,
     /// Reviews by namespace (empty unless `--metrics-namespaces` is above 0).
     pub namespaces: super::metrics_namespaces::ByNamespace,
+    /// Marks that failed to verify; given to every key set loaded.
+    pub mark_failures: marks::MarkFailures,
 }
 
 impl Metrics {
@@ -135,6 +139,7 @@ impl Metrics {
             cert_expiry: Gauge::default(),
             events: Family::default(),
             namespaces: super::metrics_namespaces::ByNamespace::default(),
+            mark_failures: marks::MarkFailures::default(),
         };
         metrics.start_at_zero();
         let mut registry = Registry::with_prefix("trainplace");
@@ -145,6 +150,7 @@ impl Metrics {
             })
             .set(1);
         registry.register("build_info", "trainplace's version (always 1)", build);
+        registry.register_collector(Box::new(metrics.mark_failures.clone()));
         metrics.register_reviews(&mut registry);
         metrics.register_operations(&mut registry);
         Metrics {

@@ -126,6 +126,7 @@ pub fn watch_mark_keys(state: AppState, dir: PathBuf, every: Duration) {
         },
         move || match crate::mark_keys::load(&dir) {
             Ok(keys) => {
+                let keys = keys.counting_failures_in(state.metrics.mark_failures.0.clone());
                 tracing::info!(signing = keys.current_id(), "admission-mark keys reloaded");
                 state.marks.store(Some(Arc::new(keys)));
                 state

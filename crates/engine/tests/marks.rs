@@ -426,3 +426,23 @@ fn a_jobsets_child_job_from_its_controller_is_left_as_admitted() {
         "an edited child Job kept the trust"
     );
 }
+
+/// Marks that fail to verify are counted in the counter the caller gives (kept across
+/// key reloads); one that verifies, or an object without a mark, is not counted.
+#[test]
+fn failed_verifications_are_counted() {
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let k = keys("k1", 7).counting_failures_in(counter.clone());
+    let template = admit(&k);
+    assert!(judge_pod(&pod_from(&template, "PyTorchJob"), &k));
+    assert_eq!(k.failures(), 0);
+    let mut unmarked = pod_from(&template, "PyTorchJob");
+    unmarked["metadata"]["annotations"] = json!({});
+    judge_pod(&unmarked, &k);
+    assert_eq!(k.failures(), 0);
+    // Another replica's key: the same pod does not verify, and is counted.
+    let other = keys("k9", 9).counting_failures_in(counter.clone());
+    assert!(!judge_pod(&pod_from(&template, "PyTorchJob"), &other));
+    assert!(!judge_pod(&pod_from(&template, "StatefulSet"), &k));
+    assert_eq!(counter.load(std::sync::atomic::Ordering::Relaxed), 2);
+}

@@ -12,6 +12,9 @@
 //!
 //! Threat model and what stays possible: docs/security.md.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use base64_simd::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -28,6 +31,9 @@ const VERSION: &str = "v2";
 #[derive(Clone)]
 pub struct MarkKeys {
     keys: Vec<(String, Vec<u8>)>,
+    /// Marks on trusted controllers' objects that verified with none of the keys (the
+    /// caller's count: a forged or copied mark, or another replica's key).
+    failures: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for MarkKeys {
@@ -44,7 +50,26 @@ impl MarkKeys {
         let keys: Vec<_> = std::iter::once(current).chain(previous).collect();
         keys.iter()
             .all(|(id, k)| k.len() >= 32 && !id.is_empty() && !id.contains('.'))
-            .then_some(MarkKeys { keys })
+            .then_some(MarkKeys {
+                keys,
+                failures: Arc::default(),
+            })
+    }
+
+    /// Count the marks that fail to verify in `counter` (kept across key reloads by the
+    /// caller, which exports it).
+    pub fn counting_failures_in(mut self, counter: Arc<AtomicU64>) -> Self {
+        self.failures = counter;
+        self
+    }
+
+    /// Marks that failed to verify so far (in the counter given, if any).
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn note_failure(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The id of the key that signs.

@@ -77,7 +77,7 @@ fn verified<'v>(
     let mark = str_at(object, &["metadata", "annotations", ADMITTED])?;
     let view = PodView::read(object, "spec", &policy.catalog).ok()?;
     let digest = crate::answer::mark::digest(&view);
-    let (key, value, pods) = JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
+    let found = JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
         let value = str_at(object, &["metadata", "labels", key])?;
         let claim = Claim {
             namespace,
@@ -87,7 +87,11 @@ fn verified<'v>(
             pods: 0,
         };
         keys.verify(mark, &claim).map(|pods| (*key, value, pods))
-    })?;
+    });
+    let Some((key, value, pods)) = found else {
+        keys.note_failure();
+        return None;
+    };
     let per_pod = view.accelerators().map_or(0, |(_, n)| n);
     let larger = match crate::read::recognize::job_size(&view, per_pod, policy.recognizers()) {
         _ if pods == 0 => false,
