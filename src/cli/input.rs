@@ -1,7 +1,7 @@
 //! Read the documents of a manifest file: multi-document YAML, a stream of JSON values
 //! (objects or arrays, one after another, as `kubectl apply -f` reads them), or a
 //! `kind: List` (what `kubectl get -o json|yaml` prints). YAML is read as kubectl reads
-//! it (YAML 1.1: `0755` is 493, `on` is true), see [`super::yaml`]. A duplicate key is
+//! it (YAML 1.1: `0755` is 493, `on` is true), see `super::yaml`. A duplicate key is
 //! an error in both, as kubectl's strict field validation makes it.
 
 use std::io::Read;

@@ -2,7 +2,7 @@
 //!
 //! A reader that closes early (`trainplace policy export --format vap | head -1`) ends
 //! the command quietly: Rust ignores SIGPIPE, so the write fails with `BrokenPipe`,
-//! [`print`] returns [`StdoutClosed`], and `main` exits 0 with no message, as ripgrep
+//! [`print()`] returns [`StdoutClosed`], and `main` exits 0 with no message, as ripgrep
 //! does. The reader took what it wanted; a `set -o pipefail` script piping into `head`
 //! or `grep -q` does not fail because of it. Any other write error (a full disk) is an
 //! error.

@@ -54,7 +54,7 @@ const DRA_FILES: [&str; 3] = [
 /// `paddlejobs.json` (what their `/scale` reviews are judged against), `ec2nodeclasses.json`
 /// (Karpenter's Capacity Blocks in `status.capacityReservations`), `trainingruntimes.json` /
 /// `clustertrainingruntimes.json` (the runtimes TrainJobs inherit their pod template
-/// from) and the [`DRA_FILES`] from `dir`; all but nodes optional.
+/// from) and the `DRA_FILES` from `dir`; all but nodes optional.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes_path = dir.join("nodes.json");
     if !nodes_path.exists() {

@@ -14,7 +14,7 @@ pub const MAX_LIFETIME: Duration = Duration::from_secs(3650 * 86_400);
 #[derive(Debug, Args)]
 pub struct SelfManagedArgs {
     /// Make and rotate the serving certificate here: a CA and a certificate for
-    /// <cert-service>.<cert-namespace>.svc kept in one Secret that every replica shares,
+    /// `<cert-service>.<cert-namespace>.svc` kept in one Secret that every replica shares,
     /// and the CA kept current in the webhook configurations' caBundle. Needs the RBAC of
     /// the chart's self-managed mode.
     #[arg(

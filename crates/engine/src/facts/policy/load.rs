@@ -21,7 +21,7 @@ impl Policy {
         .expect("embedded policy is validated by the test suite")
     }
 
-    /// A policy file laid over the embedded default (see [`PolicyFile::over`]).
+    /// A policy file laid over the embedded default (see `PolicyFile::over`).
     pub fn from_parts(text: &str, origin: &str, catalog: Catalog) -> Result<Self, PolicyError> {
         let file: PolicyFile = parse_yaml(text, origin)?;
         let warnings = deprecated_keys(&parse_yaml(text, origin)?, origin);
