@@ -66,6 +66,11 @@ pub(super) fn rewrite_template(
     let Some(t) = object.pointer_mut(&site.pointer) else {
         return Ok(());
     };
+    let shape = NewShape {
+        new_pods,
+        big,
+        max_efa,
+    };
     let n = items(t, &["spec", "containers"]).len();
     for ci in 0..n {
         let base = format!("{}/spec/containers/{ci}", site.pointer);
@@ -79,80 +84,128 @@ pub(super) fn rewrite_template(
         if !has_gpu {
             continue;
         }
-        for w in ["limits", "requests"] {
-            if let Some(m) = c
-                .pointer_mut(&format!("/resources/{w}"))
-                .filter(|m| m.is_object())
-            {
-                let ptr = format!("{base}/resources/{w}");
-                let mut cur = Cursor::root(m, &ptr);
-                if cur.value.get(RES_NVIDIA_GPU).is_some() {
-                    cur.set(RES_NVIDIA_GPU, json!(big), ops);
-                }
-                if cur.value.get(RES_EFA).is_some() {
-                    cur.set(RES_EFA, json!(max_efa), ops);
-                }
+        let at = Container {
+            base: &base,
+            field: &format!("{}.containers[{ci}]", site.field),
+        };
+        devices(c, &at, &shape, ops, lines);
+        env(c, &at, &shape, ops, lines);
+        command_tokens(c, &at, &shape, ops, lines);
+    }
+    Ok(())
+}
+
+/// The reshaped pod count and the node's GPUs and EFA interfaces, which each pod now
+/// takes.
+struct NewShape {
+    new_pods: u32,
+    big: u32,
+    max_efa: u32,
+}
+
+/// A container's JSON Pointer and its field path for the explanation.
+struct Container<'a> {
+    base: &'a str,
+    field: &'a str,
+}
+
+/// The container's GPU and EFA requests and limits: the whole node's.
+fn devices(
+    c: &mut Value,
+    at: &Container<'_>,
+    shape: &NewShape,
+    ops: &mut Ops,
+    lines: &mut Vec<String>,
+) {
+    let base = at.base;
+    for w in ["limits", "requests"] {
+        if let Some(m) = c
+            .pointer_mut(&format!("/resources/{w}"))
+            .filter(|m| m.is_object())
+        {
+            let ptr = format!("{base}/resources/{w}");
+            let mut cur = Cursor::root(m, &ptr);
+            if cur.value.get(RES_NVIDIA_GPU).is_some() {
+                cur.set(RES_NVIDIA_GPU, json!(shape.big), ops);
             }
-        }
-        lines.push(format!(
-            "{}.containers[{ci}] {RES_NVIDIA_GPU} = {big}",
-            site.field
-        ));
-        let envs = items(c, &["env"]).len();
-        for ei in 0..envs {
-            let name = c
-                .pointer(&format!("/env/{ei}/name"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let new = match name.as_str() {
-                "PET_NNODES" => new_pods,
-                "PET_NPROC_PER_NODE" => big,
-                _ => continue,
-            };
-            if c.pointer(&format!("/env/{ei}/value"))
-                .and_then(Value::as_str)
-                .is_some_and(|v| v.parse::<u32>().is_ok())
-                && let Some(e) = c.pointer_mut(&format!("/env/{ei}"))
-            {
-                Cursor::root(e, &format!("{base}/env/{ei}")).set(
-                    "value",
-                    json!(new.to_string()),
-                    ops,
-                );
-                lines.push(format!(
-                    "{}.containers[{ci}] env {name} = {new}",
-                    site.field
-                ));
-            }
-        }
-        for key in ["command", "args"] {
-            let toks: Vec<String> = items(c, &[key])
-                .iter()
-                .map(|t| t.as_str().unwrap_or("").to_string())
-                .collect();
-            let mut prev_flag: Option<String> = None;
-            for (ti, tok) in toks.iter().enumerate() {
-                let target = |flag: &str| if flag == NNODES_FLAG { new_pods } else { big };
-                let replacement = match (literal_flag(tok), &prev_flag) {
-                    (Some((flag, Some(_))), _) => Some(format!("{flag}={}", target(flag))),
-                    (None, Some(flag)) if tok.parse::<u32>().is_ok() => {
-                        Some(target(flag).to_string())
-                    }
-                    _ => None,
-                };
-                prev_flag = literal_flag(tok)
-                    .filter(|(_, v)| v.is_none())
-                    .map(|(f, _)| f.to_string());
-                if let Some(r) = replacement
-                    && let Some(slot) = c.get_mut(key).and_then(|a| a.get_mut(ti))
-                {
-                    *slot = json!(r);
-                    ops.replace(&format!("{base}/{key}/{ti}"), json!(r));
-                    lines.push(format!("{}.containers[{ci}].{key}[{ti}] = {r}", site.field));
-                }
+            if cur.value.get(RES_EFA).is_some() {
+                cur.set(RES_EFA, json!(shape.max_efa), ops);
             }
         }
     }
-    Ok(())
+    lines.push(format!("{} {RES_NVIDIA_GPU} = {}", at.field, shape.big));
+}
+
+/// torchrun's env sizes, where they are literal numbers.
+fn env(
+    c: &mut Value,
+    at: &Container<'_>,
+    shape: &NewShape,
+    ops: &mut Ops,
+    lines: &mut Vec<String>,
+) {
+    let base = at.base;
+    let envs = items(c, &["env"]).len();
+    for ei in 0..envs {
+        let name = c
+            .pointer(&format!("/env/{ei}/name"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let new = match name.as_str() {
+            "PET_NNODES" => shape.new_pods,
+            "PET_NPROC_PER_NODE" => shape.big,
+            _ => continue,
+        };
+        if c.pointer(&format!("/env/{ei}/value"))
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.parse::<u32>().is_ok())
+            && let Some(e) = c.pointer_mut(&format!("/env/{ei}"))
+        {
+            Cursor::root(e, &format!("{base}/env/{ei}")).set("value", json!(new.to_string()), ops);
+            lines.push(format!("{} env {name} = {new}", at.field));
+        }
+    }
+}
+
+/// torchrun's size flags in the command and args, where they are literal tokens.
+fn command_tokens(
+    c: &mut Value,
+    at: &Container<'_>,
+    shape: &NewShape,
+    ops: &mut Ops,
+    lines: &mut Vec<String>,
+) {
+    let base = at.base;
+    for key in ["command", "args"] {
+        let toks: Vec<String> = items(c, &[key])
+            .iter()
+            .map(|t| t.as_str().unwrap_or("").to_string())
+            .collect();
+        let mut prev_flag: Option<String> = None;
+        for (ti, tok) in toks.iter().enumerate() {
+            let target = |flag: &str| {
+                if flag == NNODES_FLAG {
+                    shape.new_pods
+                } else {
+                    shape.big
+                }
+            };
+            let replacement = match (literal_flag(tok), &prev_flag) {
+                (Some((flag, Some(_))), _) => Some(format!("{flag}={}", target(flag))),
+                (None, Some(flag)) if tok.parse::<u32>().is_ok() => Some(target(flag).to_string()),
+                _ => None,
+            };
+            prev_flag = literal_flag(tok)
+                .filter(|(_, v)| v.is_none())
+                .map(|(f, _)| f.to_string());
+            if let Some(r) = replacement
+                && let Some(slot) = c.get_mut(key).and_then(|a| a.get_mut(ti))
+            {
+                *slot = json!(r);
+                ops.replace(&format!("{base}/{key}/{ti}"), json!(r));
+                lines.push(format!("{}.{key}[{ti}] = {r}", at.field));
+            }
+        }
+    }
 }

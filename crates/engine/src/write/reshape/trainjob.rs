@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::record::record;
 use crate::error::ObjectError;
+use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
 use crate::judge::classify::{Class, SiteHints, Target, classify};
 use crate::judge::finding::{Finding, Rule};
@@ -23,6 +24,50 @@ pub(super) fn reshape(
     verdict: &mut Verdict,
     ops: &mut Ops,
 ) -> Result<bool, ObjectError> {
+    let Some((g, inst)) = trainer_shape(object, ctx, verdict)? else {
+        return Ok(false);
+    };
+    let big = inst.accelerators;
+    let nodes = num_nodes(object)?;
+    if g == 0 || g >= big {
+        return Ok(false);
+    }
+    let gpus = u64::from(nodes) * u64::from(g);
+    let big64 = u64::from(big);
+    if !gpus.is_multiple_of(big64) {
+        verdict.findings.push(not_whole_nodes(nodes, g, gpus, inst));
+        return Ok(false);
+    }
+    let new_nodes = gpus / big64;
+    if !write_trainer(object, new_nodes, inst, ops) {
+        return Ok(false);
+    }
+    let why = format!(
+        "reshaped {} x {g} GPUs into {} x {big} GPUs on {}",
+        count(nodes, "node"),
+        crate::judge::rules::count64(new_nodes, "node"),
+        inst.name
+    );
+    verdict.notes.push(format!(
+        "{}: {why}. World size is unchanged; ranks per node went from {g} to {big}.",
+        RESHAPE
+    ));
+    let lines = vec![
+        format!("spec.trainer.numNodes = {new_nodes}"),
+        format!("spec.trainer.numProcPerNode = {big}"),
+        format!("spec.trainer.resourcesPerNode nvidia.com/gpu = {big}"),
+    ];
+    record(object, lines, &why, verdict, ops);
+    Ok(true)
+}
+
+/// The trainer's GPUs per node and its instance type, read from the pod its runtime
+/// makes; `None` when it is not a training pod or its type is not known.
+fn trainer_shape<'c>(
+    object: &Value,
+    ctx: &Ctx<'c, '_>,
+    verdict: &Verdict,
+) -> Result<Option<(u32, &'c InstanceProfile)>, ObjectError> {
     let pod = synthetic_pod(
         object,
         crate::write::trainjob::runtime(object, ctx, &verdict.namespace),
@@ -47,54 +92,66 @@ pub(super) fn reshape(
         ctx.eff,
         ctx.who.inventory,
     ) else {
-        return Ok(false);
+        return Ok(None);
     };
     let Target::Known(inst, _) = shape.target else {
-        return Ok(false);
+        return Ok(None);
     };
-    let (g, big) = (shape.per_pod, inst.accelerators);
-    // Read whole: `as u32` would turn numNodes 2^32 + 1 into 1.
-    let nodes = match object.pointer("/spec/trainer/numNodes") {
-        None | Some(Value::Null) => 1,
+    Ok(Some((shape.per_pod, inst)))
+}
+
+/// `spec.trainer.numNodes`, 1 when unset. Read whole: `as u32` would turn numNodes
+/// 2^32 + 1 into 1.
+fn num_nodes(object: &Value) -> Result<u32, ObjectError> {
+    match object.pointer("/spec/trainer/numNodes") {
+        None | Some(Value::Null) => Ok(1),
         Some(v) => match v.as_u64().map(u32::try_from) {
-            Some(Ok(n)) => n,
-            _ => {
-                return Err(ObjectError::bad(
-                    "spec.trainer.numNodes",
-                    "must be a whole number that fits 32 bits",
-                ));
-            }
+            Some(Ok(n)) => Ok(n),
+            _ => Err(ObjectError::bad(
+                "spec.trainer.numNodes",
+                "must be a whole number that fits 32 bits",
+            )),
         },
-    };
-    if g == 0 || g >= big {
-        return Ok(false);
     }
-    let gpus = u64::from(nodes) * u64::from(g);
+}
+
+/// Why `nodes x g` GPUs cannot become whole nodes, and the node counts that can.
+fn not_whole_nodes(nodes: u32, g: u32, gpus: u64, inst: &InstanceProfile) -> Finding {
+    let big = inst.accelerators;
     let big64 = u64::from(big);
-    if !gpus.is_multiple_of(big64) {
-        let (down, up) = (gpus / big64, gpus.div_ceil(big64));
-        verdict.findings.push(Finding {
-            rule: Rule::Reshape,
-            mode: Mode::Enforce,
-            site: FIELD.into(),
-            found: format!(
-                "{} x {} = {gpus} GPUs do not fill whole {} nodes.",
-                count(nodes, "node"),
-                count(g, "GPU"),
-                inst.name
-            ),
-            fix: if down == 0 {
-                format!("use numNodes 1 with {big} GPUs (the whole node), or leave the job as it is without {RESHAPE}.")
-            } else {
-                format!("use numNodes {down} or {up} with {big} GPUs each.")
-            },
-            opt_in: None,
-        });
-        return Ok(false);
+    let (down, up) = (gpus / big64, gpus.div_ceil(big64));
+    Finding {
+        rule: Rule::Reshape,
+        mode: Mode::Enforce,
+        site: FIELD.into(),
+        found: format!(
+            "{} x {} = {gpus} GPUs do not fill whole {} nodes.",
+            count(nodes, "node"),
+            count(g, "GPU"),
+            inst.name
+        ),
+        fix: if down == 0 {
+            format!(
+                "use numNodes 1 with {big} GPUs (the whole node), or leave the job as it is without {RESHAPE}."
+            )
+        } else {
+            format!("use numNodes {down} or {up} with {big} GPUs each.")
+        },
+        opt_in: None,
     }
-    let new_nodes = gpus / big64;
+}
+
+/// Write the new node count, processes per node and devices per node into
+/// `spec.trainer`; false when the object has no room for them.
+fn write_trainer(
+    object: &mut Value,
+    new_nodes: u64,
+    inst: &InstanceProfile,
+    ops: &mut Ops,
+) -> bool {
+    let big = inst.accelerators;
     let Some(mut trainer) = Cursor::root(object, "").objects(&["spec", "trainer"], ops) else {
-        return Ok(false);
+        return false;
     };
     trainer.set("numNodes", json!(new_nodes), ops);
     trainer.set("numProcPerNode", json!(big), ops);
@@ -110,21 +167,5 @@ pub(super) fn reshape(
             cur.set(RES_EFA, json!(inst.max_efa), ops);
         }
     }
-    let why = format!(
-        "reshaped {} x {g} GPUs into {} x {big} GPUs on {}",
-        count(nodes, "node"),
-        crate::judge::rules::count64(new_nodes, "node"),
-        inst.name
-    );
-    verdict.notes.push(format!(
-        "{}: {why}. World size is unchanged; ranks per node went from {g} to {big}.",
-        RESHAPE
-    ));
-    let lines = vec![
-        format!("spec.trainer.numNodes = {new_nodes}"),
-        format!("spec.trainer.numProcPerNode = {big}"),
-        format!("spec.trainer.resourcesPerNode nvidia.com/gpu = {big}"),
-    ];
-    record(object, lines, &why, verdict, ops);
-    Ok(true)
+    true
 }
