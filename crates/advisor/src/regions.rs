@@ -44,10 +44,34 @@ pub fn is_known_region(name: &str) -> bool {
     REGIONS.contains(&name)
 }
 
-/// A zone name (not a zone id like `use1-az1`) of `region`: the region plus one letter.
+/// A zone name (not a zone id like `use1-az1`) of `region`: the region plus one letter
+/// (an Availability Zone), or a Local Zone of it, `region-<location>-<n><letter>` such as
+/// `us-east-1-dfw-2a`, the Dallas Local Zone where P6e-GB200 UltraServer Capacity Blocks
+/// are sold (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html;
+/// names: https://docs.aws.amazon.com/local-zones/latest/ug/available-local-zones.html).
 pub fn is_zone_of(zone: &str, region: &str) -> bool {
-    zone.strip_prefix(region)
-        .is_some_and(|rest| rest.len() == 1 && rest.chars().all(|c| c.is_ascii_lowercase()))
+    let Some(rest) = zone.strip_prefix(region) else {
+        return false;
+    };
+    if rest.len() == 1 {
+        return rest.chars().all(|c| c.is_ascii_lowercase());
+    }
+    is_local_zone_suffix(rest)
+}
+
+/// `-<location>-<digits><letter>`: a Local Zone's part after its region.
+fn is_local_zone_suffix(rest: &str) -> bool {
+    let mut parts = rest.strip_prefix('-').unwrap_or("").split('-');
+    let (Some(location), Some(tail), None) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let letter = tail.chars().last();
+    let digits = &tail[..tail.len().saturating_sub(1)];
+    (2..=4).contains(&location.len())
+        && location.chars().all(|c| c.is_ascii_lowercase())
+        && !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && letter.is_some_and(|c| c.is_ascii_lowercase())
 }
 
 /// The region a zone name belongs to, when it is a known region's zone.
@@ -76,5 +100,28 @@ mod tests {
         assert!(!is_zone_of("use1-az1", "us-east-1"));
         assert_eq!(companion_zone("us-east-1a", "us-east-1", &[]), "us-east-1b");
         assert_eq!(companion_zone("us-east-1c", "us-east-1", &[]), "us-east-1a");
+    }
+}
+
+#[cfg(test)]
+mod local_zone_tests {
+    use super::*;
+
+    #[test]
+    fn local_zones_belong_to_their_region() {
+        assert!(is_zone_of("us-east-1-dfw-2a", "us-east-1"));
+        assert_eq!(region_of("us-east-1-dfw-2a"), Some("us-east-1"));
+        assert!(is_zone_of("us-east-1a", "us-east-1"));
+        for bad in [
+            "us-east-1-dfw",
+            "us-east-1-dfw-a",
+            "us-east-1-DFW-2a",
+            "us-east-1-dfw-2a-x",
+            "us-east-1ab",
+        ] {
+            assert!(!is_zone_of(bad, "us-east-1"), "{bad}");
+        }
+        // Not us-east-1's zone through a prefix of another region's name.
+        assert!(!is_zone_of("us-east-12a", "us-east-1"));
     }
 }

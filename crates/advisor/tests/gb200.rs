@@ -121,3 +121,70 @@ fn without_its_compute_domain_the_engine_says_so() {
         "{text}"
     );
 }
+
+#[test]
+fn gb200_blocks_are_listed_as_ultraservers_and_bought_in_the_local_zone() {
+    let policy = Policy::embedded();
+    let req = AdviceRequest {
+        gpus: Some(72),
+        family: Some("gb200".into()),
+        duration_days: Some(7.0),
+        now: Some(common::NOW.into()),
+        ..Default::default()
+    };
+    // Without offerings: the script asks for one u-p6e-gb200x72 (18 instances).
+    let advice = trainplace_advisor::advise(
+        &AdviceRequest {
+            region: Some("us-east-1".into()),
+            ..req.clone()
+        },
+        &trainplace_advisor::RawFacts::default(),
+        &policy,
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    let script = &advice
+        .artifacts
+        .iter()
+        .find(|a| a.name == "aws-cli.sh")
+        .unwrap()
+        .content;
+    assert!(
+        script.contains(
+            "--ultraserver-type u-p6e-gb200x72 --ultraserver-count 1 --capacity-duration-hours 168"
+        ),
+        "{script}"
+    );
+    assert!(
+        !script.contains("--instance-type p6e-gb200.36xlarge --instance-count")
+            && !script.contains("u-p6e-gb200x36"),
+        "{script}"
+    );
+    // An offering in the Dallas Local Zone names the region and is bought there.
+    let offering = serde_json::json!({"CapacityBlockOfferings": [{
+        "CapacityBlockOfferingId": "cb-0gb200000000000001", "InstanceType": "p6e-gb200.36xlarge",
+        "AvailabilityZone": "us-east-1-dfw-2a", "InstanceCount": 18,
+        "StartDate": "2026-12-01T11:30:00Z", "EndDate": "2026-12-08T11:30:00Z",
+        "CapacityBlockDurationHours": 168, "UpfrontFee": "700000.00",
+        "CurrencyCode": "USD", "Tenancy": "default",
+        "UltraserverType": "u-p6e-gb200x72", "UltraserverCount": 1,
+    }]});
+    let facts = trainplace_advisor::RawFacts {
+        offerings: Some(offering.to_string()),
+        ..Default::default()
+    };
+    let advice = trainplace_advisor::advise(&req, &facts, &policy, jiff::Timestamp::now()).unwrap();
+    let rec = &advice.recommendation;
+    assert_eq!(rec.request.region, "us-east-1");
+    assert_eq!(rec.availability_zone, "us-east-1-dfw-2a");
+    let script = &advice
+        .artifacts
+        .iter()
+        .find(|a| a.name == "aws-cli.sh")
+        .unwrap()
+        .content;
+    assert!(
+        script.contains("--capacity-block-offering-id cb-0gb200000000000001"),
+        "{script}"
+    );
+}

@@ -128,29 +128,9 @@ fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
         }
     }
     if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
-        quota_check(rec, out);
+        super::quota::quota_check(rec, out);
     }
     Next::Continue
-}
-
-/// On-Demand nodes (and an ODCR's) count against the account's vCPU quota for their
-/// family: stop before creating anything when it is lower than the job needs
-/// (`limits.rs`).
-fn quota_check(rec: &Recommendation, out: &mut Vec<String>) {
-    let t = &rec.instance.name;
-    let (Some(per_node), Some((code, name))) =
-        (crate::limits::vcpus(t), crate::limits::vcpu_quota(t))
-    else {
-        return;
-    };
-    let need = per_node * rec.shape.nodes;
-    out.push(format!(
-        "# {{STEP}} vCPU quota: {} x {t} need {need} vCPUs of \"{name}\" ({code}).",
-        rec.shape.nodes
-    ));
-    out.push(format!(
-        "HAVE=$(aws service-quotas get-service-quota --region \"$REGION\" --service-code ec2 --quota-code {code} --query Quota.Value --output text); if [ \"${{HAVE%.*}}\" -lt {need} ]; then echo \"quota {code} ({name}) is $HAVE vCPUs; the job needs {need}: request an increase first\" >&2; exit 1; fi"
-    ));
 }
 
 /// Capacity Blocks: the offerings for this shape, then the held blocks to check, the
@@ -182,11 +162,18 @@ fn capacity_block_steps(
     if listing {
         out.push(format!("rm -f {OFFERINGS_FILE}"));
     }
-    for n in counts.into_iter().filter(|n| {
-        let new = !seen.contains(n);
-        seen.push(*n);
-        new
-    }) {
+    for n in counts {
+        let what = match ultraserver(rec, n) {
+            // Smaller UltraServers are separate NVLink domains: the job's pods keep to
+            // one (nvidia.com/gpu.clique), so only the UltraServer that holds it is listed.
+            Some(_) if n < rec.shape.nodes => continue,
+            Some((kind, count)) => format!("--ultraserver-type {kind} --ultraserver-count {count}"),
+            None => format!("--instance-type {t} --instance-count {n}"),
+        };
+        if seen.contains(&what) {
+            continue;
+        }
+        seen.push(what.clone());
         // Appended: one JSON document per block size; `--offerings` reads them all.
         let to_file = if listing {
             format!(" >> {OFFERINGS_FILE}")
@@ -194,7 +181,7 @@ fn capacity_block_steps(
             String::new()
         };
         out.push(format!(
-            "aws ec2 describe-capacity-block-offerings --region \"$REGION\" --instance-type {t} --instance-count {n} --capacity-duration-hours {block_hours}{range} --output json{to_file}"
+            "aws ec2 describe-capacity-block-offerings --region \"$REGION\" {what} --capacity-duration-hours {block_hours}{range} --output json{to_file}"
         ));
     }
     out.push(String::new());
@@ -231,6 +218,25 @@ fn capacity_block_steps(
         }
     }
     Next::Continue
+}
+
+/// P6e-GB200 is sold as UltraServer Capacity Blocks of 18 (`u-p6e-gb200x72`) or 9
+/// (`u-p6e-gb200x36`) instances, not by the instance
+/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html;
+/// the types: the AWS SDK changelog of 2025-07-09, "Customers can now purchase
+/// u-p6e-gb200x72 and u-p6e-gb200x36 UltraServers"): the UltraServer type and count that
+/// hold `nodes` instances, for an instance type whose NVLink domain spans 18 instances.
+fn ultraserver(rec: &Recommendation, nodes: u32) -> Option<(&'static str, u32)> {
+    if rec.instance.nvlink_domain_instances != Some(18)
+        || !rec.instance.name.starts_with("p6e-gb200")
+    {
+        return None;
+    }
+    Some(if nodes <= 9 {
+        ("u-p6e-gb200x36", 1)
+    } else {
+        ("u-p6e-gb200x72", nodes.div_ceil(18))
+    })
 }
 
 /// States of a bought Capacity Block that still holds, or will hold, its capacity

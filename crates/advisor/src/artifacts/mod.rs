@@ -12,6 +12,7 @@ pub mod operators;
 pub mod plugins;
 pub mod pod;
 pub mod prereqs;
+pub mod quota;
 pub mod run_steps;
 
 use serde::Serialize;
