@@ -1292,7 +1292,7 @@ fn prometheus_rule_alerts_pass_promtool() {
         .output()
         .unwrap();
     let said = ok("promtool check rules", out);
-    assert!(said.contains("SUCCESS: 8 rules found"), "{said}");
+    assert!(said.contains("SUCCESS: 9 rules found"), "{said}");
     // The same file as plain Prometheus loads it, and the PrometheusRule's spec is it.
     let file = chart().join("files/prometheus/alerts.yaml");
     let out = Command::new(promtool_bin())
@@ -1301,7 +1301,7 @@ fn prometheus_rule_alerts_pass_promtool() {
         .output()
         .unwrap();
     let said = ok("promtool check rules files/prometheus/alerts.yaml", out);
-    assert!(said.contains("SUCCESS: 8 rules found"), "{said}");
+    assert!(said.contains("SUCCESS: 9 rules found"), "{said}");
     let plain: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(rule["spec"], plain);
 
