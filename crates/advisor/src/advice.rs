@@ -80,6 +80,9 @@ pub fn advise(
     }
     let bounds = crate::limits::warnings(&recommendation, groups);
     recommendation.warnings.extend(bounds);
+    recommendation
+        .warnings
+        .extend(ultraserver_warning(&recommendation));
     let fallbacks = fallback_options(&recommendation, &request, &facts);
     recommendation.capacity_options.extend(fallbacks);
     tracing::info!(
@@ -209,4 +212,23 @@ fn fallback_options(
             usd: f.usd,
         })
         .collect()
+}
+
+/// P6e-GB200 plans: what the emitted files do not model yet. UltraServer Capacity Blocks
+/// are sold in the Dallas Local Zone
+/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html),
+/// where EKS managed nodes cannot be created, only self-managed ones
+/// (https://docs.aws.amazon.com/eks/latest/userguide/create-managed-node-group.html);
+/// their instances are reclaimed from 60 minutes before the end, not 30 (docs/capacity-blocks.md).
+fn ultraserver_warning(rec: &Recommendation) -> Option<crate::warnings::Warning> {
+    if !rec.instance.name.starts_with("p6e-gb200") {
+        return None;
+    }
+    Some(crate::warnings::Warning {
+        code: "ultraserver-blocks",
+        message: format!(
+            "{} is sold only as UltraServer Capacity Blocks in the Dallas Local Zone (opt in to it first), not on-demand; EKS managed nodes cannot be created in a Local Zone, so eksctl-cluster.yaml's managed nodegroup must be made a self-managed nodeGroup with localZones: [{}] before use; UltraServer blocks are reclaimed from 60 minutes before their end: checkpoint 20 minutes before the deadline stated",
+            rec.instance.name, rec.availability_zone
+        ),
+    })
 }

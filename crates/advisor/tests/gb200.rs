@@ -187,4 +187,14 @@ fn gb200_blocks_are_listed_as_ultraservers_and_bought_in_the_local_zone() {
         script.contains("--capacity-block-offering-id cb-0gb200000000000001"),
         "{script}"
     );
+    let warning = rec
+        .warnings
+        .iter()
+        .find(|w| w.code == "ultraserver-blocks")
+        .unwrap();
+    assert!(
+        warning
+            .message
+            .contains("self-managed nodeGroup with localZones: [us-east-1-dfw-2a]")
+    );
 }
