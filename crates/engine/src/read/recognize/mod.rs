@@ -7,6 +7,7 @@
 //! Volcano's `pytorch` plugin writes its own `WORLD_SIZE` (a pod count) into the pods
 //! of a Volcano Job. Each recogniser can be switched off in policy (`recognizers`).
 
+mod counts;
 mod launchers;
 
 use serde_json::Value;
@@ -186,7 +187,7 @@ fn env_size(view: &PodView<'_>, env: &Env<'_>, per_pod: u32, on: &Recognizers) -
     let value_from = on.env_value_from.unwrap_or(true);
     match env.get("PET_NNODES") {
         // torchrun accepts "N" or an elastic range "MIN:MAX"; the maximum bounds the job.
-        Some(EnvValue::Literal(v)) => return Some(launchers::node_count(v, env)),
+        Some(EnvValue::Literal(v)) => return Some(counts::node_count(v, env)),
         Some(EnvValue::Elsewhere) if value_from => return Some(JobSize::Several),
         _ => {}
     }
@@ -194,7 +195,7 @@ fn env_size(view: &PodView<'_>, env: &Env<'_>, per_pod: u32, on: &Recognizers) -
         EnvValue::Literal(v) => v,
         EnvValue::Elsewhere => return value_from.then_some(JobSize::Several),
     };
-    let JobSize::Pods(world) = launchers::count(world, env) else {
+    let JobSize::Pods(world) = counts::count(world, env) else {
         return Some(JobSize::Several);
     };
     // Volcano's `pytorch` plugin sets WORLD_SIZE to the job's pod count (the sum of its
@@ -204,7 +205,7 @@ fn env_size(view: &PodView<'_>, env: &Env<'_>, per_pod: u32, on: &Recognizers) -
     if volcano && env.get("PET_NPROC_PER_NODE").is_none() {
         return Some(JobSize::Pods(world));
     }
-    Some(JobSize::Pods(world.div_ceil(launchers::per_node(
+    Some(JobSize::Pods(world.div_ceil(counts::per_node(
         env.literal("PET_NPROC_PER_NODE"),
         per_pod,
     ))))
