@@ -1245,6 +1245,12 @@ async fn replicas_sharing_the_charts_mark_key_trust_each_others_admissions() {
             "another key: judged again and denied: {answer}"
         );
     }
+    // Counted where the marks did not verify, and only there.
+    let failures = "trainplace_mark_verification_failures_total";
+    assert_eq!(common::counter(stranger.probe_addr, failures).await, 2);
+    for srv in [&a, &b] {
+        assert_eq!(common::counter(srv.probe_addr, failures).await, 0);
+    }
     for srv in [a, b, stranger] {
         srv.handle.shutdown();
     }

@@ -220,7 +220,8 @@ fn watch_files(config: &Config, state: &AppState, store: &Arc<tls::CertStore>) {
 fn mark_keys(config: &Config, state: &AppState) -> anyhow::Result<()> {
     match &config.mark_keys {
         Some(dir) => {
-            let keys = crate::mark_keys::load(dir)?;
+            let keys = crate::mark_keys::load(dir)?
+                .counting_failures_in(state.metrics.mark_failures.0.clone());
             tracing::info!(dir = %dir.display(), signing = keys.current_id(), "admission-mark keys loaded");
             state.marks.store(Some(Arc::new(keys)));
             reload::watch_mark_keys(state.clone(), dir.clone(), config.reload_interval);
@@ -229,9 +230,10 @@ fn mark_keys(config: &Config, state: &AppState) -> anyhow::Result<()> {
             tracing::warn!(
                 "no --mark-keys: admission marks use a random key of this process; pods of admitted workloads are judged again on other replicas"
             );
-            state
-                .marks
-                .store(Some(Arc::new(crate::mark_keys::ephemeral())));
+            state.marks.store(Some(Arc::new(
+                crate::mark_keys::ephemeral()
+                    .counting_failures_in(state.metrics.mark_failures.0.clone()),
+            )));
         }
     }
     Ok(())
