@@ -161,3 +161,28 @@ fn pytorchjob_plans_run_the_training_operator_without_its_mpijob() {
         assert!(files["aws-cli.sh"].contains(MPI_OPERATOR.apply));
     }
 }
+
+#[test]
+fn gpu_nodes_are_repaired_on_hardware_faults() {
+    let policy = Policy::embedded();
+    for scenario in SCENARIOS {
+        let o = objects(&recommendation(scenario, "pytorchjob"), &policy);
+        for ng in common::gpu_nodegroups(&o.cluster_config) {
+            assert_eq!(
+                ng["nodeRepairConfig"]["enabled"], true,
+                "{scenario}: {}",
+                ng["name"]
+            );
+        }
+        let addons: Vec<&str> = o.cluster_config["addons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            addons.contains(&"eks-node-monitoring-agent"),
+            "{scenario}: {addons:?}"
+        );
+    }
+}

@@ -30,6 +30,13 @@ pub fn cluster_config(rec: &Recommendation) -> Value {
         "iam": {"withOIDC": true},
         "managedNodeGroups": groups,
     });
+    if !groups.is_empty() {
+        // The EKS node monitoring agent reports accelerated-hardware faults (GPU,
+        // Neuron, EFA) as node conditions, which node auto repair acts on
+        // (https://docs.aws.amazon.com/eks/latest/userguide/node-health.html; the
+        // AWS sample 1.architectures/4.amazon-eks/eksctl/eks-g5-node-autorepair.yaml).
+        config["addons"] = json!([{"name": "eks-node-monitoring-agent"}]);
+    }
     if needs_large_subnets(rec) {
         // Subnets named by the VPC: eksctl takes them instead of zones.
         config.as_object_mut().unwrap().remove("availabilityZones");
@@ -233,5 +240,7 @@ fn nodegroup(rec: &Recommendation, name: &str, count: u32) -> Value {
         "volumeSize": 500,
         "labels": labels,
         "taints": node_taints(rec),
+        // A node whose GPU fails is replaced (`addons`: the node monitoring agent).
+        "nodeRepairConfig": {"enabled": true},
     })
 }
