@@ -51,7 +51,11 @@ fn emits_every_artifact() {
             "training-operator"
         ]
     );
-    assert!(dir.path().join("out/training-operator/kustomization.yaml").is_file());
+    assert!(
+        dir.path()
+            .join("out/training-operator/kustomization.yaml")
+            .is_file()
+    );
     let script = std::fs::read_to_string(dir.path().join("out/aws-cli.sh")).unwrap();
     assert!(
         script.contains("--capacity-block-offering-id cb-0f1a2b3c4d5e60001"),

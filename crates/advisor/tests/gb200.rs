@@ -41,7 +41,7 @@ fn gb200(framework: &str) -> (Value, Value, Value) {
 fn rules(domain: &Value, job: &Value) -> Vec<String> {
     let policy = Policy::embedded();
     let mut claims = Claims::default();
-    claims.add([domain, job].into_iter(), "default");
+    claims.add([domain, job], "default");
     let who = Requester {
         namespace: "default",
         namespace_labels: None,
@@ -102,7 +102,7 @@ fn without_its_compute_domain_the_engine_says_so() {
         serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
     let policy = Policy::embedded();
     let mut claims = Claims::default();
-    claims.add([&empty].into_iter(), "default");
+    claims.add([&empty], "default");
     let who = Requester {
         namespace: "default",
         namespace_labels: None,

@@ -12,7 +12,7 @@ pub fn run_steps(rec: &Recommendation, out: &mut Vec<String>) {
     let ns = &req.names.namespace;
     if rec.instance.nvlink_domain_instances.is_some() {
         out.push("# {STEP} The ComputeDomain whose IMEX channel the pods claim (multi-node NVLink); it needs the NVIDIA DRA driver for GPUs.".into());
-        out.push(format!("if ! kubectl get crd computedomains.resource.nvidia.com >/dev/null 2>&1; then echo 'the ComputeDomain CRD is missing: install the NVIDIA DRA driver for GPUs (https://github.com/NVIDIA/k8s-dra-driver-gpu) first' >&2; exit 1; fi"));
+        out.push("if ! kubectl get crd computedomains.resource.nvidia.com >/dev/null 2>&1; then echo 'the ComputeDomain CRD is missing: install the NVIDIA DRA driver for GPUs (https://github.com/NVIDIA/k8s-dra-driver-gpu) first' >&2; exit 1; fi".into());
         out.push(format!("kubectl apply -f {}", super::COMPUTE_DOMAIN_FILE));
         out.push(String::new());
     }
