@@ -153,27 +153,7 @@ pub(crate) fn judge<'a>(
     let opt_in = |key: &str, which: OptIn| ctx.opt_in(set(key), which);
     let partial_opt_in = opt_in(ALLOW_PARTIAL_NODE, OptIn::AllowPartialNode);
     let multi_az_opt_in = opt_in(ALLOW_MULTI_AZ, OptIn::AllowMultiAz);
-    // A pod whose devices could not be counted (DRA claims of unknown templates) gets
-    // no layout: nothing would be laid out right.
-    let counted = shape.per_pod > 0 || shape.efa > 0;
-    let mut containers: Vec<usize> = view.device_containers().map(|c| c.index).collect();
-    containers.extend(dra::containers_using(view.pod, &view.devices.device_claims));
-    containers.sort_unstable();
-    containers.dedup();
-    let layout = match &shape.target {
-        Target::Known(instance, source) if counted => Some(Layout {
-            host_access_forbidden: pod_security(ctx).is_some(),
-            instance,
-            source: *source,
-            shm_size: shm_size(view, eff, instance)
-                .map_err(|e| ObjectError::bad(format!("metadata.annotations[{SHM_SIZE}]"), e))?,
-            containers,
-            nccl_debug: view
-                .annotation(crate::read::annotations::NCCL_DEBUG)
-                .map(String::from),
-        }),
-        _ => None,
-    };
+    let layout = layout_of(view, &shape, ctx)?;
     let judgement = Judgement { shape, layout };
     // Rules judge the template as the validating webhook will see it after this
     // mutation; of what they read, only the EFA count changes.
@@ -191,24 +171,7 @@ pub(crate) fn judge<'a>(
         .filter(|_| eff.on(|m| m.shm))
         .map(|l| l.shm_size.as_str());
     shm_memory(view, planned_shm, &mut verdict.findings);
-    if let (Some(inventory), Some(now)) = (ctx.who.inventory, ctx.who.now) {
-        let instance_type = match &judgement.shape.target {
-            Target::Known(i, _) => Some(i.name.as_str()),
-            Target::Unknown(name, _) => Some(name.as_str()),
-            _ => None,
-        };
-        crate::judge::capacity_block::check(
-            &crate::judge::capacity_block::BlockInput {
-                view,
-                object,
-                instance_type,
-                eff,
-                inventory,
-                now,
-            },
-            &mut verdict.findings,
-        );
-    }
+    capacity_blocks(view, object, &judgement.shape, ctx, verdict);
     let input = RuleInput {
         view,
         shape: &after,
@@ -223,6 +186,64 @@ pub(crate) fn judge<'a>(
         crate::judge::nvlink::check(&input, instance, &mut verdict.findings);
     }
     Ok(Some(judgement))
+}
+
+/// What the layout needs, read before any edit; `None` when the template gets none: its
+/// type is not known, or its devices could not be counted (DRA claims of unknown
+/// templates), so nothing would be laid out right.
+fn layout_of<'a>(
+    view: &PodView<'_>,
+    shape: &Shape<'a>,
+    ctx: &Ctx<'a, '_>,
+) -> Result<Option<Layout<'a>>, ObjectError> {
+    let counted = shape.per_pod > 0 || shape.efa > 0;
+    let mut containers: Vec<usize> = view.device_containers().map(|c| c.index).collect();
+    containers.extend(dra::containers_using(view.pod, &view.devices.device_claims));
+    containers.sort_unstable();
+    containers.dedup();
+    Ok(match &shape.target {
+        Target::Known(instance, source) if counted => Some(Layout {
+            host_access_forbidden: pod_security(ctx).is_some(),
+            instance,
+            source: *source,
+            shm_size: shm_size(view, ctx.eff, instance)
+                .map_err(|e| ObjectError::bad(format!("metadata.annotations[{SHM_SIZE}]"), e))?,
+            containers,
+            nccl_debug: view
+                .annotation(crate::read::annotations::NCCL_DEBUG)
+                .map(String::from),
+        }),
+        _ => None,
+    })
+}
+
+/// Capacity Block ends for a template, when the inventory and the request's time are
+/// known (the engine reads no clock).
+fn capacity_blocks(
+    view: &PodView<'_>,
+    object: &Value,
+    shape: &Shape<'_>,
+    ctx: &Ctx<'_, '_>,
+    verdict: &mut Verdict,
+) {
+    if let (Some(inventory), Some(now)) = (ctx.who.inventory, ctx.who.now) {
+        let instance_type = match &shape.target {
+            Target::Known(i, _) => Some(i.name.as_str()),
+            Target::Unknown(name, _) => Some(name.as_str()),
+            _ => None,
+        };
+        crate::judge::capacity_block::check(
+            &crate::judge::capacity_block::BlockInput {
+                view,
+                object,
+                instance_type,
+                eff: ctx.eff,
+                inventory,
+                now,
+            },
+            &mut verdict.findings,
+        );
+    }
 }
 
 /// Why a multi-pod job's template is held in no zone when trainplace would hold it: no
