@@ -570,6 +570,70 @@ impl Release<'_> {
     }
 }
 
+/// The Event and namespace-metric values reach `trainplace serve` as the environment
+/// its flags read (each name one that `trainplace serve --help` lists); by default only
+/// the pod's name (the Events' reporting instance) is set, and the server's defaults hold.
+#[test]
+fn event_values_reach_the_servers_flags() {
+    let env_of = |args: &[String]| -> BTreeMap<String, Value> {
+        let all = docs(&render(args));
+        let deploy = find(&all, "Deployment", "trainplace");
+        deploy["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["name"].as_str().unwrap().to_string(), e.clone()))
+            .collect()
+    };
+    let set = |s: &str| vec!["--set".to_string(), s.to_string()];
+    let default = env_of(&[]);
+    assert_eq!(
+        default["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.name"
+    );
+    for name in [
+        "TRAINPLACE_NO_EVENTS",
+        "TRAINPLACE_EVENT_BURST",
+        "TRAINPLACE_EVENT_RATE",
+        "TRAINPLACE_METRICS_NAMESPACES",
+    ] {
+        assert!(!default.contains_key(name), "{name} by default");
+    }
+    let off = env_of(&set("events.enabled=false"));
+    assert_eq!(off["TRAINPLACE_NO_EVENTS"]["value"], "true");
+    let tuned = env_of(
+        &[
+            set("events.burst=10"),
+            set("events.perMinute=0"),
+            set("metrics.namespaces=50"),
+        ]
+        .concat(),
+    );
+    assert_eq!(tuned["TRAINPLACE_EVENT_BURST"]["value"], "10");
+    assert_eq!(tuned["TRAINPLACE_EVENT_RATE"]["value"], "0");
+    assert_eq!(tuned["TRAINPLACE_METRICS_NAMESPACES"]["value"], "50");
+    let help = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = text(&help.stdout);
+    for name in [
+        "TRAINPLACE_NO_EVENTS",
+        "TRAINPLACE_EVENT_BURST",
+        "TRAINPLACE_EVENT_RATE",
+        "TRAINPLACE_METRICS_NAMESPACES",
+    ] {
+        assert!(
+            help.contains(&format!("[env: {name}")),
+            "{name} is a serve flag"
+        );
+    }
+    assert!(
+        template(&["--set", "events.burst=0"]).is_err(),
+        "a burst of 0 refused"
+    );
+}
+
 /// A CA and a serving certificate for provided mode, as a values file.
 fn provided_values(dir: &Path) -> PathBuf {
     let pki = common::Pki::new("helm-chart-test-ca");

@@ -34,14 +34,20 @@ pub struct EventArgs {
     /// dropped and counted.
     #[arg(long, env = "TRAINPLACE_EVENT_RATE", default_value_t = 120)]
     pub event_rate: u32,
+    /// The reporting instance named in Events (the chart sets the pod's name); default:
+    /// the controller name, trainplace.
+    #[arg(long, env = "POD_NAME")]
+    pub event_instance: Option<String>,
 }
 
 /// Whether and how fast to write Events; off by default (tests, no cluster).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventSettings {
     pub enabled: bool,
     pub burst: u32,
     pub per_minute: u32,
+    /// The reporting instance (the pod's name).
+    pub instance: Option<String>,
 }
 
 impl EventArgs {
@@ -53,6 +59,7 @@ impl EventArgs {
             enabled: !self.no_events,
             burst: self.event_burst,
             per_minute: self.event_rate,
+            instance: self.event_instance,
         })
     }
 }
@@ -116,7 +123,7 @@ impl Events {
         let (tx, rx) = mpsc::channel(QUEUE);
         let reporter = Reporter {
             controller: "trainplace".into(),
-            instance: std::env::var("POD_NAME").ok(),
+            instance: settings.instance.clone(),
         };
         let recorder = Recorder::new(client, reporter);
         tokio::spawn(publish(recorder, rx, settings, metrics.clone()));

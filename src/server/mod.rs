@@ -79,7 +79,7 @@ async fn events(config: &Config, metrics: Arc<metrics::Metrics>) -> events::Even
         return events::Events::off(metrics);
     }
     match kube::Client::try_default().await {
-        Ok(client) => events::Events::start(client, config.events, metrics),
+        Ok(client) => events::Events::start(client, config.events.clone(), metrics),
         Err(error) => {
             tracing::info!(%error, "no Kubernetes client config: no Events for denials");
             events::Events::off(metrics)
