@@ -167,3 +167,33 @@ fn the_placement_group_is_created_once() {
     );
     assert!(calls.contains("eksctl create cluster"), "{calls}");
 }
+
+#[test]
+fn the_block_end_warning_has_an_eventbridge_rule_on_the_blocks_bought() {
+    let dir = workdir("h100-blocks");
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    let rule: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.starts_with("aws events put-rule"))
+        .collect();
+    assert_eq!(rule.len(), 1, "{calls}");
+    for needle in [
+        "--name training-capacity-block-end",
+        "\"source\":[\"aws.ec2\"]",
+        "\"Capacity Block Expiration Warning\"",
+        "\"Capacity Block Reservation Expiration Warning\"",
+        "\"capacity-reservation-id\":[\"cr-0123456789abcde1\",\"cr-0123456789abcde2\"]",
+    ] {
+        assert!(rule[0].contains(needle), "{needle}: {}", rule[0]);
+    }
+    // The rule's pattern is JSON.
+    let pattern = rule[0].split("--event-pattern ").nth(1).unwrap();
+    let parsed: serde_json::Value = serde_json::from_str(pattern).unwrap();
+    assert_eq!(parsed["detail-type"].as_array().unwrap().len(), 2);
+    // After the purchase, before the cluster.
+    let bought = calls.rfind("aws ec2 purchase-capacity-block").unwrap();
+    let put = calls.find("aws events put-rule").unwrap();
+    let cluster = calls.find("eksctl create cluster").unwrap();
+    assert!(bought < put && put < cluster, "{calls}");
+}

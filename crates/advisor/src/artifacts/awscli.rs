@@ -197,8 +197,22 @@ fn capacity_block_steps(
                 "aws ec2 describe-capacity-reservations --region \"$REGION\" --capacity-reservation-ids {} --query 'CapacityReservations[].[CapacityReservationId,State,StartDate,EndDate]' --output text",
                 ids.join(" ")
             ));
+            let ids: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+            out.extend(super::block_events::rule_lines(
+                &rec.request.names.cluster,
+                &ids,
+            ));
         }
-        Some(plan) => purchase_steps(rec, plan, out),
+        Some(plan) => {
+            purchase_steps(rec, plan, out);
+            let vars: Vec<String> = (0..plan.offerings.len())
+                .map(|i| format!("$CR_{i}"))
+                .collect();
+            out.extend(super::block_events::rule_lines(
+                &rec.request.names.cluster,
+                &vars,
+            ));
+        }
         None => {
             // Everything after this needs a reservation id the plan does not have
             // yet: stop here and say what to run.

@@ -3,6 +3,7 @@
 //! (so tests validate them against the real schemas) and rendered as YAML.
 
 pub mod awscli;
+pub mod block_events;
 pub mod eksctl;
 pub mod jobs;
 pub mod karpenter;

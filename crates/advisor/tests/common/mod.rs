@@ -214,6 +214,8 @@ describe-placement-groups)
 create-placement-group)
   name=$(printf '%s\n' "$*" | sed -n 's/.*--group-name \([^ ]*\).*/\1/p')
   echo "pg $name" >> "$STATE";;
+get-service-quota) echo 1000000.0;;
+put-rule) echo "rule $*" >> "$STATE";;
 *) echo '{"CapacityBlockOfferings": []}';;
 esac"#;
     let eksctl = r#"name=$(printf '%s\n' "$*" | sed -n 's/.*--name \([^ ]*\).*/\1/p')

@@ -1,0 +1,27 @@
+//! An EventBridge rule on the Capacity Block end warning. EC2 sends it forty minutes
+//! before a block ends, when its instances begin to terminate ten minutes later
+//! (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html).
+//! The EventBridge reference names the event `Capacity Block Expiration Warning`
+//! (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-ec2.html) while the
+//! EC2 guide's example has shown `Capacity Block Reservation Expiration Warning`: the rule
+//! matches both. `put-rule` creates or updates, so a rerun is safe; the target (an SNS
+//! topic, a function that checkpoints the job) is the platform team's to add.
+
+/// The rule's name for the plan's cluster.
+pub fn rule_name(cluster: &str) -> String {
+    format!("{cluster}-capacity-block-end")
+}
+
+/// Shell lines that put the rule on the blocks whose ids are `ids` (shell words: ids or
+/// `$CR_0`-style variables the purchase step set).
+pub fn rule_lines(cluster: &str, ids: &[String]) -> Vec<String> {
+    let quoted: Vec<String> = ids.iter().map(|id| format!("\\\"{id}\\\"")).collect();
+    let name = rule_name(cluster);
+    vec![
+        "# {STEP} EventBridge rule on the blocks' end warning (40 minutes before the end): add a target to it, e.g. aws events put-targets --rule NAME --targets Id=1,Arn=<SNS topic ARN>.".into(),
+        format!(
+            "aws events put-rule --region \"$REGION\" --name {name} --description 'Capacity Block end warning for {cluster}' --event-pattern \"{{\\\"source\\\":[\\\"aws.ec2\\\"],\\\"detail-type\\\":[\\\"Capacity Block Expiration Warning\\\",\\\"Capacity Block Reservation Expiration Warning\\\"],\\\"detail\\\":{{\\\"capacity-reservation-id\\\":[{}]}}}}\"",
+            quoted.join(",")
+        ),
+    ]
+}
