@@ -73,7 +73,10 @@ async fn mutate_and_validate_over_tls() {
     // Metrics saw both endpoints.
     let metrics = metrics_text(srv.probe_addr).await;
     assert!(metrics.contains("trainplace_admission_reviews_total{endpoint=\"validate\",kind=\"Pod\",operation=\"CREATE\",verdict=\"denied\"} 1"), "{metrics}");
-    assert!(metrics.contains("trainplace_admission_findings_total{endpoint=\"validate\",rule=\"partial-node\",mode=\"enforce\"} 1"));
+    assert!(
+        metrics.contains("trainplace_admission_findings_total{endpoint=\"validate\",kind=\"Pod\",rule=\"partial-node\",mode=\"enforce\",verdict=\"denied\"} 1"),
+        "{metrics}"
+    );
     assert!(metrics.contains("trainplace_admission_review_duration_seconds_bucket"));
     srv.handle.shutdown();
 }
