@@ -42,22 +42,7 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
         return Ok(Vec::new());
     };
     let name = str_at(obj, &["metadata", "name"]).map(String::from);
-    // The RayCluster a RayService makes carries the RayService's labels and annotations,
-    // `ray.io/originated-from-crd: RayService` and the RayService as its controller
-    // (rayservice_controller.go, constructRayClusterForRayService): it serves as its
-    // RayService does. The label alone is anyone's to write: it takes both.
-    let made_by_service = str_at(obj, &["metadata", "labels", LABEL_RAY_ORIGIN])
-        == Some("RayService")
-        && items(obj, &["metadata", "ownerReferences"])
-            .iter()
-            .any(|o| {
-                o.get("controller").and_then(Value::as_bool) == Some(true)
-                    && str_at(o, &["kind"]) == Some("RayService")
-            });
-    let serve = kind == Kind::RayService || made_by_service;
-    // A RayService serves models: its replicas are independent, not one job, unless
-    // the owner says it trains.
-    let trains = !serve || str_at(obj, &["metadata", "annotations", TRAINING]) == Some("true");
+    let trains = ray_trains(obj, kind);
     let (identity, group) = match (kind, name) {
         (Kind::RayCluster, Some(n)) => (Some((LABEL_RAY_CLUSTER.to_string(), n)), None),
         _ => (
@@ -81,43 +66,7 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
     }
     for i in 0..items(cluster, &["workerGroupSpecs"]).len() {
         let g = format!("{base}/workerGroupSpecs/{i}");
-        let replicas = count_at(obj, &format!("{g}/replicas"), 0)?;
-        let min = count_at(obj, &format!("{g}/minReplicas"), 0)?;
-        // Unset, the API server fills in the CRD's default (2^31 - 1) before admission:
-        // either way, no bound.
-        let max = count_at(obj, &format!("{g}/maxReplicas"), UNBOUNDED)?;
-        let max_set = max.value != UNBOUNDED;
-        let hosts = count_at(obj, &format!("{g}/numOfHosts"), 1)?;
-        let now = u64::from(replicas.value.max(min.value)) * u64::from(hosts.value);
-        let per_group = if autoscaling {
-            max.clone()
-        } else {
-            // KubeRay holds replicas between the bounds.
-            let value = replicas.value.max(min.value).min(max.value);
-            let from = if value == replicas.value {
-                replicas
-            } else if value == min.value {
-                min
-            } else {
-                max.clone()
-            };
-            Knob {
-                pointer: from.pointer,
-                value,
-            }
-        };
-        let mut s = site(
-            obj,
-            format!("{g}/template"),
-            identity.clone(),
-            vec![per_group, hosts],
-        );
-        if autoscaling && !max_set {
-            // No bound: an unknown count (judged as many pods), not an absurd one.
-            s.pods = None;
-            s.requested = now;
-        }
-        out.push(s);
+        out.push(ray_worker_group(obj, &g, autoscaling, identity.clone())?);
     }
     for s in &mut out {
         s.hints.group_label.clone_from(&group);
@@ -126,6 +75,72 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
         }
     }
     Ok(out)
+}
+
+/// Whether a Ray object is a training job. A RayService serves models: its replicas are
+/// independent, not one job, unless the owner says it trains.
+fn ray_trains(obj: &Value, kind: Kind) -> bool {
+    // The RayCluster a RayService makes carries the RayService's labels and annotations,
+    // `ray.io/originated-from-crd: RayService` and the RayService as its controller
+    // (rayservice_controller.go, constructRayClusterForRayService): it serves as its
+    // RayService does. The label alone is anyone's to write: it takes both.
+    let made_by_service = str_at(obj, &["metadata", "labels", LABEL_RAY_ORIGIN])
+        == Some("RayService")
+        && items(obj, &["metadata", "ownerReferences"])
+            .iter()
+            .any(|o| {
+                o.get("controller").and_then(Value::as_bool) == Some(true)
+                    && str_at(o, &["kind"]) == Some("RayService")
+            });
+    let serve = kind == Kind::RayService || made_by_service;
+    !serve || str_at(obj, &["metadata", "annotations", TRAINING]) == Some("true")
+}
+
+/// One worker group (at pointer `g`): its pods per group (within KubeRay's bounds, or
+/// the maximum under autoscaling) times its hosts.
+fn ray_worker_group(
+    obj: &Value,
+    g: &str,
+    autoscaling: bool,
+    identity: Option<(String, String)>,
+) -> Result<Site, ObjectError> {
+    let replicas = count_at(obj, &format!("{g}/replicas"), 0)?;
+    let min = count_at(obj, &format!("{g}/minReplicas"), 0)?;
+    // Unset, the API server fills in the CRD's default (2^31 - 1) before admission:
+    // either way, no bound.
+    let max = count_at(obj, &format!("{g}/maxReplicas"), UNBOUNDED)?;
+    let max_set = max.value != UNBOUNDED;
+    let hosts = count_at(obj, &format!("{g}/numOfHosts"), 1)?;
+    let now = u64::from(replicas.value.max(min.value)) * u64::from(hosts.value);
+    let per_group = if autoscaling {
+        max.clone()
+    } else {
+        // KubeRay holds replicas between the bounds.
+        let value = replicas.value.max(min.value).min(max.value);
+        let from = if value == replicas.value {
+            replicas
+        } else if value == min.value {
+            min
+        } else {
+            max.clone()
+        };
+        Knob {
+            pointer: from.pointer,
+            value,
+        }
+    };
+    let mut s = site(
+        obj,
+        format!("{g}/template"),
+        identity,
+        vec![per_group, hosts],
+    );
+    if autoscaling && !max_set {
+        // No bound: an unknown count (judged as many pods), not an absurd one.
+        s.pods = None;
+        s.requested = now;
+    }
+    Ok(s)
 }
 
 /// Volcano: each `tasks[]` entry makes `replicas` pods, labelled

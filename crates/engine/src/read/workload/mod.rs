@@ -3,6 +3,7 @@
 //! one site at the object root; workloads have one site per replica spec.
 
 mod controllers;
+mod operators;
 
 pub(crate) use controllers::TRAINER_NODE_JOB;
 
@@ -10,8 +11,8 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::judge::classify::SiteHints;
-use crate::read::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_JOB, LWS_GROUP_KEY};
-use crate::read::json::{escape, items, str_at};
+use crate::read::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_JOB};
+use crate::read::json::str_at;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -248,24 +249,9 @@ fn generated_name(obj: &Value) -> String {
     format!("g{hex}")
 }
 
-/// When a workload's templates carry different job labels of their own (a Master
-/// labelled one way, the Workers another), they would be held apart: every template
-/// is keyed on the workload's own label instead.
-fn one_identity(sites: &mut [Site], workload: Option<(String, String)>) {
-    let Some(workload) = workload else {
-        return;
-    };
-    let first = sites.first().and_then(|s| s.hints.identity.clone());
-    if sites.iter().any(|s| s.hints.identity != first) {
-        for s in sites {
-            s.hints.identity = Some(workload.clone());
-        }
-    }
-}
-
 fn locate_named(obj: &Value, kind: Kind) -> Result<(Kind, Vec<Site>), ObjectError> {
-    let name = str_at(obj, &["metadata", "name"]).map(String::from);
-    let id = |label: &str| name.clone().map(|n| (label.to_string(), n));
+    let name = str_at(obj, &["metadata", "name"]);
+    let id = |label: &str| name.map(|n| (label.to_string(), n.to_string()));
     let sites = match kind {
         Kind::Pod => vec![Site {
             pointer: String::new(),
@@ -281,83 +267,9 @@ fn locate_named(obj: &Value, kind: Kind) -> Result<(Kind, Vec<Site>), ObjectErro
             id("batch.kubernetes.io/job-name"),
             vec![count_at(obj, "/spec/parallelism", 1)?],
         )],
-        Kind::JobSet => {
-            let mut out = Vec::new();
-            for i in 0..items(obj, &["spec", "replicatedJobs"]).len() {
-                let base = format!("/spec/replicatedJobs/{i}");
-                out.push(site(
-                    obj,
-                    format!("{base}/template/spec/template"),
-                    id("jobset.sigs.k8s.io/jobset-name"),
-                    vec![
-                        count_at(obj, &format!("{base}/replicas"), 1)?,
-                        count_at(obj, &format!("{base}/template/spec/parallelism"), 1)?,
-                    ],
-                ));
-            }
-            one_identity(&mut out, id("jobset.sigs.k8s.io/jobset-name"));
-            out
-        }
-        Kind::PyTorchJob | Kind::MpiJob | Kind::PaddleJob => {
-            let specs = match kind {
-                Kind::PyTorchJob => "pytorchReplicaSpecs",
-                Kind::PaddleJob => "paddleReplicaSpecs",
-                _ => "mpiReplicaSpecs",
-            };
-            let mut out = Vec::new();
-            if let Some(map) = obj
-                .pointer(&format!("/spec/{specs}"))
-                .and_then(Value::as_object)
-            {
-                for role in map.keys() {
-                    let base = format!("/spec/{specs}/{}", escape(role));
-                    out.push(site(
-                        obj,
-                        format!("{base}/template"),
-                        id("training.kubeflow.org/job-name"),
-                        vec![count_at(obj, &format!("{base}/replicas"), 1)?],
-                    ));
-                }
-            }
-            one_identity(&mut out, id("training.kubeflow.org/job-name"));
-            out
-        }
-        Kind::LeaderWorkerSet => {
-            // Replicas are independent groups (model replicas), not one job: the job is
-            // one group of `size` pods (the leader and size - 1 workers), and zone and
-            // host affinity are keyed per group.
-            let size = count_at(obj, "/spec/leaderWorkerTemplate/size", 1)?;
-            let has_leader = obj
-                .pointer("/spec/leaderWorkerTemplate/leaderTemplate")
-                .is_some();
-            let ident = id("leaderworkerset.sigs.k8s.io/name");
-            let mut out = Vec::new();
-            let workers = if has_leader {
-                out.push(site(
-                    obj,
-                    "/spec/leaderWorkerTemplate/leaderTemplate".into(),
-                    ident.clone(),
-                    Vec::new(),
-                ));
-                Knob {
-                    pointer: size.pointer.clone(),
-                    value: size.value.saturating_sub(1),
-                }
-            } else {
-                size
-            };
-            out.push(site(
-                obj,
-                "/spec/leaderWorkerTemplate/workerTemplate".into(),
-                ident,
-                vec![workers],
-            ));
-            one_identity(&mut out, id("leaderworkerset.sigs.k8s.io/name"));
-            for s in &mut out {
-                s.hints.group_label = Some(LWS_GROUP_KEY.to_string());
-            }
-            out
-        }
+        Kind::JobSet => operators::jobset(obj, name)?,
+        Kind::PyTorchJob | Kind::MpiJob | Kind::PaddleJob => operators::kubeflow(obj, kind, name)?,
+        Kind::LeaderWorkerSet => operators::leader_worker_set(obj, name)?,
         Kind::RayCluster | Kind::RayJob | Kind::RayService => controllers::ray(obj, kind)?,
         Kind::VolcanoJob => controllers::volcano(obj)?,
         Kind::HyperPodPyTorchJob => controllers::hyperpod(obj)?,
