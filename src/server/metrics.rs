@@ -30,14 +30,6 @@ pub struct FindingLabels {
     pub verdict: &'static str,
 }
 
-/// `--metrics-namespaces N`: reviews by namespace, for the first N namespaces seen
-/// (the rest are `_other`).
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NamespaceLabels {
-    pub namespace: String,
-    pub verdict: &'static str,
-}
-
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EventLabels {
     /// published | failed | rate_limited | queue_full

@@ -5,10 +5,16 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
-use super::metrics::NamespaceLabels;
+/// A review's namespace (or `_other`) and verdict.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NamespaceLabels {
+    pub namespace: String,
+    pub verdict: &'static str,
+}
 
 /// The label of namespaces past the bound.
 pub const OTHER: &str = "_other";
