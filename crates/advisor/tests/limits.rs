@@ -45,6 +45,35 @@ fn file(advice: &trainplace_advisor::Advice, name: &str) -> String {
         .clone()
 }
 
+/// Each GPU nodegroup's /18 subnet in us-east-1a, from an extra CIDR block, big enough for
+/// its nodes' addresses; their placement groups.
+fn placement_groups_with_own_subnets(gpu: &[Value], vpc: &Value) -> Vec<String> {
+    let mut groups = Vec::new();
+    for ng in gpu {
+        let subnet = ng["subnets"][0].as_str().unwrap();
+        let spec = &vpc["subnets"]["private"][subnet];
+        assert_eq!(spec["az"], "us-east-1a", "{subnet}");
+        let cidr = spec["cidr"].as_str().unwrap();
+        assert!(cidr.ends_with("/18"), "{cidr}");
+        let block = format!(
+            "{}.0.0/16",
+            cidr.split('.').take(2).collect::<Vec<_>>().join(".")
+        );
+        assert!(
+            vpc["extraCIDRs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b == &block),
+            "{cidr} in an extra CIDR block"
+        );
+        // 32 EFA addresses and the pod's per node fit the /18's 16,379.
+        assert!(ng["desiredCapacity"].as_u64().unwrap() * 33 <= 16_379);
+        groups.push(ng["placement"]["groupName"].as_str().unwrap().to_string());
+    }
+    groups
+}
+
 #[test]
 fn ten_thousand_h100_are_planned_within_the_limits() {
     let advice = ask(10_000).unwrap();
@@ -74,29 +103,7 @@ fn ten_thousand_h100_are_planned_within_the_limits() {
         config.get("availabilityZones").is_none(),
         "subnets name the zones"
     );
-    let mut groups = Vec::new();
-    for ng in &gpu {
-        let subnet = ng["subnets"][0].as_str().unwrap();
-        let spec = &vpc["subnets"]["private"][subnet];
-        assert_eq!(spec["az"], "us-east-1a", "{subnet}");
-        let cidr = spec["cidr"].as_str().unwrap();
-        assert!(cidr.ends_with("/18"), "{cidr}");
-        let block = format!(
-            "{}.0.0/16",
-            cidr.split('.').take(2).collect::<Vec<_>>().join(".")
-        );
-        assert!(
-            vpc["extraCIDRs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|b| b == &block),
-            "{cidr} in an extra CIDR block"
-        );
-        // 32 EFA addresses and the pod's per node fit the /18's 16,379.
-        assert!(ng["desiredCapacity"].as_u64().unwrap() * 33 <= 16_379);
-        groups.push(ng["placement"]["groupName"].as_str().unwrap().to_string());
-    }
+    let mut groups = placement_groups_with_own_subnets(&gpu, vpc);
     groups.sort();
     groups.dedup();
     assert_eq!(groups.len(), 3, "a cluster placement group per nodegroup");

@@ -3,7 +3,7 @@
 //! earlier run made (a Capacity Block by its tags, the placement group, cluster and
 //! nodegroups by name); the rest (helm upgrade --install, kubectl apply) is idempotent.
 
-use crate::capacity::{BlockPlan, block_sizes};
+use crate::capacity::BlockPlan;
 
 use crate::recommend::{CapacityPlan, Recommendation};
 use crate::request::Demand;
@@ -12,8 +12,7 @@ use super::eksctl::reservation_placeholder;
 use super::karpenter::{RESERVATION_TAG, reservation_tag_value};
 use super::plugins::efa_install;
 
-/// The offerings file the script writes when it has to stop for a choice.
-pub const OFFERINGS_FILE: &str = "offerings.json";
+pub use super::offering_queries::OFFERINGS_FILE;
 
 /// `trainplace advise` again, pinned to this instance type, with the offerings listed.
 pub fn rerun_command(rec: &Recommendation) -> String {
@@ -141,49 +140,8 @@ fn capacity_block_steps(
     blocks: Option<&BlockPlan>,
     out: &mut Vec<String>,
 ) -> Next {
-    let t = &rec.instance.name;
     let held = blocks.is_some_and(|p| p.offerings.iter().all(|o| o.held));
-    let counts: Vec<u32> = match blocks {
-        // Held blocks: nothing to list or buy.
-        Some(_) if held => Vec::new(),
-        Some(plan) => plan.offerings.iter().map(|o| o.instance_count).collect(),
-        // Smaller counts too, so blocks of one AZ that together cover the ask are
-        // listed for the chooser to combine.
-        None => crate::capacity::fallbacks::listing_counts(
-            &block_sizes(rec.shape.nodes).unwrap_or_default(),
-        ),
-    };
-    if !held {
-        out.push("# {STEP} Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());
-    }
-    let range = date_range(rec);
-    let mut seen = Vec::new();
-    let listing = blocks.is_none();
-    if listing {
-        out.push(format!("rm -f {OFFERINGS_FILE}"));
-    }
-    for n in counts {
-        let what = match ultraserver(rec, n) {
-            // Smaller UltraServers are separate NVLink domains: the job's pods keep to
-            // one (nvidia.com/gpu.clique), so only the UltraServer that holds it is listed.
-            Some(_) if n < rec.shape.nodes => continue,
-            Some((kind, count)) => format!("--ultraserver-type {kind} --ultraserver-count {count}"),
-            None => format!("--instance-type {t} --instance-count {n}"),
-        };
-        if seen.contains(&what) {
-            continue;
-        }
-        seen.push(what.clone());
-        // Appended: one JSON document per block size; `--offerings` reads them all.
-        let to_file = if listing {
-            format!(" >> {OFFERINGS_FILE}")
-        } else {
-            String::new()
-        };
-        out.push(format!(
-            "aws ec2 describe-capacity-block-offerings --region \"$REGION\" {what} --capacity-duration-hours {block_hours}{range} --output json{to_file}"
-        ));
-    }
+    super::offering_queries::list_offerings(rec, block_hours, blocks, held, out);
     out.push(String::new());
     match blocks {
         Some(plan) if held => {
@@ -232,25 +190,6 @@ fn capacity_block_steps(
         }
     }
     Next::Continue
-}
-
-/// P6e-GB200 is sold as UltraServer Capacity Blocks of 18 (`u-p6e-gb200x72`) or 9
-/// (`u-p6e-gb200x36`) instances, not by the instance
-/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html;
-/// the types: the AWS SDK changelog of 2025-07-09, "Customers can now purchase
-/// u-p6e-gb200x72 and u-p6e-gb200x36 UltraServers"): the UltraServer type and count that
-/// hold `nodes` instances, for an instance type whose NVLink domain spans 18 instances.
-fn ultraserver(rec: &Recommendation, nodes: u32) -> Option<(&'static str, u32)> {
-    if rec.instance.nvlink_domain_instances != Some(18)
-        || !rec.instance.name.starts_with("p6e-gb200")
-    {
-        return None;
-    }
-    Some(if nodes <= 9 {
-        ("u-p6e-gb200x36", 1)
-    } else {
-        ("u-p6e-gb200x72", nodes.div_ceil(18))
-    })
 }
 
 /// States of a bought Capacity Block that still holds, or will hold, its capacity
@@ -383,17 +322,4 @@ fn number_steps(lines: Vec<String>) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// `--start-date-range/--end-date-range` from the request window.
-fn date_range(rec: &Recommendation) -> String {
-    let req = &rec.request;
-    let mut s = String::new();
-    if let Some(start) = req.earliest_start {
-        s.push_str(&format!(" --start-date-range {start}"));
-    }
-    if let Some(end) = req.latest_end {
-        s.push_str(&format!(" --end-date-range {end}"));
-    }
-    s
 }

@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod karpenter;
 pub mod nccl_tests;
 pub mod network;
+pub mod offering_queries;
 pub mod operators;
 pub mod plugins;
 pub mod pod;
@@ -110,12 +111,14 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
 
 pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
     let o = objects(rec, policy);
-    let env = nccl_env(rec, policy);
-    let parts = PodParts {
-        rec,
-        nccl_env: &env,
-        route: Route::Eksctl,
-    };
+    let mut out = setup_artifacts(rec, &o);
+    out.extend(job_artifacts(rec, policy, &o));
+    out
+}
+
+/// The files that make the cluster: eksctl, Karpenter, the script, the operators' and
+/// the EFA plugin's configuration.
+fn setup_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
     let mut eksctl_notes =
         vec!["eksctl ClusterConfig: eksctl create cluster -f (or create nodegroup -f)"];
     if matches!(rec.capacity, CapacityPlan::CapacityBlock { .. }) {
@@ -173,6 +176,19 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
             content: yaml(&notes, &[&plugins::efa_values(rec)]),
         });
     }
+    out
+}
+
+/// The files that run on it: the ComputeDomain, the job (both routes), the collective
+/// check.
+fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Artifact> {
+    let env = nccl_env(rec, policy);
+    let parts = PodParts {
+        rec,
+        nccl_env: &env,
+        route: Route::Eksctl,
+    };
+    let mut out = Vec::new();
     if let Some(domain) = &o.compute_domain {
         out.push(Artifact {
             name: COMPUTE_DOMAIN_FILE.into(),
