@@ -9,6 +9,7 @@
 
 use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
+use crate::judge::classify::Shape;
 use crate::judge::finding::{Finding, Rule};
 use crate::judge::rules::{RuleInput, count, count64};
 use crate::read::annotations::LABEL_CLIQUE;
@@ -30,31 +31,7 @@ pub(crate) fn check(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec
         fix,
         opt_in: None,
     };
-    // More GPUs than one domain holds, all required in one clique: never schedulable.
-    let domain_gpus = u64::from(domain) * u64::from(inst.accelerators);
-    if let Some(pods) = s.pods {
-        let total = u64::from(pods) * u64::from(s.per_pod);
-        if s.clique_held && total > domain_gpus {
-            out.push(Finding {
-                rule: Rule::ImpossibleRequest,
-                mode: Mode::Enforce,
-                site: site.clone(),
-                found: format!(
-                    "a required pod affinity on {LABEL_CLIQUE} holds {} ({}) in one NVLink domain, which has at most {} ({} x {}); the pods beyond it stay Pending.",
-                    count(pods, "pod"),
-                    count64(total, "GPU"),
-                    count64(domain_gpus, "GPU"),
-                    count(domain, "instance"),
-                    inst.name
-                ),
-                fix: format!(
-                    "remove the {LABEL_CLIQUE} affinity (ranks in different domains then talk over EFA), or use at most {} per job.",
-                    count(domain, "instance")
-                ),
-                opt_in: None,
-            });
-        }
-    }
+    out.extend(clique_too_big(s, inst, domain, site));
     let Some(channel) = &s.channel else {
         // A claim that could not be read may be the channel: device-claims names it.
         if !input.view.devices.unresolved.is_empty() {
@@ -97,4 +74,35 @@ pub(crate) fn check(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec
             ),
         ));
     }
+}
+
+/// More GPUs than one NVLink domain holds, all required in one clique: the pods beyond
+/// it are never scheduled.
+fn clique_too_big(
+    s: &Shape<'_>,
+    inst: &InstanceProfile,
+    domain: u32,
+    site: &str,
+) -> Option<Finding> {
+    let domain_gpus = u64::from(domain) * u64::from(inst.accelerators);
+    let pods = s.pods?;
+    let total = u64::from(pods) * u64::from(s.per_pod);
+    (s.clique_held && total > domain_gpus).then(|| Finding {
+        rule: Rule::ImpossibleRequest,
+        mode: Mode::Enforce,
+        site: site.to_string(),
+        found: format!(
+            "a required pod affinity on {LABEL_CLIQUE} holds {} ({}) in one NVLink domain, which has at most {} ({} x {}); the pods beyond it stay Pending.",
+            count(pods, "pod"),
+            count64(total, "GPU"),
+            count64(domain_gpus, "GPU"),
+            count(domain, "instance"),
+            inst.name
+        ),
+        fix: format!(
+            "remove the {LABEL_CLIQUE} affinity (ranks in different domains then talk over EFA), or use at most {} per job.",
+            count(domain, "instance")
+        ),
+        opt_in: None,
+    })
 }

@@ -137,6 +137,14 @@ fn write_back(
 ) {
     let c_before = &before["spec"]["containers"][0];
     let c_after = &after["spec"]["containers"][0];
+    trainer_fields(object, c_before, c_after, ops);
+    let entry = runtime_patch(object, runtime, after, changes);
+    put_runtime_patch(object, entry, ops);
+}
+
+/// What the layout added to the node container that the TrainJob's own trainer fields
+/// carry: new device keys in resourcesPerNode, appended env entries.
+fn trainer_fields(object: &mut Value, c_before: &Value, c_after: &Value, ops: &mut Ops) {
     // Devices: new keys in resourcesPerNode.
     for w in ["limits", "requests"] {
         let Some(new) = c_after
@@ -168,8 +176,16 @@ fn write_back(
             env.push(e.clone(), ops);
         }
     }
-    // Pod layout: trainplace's runtime patch holds what the layout adds on top of the
-    // other patches (the user's, the advisor's), replaced whole so it stays one entry.
+}
+
+/// trainplace's runtime patch: what the layout adds to the pod on top of the other
+/// patches (the user's, the advisor's), with the explanation.
+fn runtime_patch(
+    object: &Value,
+    runtime: Option<&Value>,
+    after: &Value,
+    changes: &[crate::write::layout::Change],
+) -> Value {
     let base_pod = json!({"spec": layout_spec(&patched_layout(object, false, runtime), &[])});
     let added = delta(&patch_view(after), &patch_view(&base_pod)).unwrap_or_else(|| json!({}));
     let mut spec: Map<String, Value> = added
@@ -184,7 +200,7 @@ fn write_back(
     }
     spec.insert("containers".into(), json!([container]));
     let text = crate::write::layout::mutated_text(changes);
-    let entry = json!({
+    json!({
         "manager": MANAGER,
         "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
             "name": NODE,
@@ -193,7 +209,11 @@ fn write_back(
                 "spec": spec,
             }}},
         }]}}},
-    });
+    })
+}
+
+/// Replace trainplace's runtime patch whole, so it stays one entry, or append it.
+fn put_runtime_patch(object: &mut Value, entry: Value, ops: &mut Ops) {
     match our_patch_index(object) {
         Some(i) => {
             if let Some(p) = object.pointer_mut("/spec/runtimePatches") {
