@@ -20,6 +20,8 @@ impl Drop for TrainingOperator {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        // The certificate the test wrote where the kubelet would have mounted it.
+        let _ = std::fs::remove_dir_all(CERT_DIR);
     }
 }
 
