@@ -1,0 +1,49 @@
+//! What a plan costs: on demand at the catalog price, or the chosen blocks' fee.
+
+use serde::Serialize;
+use trainplace_engine::InstanceProfile;
+
+use crate::plan::CapacityPlan;
+use crate::shape::Shape;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// On-demand price x nodes x job hours (catalog price).
+    pub on_demand_usd: Option<f64>,
+    /// Upfront fee of the chosen Capacity Blocks.
+    pub capacity_block_usd: Option<f64>,
+    /// What this plan is expected to cost.
+    pub estimate_usd: Option<f64>,
+}
+
+pub(super) fn on_demand(p: &InstanceProfile, nodes: u32, hours: u32) -> Option<f64> {
+    p.price_per_hour_usd
+        .map(|usd| round2(usd * f64::from(nodes) * f64::from(hours)))
+}
+
+pub(super) fn cost(p: &InstanceProfile, shape: &Shape, hours: u32, plan: &CapacityPlan) -> Cost {
+    let on_demand_usd = on_demand(p, shape.nodes, hours);
+    let capacity_block_usd = match plan {
+        CapacityPlan::CapacityBlock {
+            blocks: Some(b), ..
+        } => Some(b.total_fee_usd),
+        _ => None,
+    };
+    let estimate_usd = match plan {
+        CapacityPlan::CapacityBlock { .. } => capacity_block_usd,
+        // ODCRs bill at the on-demand rate.
+        CapacityPlan::Odcr { .. } | CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => {
+            on_demand_usd
+        }
+    };
+    Cost {
+        on_demand_usd,
+        capacity_block_usd,
+        estimate_usd,
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
