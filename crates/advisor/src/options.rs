@@ -73,28 +73,7 @@ pub fn capacity_options(
     match chosen {
         CapacityPlan::CapacityBlock {
             blocks: Some(plan), ..
-        } => {
-            let label = format!(
-                "Capacity Block(s) of {} for the job's {} h; checkpoint by {}",
-                block_lengths(plan),
-                req.job_hours,
-                plan.checkpoint_by
-            );
-            out.push(CapacityOption::blocks(label, true, plan));
-            if let Some(offers) = &facts.offerings {
-                let need =
-                    BlockNeed::of_request(&p.name, req, shape.nodes, EKS_SCALE_DOWN_MINUTES);
-                if let BlockChoice::Fit(longer) = choose_blocks(offers, &need)
-                    && longer.offerings.iter().map(|o| &o.id).ne(plan.offerings.iter().map(|o| &o.id))
-                {
-                    let label = format!(
-                        "longer Capacity Block(s) of {}: the job plus the {EKS_SCALE_DOWN_MINUTES} min EKS scale-down",
-                        block_lengths(&longer)
-                    );
-                    out.push(CapacityOption::blocks(label, false, &longer));
-                }
-            }
-        }
+        } => out.extend(chosen_blocks(req, p, shape, facts, plan)),
         CapacityPlan::CapacityBlock {
             block_hours,
             blocks: None,
@@ -113,22 +92,7 @@ pub fn capacity_options(
             ),
             true,
         )),
-        CapacityPlan::OnDemand => {
-            // The block on-demand was weighed against (when one fits): reserved nodes
-            // for its fee.
-            if let Some(offers) = &facts.offerings {
-                let need = BlockNeed::of_request(&p.name, req, shape.nodes, 0);
-                if let BlockChoice::Fit(plan) = choose_blocks(offers, &need) {
-                    let label = format!(
-                        "Capacity Block(s) of {} for the job's {} h: reserved nodes; checkpoint by {}",
-                        block_lengths(&plan),
-                        req.job_hours,
-                        plan.checkpoint_by
-                    );
-                    out.push(CapacityOption::blocks(label, false, &plan));
-                }
-            }
-        }
+        CapacityPlan::OnDemand => out.extend(weighed_block(req, p, shape, facts)),
         CapacityPlan::Odcr { .. } => {}
     }
     out.push(CapacityOption {
@@ -143,4 +107,59 @@ pub fn capacity_options(
         )
     });
     out
+}
+
+/// The chosen blocks, and the longer ones that also cover the EKS scale-down when the
+/// offerings have them.
+fn chosen_blocks(
+    req: &Request,
+    p: &InstanceProfile,
+    shape: &Shape,
+    facts: &Facts,
+    plan: &BlockPlan,
+) -> Vec<CapacityOption> {
+    let label = format!(
+        "Capacity Block(s) of {} for the job's {} h; checkpoint by {}",
+        block_lengths(plan),
+        req.job_hours,
+        plan.checkpoint_by
+    );
+    let mut out = vec![CapacityOption::blocks(label, true, plan)];
+    if let Some(offers) = &facts.offerings {
+        let need = BlockNeed::of_request(&p.name, req, shape.nodes, EKS_SCALE_DOWN_MINUTES);
+        if let BlockChoice::Fit(longer) = choose_blocks(offers, &need)
+            && longer
+                .offerings
+                .iter()
+                .map(|o| &o.id)
+                .ne(plan.offerings.iter().map(|o| &o.id))
+        {
+            let label = format!(
+                "longer Capacity Block(s) of {}: the job plus the {EKS_SCALE_DOWN_MINUTES} min EKS scale-down",
+                block_lengths(&longer)
+            );
+            out.push(CapacityOption::blocks(label, false, &longer));
+        }
+    }
+    out
+}
+
+/// The block on-demand was weighed against (when one fits): reserved nodes for its fee.
+fn weighed_block(
+    req: &Request,
+    p: &InstanceProfile,
+    shape: &Shape,
+    facts: &Facts,
+) -> Option<CapacityOption> {
+    let need = BlockNeed::of_request(&p.name, req, shape.nodes, 0);
+    let BlockChoice::Fit(plan) = choose_blocks(facts.offerings.as_ref()?, &need) else {
+        return None;
+    };
+    let label = format!(
+        "Capacity Block(s) of {} for the job's {} h: reserved nodes; checkpoint by {}",
+        block_lengths(&plan),
+        req.job_hours,
+        plan.checkpoint_by
+    );
+    Some(CapacityOption::blocks(label, false, &plan))
 }

@@ -35,22 +35,8 @@ pub(super) fn capacity_plan(
     };
     let need = BlockNeed::of_request(&p.name, req, shape.nodes, 0);
     // A block the account already holds comes before buying one.
-    if let Some(held) = &facts.reservations {
-        match choose_held(held, &need) {
-            Ok(plan) => {
-                reasons.push(format!(
-                    "nothing to buy: the account already holds Capacity Block(s) {} in {} ({} instances, usable from {} to {})",
-                    block_ids(&plan),
-                    plan.availability_zone,
-                    plan.instances,
-                    plan.start,
-                    plan.checkpoint_by
-                ));
-                warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
-                return on_blocks(block_hours, plan);
-            }
-            Err(why) => reasons.push(format!("{why}: buying one")),
-        }
+    if let Some(plan) = held_block(req, facts, &need, reasons, warnings) {
+        return on_blocks(block_hours, plan);
     }
     warnings.extend(too_far_ahead(req));
     let Some(offers) = &facts.offerings else {
@@ -67,59 +53,7 @@ pub(super) fn capacity_plan(
         );
     };
     match choose_blocks(offers, &need) {
-        BlockChoice::Fit(plan) => {
-            let on_demand_usd = on_demand(p, shape.nodes, req.job_hours);
-            let what = format!(
-                "{} in {} ({} instances of {}, {} to {}, ${:.2})",
-                block_ids(&plan),
-                plan.availability_zone,
-                plan.instances,
-                block_lengths(&plan),
-                plan.start,
-                plan.end,
-                plan.total_fee_usd
-            );
-            if let Some(od) = on_demand_usd
-                && req.capacity == CapacityPref::Auto
-                && plan.total_fee_usd > od
-            {
-                reasons.push(format!(
-                    "on-demand, the cheaper: {} x {} for the job's {} h cost ${od:.2}; the cheapest Capacity Block plan that fits, {what}, costs ${:.2} more",
-                    shape.nodes,
-                    p.name,
-                    req.job_hours,
-                    plan.total_fee_usd - od
-                ));
-                warnings.push(warn::on_demand_risk(
-                    shape.nodes,
-                    &p.name,
-                    plan.total_fee_usd - od,
-                ));
-                return (CapacityPlan::OnDemand, None);
-            }
-            reasons.push(format!("cheapest Capacity Block plan that fits: {what}"));
-            if let Some(od) = on_demand_usd {
-                reasons.push(if plan.total_fee_usd <= od {
-                    format!(
-                        "the block fee ${:.2} is ${:.2} less than on-demand for the job's {} node(s) x {} h (${od:.2}), and the nodes are reserved",
-                        plan.total_fee_usd,
-                        od - plan.total_fee_usd,
-                        shape.nodes,
-                        req.job_hours
-                    )
-                } else {
-                    format!(
-                        "the block fee ${:.2} is ${:.2} more than on-demand for the job's {} node(s) x {} h (${od:.2}): paid for reserved nodes, as asked (--capacity capacity-block)",
-                        plan.total_fee_usd,
-                        plan.total_fee_usd - od,
-                        shape.nodes,
-                        req.job_hours
-                    )
-                });
-            }
-            warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
-            on_blocks(block_hours, plan)
-        }
+        BlockChoice::Fit(plan) => bought_block(req, p, shape, block_hours, plan, reasons, warnings),
         BlockChoice::NoFit(why) => {
             if why.iter().any(|r| r.contains("shorter than the job")) {
                 warnings.push(warn::job_longer_than_block(
@@ -131,6 +65,100 @@ pub(super) fn capacity_plan(
             (CapacityPlan::OnDemand, None)
         }
     }
+}
+
+/// The Capacity Block(s) the account already holds that fit the job, said in the reasons;
+/// `None` (said why) when none fits.
+fn held_block(
+    req: &Request,
+    facts: &Facts,
+    need: &BlockNeed,
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
+) -> Option<BlockPlan> {
+    let held = facts.reservations.as_ref()?;
+    match choose_held(held, need) {
+        Ok(plan) => {
+            reasons.push(format!(
+                "nothing to buy: the account already holds Capacity Block(s) {} in {} ({} instances, usable from {} to {})",
+                block_ids(&plan),
+                plan.availability_zone,
+                plan.instances,
+                plan.start,
+                plan.checkpoint_by
+            ));
+            warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
+            Some(plan)
+        }
+        Err(why) => {
+            reasons.push(format!("{why}: buying one"));
+            None
+        }
+    }
+}
+
+/// The cheapest listed blocks that fit: bought, unless on demand is cheaper and the
+/// request lets the plan choose.
+fn bought_block(
+    req: &Request,
+    p: &InstanceProfile,
+    shape: &Shape,
+    block_hours: u32,
+    plan: BlockPlan,
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
+) -> (CapacityPlan, Option<String>) {
+    let on_demand_usd = on_demand(p, shape.nodes, req.job_hours);
+    let what = format!(
+        "{} in {} ({} instances of {}, {} to {}, ${:.2})",
+        block_ids(&plan),
+        plan.availability_zone,
+        plan.instances,
+        block_lengths(&plan),
+        plan.start,
+        plan.end,
+        plan.total_fee_usd
+    );
+    if let Some(od) = on_demand_usd
+        && req.capacity == CapacityPref::Auto
+        && plan.total_fee_usd > od
+    {
+        reasons.push(format!(
+            "on-demand, the cheaper: {} x {} for the job's {} h cost ${od:.2}; the cheapest Capacity Block plan that fits, {what}, costs ${:.2} more",
+            shape.nodes,
+            p.name,
+            req.job_hours,
+            plan.total_fee_usd - od
+        ));
+        warnings.push(warn::on_demand_risk(
+            shape.nodes,
+            &p.name,
+            plan.total_fee_usd - od,
+        ));
+        return (CapacityPlan::OnDemand, None);
+    }
+    reasons.push(format!("cheapest Capacity Block plan that fits: {what}"));
+    if let Some(od) = on_demand_usd {
+        reasons.push(if plan.total_fee_usd <= od {
+            format!(
+                "the block fee ${:.2} is ${:.2} less than on-demand for the job's {} node(s) x {} h (${od:.2}), and the nodes are reserved",
+                plan.total_fee_usd,
+                od - plan.total_fee_usd,
+                shape.nodes,
+                req.job_hours
+            )
+        } else {
+            format!(
+                "the block fee ${:.2} is ${:.2} more than on-demand for the job's {} node(s) x {} h (${od:.2}): paid for reserved nodes, as asked (--capacity capacity-block)",
+                plan.total_fee_usd,
+                plan.total_fee_usd - od,
+                shape.nodes,
+                req.job_hours
+            )
+        });
+    }
+    warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
+    on_blocks(block_hours, plan)
 }
 
 /// The Capacity Block length for this job when the type is sold as blocks and the job

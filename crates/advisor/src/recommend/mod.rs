@@ -69,16 +69,8 @@ pub fn recommend(
     let Candidate { profile, shape } = ranked.remove(0);
     let mut reasons = vec![why_this_type(profile)];
     let mut warnings = shape_warnings(req, profile, &shape, facts);
-    let (capacity, block_zone) = match existing_capacity(req, &profile.name, shape.nodes, facts) {
-        Some((plan, zone)) => {
-            reasons.push(format!(
-                "nothing to buy: the cluster already has {} {} node(s) in {zone}; make sure they are free for this job",
-                shape.nodes, profile.name
-            ));
-            (plan, Some(zone))
-        }
-        None => capacity_plan(req, profile, &shape, facts, &mut reasons, &mut warnings),
-    };
+    let (capacity, block_zone) =
+        capacity_for(req, profile, &shape, facts, &mut reasons, &mut warnings);
     let zone = block_zone
         .unwrap_or_else(|| pick_zone(req, &profile.name, facts, &mut reasons, &mut warnings));
     let placement_group = (shape.nodes > 1 && matches!(capacity, CapacityPlan::OnDemand))
@@ -89,11 +81,7 @@ pub fn recommend(
         shape.nodes,
     ));
     if shape.nodes > 1 {
-        warnings.push(warn::efa_one_az(&zone));
-        warnings.extend(warn::p4d_efa(profile));
-        if profile.rdma == trainplace_engine::Rdma::None {
-            warnings.push(warn::no_rdma(profile));
-        }
+        warnings.extend(across_nodes(profile, &zone));
     }
     let cost = cost(profile, &shape, req.job_hours, &capacity);
     warnings.extend(cost_warning(&cost, &profile.name));
@@ -140,6 +128,38 @@ pub fn recommend(
         alternatives,
         warnings,
     })
+}
+
+/// The capacity the job runs on, and its zone when the capacity fixes it: the cluster's
+/// own nodes of the type when there are enough, else what the request asks to buy or use.
+fn capacity_for(
+    req: &Request,
+    profile: &InstanceProfile,
+    shape: &Shape,
+    facts: &Facts,
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
+) -> (CapacityPlan, Option<String>) {
+    match existing_capacity(req, &profile.name, shape.nodes, facts) {
+        Some((plan, zone)) => {
+            reasons.push(format!(
+                "nothing to buy: the cluster already has {} {} node(s) in {zone}; make sure they are free for this job",
+                shape.nodes, profile.name
+            ));
+            (plan, Some(zone))
+        }
+        None => capacity_plan(req, profile, shape, facts, reasons, warnings),
+    }
+}
+
+/// Warnings for a job over more than one node: EFA in one zone, p4d's EFA, no RDMA.
+fn across_nodes(profile: &InstanceProfile, zone: &str) -> Vec<Warning> {
+    let mut warnings = vec![warn::efa_one_az(zone)];
+    warnings.extend(warn::p4d_efa(profile));
+    if profile.rdma == trainplace_engine::Rdma::None {
+        warnings.push(warn::no_rdma(profile));
+    }
+    warnings
 }
 
 /// The first reason: what the chosen type is and the layout it gets.
