@@ -236,6 +236,15 @@ fn recursive_reads_subdirectories_and_says_what_it_did_not_read() {
     );
 }
 
+/// The README's `trainplace check -f examples/ -R` reads every file under examples/ as
+/// manifests: none is refused as unreadable (exit 2); the denied examples give exit 1.
+#[test]
+fn the_examples_directory_is_all_manifests() {
+    let o = run(&["check", "-f", "examples/", "-R"]);
+    assert_eq!(code(&o), 1, "{}", text(&o.stderr));
+    assert!(!text(&o.stderr).contains("error:"), "{}", text(&o.stderr));
+}
+
 #[test]
 fn filename_repeats() {
     let o = run(&[
