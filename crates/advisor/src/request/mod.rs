@@ -7,8 +7,10 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use trainplace_engine::Catalog;
 
+mod fields;
 mod kinds;
 
+pub use fields::{DEFAULT_EKS_VERSION, Names};
 pub use kinds::{CapacityPref, Demand, Framework};
 
 use crate::error::InputError;
@@ -47,15 +49,6 @@ pub struct AdviceRequest {
     pub now: Option<String>,
 }
 
-/// Names used in the artifacts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Names {
-    pub cluster: String,
-    pub job: String,
-    pub namespace: String,
-}
-
 /// A validated request: the only input the planner accepts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -90,11 +83,6 @@ pub struct Request {
 /// keeps arithmetic and the rendered layout bounded.
 const MAX_GPUS: i64 = 16_384;
 pub const DEFAULT_REGION: &str = "us-east-1";
-/// Kubernetes version of a new cluster: the newest eksctl supports
-/// (<https://github.com/eksctl-io/eksctl/blob/main/pkg/apis/eksctl.io/v1alpha5/types.go>,
-/// `Version1_35`). Users with a cluster keep theirs.
-pub const DEFAULT_EKS_VERSION: &str = "1.35";
-
 /// A validated time window (see [`AdviceRequest::validate_at`]).
 struct Window {
     earliest_start: Option<Timestamp>,
@@ -130,8 +118,8 @@ impl AdviceRequest {
                 "must be a positive number",
             ));
         }
-        let capacity = self.capacity_pref()?;
-        let reservation_id = self.reservation(capacity)?;
+        let capacity = fields::capacity_pref(self.capacity.as_deref())?;
+        let reservation_id = fields::reservation(&self.reservation_id, capacity)?;
         Ok(Request {
             demand,
             family,
@@ -145,9 +133,9 @@ impl AdviceRequest {
             capacity,
             reservation_id,
             framework: self.framework()?,
-            names: self.names()?,
-            image: self.image()?,
-            eks_version: self.eks_version()?,
+            names: fields::names(&self.cluster_name, &self.job_name, &self.namespace)?,
+            image: fields::image(&self.image)?,
+            eks_version: fields::eks_version(&self.eks_version)?,
             efa_dra: self.efa_dra.unwrap_or(false),
             now,
             start_moved_from,
@@ -320,113 +308,9 @@ impl AdviceRequest {
         }
         Ok(hours.ceil() as u32)
     }
-
-    fn capacity_pref(&self) -> Result<CapacityPref, InputError> {
-        match self
-            .capacity
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            None | Some("auto") => Ok(CapacityPref::Auto),
-            Some("on-demand") => Ok(CapacityPref::OnDemand),
-            Some("odcr") => Ok(CapacityPref::Odcr),
-            Some("capacity-block") => Ok(CapacityPref::CapacityBlock),
-            Some(other) => Err(InputError::request(
-                "capacity",
-                format!("unknown capacity preference {other:?}"),
-            )
-            .with_allowed(["auto", "on-demand", "odcr", "capacity-block"])),
-        }
-    }
-
-    fn reservation(&self, capacity: CapacityPref) -> Result<Option<String>, InputError> {
-        match (&self.reservation_id, capacity) {
-            (None, CapacityPref::Odcr) => Err(InputError::request(
-                "reservationId",
-                "required with capacity odcr (cr-...)",
-            )),
-            (Some(id), CapacityPref::Odcr) => {
-                let ok = id.strip_prefix("cr-").is_some_and(|hex| {
-                    !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit())
-                });
-                if ok {
-                    Ok(Some(id.clone()))
-                } else {
-                    Err(InputError::request(
-                        "reservationId",
-                        format!("{id:?} is not a capacity reservation id (cr- followed by hex)"),
-                    ))
-                }
-            }
-            (Some(_), _) => Err(InputError::request(
-                "reservationId",
-                "only used with capacity odcr",
-            )),
-            (None, _) => Ok(None),
-        }
-    }
-
-    fn names(&self) -> Result<Names, InputError> {
-        let pick =
-            |field: &str, value: &Option<String>, default: &str| -> Result<String, InputError> {
-                let v = value.clone().unwrap_or_else(|| default.to_string());
-                if is_dns_label(&v) {
-                    Ok(v)
-                } else {
-                    Err(InputError::request(
-                        field,
-                        format!(
-                            "{v:?} is not a DNS label (lowercase letters, digits, '-', at most 63)"
-                        ),
-                    ))
-                }
-            };
-        Ok(Names {
-            cluster: pick("clusterName", &self.cluster_name, "training")?,
-            job: pick("jobName", &self.job_name, "train")?,
-            namespace: pick("namespace", &self.namespace, "default")?,
-        })
-    }
-
-    fn image(&self) -> Result<Option<String>, InputError> {
-        match &self.image {
-            Some(i) if i.trim().is_empty() || i.contains(char::is_whitespace) => Err(
-                InputError::request("image", format!("{i:?} is not an image reference")),
-            ),
-            other => Ok(other.clone()),
-        }
-    }
-
-    fn eks_version(&self) -> Result<String, InputError> {
-        let v = self
-            .eks_version
-            .clone()
-            .unwrap_or_else(|| DEFAULT_EKS_VERSION.to_string());
-        let ok = v.split_once('.').is_some_and(|(a, b)| {
-            a == "1" && !b.is_empty() && b.chars().all(|c| c.is_ascii_digit())
-        });
-        if ok {
-            Ok(v)
-        } else {
-            Err(InputError::request(
-                "eksVersion",
-                format!("{v:?} is not a Kubernetes minor version like {DEFAULT_EKS_VERSION}"),
-            ))
-        }
-    }
 }
 
 fn parse_opt(field: &str, text: Option<&str>) -> Result<Option<Timestamp>, InputError> {
     text.map(|t| parse_instant(t).map_err(|m| InputError::request(field, m)))
         .transpose()
-}
-
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
