@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub mod corpus;
+pub mod scale;
 
 pub struct Sandbox {
     pub dir: PathBuf,

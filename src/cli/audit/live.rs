@@ -1,5 +1,5 @@
 //! The live side of `trainplace audit`: the kinds it lists through the kubeconfig, the
-//! client it lists them with, and its progress line.
+//! client it lists them with (in pages of [`PAGE`] objects), and its progress line.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde_json::{Value, json};
@@ -70,9 +70,9 @@ pub(super) async fn live(
             _ => Api::all_with(client.clone(), &ar),
         };
         progress.step(plural);
-        match api.list(&ListParams::default()).await {
-            Ok(list) => {
-                for o in list.items {
+        match list_all(&api, &progress, plural).await {
+            Ok(items) => {
+                for o in items {
                     let mut v = serde_json::to_value(&o)?;
                     v["apiVersion"] = json!(ar.api_version);
                     v["kind"] = json!(kind);
@@ -97,10 +97,8 @@ pub(super) async fn live(
         &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Node"), "nodes"),
     );
     progress.step("nodes");
-    let node_values: Vec<Value> = nodes
-        .list(&ListParams::default())
+    let node_values: Vec<Value> = list_all(&nodes, &progress, "nodes")
         .await?
-        .items
         .iter()
         .filter_map(|n| serde_json::to_value(n).ok())
         .collect();
@@ -119,18 +117,42 @@ pub(super) async fn live(
         ),
     );
     progress.step("ec2nodeclasses");
-    let listed = classes.list(&ListParams::default()).await;
+    let listed = list_all(&classes, &progress, "ec2nodeclasses").await;
     progress.done();
     match listed {
-        Ok(list) => snapshot
+        Ok(items) => snapshot
             .reservations_mut()
-            .add_ec2nodeclasses(&json!({ "items": serde_json::to_value(&list.items)? })),
+            .add_ec2nodeclasses(&json!({ "items": serde_json::to_value(&items)? })),
         Err(kube::Error::Api(e)) if e.code == 404 => {}
         Err(e) => return Err(anyhow::anyhow!("cannot list ec2nodeclasses: {e}")),
     }
     // TrainJobs are judged with the runtimes they name.
     snapshot.add_runtimes(docs.iter().map(|d| &d.object));
     Ok((docs, snapshot, notes))
+}
+
+/// Objects per list call: the API server answers a large cluster's pods in pages, so
+/// no single response (nor its time in the API server) grows with the cluster.
+const PAGE: u32 = 500;
+
+/// Every object `api` lists, page by page (`limit` and `continue`), the count so far
+/// on the progress line.
+async fn list_all(
+    api: &Api<DynamicObject>,
+    progress: &Progress,
+    what: &str,
+) -> Result<Vec<DynamicObject>, kube::Error> {
+    let mut items = Vec::new();
+    let mut params = ListParams::default().limit(PAGE);
+    loop {
+        let page = api.list(&params).await?;
+        items.extend(page.items);
+        progress.count(what, items.len());
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(items),
+        }
+    }
 }
 
 /// The client configuration: `--kubeconfig` and `--context` when given, else what
@@ -174,6 +196,16 @@ impl Progress {
         if self.on {
             crate::cli::out::stderr(format_args!(
                 "\r\x1b[2Kaudit: listing {what} ({}/{})",
+                self.done.get(),
+                self.total
+            ));
+        }
+    }
+
+    fn count(&self, what: &str, listed: usize) {
+        if self.on {
+            crate::cli::out::stderr(format_args!(
+                "\r\x1b[2Kaudit: listing {what} ({}/{}): {listed}",
                 self.done.get(),
                 self.total
             ));
