@@ -1,0 +1,110 @@
+//! The scale benchmark at a small size, against the sandbox's real control plane
+//! (`examples/sandbox_scale.rs` is the full size): a cluster grown through the API
+//! server to 10% and then 100% of 500 kwok GPU nodes and 3,000 pods in 30 jobs, with
+//! pods churning (created, bound, finished, deleted) and nodes added and removed.
+//!
+//! The bounds are loose so they do not flake on a loaded machine, but an asymptotic
+//! regression fails them: what publishing a snapshot costs must not grow with the
+//! cluster (a full rebuild on a change costs ten times more at ten times the size), a
+//! pod's create must reach the snapshot within seconds, and the webhook's memory must
+//! stay far below what keeping whole pods would take. Fails (never skips) without the
+//! control plane: run scripts/test-deps.sh.
+
+mod sandbox;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sandbox::scale::{self, Target, percentile};
+
+const NODES: usize = 500;
+const JOBS: usize = 30;
+const PER_JOB: usize = 100;
+
+/// What churn cost at one size.
+struct Cost {
+    /// Mean time per publish, µs.
+    publish_us: f64,
+    to_snapshot_p99: Duration,
+    rss_mib: f64,
+}
+
+/// Grow to `jobs` jobs on `nodes` nodes, then churn for `secs` and read the cost.
+async fn grow_and_churn(t: &Arc<Target>, have: (usize, usize), want: (usize, usize)) -> Cost {
+    let failed = scale::add_nodes(t, have.0, want.0).await;
+    assert_eq!(failed, 0, "node creates failed");
+    let (failed, newest) = scale::add_jobs(t, (have.1, want.1), PER_JOB, want.0).await;
+    assert_eq!(failed, 0, "pod creates failed");
+    let caught_up = t
+        .published(newest, scale::unix_micros(), Duration::from_secs(60))
+        .await;
+    assert!(
+        caught_up.is_some(),
+        "the snapshot never held the last pod created"
+    );
+    let before = t.progress().await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = tokio::spawn(scale::churn(
+        t.clone(),
+        20,
+        (want.1, want.0),
+        stop.clone(),
+        want.0 as u64,
+    ));
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut churned = churn.await.unwrap();
+    let after = t.progress().await;
+    assert_eq!(churned.failed, 0, "churn operations failed");
+    assert!(
+        churned.to_snapshot.len() >= 5,
+        "few churn pods reached the snapshot: {churned:?}"
+    );
+    churned.to_snapshot.sort();
+    let d = |k: &str| after[k].as_u64().unwrap() - before[k].as_u64().unwrap();
+    assert!(d("publishes") > 0, "no publish during churn: {after}");
+    Cost {
+        publish_us: d("publishMicros") as f64 / d("publishes") as f64,
+        to_snapshot_p99: percentile(&churned.to_snapshot, 0.99),
+        rss_mib: t.rss("trainplace"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishing_cost_does_not_grow_with_the_cluster() {
+    let sb = sandbox::shared("cluster_scale");
+    let t = Arc::new(Target::new(sb.dir.clone(), &sb.env).await);
+    scale::namespaces(&t).await;
+    let small = grow_and_churn(&t, (0, 0), (NODES / 10, JOBS / 10)).await;
+    let full = grow_and_churn(&t, (NODES / 10, JOBS / 10), (NODES, JOBS)).await;
+    eprintln!(
+        "10%: publish {:.0} µs, create->snapshot p99 {:?}, RSS {:.1} MiB; 100%: publish {:.0} µs, p99 {:?}, RSS {:.1} MiB",
+        small.publish_us,
+        small.to_snapshot_p99,
+        small.rss_mib,
+        full.publish_us,
+        full.to_snapshot_p99,
+        full.rss_mib
+    );
+    assert!(
+        full.publish_us <= 4.0 * small.publish_us + 300.0,
+        "a publish costs {:.0} µs at {NODES} nodes and {} pods against {:.0} µs at a tenth of that: publishing grows with the cluster",
+        full.publish_us,
+        JOBS * PER_JOB,
+        small.publish_us
+    );
+    for (size, cost) in [("10%", &small), ("100%", &full)] {
+        assert!(
+            cost.to_snapshot_p99 < Duration::from_secs(2),
+            "{size}: a pod's create took {:?} to reach the snapshot (p99)",
+            cost.to_snapshot_p99
+        );
+    }
+    assert!(
+        full.rss_mib > 0.0 && full.rss_mib < 96.0,
+        "trainplace RSS {:.1} MiB with {} pods",
+        full.rss_mib,
+        JOBS * PER_JOB
+    );
+}
