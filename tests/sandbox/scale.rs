@@ -343,9 +343,9 @@ pub async fn churn(
     while !stop.load(Ordering::Relaxed) {
         tick.tick().await;
         k += 1;
-        if k % 25 == 0 {
+        if k.is_multiple_of(25) {
             let i = nodes + 1_000_000 + extra;
-            let ok = if k % 50 == 0 && extra > 0 {
+            let ok = if k.is_multiple_of(50) && extra > 0 {
                 extra -= 1;
                 nodes_api
                     .delete(&node_name(i - 1), &DeleteParams::default())
