@@ -47,8 +47,8 @@ pub fn is_known_region(name: &str) -> bool {
 /// A zone name (not a zone id like `use1-az1`) of `region`: the region plus one letter
 /// (an Availability Zone), or a Local Zone of it, `region-<location>-<n><letter>` such as
 /// `us-east-1-dfw-2a`, the Dallas Local Zone where P6e-GB200 UltraServer Capacity Blocks
-/// are sold (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html;
-/// names: https://docs.aws.amazon.com/local-zones/latest/ug/available-local-zones.html).
+/// are sold (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html>;
+/// names: <https://docs.aws.amazon.com/local-zones/latest/ug/available-local-zones.html>).
 pub fn is_zone_of(zone: &str, region: &str) -> bool {
     let Some(rest) = zone.strip_prefix(region) else {
         return false;

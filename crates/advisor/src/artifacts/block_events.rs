@@ -1,8 +1,8 @@
 //! An EventBridge rule on the Capacity Block end warning. EC2 sends it forty minutes
 //! before a block ends, when its instances begin to terminate ten minutes later
-//! (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html).
+//! (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html>).
 //! The EventBridge reference names the event `Capacity Block Expiration Warning`
-//! (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-ec2.html) while the
+//! (<https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-ec2.html>) while the
 //! EC2 guide's example has shown `Capacity Block Reservation Expiration Warning`: the rule
 //! matches both. `put-rule` creates or updates, so a rerun is safe; the target (an SNS
 //! topic, a function that checkpoints the job) is the platform team's to add.

@@ -73,7 +73,7 @@ pub fn nccl_env(rec: &Recommendation, policy: &Policy) -> Vec<(String, String)> 
 
 /// Whether the plan has a Karpenter route: it makes nodes, and EFA does not come
 /// through the EFA DRA driver, which "is not supported with Karpenter or EKS Auto Mode"
-/// (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html).
+/// (<https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html>).
 pub fn karpenter_route(rec: &Recommendation) -> bool {
     !rec.efa_dra && !matches!(rec.capacity, CapacityPlan::Existing { .. })
 }

@@ -29,12 +29,12 @@ pub enum Route {
 
 /// EKS sets these on every managed node: its nodegroup, and its capacity type
 /// (`ON_DEMAND`, `SPOT`, `CAPACITY_BLOCK`;
-/// https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html).
+/// <https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html>).
 pub const LABEL_EKS_NODEGROUP: &str = "eks.amazonaws.com/nodegroup";
 pub const LABEL_EKS_CAPACITY_TYPE: &str = "eks.amazonaws.com/capacityType";
 /// Karpenter sets these on the nodes it launches: the NodePool, the capacity type
 /// (`reserved` for capacity reservations and Capacity Blocks) and the reservation id
-/// (https://karpenter.sh/docs/concepts/scheduling/, https://karpenter.sh/docs/tasks/odcrs/).
+/// (<https://karpenter.sh/docs/concepts/scheduling/>, <https://karpenter.sh/docs/tasks/odcrs/>).
 pub const LABEL_KARPENTER_NODEPOOL: &str = "karpenter.sh/nodepool";
 pub const LABEL_KARPENTER_CAPACITY_TYPE: &str = "karpenter.sh/capacity-type";
 /// Pod annotation: Karpenter leaves the pod's node alone while it runs.
@@ -91,7 +91,7 @@ impl PodParts<'_> {
 
     /// Whether the instance's NVLink domain spans instances (GB200 NVL72): then the
     /// pods reach each other's GPUs over NVLink only with an IMEX channel, which a
-    /// ComputeDomain of the NVIDIA DRA driver gives (https://github.com/NVIDIA/k8s-dra-driver-gpu),
+    /// ComputeDomain of the NVIDIA DRA driver gives (<https://github.com/NVIDIA/k8s-dra-driver-gpu>),
     /// and must share one domain (`nvidia.com/gpu.clique`).
     pub fn nvlink_domain(&self) -> bool {
         self.rec.instance.nvlink_domain_instances.is_some()
