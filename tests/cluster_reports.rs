@@ -281,7 +281,12 @@ fn a_denied_pod_gets_an_event_naming_the_rule_and_events_keep_to_their_rate() {
     let line = log
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|l| l["fields"]["message"] == "denied" && l["fields"]["name"] == "bad-0")
+        .find(|l| {
+            // The log outlives a run; this run's namespace tells its line apart.
+            l["fields"]["message"] == "denied"
+                && l["fields"]["name"] == "bad-0"
+                && l["fields"]["namespace"] == ns.as_str()
+        })
         .unwrap_or_else(|| panic!("a denial line for bad-0 in the log"));
     assert_eq!(line["level"], "INFO");
     assert_eq!(line["fields"]["rules"], "partial-node,multi-az");
