@@ -194,19 +194,6 @@ fn bundles(sb: &Sandbox) -> Vec<BTreeSet<String>> {
     all
 }
 
-fn point(sb: &Sandbox, kind: &str, port: u16, path: &str) {
-    let patch = json!([{"op": "replace", "path": "/webhooks/0/clientConfig/url",
-        "value": format!("https://127.0.0.1:{port}{path}")}]);
-    sb.ok(&[
-        "patch",
-        kind,
-        "trainplace",
-        "--type=json",
-        "-p",
-        &patch.to_string(),
-    ]);
-}
-
 fn gpu_pod(ns: &str, name: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -317,8 +304,8 @@ fn two_replicas_rotate_their_ca_while_pods_are_created_without_a_failure() {
         !first.is_empty() && first != sandbox_ca && now.iter().all(|b| *b == first)
     });
     assert_eq!(first.len(), 1, "one CA at first");
-    point(sb, "mutatingwebhookconfiguration", a.port, "/mutate");
-    point(sb, "validatingwebhookconfiguration", b.port, "/validate");
+    sb.point_webhook("mutatingwebhookconfiguration", a.port, "/mutate");
+    sb.point_webhook("validatingwebhookconfiguration", b.port, "/validate");
     let mut last = Err(String::new());
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while last.is_err() {

@@ -101,16 +101,7 @@ fn point_webhooks_at(sb: &Sandbox, port: u16) {
         ("mutatingwebhookconfiguration", "/mutate"),
         ("validatingwebhookconfiguration", "/validate"),
     ] {
-        let patch = json!([{"op": "replace", "path": "/webhooks/0/clientConfig/url",
-            "value": format!("https://127.0.0.1:{port}{path}")}]);
-        sb.ok(&[
-            "patch",
-            kind,
-            "trainplace",
-            "--type=json",
-            "-p",
-            &patch.to_string(),
-        ]);
+        sb.point_webhook(kind, port, path);
     }
 }
 

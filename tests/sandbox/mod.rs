@@ -175,6 +175,21 @@ impl Sandbox {
         assert!(out.status.success(), "recreate: {}", stderr(&out));
     }
 
+    /// Point the `trainplace` webhook configuration of `kind` at `path` on
+    /// 127.0.0.1:`port`.
+    pub fn point_webhook(&self, kind: &str, port: u16, path: &str) {
+        let patch = serde_json::json!([{"op": "replace", "path": "/webhooks/0/clientConfig/url",
+            "value": format!("https://127.0.0.1:{port}{path}")}]);
+        self.ok(&[
+            "patch",
+            kind,
+            "trainplace",
+            "--type=json",
+            "-p",
+            &patch.to_string(),
+        ]);
+    }
+
     pub fn json(&self, args: &[&str]) -> Value {
         let mut a = args.to_vec();
         a.extend(["-o", "json"]);
