@@ -75,12 +75,7 @@ fn the_script_lists_smaller_counts_and_the_chooser_combines_them() {
         jiff::Timestamp::now(),
     )
     .unwrap();
-    let script = &advice
-        .artifacts
-        .iter()
-        .find(|a| a.name == "aws-cli.sh")
-        .unwrap()
-        .content;
+    let script = common::emitted(&advice, "aws-cli.sh");
     for n in [2, 1] {
         assert!(
             script.contains(&format!("--instance-count {n} ")),

@@ -143,12 +143,7 @@ fn gb200_blocks_are_listed_as_ultraservers_and_bought_in_the_local_zone() {
         jiff::Timestamp::now(),
     )
     .unwrap();
-    let script = &advice
-        .artifacts
-        .iter()
-        .find(|a| a.name == "aws-cli.sh")
-        .unwrap()
-        .content;
+    let script = common::emitted(&advice, "aws-cli.sh");
     assert!(
         script.contains(
             "--ultraserver-type u-p6e-gb200x72 --ultraserver-count 1 --capacity-duration-hours 168"
@@ -177,12 +172,7 @@ fn gb200_blocks_are_listed_as_ultraservers_and_bought_in_the_local_zone() {
     let rec = &advice.recommendation;
     assert_eq!(rec.request.region, "us-east-1");
     assert_eq!(rec.availability_zone, "us-east-1-dfw-2a");
-    let script = &advice
-        .artifacts
-        .iter()
-        .find(|a| a.name == "aws-cli.sh")
-        .unwrap()
-        .content;
+    let script = common::emitted(&advice, "aws-cli.sh");
     assert!(
         script.contains("--capacity-block-offering-id cb-0gb200000000000001"),
         "{script}"

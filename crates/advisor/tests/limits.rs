@@ -35,16 +35,6 @@ fn ask_for(
     )
 }
 
-fn file(advice: &trainplace_advisor::Advice, name: &str) -> String {
-    advice
-        .artifacts
-        .iter()
-        .find(|a| a.name == name)
-        .unwrap_or_else(|| panic!("{name} not emitted"))
-        .content
-        .clone()
-}
-
 /// Each GPU nodegroup's /18 subnet in us-east-1a, from an extra CIDR block, big enough for
 /// its nodes' addresses; their placement groups.
 fn placement_groups_with_own_subnets(gpu: &[Value], vpc: &Value) -> Vec<String> {
@@ -82,7 +72,8 @@ fn ten_thousand_h100_are_planned_within_the_limits() {
         (rec.instance.name.as_str(), rec.shape.nodes),
         ("p5.48xlarge", 1250)
     );
-    let config: Value = serde_yaml_ng::from_str(&file(&advice, "eksctl-cluster.yaml")).unwrap();
+    let config: Value =
+        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
     assert_valid(
         &eksctl_validator(),
         &config,
@@ -113,7 +104,7 @@ fn ten_thousand_h100_are_planned_within_the_limits() {
     for code in ["nodegroups-split", "subnet-addresses", "vcpu-quota"] {
         assert!(codes.contains(&code), "{code} in {codes:?}");
     }
-    let script = file(&advice, "aws-cli.sh");
+    let script = common::emitted(&advice, "aws-cli.sh");
     let create = script.find("eksctl create cluster").unwrap();
     for pg in &groups {
         let made = script
@@ -127,7 +118,7 @@ fn ten_thousand_h100_are_planned_within_the_limits() {
         "vCPU quota checked first"
     );
     // The Karpenter route's placement group is one aws-cli.sh creates.
-    let karpenter = file(&advice, "karpenter.yaml");
+    let karpenter = common::emitted(&advice, "karpenter.yaml");
     assert!(
         karpenter.contains(&format!("name: {}", groups[0])),
         "{karpenter}"
@@ -159,7 +150,8 @@ fn an_ask_beyond_one_cluster_is_refused_with_the_reason() {
 #[test]
 fn small_plans_keep_eksctl_defaults() {
     let advice = ask(64).unwrap();
-    let config: Value = serde_yaml_ng::from_str(&file(&advice, "eksctl-cluster.yaml")).unwrap();
+    let config: Value =
+        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
     assert!(config.get("vpc").is_none());
     assert_eq!(common::gpu_nodegroups(&config).len(), 1);
     assert_eq!(

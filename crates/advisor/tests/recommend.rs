@@ -345,12 +345,7 @@ fn trainium_uses_neuron_devices_and_skips_nccl_tests() {
     );
     let names: Vec<&str> = advice.artifacts.iter().map(|a| a.name.as_str()).collect();
     assert!(!names.contains(&"nccl-tests-mpijob.yaml"), "{names:?}");
-    let job = &advice
-        .artifacts
-        .iter()
-        .find(|a| a.name == "job-pytorchjob.yaml")
-        .unwrap()
-        .content;
+    let job = common::emitted(&advice, "job-pytorchjob.yaml");
     assert!(
         job.contains("aws.amazon.com/neuron: 16") && !job.contains("NCCL_SOCKET_IFNAME"),
         "{job}"

@@ -293,3 +293,13 @@ pub fn gpu_nodegroups(cluster_config: &Value) -> Vec<Value> {
         .cloned()
         .collect()
 }
+
+/// The content of the artifact `name` the advice emits; panics naming it when it is not.
+pub fn emitted<'a>(advice: &'a trainplace_advisor::Advice, name: &str) -> &'a str {
+    &advice
+        .artifacts
+        .iter()
+        .find(|a| a.name == name)
+        .unwrap_or_else(|| panic!("{name} not emitted"))
+        .content
+}
