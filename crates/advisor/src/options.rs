@@ -6,9 +6,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 use trainplace_engine::InstanceProfile;
 
-use crate::capacity::{
-    BlockChoice, BlockNeed, BlockPlan, EKS_SCALE_DOWN_MINUTES, block_lengths, choose_blocks,
-};
+use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, block_lengths, choose_blocks};
 use crate::plan::{CapacityPlan, Facts};
 use crate::request::Request;
 use crate::shape::Shape;
@@ -95,6 +93,10 @@ pub fn capacity_options(
         CapacityPlan::OnDemand => out.extend(weighed_block(req, p, shape, facts)),
         CapacityPlan::Odcr { .. } => {}
     }
+    // Not sold on-demand: no such option to weigh (`capacity/margin.rs`).
+    if crate::capacity::margin::ultraserver_only(&p.name) {
+        return out;
+    }
     out.push(CapacityOption {
         usd: on_demand_usd,
         ..CapacityOption::plain(
@@ -126,7 +128,8 @@ fn chosen_blocks(
     );
     let mut out = vec![CapacityOption::blocks(label, true, plan)];
     if let Some(offers) = &facts.offerings {
-        let need = BlockNeed::of_request(&p.name, req, shape.nodes, EKS_SCALE_DOWN_MINUTES);
+        let margin = plan.end_margin_minutes;
+        let need = BlockNeed::of_request(&p.name, req, shape.nodes, margin);
         if let BlockChoice::Fit(longer) = choose_blocks(offers, &need)
             && longer
                 .offerings
@@ -135,8 +138,13 @@ fn chosen_blocks(
                 .ne(plan.offerings.iter().map(|o| &o.id))
         {
             let label = format!(
-                "longer Capacity Block(s) of {}: the job plus the {EKS_SCALE_DOWN_MINUTES} min EKS scale-down",
-                block_lengths(&longer)
+                "longer Capacity Block(s) of {}: the job plus the {margin} min {}",
+                block_lengths(&longer),
+                if crate::capacity::margin::ultraserver_only(&p.name) {
+                    "UltraServer reclaim"
+                } else {
+                    "EKS scale-down"
+                }
             );
             out.push(CapacityOption::blocks(label, false, &longer));
         }

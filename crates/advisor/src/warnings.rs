@@ -5,7 +5,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 use trainplace_engine::InstanceProfile;
 
-use crate::capacity::EKS_SCALE_DOWN_MINUTES;
+use crate::capacity::{BlockPlan, margin};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warning {
@@ -29,13 +29,17 @@ pub fn efa_one_az(zone: &str) -> Warning {
     )
 }
 
-/// The block's end as a checkpoint deadline. Timings: EC2 begins terminating instances
-/// 30 min before a Capacity Block ends, EventBridge warns 40 min before, and EKS scales
-/// managed nodegroups to 0 40 min before
-/// (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html>,
-/// <https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html>).
-pub fn block_end(end: Timestamp, job_hours: u32, usable_hours: f64) -> Warning {
-    let stop = end - SignedDuration::from_mins(EKS_SCALE_DOWN_MINUTES);
+/// The block's end as a checkpoint deadline: the end less the plan's end margin
+/// (`capacity/margin.rs`: the EKS scale-down for instance blocks, the earlier reclaim of
+/// UltraServer blocks).
+pub fn block_end(plan: &BlockPlan, job_hours: u32) -> Warning {
+    let end = plan.end;
+    let usable_hours = plan.usable_hours;
+    let stop = end - SignedDuration::from_mins(plan.end_margin_minutes);
+    let instance_type = plan
+        .offerings
+        .first()
+        .map_or("", |o| o.instance_type.as_str());
     let squeeze = if f64::from(job_hours) > usable_hours {
         format!(
             "; the job's {job_hours} h run {:.0} min past that: save a checkpoint before it and resume, or buy the longer block listed in the capacity options",
@@ -47,7 +51,8 @@ pub fn block_end(end: Timestamp, job_hours: u32, usable_hours: f64) -> Warning {
     w(
         "capacity-block-end",
         format!(
-            "checkpoint deadline {stop}: the Capacity Block ends {end}; EventBridge warns and EKS scales the nodegroup to 0 forty minutes before, EC2 reclaims the instances from thirty minutes before{squeeze}"
+            "checkpoint deadline {stop}: the Capacity Block ends {end}; {}{squeeze}",
+            margin::end_margin_story(instance_type)
         ),
     )
 }

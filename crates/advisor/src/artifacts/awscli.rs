@@ -159,6 +159,7 @@ fn capacity_block_steps(
             out.extend(super::block_events::rule_lines(
                 &rec.request.names.cluster,
                 &ids,
+                plan.end_margin_minutes,
             ));
         }
         Some(plan) => {
@@ -169,6 +170,7 @@ fn capacity_block_steps(
             out.extend(super::block_events::rule_lines(
                 &rec.request.names.cluster,
                 &vars,
+                plan.end_margin_minutes,
             ));
         }
         None => {

@@ -12,13 +12,28 @@ pub fn rule_name(cluster: &str) -> String {
     format!("{cluster}-capacity-block-end")
 }
 
+/// When EC2 sends the end warning, in minutes before the block's end.
+pub const WARNING_MINUTES: i64 = 40;
+
 /// Shell lines that put the rule on the blocks whose ids are `ids` (shell words: ids or
-/// `$CR_0`-style variables the purchase step set).
-pub fn rule_lines(cluster: &str, ids: &[String]) -> Vec<String> {
+/// `$CR_0`-style variables the purchase step set). `end_margin` is the plan's (minutes
+/// before the end its nodes go, `capacity/margin.rs`): when it is larger than the
+/// warning's lead, the warning comes after the nodes began to go, and the step says so.
+pub fn rule_lines(cluster: &str, ids: &[String], end_margin: i64) -> Vec<String> {
     let quoted: Vec<String> = ids.iter().map(|id| format!("\\\"{id}\\\"")).collect();
     let name = rule_name(cluster);
+    let timing = if end_margin > WARNING_MINUTES {
+        format!(
+            "{WARNING_MINUTES} minutes before the end, {} minutes after these blocks' instances begin to be reclaimed ({end_margin} minutes before the end): a record, not the signal to checkpoint; checkpoint by the plan's deadline",
+            end_margin - WARNING_MINUTES
+        )
+    } else {
+        format!("{WARNING_MINUTES} minutes before the end")
+    };
     vec![
-        "# {STEP} EventBridge rule on the blocks' end warning (40 minutes before the end): add a target to it, e.g. aws events put-targets --rule NAME --targets Id=1,Arn=<SNS topic ARN>.".into(),
+        format!(
+            "# {{STEP}} EventBridge rule on the blocks' end warning ({timing}): add a target to it, e.g. aws events put-targets --rule NAME --targets Id=1,Arn=<SNS topic ARN>."
+        ),
         format!(
             "aws events put-rule --region \"$REGION\" --name {name} --description 'Capacity Block end warning for {cluster}' --event-pattern \"{{\\\"source\\\":[\\\"aws.ec2\\\"],\\\"detail-type\\\":[\\\"Capacity Block Expiration Warning\\\",\\\"Capacity Block Reservation Expiration Warning\\\"],\\\"detail\\\":{{\\\"capacity-reservation-id\\\":[{}]}}}}\"",
             quoted.join(",")

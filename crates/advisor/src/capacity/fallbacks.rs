@@ -106,7 +106,8 @@ fn shorter_block(offers: &[Offering], need: &BlockNeed<'_>) -> Option<Fallback> 
     lengths.dedup();
     for hours in lengths {
         // Whole hours the block holds the job, before the EKS scale-down.
-        let usable = ((i64::from(hours) * 60 - super::EKS_SCALE_DOWN_MINUTES) / 60).max(1) as u32;
+        let margin = super::end_margin_minutes(need.instance_type);
+        let usable = ((i64::from(hours) * 60 - margin) / 60).max(1) as u32;
         let part = BlockNeed {
             job_hours: usable,
             ..*need
@@ -141,7 +142,9 @@ fn extend_held(b: &HeldBlock, need: &BlockNeed<'_>) -> Option<Fallback> {
     }
     let start = b.start.max(need.now);
     let needed_end = start
-        + SignedDuration::from_mins(i64::from(need.job_hours) * 60 + super::EKS_SCALE_DOWN_MINUTES);
+        + SignedDuration::from_mins(
+            i64::from(need.job_hours) * 60 + super::end_margin_minutes(need.instance_type),
+        );
     if needed_end <= b.end {
         return None;
     }

@@ -1,14 +1,14 @@
 //! Capacity Blocks the account already holds (`--existing-reservations`), offered
 //! before buying: blocks of the chosen type in one allowed zone that together hold the
-//! job's nodes for its whole run, ending no later than the block's end less the EKS
-//! scale-down (40 minutes, see `super`). The earliest start wins, then fewer blocks,
+//! job's nodes for its whole run, ending no later than the block's end less its end
+//! margin (`margin.rs`). The earliest start wins, then fewer blocks,
 //! then the zone and ids in name order.
 
 use std::collections::BTreeMap;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::{BlockNeed, BlockPlan, EKS_SCALE_DOWN_MINUTES, plan};
+use super::{BlockNeed, BlockPlan, end_margin_minutes, plan};
 use crate::aws::offerings::Offering;
 use crate::aws::reservations::HeldBlock;
 
@@ -33,7 +33,8 @@ type Candidate<'h> = ((Timestamp, usize, &'h str), Vec<&'h HeldBlock>);
 /// The held blocks to use, or why none will do.
 pub fn choose_held(held: &[HeldBlock], need: &BlockNeed<'_>) -> Result<BlockPlan, String> {
     let run = SignedDuration::from_hours(i64::from(need.job_hours));
-    let scale_down = SignedDuration::from_mins(EKS_SCALE_DOWN_MINUTES);
+    let margin = end_margin_minutes(need.instance_type);
+    let scale_down = SignedDuration::from_mins(margin);
     let mut by_zone: BTreeMap<&str, Vec<&HeldBlock>> = BTreeMap::new();
     for b in held.iter().filter(|b| {
         b.instance_type == need.instance_type
@@ -88,7 +89,7 @@ pub fn choose_held(held: &[HeldBlock], need: &BlockNeed<'_>) -> Result<BlockPlan
     }
     let Some(((anchor, _, _), set)) = best else {
         return Err(format!(
-            "none of the account's {} Capacity Blocks holds {} instances in one zone for {} h (ending 40 minutes before the block does)",
+            "none of the account's {} Capacity Blocks holds {} instances in one zone for {} h (ending {margin} minutes before the block does)",
             need.instance_type, need.nodes, need.job_hours
         ));
     };

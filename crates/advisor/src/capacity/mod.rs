@@ -3,9 +3,9 @@
 //! Rules (AWS "Capacity Blocks for ML", <https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html>): 1..=64 instances
 //! per block, at most 256 across blocks; durations in 1-day steps up to 14 days, then
 //! 7-day steps up to 182 days; a block lives in one AZ. A job of D buys the block of D:
-//! the block's last 30 minutes (EC2 reclaims the instances), the EKS managed nodegroup's
-//! scale-to-0 at 40 minutes and the EventBridge warning at 40 minutes make the block's
-//! end minus 40 minutes a checkpoint deadline stated in the plan, not a reason to buy a
+//! the block's end less its end margin (`margin.rs`: 40 minutes for instance blocks, the
+//! EKS scale-down and the EventBridge warning; 60 for UltraServer blocks, which EC2
+//! reclaims earlier) is a checkpoint deadline stated in the plan, not a reason to buy a
 //! longer block (the longer block is shown as an alternative with its cost).
 //! Several blocks in one AZ may be combined to reach N nodes when they all cover the
 //! job's window.
@@ -20,8 +20,7 @@ use crate::request::Request;
 
 pub const MAX_INSTANCES_PER_BLOCK: u32 = 64;
 pub const MAX_INSTANCES_ACROSS_BLOCKS: u32 = 256;
-/// EKS scales the nodegroup to 0 this long before the block ends (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html>).
-pub const EKS_SCALE_DOWN_MINUTES: i64 = 40;
+pub use margin::{EKS_SCALE_DOWN_MINUTES, ULTRASERVER_RECLAIM_MINUTES, end_margin_minutes};
 /// Capacity Blocks can be bought at most 8 weeks ahead (same AWS page).
 pub const MAX_WEEKS_AHEAD: i64 = 8;
 
@@ -119,11 +118,13 @@ pub struct BlockPlan {
     /// The window every chosen block covers.
     pub start: Timestamp,
     pub end: Timestamp,
-    /// Hours the job may run: the window less the EKS scale-down.
+    /// Hours the job may run: the window less the end margin.
     pub usable_hours: f64,
-    /// Checkpoint and stop by then: EKS scales the nodegroup to 0 and EventBridge
-    /// warns 40 minutes before the end; EC2 reclaims from 30 minutes before.
+    /// Checkpoint and stop by then: the end less the end margin.
     pub checkpoint_by: Timestamp,
+    /// Minutes before the end the nodes stop being the job's (`margin.rs`): 40 for
+    /// instance blocks (the EKS scale-down), 60 for UltraServer blocks.
+    pub end_margin_minutes: i64,
     pub total_fee_usd: f64,
 }
 
@@ -359,13 +360,15 @@ fn cheapest_cover<'o>(offers: &[&'o Offering], nodes: u32) -> Option<Vec<&'o Off
 fn plan(set: Vec<&Offering>) -> BlockPlan {
     let start = set.iter().map(|o| o.start).max().unwrap_or_default();
     let end = set.iter().map(|o| o.end).min().unwrap_or_default();
-    let minutes = (end.as_second() - start.as_second()) / 60 - EKS_SCALE_DOWN_MINUTES;
+    let margin = end_margin_minutes(&set[0].instance_type);
+    let minutes = (end.as_second() - start.as_second()) / 60 - margin;
     BlockPlan {
         availability_zone: set[0].availability_zone.clone(),
         instances: set.iter().map(|o| o.instance_count).sum(),
         total_fee_usd: set.iter().map(|o| o.fee_cents()).sum::<u64>() as f64 / 100.0,
         usable_hours: minutes as f64 / 60.0,
-        checkpoint_by: end - SignedDuration::from_mins(EKS_SCALE_DOWN_MINUTES),
+        checkpoint_by: end - SignedDuration::from_mins(margin),
+        end_margin_minutes: margin,
         start,
         end,
         offerings: set.into_iter().cloned().collect(),
@@ -374,6 +377,7 @@ fn plan(set: Vec<&Offering>) -> BlockPlan {
 
 pub mod fallbacks;
 mod held;
+pub mod margin;
 pub use held::choose_held;
 
 #[cfg(test)]

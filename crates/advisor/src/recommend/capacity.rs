@@ -4,16 +4,75 @@
 use trainplace_engine::InstanceProfile;
 
 use super::cost::on_demand;
+use crate::capacity::margin::ultraserver_only;
 use crate::capacity::{
     BlockChoice, BlockNeed, BlockPlan, block_hours_for, block_lengths, block_sizes, choose_blocks,
     choose_held,
 };
+use crate::error::InputError;
 use crate::plan::{CapacityPlan, Facts};
 use crate::request::{CapacityPref, Request};
 use crate::shape::Shape;
 use crate::warnings::{self as warn, Warning};
 
+/// The capacity plan and, when it fixes one, its zone. Types sold only as UltraServer
+/// Capacity Blocks (`capacity/margin.rs`) never fall back to on-demand: when no block
+/// fits, or on-demand is asked for, the plan is refused with the reason.
 pub(super) fn capacity_plan(
+    req: &Request,
+    p: &InstanceProfile,
+    shape: &Shape,
+    facts: &Facts,
+    reasons: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
+) -> Result<(CapacityPlan, Option<String>), InputError> {
+    let (plan, zone) = capacity_plan_of(req, p, shape, facts, reasons, warnings);
+    if ultraserver_only(&p.name) && matches!(plan, CapacityPlan::OnDemand) {
+        return Err(not_on_demand(req, p, warnings));
+    }
+    Ok((plan, zone))
+}
+
+/// The refusal of an on-demand plan for a type sold only as UltraServer Capacity Blocks,
+/// with why no block was planned (the warnings that said so).
+fn not_on_demand(req: &Request, p: &InstanceProfile, warnings: &[Warning]) -> InputError {
+    const WHY: [&str; 4] = [
+        "no-capacity-block-fits",
+        "job-longer-than-block",
+        "too-many-for-capacity-blocks",
+        "no-capacity-blocks",
+    ];
+    let why: Vec<&str> = warnings
+        .iter()
+        .filter(|w| WHY.contains(&w.code))
+        .map(|w| {
+            let m = w.message.as_str();
+            m.split("; planned on-demand")
+                .next()
+                .unwrap_or(m)
+                .split(", or plan on-demand")
+                .next()
+                .unwrap_or(m)
+        })
+        .collect();
+    let (field, what) = if req.capacity == CapacityPref::OnDemand {
+        ("capacity", "on-demand was asked for".to_string())
+    } else {
+        (
+            "offerings",
+            format!("no UltraServer Capacity Block fits: {}", why.join("; ")),
+        )
+    };
+    InputError::request(
+        field,
+        format!(
+            "{} is not sold on-demand, only as UltraServer Capacity Blocks (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html), and {what}; list offerings for another window (--start/--end), fewer nodes or a shorter job, or choose another instance type",
+            p.name
+        ),
+    )
+}
+
+fn capacity_plan_of(
     req: &Request,
     p: &InstanceProfile,
     shape: &Shape,
@@ -87,7 +146,7 @@ fn held_block(
                 plan.start,
                 plan.checkpoint_by
             ));
-            warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
+            warnings.push(warn::block_end(&plan, req.job_hours));
             Some(plan)
         }
         Err(why) => {
@@ -119,6 +178,15 @@ fn bought_block(
         plan.end,
         plan.total_fee_usd
     );
+    if ultraserver_only(&p.name) {
+        reasons.push(format!("cheapest Capacity Block plan that fits: {what}"));
+        reasons.push(format!(
+            "no on-demand comparison: {} is not sold on-demand, only as UltraServer Capacity Blocks",
+            p.name
+        ));
+        warnings.push(warn::block_end(&plan, req.job_hours));
+        return on_blocks(block_hours, plan);
+    }
     if let Some(od) = on_demand_usd
         && req.capacity == CapacityPref::Auto
         && plan.total_fee_usd > od
@@ -157,7 +225,7 @@ fn bought_block(
             )
         });
     }
-    warnings.push(warn::block_end(plan.end, req.job_hours, plan.usable_hours));
+    warnings.push(warn::block_end(&plan, req.job_hours));
     on_blocks(block_hours, plan)
 }
 

@@ -17,7 +17,12 @@ pub struct Cost {
     pub estimate_usd: Option<f64>,
 }
 
+/// On-demand cost at the catalog price; none for a type not sold on-demand
+/// (`capacity/margin.rs`).
 pub(super) fn on_demand(p: &InstanceProfile, nodes: u32, hours: u32) -> Option<f64> {
+    if crate::capacity::margin::ultraserver_only(&p.name) {
+        return None;
+    }
     p.price_per_hour_usd
         .map(|usd| round2(usd * f64::from(nodes) * f64::from(hours)))
 }

@@ -70,7 +70,7 @@ pub fn recommend(
     let mut reasons = vec![why_this_type(profile)];
     let mut warnings = shape_warnings(req, profile, &shape, facts);
     let (capacity, block_zone) =
-        capacity_for(req, profile, &shape, facts, &mut reasons, &mut warnings);
+        capacity_for(req, profile, &shape, facts, &mut reasons, &mut warnings)?;
     let zone = block_zone
         .unwrap_or_else(|| pick_zone(req, &profile.name, facts, &mut reasons, &mut warnings));
     let placement_group = (shape.nodes > 1 && matches!(capacity, CapacityPlan::OnDemand))
@@ -139,14 +139,14 @@ fn capacity_for(
     facts: &Facts,
     reasons: &mut Vec<String>,
     warnings: &mut Vec<Warning>,
-) -> (CapacityPlan, Option<String>) {
+) -> Result<(CapacityPlan, Option<String>), InputError> {
     match existing_capacity(req, &profile.name, shape.nodes, facts) {
         Some((plan, zone)) => {
             reasons.push(format!(
                 "nothing to buy: the cluster already has {} {} node(s) in {zone}; make sure they are free for this job",
                 shape.nodes, profile.name
             ));
-            (plan, Some(zone))
+            Ok((plan, Some(zone)))
         }
         None => capacity_plan(req, profile, shape, facts, reasons, warnings),
     }
