@@ -214,21 +214,28 @@ fn fallback_options(
         .collect()
 }
 
-/// P6e-GB200 plans: what the emitted files do not model yet. UltraServer Capacity Blocks
-/// are sold in the Dallas Local Zone
-/// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html),
-/// where EKS managed nodes cannot be created, only self-managed ones
-/// (https://docs.aws.amazon.com/eks/latest/userguide/create-managed-node-group.html);
-/// their instances are reclaimed from 60 minutes before the end, not 30 (docs/capacity-blocks.md).
+/// P6e-GB200 plans: how they are sold and where their nodes go. UltraServer Capacity
+/// Blocks are sold in the Dallas Local Zone, not on-demand
+/// (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html>);
+/// eksctl launches only self-managed nodegroups in a Local Zone
+/// (`artifacts/local_zone.rs`); their instances are reclaimed from 60 minutes before the
+/// end (`capacity/margin.rs`).
 fn ultraserver_warning(rec: &Recommendation) -> Option<crate::warnings::Warning> {
-    if !rec.instance.name.starts_with("p6e-gb200") {
+    if !crate::capacity::margin::ultraserver_only(&rec.instance.name) {
         return None;
     }
+    let nodes = match crate::artifacts::local_zone::local_zone(rec) {
+        Some(zone) => format!(
+            "eksctl-cluster.yaml has its nodes as a self-managed nodeGroup with localZones: [{zone}] (EKS managed nodegroups are not launched in a Local Zone) and aws-cli.sh opts the account in to the zone's group first"
+        ),
+        None => "the Local Zone comes with the offering chosen: rerun with the offerings (aws-cli.sh says how) for the self-managed Local Zone nodegroup".to_string(),
+    };
     Some(crate::warnings::Warning {
         code: "ultraserver-blocks",
         message: format!(
-            "{} is sold only as UltraServer Capacity Blocks in the Dallas Local Zone (opt in to it first), not on-demand; EKS managed nodes cannot be created in a Local Zone, so eksctl-cluster.yaml's managed nodegroup must be made a self-managed nodeGroup with localZones: [{}] before use; UltraServer blocks are reclaimed from 60 minutes before their end: checkpoint 20 minutes before the deadline stated",
-            rec.instance.name, rec.availability_zone
+            "{} is sold only as UltraServer Capacity Blocks in the Dallas Local Zone, not on-demand; {nodes}; UltraServer blocks are reclaimed from {} minutes before their end, which the checkpoint deadline allows for",
+            rec.instance.name,
+            crate::capacity::ULTRASERVER_RECLAIM_MINUTES
         ),
     })
 }

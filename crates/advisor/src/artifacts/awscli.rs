@@ -270,6 +270,7 @@ fn cluster_steps(rec: &Recommendation, out: &mut Vec<String>) {
 /// stop until a bought block starts.
 fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
     if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
+        super::local_zone::opt_in_lines(rec, out);
         out.push(format!("# {{STEP}} Nodes: the cluster with the {} nodegroup(s); on an existing cluster (or a rerun) only the nodegroups it lacks.", rec.instance.name));
         if super::karpenter_route(rec) {
             out.push(format!(

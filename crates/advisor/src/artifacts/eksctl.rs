@@ -42,12 +42,17 @@ pub fn cluster_config(rec: &Recommendation) -> Value {
         config.as_object_mut().unwrap().remove("availabilityZones");
         config["vpc"] = network::vpc(rec, &zones(rec), groups.len() - 1);
     }
+    // A Local Zone plan's GPU nodes are a self-managed nodegroup there (`local_zone.rs`).
+    super::local_zone::place(&mut config, rec, &nodegroup_names(rec));
     config
 }
 
 /// The cluster's two zones: eksctl needs two for the cluster VPC; the GPU nodes stay in
 /// the first.
 fn zones(rec: &Recommendation) -> [String; 2] {
+    if super::local_zone::local_zone(rec).is_some() {
+        return super::local_zone::cluster_zones(rec);
+    }
     let req = &rec.request;
     let zone = &rec.availability_zone;
     [zone.clone(), companion_zone(zone, &req.region, &req.zones)]

@@ -7,6 +7,7 @@ pub mod block_events;
 pub mod eksctl;
 pub mod jobs;
 pub mod karpenter;
+pub mod local_zone;
 pub mod nccl_tests;
 pub mod network;
 pub mod offering_queries;

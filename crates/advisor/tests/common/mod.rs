@@ -192,7 +192,7 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
 /// they bought or created in `dir/state`, so a second run of `aws-cli.sh` sees it:
 /// `purchase-capacity-block` records the block with its `trainplace.io/block` tag and
 /// `describe-capacity-reservations` finds it by that tag; placement groups, the cluster
-/// and nodegroups likewise. Any call whose command line contains `$FAIL_ON` (when set)
+/// and nodegroups likewise, and the Local Zone opt-in. Any call whose command line contains `$FAIL_ON` (when set)
 /// fails with exit 1, so a test can stop a run at a chosen step. `trainplace` (the
 /// diagnosis) exits `diagnose_exit`; `date` prints `epoch`.
 pub fn stand_ins(dir: &std::path::Path, diagnose_exit: i32, epoch: i64) {
@@ -215,6 +215,12 @@ create-placement-group)
   name=$(printf '%s\n' "$*" | sed -n 's/.*--group-name \([^ ]*\).*/\1/p')
   echo "pg $name" >> "$STATE";;
 get-service-quota) echo 1000000.0;;
+describe-availability-zones)
+  case "$*" in
+  *GroupName*) echo us-east-1-dfw-2;;
+  *) if grep -qx "lz opted-in" "$STATE"; then echo opted-in; else echo not-opted-in; fi;;
+  esac;;
+modify-availability-zone-group) echo "lz opted-in" >> "$STATE";;
 put-rule) echo "rule $*" >> "$STATE";;
 *) echo '{"CapacityBlockOfferings": []}';;
 esac"#;

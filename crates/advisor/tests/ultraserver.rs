@@ -1,0 +1,326 @@
+//! P6e-GB200 as it is sold: UltraServer Capacity Blocks in the Dallas Local Zone, never
+//! on-demand, reclaimed an hour before their end. The plan's deadline, its refusal when
+//! no block fits, and the self-managed Local Zone nodegroup it emits.
+
+mod common;
+
+use serde_json::{Value, json};
+use trainplace_advisor::{AdviceRequest, RawFacts, advise};
+use trainplace_engine::Policy;
+
+const ZONE: &str = "us-east-1-dfw-2a";
+
+fn request() -> AdviceRequest {
+    AdviceRequest {
+        gpus: Some(72),
+        family: Some("gb200".into()),
+        duration_days: Some(7.0),
+        now: Some(common::NOW.into()),
+        ..Default::default()
+    }
+}
+
+/// One u-p6e-gb200x72 block of `hours` from 2026-12-01T11:30Z in the Dallas Local Zone.
+fn offering(hours: i64) -> RawFacts {
+    let end = jiff::Timestamp::from_second(
+        "2026-12-01T11:30:00Z"
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+            .as_second()
+            + hours * 3600,
+    )
+    .unwrap();
+    let offering = json!({"CapacityBlockOfferings": [{
+        "CapacityBlockOfferingId": "cb-0gb200000000000001", "InstanceType": "p6e-gb200.36xlarge",
+        "AvailabilityZone": ZONE, "InstanceCount": 18,
+        "StartDate": "2026-12-01T11:30:00Z", "EndDate": end.to_string(),
+        "CapacityBlockDurationHours": hours, "UpfrontFee": "700000.00",
+        "CurrencyCode": "USD", "Tenancy": "default",
+        "UltraserverType": "u-p6e-gb200x72", "UltraserverCount": 1,
+    }]});
+    RawFacts {
+        offerings: Some(offering.to_string()),
+        ..Default::default()
+    }
+}
+
+fn planned() -> trainplace_advisor::Advice {
+    advise(
+        &request(),
+        &offering(192),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn an_ultraserver_block_is_usable_until_an_hour_before_its_end() {
+    let advice = planned();
+    let rec = &advice.recommendation;
+    let v = serde_json::to_value(&rec.capacity).unwrap();
+    let blocks = &v["blocks"];
+    // 192 h block ending 2026-12-09T11:30Z: reclaimed from 10:30Z, not 10:50Z.
+    assert_eq!(blocks["end"], "2026-12-09T11:30:00Z");
+    assert_eq!(blocks["checkpointBy"], "2026-12-09T10:30:00Z", "{blocks}");
+    assert_eq!(blocks["endMarginMinutes"], 60);
+    assert_eq!(blocks["usableHours"], 191.0);
+    let end = rec
+        .warnings
+        .iter()
+        .find(|w| w.code == "capacity-block-end")
+        .unwrap();
+    assert!(
+        end.message
+            .starts_with("checkpoint deadline 2026-12-09T10:30:00Z")
+            && end
+                .message
+                .contains("reclaimed from 60 minutes before the end"),
+        "{}",
+        end.message
+    );
+    // The EventBridge rule's step says its warning comes after the reclaim began.
+    let script = common::emitted(&advice, "aws-cli.sh");
+    assert!(
+        script.contains("20 minutes after these blocks' instances begin to be reclaimed (60 minutes before the end)"),
+        "{script}"
+    );
+}
+
+#[test]
+fn a_job_that_needs_the_last_hour_of_an_ultraserver_block_is_told_to_checkpoint() {
+    // 168 h job on a 168 h block: 167 h usable, 60 minutes past the deadline.
+    let advice = advise(
+        &request(),
+        &offering(168),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    let end = advice
+        .recommendation
+        .warnings
+        .iter()
+        .find(|w| w.code == "capacity-block-end")
+        .unwrap();
+    assert!(
+        end.message.contains("2026-12-08T10:30:00Z")
+            && end.message.contains("the job's 168 h run 60 min past that"),
+        "{}",
+        end.message
+    );
+}
+
+#[test]
+fn gb200_is_never_planned_or_offered_on_demand() {
+    let advice = planned();
+    let rec = &advice.recommendation;
+    assert!(
+        rec.capacity_options.iter().all(|o| o.kind != "on-demand"),
+        "{:?}",
+        rec.capacity_options
+    );
+    assert_eq!(rec.cost.on_demand_usd, None);
+    assert!(
+        rec.reasons.iter().any(
+            |r| r.contains("no on-demand comparison: p6e-gb200.36xlarge is not sold on-demand")
+        ),
+        "{:?}",
+        rec.reasons
+    );
+
+    // Asked for on-demand: refused, saying why.
+    let err = advise(
+        &AdviceRequest {
+            capacity: Some("on-demand".into()),
+            region: Some("us-east-1".into()),
+            ..request()
+        },
+        &RawFacts::default(),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap_err();
+    assert_eq!(err.field, "capacity");
+    assert!(err.message.contains("is not sold on-demand"), "{err}");
+
+    // No block fits (the only one is 24 h for a 168 h job): refused with the reason, not
+    // planned on-demand.
+    let err = advise(
+        &request(),
+        &offering(24),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap_err();
+    assert_eq!(err.field, "offerings", "{err}");
+    assert!(
+        err.message.contains("no UltraServer Capacity Block fits")
+            && err.message.contains("shorter than the job")
+            && !err.message.contains("planned on-demand"),
+        "{err}"
+    );
+}
+
+/// The job's nodegroups of the emitted config, self-managed (`nodeGroups`).
+fn self_managed(config: &Value) -> Vec<&Value> {
+    config["nodeGroups"]
+        .as_array()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn gb200_nodes_are_a_self_managed_nodegroup_in_the_local_zone() {
+    let advice = planned();
+    let text = common::emitted(&advice, "eksctl-cluster.yaml");
+    let config: Value = serde_yaml_ng::from_str(text).unwrap();
+    common::assert_valid(&common::eksctl_validator(), &config, "GB200 ClusterConfig");
+    let groups = self_managed(&config);
+    assert_eq!(groups.len(), 1, "{config}");
+    let ng = groups[0];
+    assert_eq!(ng["localZones"], json!([ZONE]));
+    assert!(ng.get("availabilityZones").is_none());
+    assert_eq!(ng["instanceType"], "p6e-gb200.36xlarge");
+    assert_eq!(ng["desiredCapacity"], 18);
+    assert_eq!(ng["efaEnabled"], true);
+    assert_eq!(
+        ng["capacityReservation"]["capacityReservationTarget"]["capacityReservationID"],
+        "REPLACE-WITH-cr-ID-OF-cb-0gb200000000000001"
+    );
+    assert_eq!(ng["instanceMarketOptions"]["marketType"], "capacity-block");
+    assert!(ng["taints"].as_array().is_some_and(|t| !t.is_empty()));
+    assert_eq!(ng["labels"]["trainplace.io/nodegroup"], ng["name"]);
+    // The cluster knows the Local Zone; its own zones and the system nodes stay in the
+    // region's Availability Zones, managed.
+    assert_eq!(config["localZones"], json!([ZONE]));
+    let zones = config["availabilityZones"].as_array().unwrap();
+    assert!(
+        zones
+            .iter()
+            .all(|z| z.as_str().unwrap().len() == "us-east-1a".len()),
+        "{zones:?}"
+    );
+    let managed = config["managedNodeGroups"].as_array().unwrap();
+    assert_eq!(managed.len(), 1);
+    assert_eq!(managed[0]["name"], "system");
+    // The warning that asked for a hand edit is gone.
+    assert!(
+        advice
+            .recommendation
+            .warnings
+            .iter()
+            .all(|w| !w.message.contains("must be made a self-managed")),
+        "{:?}",
+        advice.recommendation.warnings
+    );
+}
+
+#[test]
+fn the_script_opts_in_to_the_local_zone_once() {
+    let advice = planned();
+    let script = common::emitted(&advice, "aws-cli.sh");
+    let check = script
+        .find("describe-availability-zones --region \"$REGION\" --all-availability-zones")
+        .expect("an opt-in check");
+    let opt_in = script
+        .find("modify-availability-zone-group --region \"$REGION\" --group-name \"$LZ_GROUP\" --opt-in-status opted-in")
+        .expect("an opt-in");
+    let cluster = script.find("eksctl create cluster").unwrap();
+    assert!(check < opt_in && opt_in < cluster, "{script}");
+    assert!(script.contains(&format!("Values={ZONE}")), "{script}");
+}
+
+#[test]
+fn the_gb200_job_selects_what_its_self_managed_nodes_carry() {
+    let advice = planned();
+    let config: Value =
+        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
+    let ng = self_managed(&config)[0];
+    let job: Value = serde_yaml_ng::from_str(
+        common::emitted(&advice, "job-pytorchjob.yaml")
+            .split("\n---\n")
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let text = job.to_string();
+    // Set by the kubelet itself: the instance type and the zone (the Local Zone's name).
+    let kubelet = [
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/zone",
+    ];
+    let mut checked = 0;
+    for spec in job["spec"]["pytorchReplicaSpecs"]
+        .as_object()
+        .unwrap()
+        .values()
+    {
+        let pod = &spec["template"]["spec"];
+        for (k, v) in pod["nodeSelector"].as_object().unwrap() {
+            if !kubelet.contains(&k.as_str()) {
+                assert_eq!(&ng["labels"][k], v, "{k}: {text}");
+                checked += 1;
+            }
+        }
+        assert_eq!(pod["nodeSelector"]["topology.kubernetes.io/zone"], ZONE);
+        let term = &pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0]["matchExpressions"][0];
+        let key = term["key"].as_str().unwrap();
+        assert!(
+            term["values"]
+                .as_array()
+                .unwrap()
+                .contains(&ng["labels"][key]),
+            "{term}"
+        );
+    }
+    assert!(checked > 0, "{text}");
+}
+
+#[test]
+fn the_gb200_script_runs_again_without_buying_or_opting_in_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    for a in &planned().artifacts {
+        let path = dir.path().join(&a.name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, &a.content).unwrap();
+    }
+    // 2026-12-01T11:31:00Z: the block has started.
+    common::stand_ins(dir.path(), 0, 1_796_124_660);
+    let count = |calls: &str, what: &str| calls.lines().filter(|l| l.starts_with(what)).count();
+    let (out, calls) = common::run_in(dir.path(), Some("eksctl create cluster"), &[]);
+    assert!(!out.status.success(), "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        1,
+        "{calls}"
+    );
+    assert_eq!(
+        count(&calls, "aws ec2 modify-availability-zone-group"),
+        1,
+        "{calls}"
+    );
+    let (out, calls) = common::run_in(dir.path(), None, &[]);
+    assert!(
+        out.status.success(),
+        "{calls}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
+    );
+    assert_eq!(
+        count(&calls, "aws ec2 modify-availability-zone-group"),
+        0,
+        "{calls}"
+    );
+    assert_eq!(count(&calls, "eksctl create cluster"), 1, "{calls}");
+    let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    assert!(
+        !config.contains("REPLACE-WITH") && config.contains("cr-0123456789abcde1"),
+        "{config}"
+    );
+}
