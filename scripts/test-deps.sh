@@ -32,6 +32,8 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 # actionlint runs it on the release workflow's scripts (tests/release_workflow.rs).
 command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 type -P kill >/dev/null || missing+=(procps)
+# The scale test reads the audit's peak memory with it (tests/cluster_scale.rs).
+[ -x /usr/bin/time ] || missing+=(time)
 # The browser test runs $TRAINPLACE_CHROMIUM, else `chromium` from PATH, as here.
 [ -n "${TRAINPLACE_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ "${#missing[@]}" -gt 0 ]; then

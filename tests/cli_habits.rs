@@ -511,6 +511,12 @@ fn a_live_audit_shows_progress_on_a_terminal() {
         .expect("script(1) runs (util-linux)");
     let seen = text(&o.stdout);
     assert!(o.status.success(), "{seen}");
-    assert!(seen.contains("audit: listing pods (1/18)"), "{seen}");
-    assert!(seen.contains("audit: listing nodes (17/18)"), "{seen}");
+    // First where every pod runs (the inventory), then each kind judged page by page.
+    assert!(seen.contains("audit: reading nodes (2/19)"), "{seen}");
+    assert!(seen.contains("audit: reading pods (3/19): 0"), "{seen}");
+    assert!(seen.contains("audit: judging pods (7/19)"), "{seen}");
+    assert!(
+        seen.contains("audit: judging hyperpodpytorchjobs (19/19)"),
+        "{seen}"
+    );
 }

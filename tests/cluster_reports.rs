@@ -351,3 +351,91 @@ fn a_denied_pod_gets_an_event_naming_the_rule_and_events_keep_to_their_rate() {
         "{text}"
     );
 }
+
+/// `audit --ending-within` of the live cluster with `--reservations`: the Job running
+/// on a Capacity Block node group's nodes is listed once, with the same row as an
+/// offline audit of the same objects (the live audit reads the pods twice, page by
+/// page, and keeps only those on block nodes).
+#[test]
+fn a_live_audit_lists_the_job_on_a_capacity_block_that_ends_soon() {
+    let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
+    let sb = sb();
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/capacity-blocks"
+    );
+    let read = |file: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/{file}")).unwrap()).unwrap()
+    };
+    let ns = sb.namespace("ending");
+    let nodes = read("managed-node-group/nodes.json");
+    for node in nodes["items"].as_array().unwrap() {
+        sb.recreate(node.clone());
+    }
+    for pod in read("running-pods.json")["items"].as_array().unwrap() {
+        let mut pod = pod.clone();
+        let phase = pod["status"]["phase"].clone();
+        pod["metadata"]["namespace"] = json!(ns);
+        // The garbage collector deletes pods whose owner does not exist; the job is
+        // known by its labels.
+        for field in ["ownerReferences", "uid"] {
+            pod["metadata"].as_object_mut().unwrap().remove(field);
+        }
+        pod.as_object_mut().unwrap().remove("status");
+        let out = sb.kubectl_stdin(&["create", "-f", "-"], Some(&pod.to_string()));
+        assert!(out.status.success(), "create pod: {}", stderr(&out));
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let status = json!({"status": {"phase": phase}}).to_string();
+        sb.ok(&[
+            "-n",
+            &ns,
+            "patch",
+            "pod",
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status,
+        ]);
+    }
+    let reservations = format!("{dir}/describe-capacity-reservations.json");
+    let ending = |args: &[&str]| -> Vec<String> {
+        let o = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["audit", "--reservations", &reservations])
+            .args(["--now", "2026-11-23T09:00:00Z", "--ending-within", "6h"])
+            .args(args)
+            .env("KUBECONFIG", &sb.kubeconfig)
+            .env_remove("TRAINPLACE_POLICY_DIR")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{out}{}",
+            stderr(&o)
+        );
+        let section = out
+            .split_once("JOBS ON CAPACITY BLOCKS ENDING WITHIN 6.0h")
+            .unwrap_or_else(|| panic!("no section:\n{out}{}", stderr(&o)))
+            .1;
+        section.lines().skip(2).map(String::from).collect()
+    };
+    let live = ending(&["-n", &ns]);
+    let offline = ending(&[
+        "--from",
+        "tests/fixtures/capacity-blocks/running-pods.json",
+        "--cluster",
+        "tests/fixtures/capacity-blocks/managed-node-group",
+    ]);
+    for node in nodes["items"].as_array().unwrap() {
+        sb.ok(&["delete", "node", node["metadata"]["name"].as_str().unwrap()]);
+    }
+    assert_eq!(live.len(), 1, "one job on the ending block: {live:?}");
+    assert_eq!(
+        live[0].split_whitespace().skip(1).collect::<Vec<_>>(),
+        offline[0].split_whitespace().skip(1).collect::<Vec<_>>(),
+        "the live row (namespace {ns}) is the offline one"
+    );
+    assert!(live[0].starts_with(&ns), "{live:?}");
+}

@@ -9,12 +9,13 @@ use serde_json::json;
 use trainplace_engine::Snapshot;
 use trainplace_engine::{EndingJob, Verdict};
 
-use super::input::Document;
 use super::judge::{Submitter, judge};
 use super::policy_reports::{self, Reports};
 use super::{ExitCode, Inputs, PolicyArgs};
+use crate::inventory::reservations_file;
 
 mod live;
+mod pages;
 
 use live::{CLUSTER_SCOPED, client_config};
 
@@ -67,50 +68,32 @@ pub struct AuditArgs {
     pub policy: PolicyArgs,
 }
 
-/// What an audit judges: the policy, the objects, the cluster's inventory, and notes
-/// on what could not be read.
+/// What an audit found: the verdicts worth listing (workloads, and whatever is
+/// denied), the cluster's inventory, the pods to look for on Capacity Blocks that end
+/// soon, and notes on what could not be read.
 struct Audited {
-    policy: trainplace_engine::Policy,
-    docs: Vec<Document>,
+    verdicts: Vec<Verdict>,
     snapshot: Option<Snapshot>,
+    pods: Vec<serde_json::Value>,
     notes: Vec<String>,
 }
 
 pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
+    let now = args.now.unwrap_or_else(jiff::Timestamp::now);
     let Audited {
-        policy,
-        docs,
+        verdicts,
         snapshot,
+        pods,
         notes,
-    } = match load(args)? {
+    } = match load(args, now)? {
         Ok(audited) => audited,
         Err(code) => return Ok(code),
     };
-    let now = args.now.unwrap_or_else(jiff::Timestamp::now);
-    let submitter = Submitter {
-        default_namespace: "default",
-        namespace_labels: None,
-        groups: &args.groups,
-        inventory: snapshot.as_ref(),
-        now: Some(now),
-    };
-    // Objects that are no workload (Services, ConfigMaps) are not listed; an object
-    // that could not be read is, as a failure.
-    let verdicts: Vec<Verdict> = judge(&docs, &policy, &submitter)
-        .into_iter()
-        .filter(|v| v.kind_class != trainplace_engine::Kind::Other || !v.allowed)
-        .collect();
     let ending = match (args.ending_within, &snapshot) {
-        (Some(within), Some(snap)) => {
-            let pods = docs
-                .iter()
-                .map(|d| &d.object)
-                .filter(|o| o["kind"] == "Pod");
-            Some((
-                trainplace_engine::ending_within(pods, snap, now, within),
-                within,
-            ))
-        }
+        (Some(within), Some(snap)) => Some((
+            trainplace_engine::ending_within(&pods, snap, now, within),
+            within,
+        )),
         (Some(_), None) => {
             stderr!(
                 "error: --ending-within needs the cluster's nodes: audit the live cluster, or give --cluster DIR with --from"
@@ -152,20 +135,11 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The objects from `--from` or the live cluster, with the policy and the Capacity
-/// Blocks of `--reservations`; the exit code when something cannot be read (its
-/// message printed).
-fn load(args: &AuditArgs) -> anyhow::Result<Result<Audited, ExitCode>> {
-    let (policy, docs, snapshot, notes) = match &args.from {
-        Some(file) => match Inputs::load(
-            &args.policy,
-            std::slice::from_ref(file),
-            false,
-            args.cluster.as_deref(),
-        ) {
-            Ok(i) => (i.policy, i.docs, i.inventory, Vec::new()),
-            Err(code) => return Ok(Err(code)),
-        },
+/// Judge the objects of `--from`, or the live cluster page by page; the exit code when
+/// something cannot be read (its message printed).
+fn load(args: &AuditArgs, now: jiff::Timestamp) -> anyhow::Result<Result<Audited, ExitCode>> {
+    match &args.from {
+        Some(file) => Ok(from_file(args, file, now)),
         None => {
             let policy = match args.policy.load() {
                 Ok(p) => p,
@@ -174,32 +148,74 @@ fn load(args: &AuditArgs) -> anyhow::Result<Result<Audited, ExitCode>> {
                     return Ok(Err(ExitCode::BadInput));
                 }
             };
+            let blocks = match args.reservations.as_deref().map(reservations_file::load) {
+                None => None,
+                Some(Ok(blocks)) => Some(blocks),
+                Some(Err(error)) => {
+                    stderr!("error: {error}");
+                    return Ok(Err(ExitCode::BadInput));
+                }
+            };
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            match rt.block_on(live::live(args)) {
-                Ok((d, s, n)) => (policy, d, Some(s), n),
+            match rt.block_on(live::audit(args, &policy, now, blocks)) {
+                Ok(j) => Ok(Ok(Audited {
+                    verdicts: j.verdicts,
+                    snapshot: Some(j.snapshot),
+                    pods: j.block_pods,
+                    notes: j.notes,
+                })),
                 Err(e) => {
                     stderr!(
-                        "error: cannot read the cluster through the kubeconfig: {e}\n(use --from FILE with `kubectl get pods,jobs,... -A -o json` output to audit offline)"
+                        "error: cannot read the cluster through the kubeconfig: {e:#}\n(use --from FILE with `kubectl get pods,jobs,... -A -o json` output to audit offline)"
                     );
-                    return Ok(Err(ExitCode::BadInput));
+                    Ok(Err(ExitCode::BadInput))
                 }
             }
         }
-    };
-    match super::dryrun::with_reservations(snapshot, args.reservations.as_deref()) {
-        Ok(snapshot) => Ok(Ok(Audited {
-            policy,
-            docs,
-            snapshot,
-            notes,
-        })),
-        Err(error) => {
-            stderr!("error: {error}");
-            Ok(Err(ExitCode::BadInput))
-        }
     }
+}
+
+/// Judge the objects of `--from FILE`, with the inventory of `--cluster` and the
+/// Capacity Blocks of `--reservations`.
+fn from_file(args: &AuditArgs, file: &str, now: jiff::Timestamp) -> Result<Audited, ExitCode> {
+    let inputs = Inputs::load(
+        &args.policy,
+        std::slice::from_ref(&file.to_string()),
+        false,
+        args.cluster.as_deref(),
+    )?;
+    let snapshot = super::dryrun::with_reservations(inputs.inventory, args.reservations.as_deref())
+        .map_err(|error| {
+            stderr!("error: {error}");
+            ExitCode::BadInput
+        })?;
+    let submitter = Submitter {
+        default_namespace: "default",
+        namespace_labels: None,
+        groups: &args.groups,
+        inventory: snapshot.as_ref(),
+        now: Some(now),
+    };
+    // Objects that are no workload (Services, ConfigMaps) are not listed; an object
+    // that could not be read is, as a failure.
+    let verdicts = judge(&inputs.docs, &inputs.policy, &submitter)
+        .into_iter()
+        .filter(|v| v.kind_class != trainplace_engine::Kind::Other || !v.allowed)
+        .collect();
+    let pods = inputs
+        .docs
+        .into_iter()
+        .map(|d| d.object)
+        .filter(|o| o["kind"] == "Pod")
+        .collect();
+    Ok(Audited {
+        verdicts,
+        snapshot,
+        pods,
+        notes: Vec::new(),
+    })
 }
 
 /// The verdicts (and the jobs on Capacity Blocks that end soon) as a table or a

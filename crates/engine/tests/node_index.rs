@@ -78,6 +78,11 @@ fn assert_same(incremental: &Snapshot, rebuilt: &Snapshot, step: usize) {
             "step {step}: zone of {name}"
         );
         assert_eq!(
+            incremental.node_type(&name),
+            rebuilt.node_type(&name),
+            "step {step}: type of {name}"
+        );
+        assert_eq!(
             incremental.block_nodes().node(&name),
             rebuilt.block_nodes().node(&name),
             "step {step}: block node {name}"

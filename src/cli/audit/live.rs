@@ -1,15 +1,25 @@
-//! The live side of `trainplace audit`: the kinds it lists through the kubeconfig, the
-//! client it lists them with (in pages of [`PAGE`] objects), and its progress line.
+//! The live side of `trainplace audit`: the kinds it lists through the kubeconfig and
+//! how it judges them in bounded memory. It reads the cluster twice: first the
+//! inventory (namespaces, nodes, where every pod runs, Karpenter's Capacity Blocks,
+//! Trainer's runtimes), keeping only the snapshot the webhook would keep; then every
+//! workload kind, page by page, judging each page against that snapshot and keeping
+//! only the verdicts. The pods are read the second time at the resource version of the
+//! first read, so both describe one moment of the cluster.
 
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::{Value, json};
-use trainplace_engine::Snapshot;
+use trainplace_engine::{JobIndex, Kind, Policy, Reservations, Snapshot, Verdict};
 
 use super::AuditArgs;
+use super::pages::{From, Progress, for_each_page};
 use crate::cli::input::Document;
+use crate::cli::judge::{Submitter, judge};
 
-/// The kinds a live audit lists: (group, version, kind, plural).
-const KINDS: [(&str, &str, &str, &str); 16] = [
+/// A kind a live audit lists: (group, version, kind, plural).
+type ListedKind = (&'static str, &'static str, &'static str, &'static str);
+
+/// The workload kinds a live audit judges.
+const KINDS: [ListedKind; 13] = [
     ("", "v1", "Pod", "pods"),
     ("batch", "v1", "Job", "jobs"),
     ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
@@ -33,6 +43,11 @@ const KINDS: [(&str, &str, &str, &str); 16] = [
         "HyperPodPyTorchJob",
         "hyperpodpytorchjobs",
     ),
+];
+
+/// Trainer's runtimes: read with the inventory (a TrainJob is judged with the runtime
+/// it names), then judged themselves.
+const RUNTIMES: [ListedKind; 2] = [
     (
         "trainer.kubeflow.org",
         "v1alpha1",
@@ -45,114 +60,296 @@ const KINDS: [(&str, &str, &str, &str); 16] = [
         "ClusterTrainingRuntime",
         "clustertrainingruntimes",
     ),
-    ("", "v1", "Namespace", "namespaces"),
 ];
+
+const NAMESPACES: ListedKind = ("", "v1", "Namespace", "namespaces");
+const NODES: ListedKind = ("", "v1", "Node", "nodes");
+const NODE_CLASSES: ListedKind = ("karpenter.k8s.aws", "v1", "EC2NodeClass", "ec2nodeclasses");
 
 /// Kinds without a namespace: listed cluster-wide even with `--namespace`.
 pub(super) const CLUSTER_SCOPED: [&str; 2] = ["Namespace", "ClusterTrainingRuntime"];
 
-/// List the live objects (and the inventory) through the kubeconfig.
-pub(super) async fn live(
-    args: &AuditArgs,
-) -> anyhow::Result<(Vec<Document>, Snapshot, Vec<String>)> {
-    let client = kube::Client::try_from(client_config(args).await?)?;
-    let progress = Progress::new(KINDS.len() + 2);
-    let mut docs = Vec::new();
-    let mut notes = Vec::new();
-    let mut namespaces = Vec::new();
-    for (group, version, kind, plural) in KINDS {
-        let ar =
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
-        let api: Api<DynamicObject> = match (&args.namespace, kind) {
-            (Some(ns), k) if !CLUSTER_SCOPED.contains(&k) => {
-                Api::namespaced_with(client.clone(), ns, &ar)
-            }
-            _ => Api::all_with(client.clone(), &ar),
-        };
-        progress.step(plural);
-        match list_all(&api, &progress, plural).await {
-            Ok(items) => {
-                for o in items {
-                    let mut v = serde_json::to_value(&o)?;
-                    v["apiVersion"] = json!(ar.api_version);
-                    v["kind"] = json!(kind);
-                    if kind == "Namespace" {
-                        namespaces.push(v);
-                    } else {
-                        docs.push(Document {
-                            doc: docs.len() + 1,
-                            object: v,
-                        });
-                    }
-                }
-            }
-            Err(kube::Error::Api(e)) if e.code == 404 => notes.push(format!(
-                "{kind} ({group}) is not installed in this cluster: skipped"
-            )),
-            Err(e) => return Err(anyhow::anyhow!("cannot list {plural}: {e}")),
-        }
-    }
-    let nodes: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "Node"), "nodes"),
-    );
-    progress.step("nodes");
-    let node_values: Vec<Value> = list_all(&nodes, &progress, "nodes")
-        .await?
-        .iter()
-        .filter_map(|n| serde_json::to_value(n).ok())
-        .collect();
-    let pods: Vec<Value> = docs
-        .iter()
-        .filter(|d| d.object["kind"] == "Pod")
-        .map(|d| d.object.clone())
-        .collect();
-    let mut snapshot = Snapshot::build(&node_values, &pods, &namespaces);
-    // Karpenter's Capacity Blocks; a cluster without Karpenter has no such CRD.
-    let classes: Api<DynamicObject> = Api::all_with(
-        client,
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("karpenter.k8s.aws", "v1", "EC2NodeClass"),
-            "ec2nodeclasses",
-        ),
-    );
-    progress.step("ec2nodeclasses");
-    let listed = list_all(&classes, &progress, "ec2nodeclasses").await;
-    progress.done();
-    match listed {
-        Ok(items) => snapshot
-            .reservations_mut()
-            .add_ec2nodeclasses(&json!({ "items": serde_json::to_value(&items)? })),
-        Err(kube::Error::Api(e)) if e.code == 404 => {}
-        Err(e) => return Err(anyhow::anyhow!("cannot list ec2nodeclasses: {e}")),
-    }
-    // TrainJobs are judged with the runtimes they name.
-    snapshot.add_runtimes(docs.iter().map(|d| &d.object));
-    Ok((docs, snapshot, notes))
+/// What a live audit found.
+pub(super) struct Judged {
+    /// The verdicts worth listing (workloads, and whatever is denied), without the
+    /// objects they judged.
+    pub verdicts: Vec<Verdict>,
+    pub snapshot: Snapshot,
+    /// Pods on Capacity Block nodes (for `--ending-within`; empty without it).
+    pub block_pods: Vec<Value>,
+    pub notes: Vec<String>,
 }
 
-/// Objects per list call: the API server answers a large cluster's pods in pages, so
-/// no single response (nor its time in the API server) grows with the cluster.
-const PAGE: u32 = 500;
+/// Judge the live cluster through the kubeconfig, with the Capacity Blocks of
+/// `--reservations` (`blocks`) added to the inventory.
+pub(super) async fn audit(
+    args: &AuditArgs,
+    policy: &Policy,
+    now: jiff::Timestamp,
+    blocks: Option<Reservations>,
+) -> anyhow::Result<Judged> {
+    let client = kube::Client::try_from(client_config(args).await?)?;
+    let progress = Progress::new(KINDS.len() + RUNTIMES.len() + 4);
+    let lists = Lists {
+        client,
+        args,
+        progress,
+    };
+    let mut notes = Vec::new();
+    let (mut snapshot, pods_at) = lists.inventory().await?;
+    if let Some(blocks) = blocks {
+        snapshot.reservations_mut().extend(&blocks);
+    }
+    let runtimes = lists.runtimes(&mut notes).await?;
+    snapshot.add_runtimes(&runtimes);
+    let submitter = Submitter {
+        default_namespace: "default",
+        namespace_labels: None,
+        groups: &args.groups,
+        inventory: Some(&snapshot),
+        now: Some(now),
+    };
+    let mut judged = Judging {
+        policy,
+        submitter,
+        keep_block_pods: args.ending_within.is_some(),
+        verdicts: Vec::new(),
+        block_pods: Vec::new(),
+        listed: 0,
+    };
+    for runtime in runtimes {
+        judged.one(runtime);
+    }
+    for kind in KINDS {
+        lists
+            .judge_kind(kind, &pods_at, &mut judged, &mut notes)
+            .await?;
+    }
+    lists.progress.done();
+    let (verdicts, block_pods) = (judged.verdicts, judged.block_pods);
+    Ok(Judged {
+        verdicts,
+        snapshot,
+        block_pods,
+        notes,
+    })
+}
 
-/// Every object `api` lists, page by page (`limit` and `continue`), the count so far
-/// on the progress line.
-async fn list_all(
-    api: &Api<DynamicObject>,
-    progress: &Progress,
-    what: &str,
-) -> Result<Vec<DynamicObject>, kube::Error> {
-    let mut items = Vec::new();
-    let mut params = ListParams::default().limit(PAGE);
-    loop {
-        let page = api.list(&params).await?;
-        items.extend(page.items);
-        progress.count(what, items.len());
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(items),
+/// The list calls of one audit.
+struct Lists<'a> {
+    client: kube::Client,
+    args: &'a AuditArgs,
+    progress: Progress,
+}
+
+impl Lists<'_> {
+    /// The API for `kind`: in `--namespace` when given and the kind has namespaces.
+    fn api(&self, (group, version, kind, plural): ListedKind) -> (Api<DynamicObject>, String) {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let api = match &self.args.namespace {
+            Some(ns) if !CLUSTER_SCOPED.contains(&kind) && kind != "Node" => {
+                Api::namespaced_with(self.client.clone(), ns, &ar)
+            }
+            _ => Api::all_with(self.client.clone(), &ar),
+        };
+        (api, ar.api_version)
+    }
+
+    /// Every object of `kind`, as JSON with its apiVersion and kind; `None` when the
+    /// kind is not installed. For the small lists (namespaces, nodes, node classes,
+    /// runtimes), not for pods or workloads.
+    async fn values(&self, listed: ListedKind) -> anyhow::Result<Option<Vec<Value>>> {
+        let (api, api_version) = self.api(listed);
+        self.progress.step("reading", listed.3);
+        let mut out = Vec::new();
+        let read = for_each_page(&api, From::Newest, &self.progress, listed.3, |items| {
+            for o in items {
+                out.push(as_value(o, &api_version, listed.2)?);
+            }
+            Ok(())
+        })
+        .await;
+        match read {
+            Ok(_) => Ok(Some(out)),
+            Err(e) if e.is_status(404) => Ok(None),
+            Err(e) => Err(e.naming(listed.3)),
         }
     }
+
+    /// Every node, as much of it as the snapshot reads (name, labels, allocatable): a
+    /// large cluster's nodes are not kept whole.
+    async fn nodes(&self) -> anyhow::Result<Vec<Value>> {
+        let (api, _) = self.api(NODES);
+        self.progress.step("reading", NODES.3);
+        let mut out = Vec::new();
+        for_each_page(&api, From::Newest, &self.progress, NODES.3, |items| {
+            out.extend(items.into_iter().map(|n| {
+                json!({
+                    "metadata": {"name": n.metadata.name, "labels": n.metadata.labels},
+                    "status": {"allocatable": n.data["status"]["allocatable"]},
+                })
+            }));
+            Ok(())
+        })
+        .await
+        .map_err(|e| e.naming(NODES.3))?;
+        Ok(out)
+    }
+
+    /// The snapshot the webhook would keep of this cluster: namespaces, nodes, where
+    /// each job's pods run, Karpenter's Capacity Blocks. Returns it with the resource
+    /// version the pods were read at.
+    async fn inventory(&self) -> anyhow::Result<(Snapshot, String)> {
+        let namespaces = self.values(NAMESPACES).await?.unwrap_or_default();
+        let nodes = self.nodes().await?;
+        let mut jobs = JobIndex::default();
+        let mut snapshot = Snapshot::build_indexed(&nodes, &mut jobs, &namespaces);
+        drop((nodes, namespaces));
+        let (pods, _) = self.api(KINDS[0]);
+        self.progress.step("reading", "pods");
+        let version = for_each_page(&pods, From::Newest, &self.progress, "pods", |items| {
+            for pod in items {
+                jobs.add(&serde_json::to_value(pod)?);
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| e.naming("pods"))?;
+        snapshot = snapshot.with_job_changes(&mut jobs);
+        // Karpenter's Capacity Blocks; a cluster without Karpenter has no such CRD.
+        if let Some(classes) = self.values(NODE_CLASSES).await? {
+            snapshot
+                .reservations_mut()
+                .add_ec2nodeclasses(&json!({ "items": classes }));
+        }
+        Ok((snapshot, version))
+    }
+
+    /// Trainer's runtimes.
+    async fn runtimes(&self, notes: &mut Vec<String>) -> anyhow::Result<Vec<Value>> {
+        let mut out = Vec::new();
+        for listed in RUNTIMES {
+            match self.values(listed).await? {
+                Some(values) => out.extend(values),
+                None => notes.push(not_installed(listed)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Judge every object of `kind`, page by page. Pods are read at the resource
+    /// version the inventory read them at (`pods_at`), or anew if the API server no
+    /// longer keeps it.
+    async fn judge_kind(
+        &self,
+        listed: ListedKind,
+        pods_at: &str,
+        judged: &mut Judging<'_>,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<()> {
+        let (api, api_version) = self.api(listed);
+        let from = match listed.2 {
+            "Pod" if !pods_at.is_empty() => From::Exactly(pods_at),
+            _ => From::Newest,
+        };
+        let pages = std::cell::Cell::new(0);
+        let mut page = |items: Vec<DynamicObject>| {
+            pages.set(pages.get() + 1);
+            // One object at a time: its JSON and its verdict's copy are dropped before
+            // the next is read.
+            for o in items {
+                judged.one(as_value(o, &api_version, listed.2)?);
+            }
+            Ok(())
+        };
+        self.progress.step("judging", listed.3);
+        let mut read = for_each_page(&api, from, &self.progress, listed.3, &mut page).await;
+        // Only when nothing was judged yet: a page is never judged twice.
+        let expired = read.as_ref().is_err_and(|e| e.is_status(410)) && pages.get() == 0;
+        if matches!(from, From::Exactly(_)) && expired {
+            notes.push(format!(
+                "the API server no longer keeps resource version {pods_at}: pods were judged as they are now, against the inventory read before"
+            ));
+            read = for_each_page(&api, From::Newest, &self.progress, listed.3, &mut page).await;
+        }
+        match read {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_status(404) => {
+                notes.push(not_installed(listed));
+                Ok(())
+            }
+            Err(e) => Err(e.naming(listed.3)),
+        }
+    }
+}
+
+/// The verdicts of a live audit, gathered one page at a time.
+struct Judging<'a> {
+    policy: &'a Policy,
+    submitter: Submitter<'a>,
+    keep_block_pods: bool,
+    verdicts: Vec<Verdict>,
+    block_pods: Vec<Value>,
+    /// Objects judged so far, to number them.
+    listed: usize,
+}
+
+impl Judging<'_> {
+    /// Judge one object and keep what the report needs: the verdict on a workload or a
+    /// denial, without the object; a pod on a Capacity Block node.
+    fn one(&mut self, object: Value) {
+        self.listed += 1;
+        let doc = [Document {
+            doc: self.listed,
+            object,
+        }];
+        for v in judge(&doc, self.policy, &self.submitter) {
+            if v.kind_class != Kind::Other || !v.allowed {
+                self.verdicts.push(without_object(v));
+            }
+        }
+        let [Document { object, .. }] = doc;
+        if self.keep_block_pods
+            && object["kind"] == "Pod"
+            && self
+                .submitter
+                .inventory
+                .is_some_and(|snapshot| on_block_node(&object, snapshot))
+        {
+            self.block_pods.push(object);
+        }
+    }
+}
+
+/// Whether the pod is bound to a node of a Capacity Block.
+fn on_block_node(pod: &Value, snapshot: &Snapshot) -> bool {
+    pod["spec"]["nodeName"]
+        .as_str()
+        .is_some_and(|n| snapshot.block_nodes().node(n).is_some())
+}
+
+/// The verdict with only what a report names of its object (apiVersion and uid): an
+/// audit of a large cluster keeps one verdict per object.
+fn without_object(mut v: Verdict) -> Verdict {
+    v.object = json!({
+        "apiVersion": v.object["apiVersion"],
+        "metadata": {"uid": v.object["metadata"]["uid"]},
+    });
+    v.patch = json_patch::Patch(Vec::new());
+    v
+}
+
+/// A listed object as JSON with its apiVersion and kind (a list's items carry neither).
+fn as_value(o: DynamicObject, api_version: &str, kind: &str) -> anyhow::Result<Value> {
+    let mut v = serde_json::to_value(o)?;
+    v["apiVersion"] = json!(api_version);
+    v["kind"] = json!(kind);
+    Ok(v)
+}
+
+fn not_installed((group, _, kind, _): ListedKind) -> String {
+    format!("{kind} ({group}) is not installed in this cluster: skipped")
 }
 
 /// The client configuration: `--kubeconfig` and `--context` when given, else what
@@ -171,50 +368,4 @@ pub(super) async fn client_config(args: &AuditArgs) -> anyhow::Result<kube::Conf
         None if args.context.is_some() => kube::Config::from_kubeconfig(&options).await?,
         None => kube::Config::infer().await?,
     })
-}
-
-/// Progress of a live audit on stderr, only when stderr is a terminal (a script's
-/// stderr stays for errors): which list is being read, overwritten in place.
-struct Progress {
-    on: bool,
-    total: usize,
-    done: std::cell::Cell<usize>,
-}
-
-impl Progress {
-    fn new(total: usize) -> Self {
-        use std::io::IsTerminal;
-        Progress {
-            on: std::io::stderr().is_terminal(),
-            total,
-            done: std::cell::Cell::new(0),
-        }
-    }
-
-    fn step(&self, what: &str) {
-        self.done.set(self.done.get() + 1);
-        if self.on {
-            crate::cli::out::stderr(format_args!(
-                "\r\x1b[2Kaudit: listing {what} ({}/{})",
-                self.done.get(),
-                self.total
-            ));
-        }
-    }
-
-    fn count(&self, what: &str, listed: usize) {
-        if self.on {
-            crate::cli::out::stderr(format_args!(
-                "\r\x1b[2Kaudit: listing {what} ({}/{}): {listed}",
-                self.done.get(),
-                self.total
-            ));
-        }
-    }
-
-    fn done(&self) {
-        if self.on {
-            crate::cli::out::stderr(format_args!("\r\x1b[2K"));
-        }
-    }
 }

@@ -391,6 +391,11 @@ impl Snapshot {
         self.nodes.node_zones.get(node).map(|z| &**z)
     }
 
+    /// A node's instance type (its `node.kubernetes.io/instance-type` label).
+    pub fn node_type(&self, node: &str) -> Option<&str> {
+        self.nodes.node_types.get(node).map(|t| &**t)
+    }
+
     /// A zone as the nodes name it in `topology.kubernetes.io/zone`, from any label
     /// that names it (a zone id such as `use1-az1`); unknown names are returned as is.
     pub fn zone_name<'a>(&'a self, zone: &'a str) -> &'a str {

@@ -35,6 +35,9 @@ pub(crate) struct NodeView {
     pub(crate) node_efa: BTreeMap<String, u32>,
     /// Each node's zone (where a pod with `spec.nodeName` runs).
     pub(crate) node_zones: NodeZoneMap,
+    /// Each node's `node.kubernetes.io/instance-type` (what a pod with `spec.nodeName`
+    /// runs on).
+    pub(crate) node_types: imbl::HashMap<Arc<str>, Arc<str>>,
     /// The other labels that name a zone -> the zone name the same nodes carry.
     pub(crate) zone_aliases: HashMap<String, String>,
     /// Nodes on reserved capacity, and the pools that have nothing else.
@@ -220,6 +223,10 @@ impl NodeIndex {
                 self.aliases_changed = true;
             }
         }
+        match r.instance_type.as_deref().filter(|_| add) {
+            Some(t) => view.node_types.insert(name.clone(), t.into()),
+            None => view.node_types.remove(name),
+        };
         let zone = r.zone.clone().filter(|_| add);
         match &zone {
             Some(z) => view.node_zones.insert(name.clone(), z.clone()),

@@ -8,6 +8,8 @@ use crate::facts::dra::Channel;
 /// Where the target instance type came from (shown in explanations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InstanceSource {
+    /// The pod is bound already: `spec.nodeName` names a node of this type.
+    NodeName,
     NodeSelector,
     NodeAffinity,
     Annotation,
@@ -24,6 +26,7 @@ pub enum InstanceSource {
 impl InstanceSource {
     pub fn describe(self) -> &'static str {
         match self {
+            InstanceSource::NodeName => "the node spec.nodeName names",
             InstanceSource::NodeSelector => "nodeSelector",
             InstanceSource::NodeAffinity => "required node affinity",
             InstanceSource::Annotation => "annotation trainplace.io/instance-type",

@@ -1,5 +1,5 @@
-//! Which instance type a template targets: its node selector, required node affinity,
-//! annotation, the types its node selection reaches, an NVLink domain, the policy
+//! Which instance type a template targets: the node it is bound to, its node selector,
+//! required node affinity, annotation, the types its node selection reaches, an NVLink domain, the policy
 //! default, or the cluster's only GPU type.
 
 use super::shape::{InstanceSource, SiteHints, Target};
@@ -27,6 +27,13 @@ pub(super) fn target<'c>(
         // unknown name elsewhere does not switch the rules off while these are known.
         reach: crate::judge::selection::reachable(view.pod, catalog, inventory),
     };
+    // A bound pod runs on its node's type, whatever its selection says.
+    if let Some(t) = view
+        .spec_str("nodeName")
+        .and_then(|n| inventory?.node_type(n))
+    {
+        return names.resolve(t.to_string(), InstanceSource::NodeName);
+    }
     if let Some(t) = named(view, hints, &names) {
         return t;
     }
