@@ -14,6 +14,7 @@
 use serde_json::{Value, json};
 
 use super::plugins::{node_labels, node_taints};
+use crate::limits::nodegroup_sizes;
 use crate::recommend::{CapacityPlan, Recommendation, slug};
 
 /// Root volume of the job's nodes: training images are 10-20 GB and checkpoints land
@@ -82,8 +83,8 @@ pub fn node_class(rec: &Recommendation) -> Value {
             spec["capacityReservationSelectorTerms"] = json!([{"id": reservation_id}]);
         }
         CapacityPlan::OnDemand | CapacityPlan::Existing { .. } => {
-            // The first of the placement groups aws-cli.sh creates (one per nodegroup
-            // when the job is split: `network.rs`).
+            // The plan's placement group; a split plan's pairs (`pools`) each select
+            // their own.
             if let Some(pg) = super::network::placement_groups(rec).first() {
                 spec["placementGroupSelector"] = json!({"name": pg});
             }
@@ -144,4 +145,43 @@ pub fn node_pool(rec: &Recommendation) -> Value {
             "disruption": disruption,
         },
     })
+}
+
+/// Every EC2NodeClass and NodePool of `karpenter.yaml`: the plan's pair, or, for an
+/// on-demand job split over several placement groups (`limits.rs`: a cluster placement
+/// group each, launched on its own), one pair per placement group, `NAME-1`, `NAME-2`,
+/// ..., each selecting its group and limited to its share of the accelerators, so the
+/// pods fill one group before the next instead of all asking for the first.
+pub fn pools(rec: &Recommendation) -> Vec<(Value, Value)> {
+    let groups = super::network::placement_groups(rec);
+    if groups.len() <= 1 {
+        return vec![(node_class(rec), node_pool(rec))];
+    }
+    let per_node = rec.shape.total_gpus / rec.shape.nodes.max(1);
+    let base = name(rec);
+    groups
+        .iter()
+        .zip(nodegroup_sizes(rec.shape.nodes))
+        .enumerate()
+        .map(|(i, (pg, nodes))| {
+            let own = format!("{base}-{}", i + 1);
+            let mut class = node_class(rec);
+            class["metadata"]["name"] = json!(own);
+            class["spec"]["placementGroupSelector"] = json!({"name": pg});
+            let mut pool = node_pool(rec);
+            pool["metadata"]["name"] = json!(own);
+            pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] = json!(own);
+            pool["spec"]["limits"][rec.instance.accelerator_resource.as_str()] =
+                json!((nodes * per_node).to_string());
+            (class, pool)
+        })
+        .collect()
+}
+
+/// The names of the plan's NodePools (`pools`).
+pub fn pool_names(rec: &Recommendation) -> Vec<String> {
+    pools(rec)
+        .iter()
+        .filter_map(|(_, pool)| pool["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
 }

@@ -17,6 +17,8 @@ pub mod pod;
 pub mod prereqs;
 pub mod quota;
 pub mod run_steps;
+pub mod schedule;
+pub mod storage;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -55,6 +57,10 @@ pub struct Objects {
     /// The ComputeDomain whose IMEX channel the pods claim, on instances whose NVLink
     /// domain spans instances (GB200).
     pub compute_domain: Option<Value>,
+    /// The checkpoint StorageClass and claim the job's pods mount (`storage.rs`).
+    pub checkpoint_storage: Option<[Value; 2]>,
+    /// One pod per GPU node checking NCCL inside the node (`node_check.rs`).
+    pub node_check: Option<Value>,
 }
 
 /// The ComputeDomain's file, applied before the collective check.
@@ -94,12 +100,18 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
     // Nodes that exist need no route to them; EFA through the EFA DRA driver has none
     // through Karpenter (`karpenter_route`).
     let new_nodes = karpenter_route(rec);
+    let mut job = jobs::job(&parts, rec.request.framework);
+    storage::mount(rec, &mut job);
+    let mut karpenter_job = new_nodes.then(|| jobs::job(&on_karpenter, rec.request.framework));
+    if let Some(j) = karpenter_job.as_mut() {
+        storage::mount(rec, j);
+    }
     Objects {
         cluster_config: eksctl::cluster_config(rec),
         node_class: karpenter::node_class(rec),
         node_pool: karpenter::node_pool(rec),
-        job: jobs::job(&parts, rec.request.framework),
-        karpenter_job: new_nodes.then(|| jobs::job(&on_karpenter, rec.request.framework)),
+        job,
+        karpenter_job,
         nccl_tests: Some(if rec.instance.accelerator_resource == RES_NVIDIA_GPU {
             nccl_tests::nccl_tests(&parts)
         } else {
@@ -107,6 +119,9 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         }),
         efa_claim: parts.efa_claim_template(),
         compute_domain: parts.compute_domain(),
+        checkpoint_storage: storage::applies(rec)
+            .then(|| [storage::storage_class(rec), storage::claim(rec)]),
+        node_check: plugins::is_nvidia(rec).then(|| node_check::node_check(&parts)),
     }
 }
 
@@ -148,6 +163,7 @@ fn setup_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
         name: "aws-cli.sh".into(),
         content: awscli::script(rec),
     });
+    out.extend(health_artifacts(rec, o));
     if operators::operators(rec).contains(&operators::TRAINING_OPERATOR) {
         out.push(Artifact {
             name: format!("{}/kustomization.yaml", operators::TRAINING_OPERATOR_DIR),
@@ -247,6 +263,14 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
             ),
         });
     } else if let Some(tests) = &o.nccl_tests {
+        if let Some(check) = &o.node_check {
+            let notes = node_check::notes(&parts);
+            let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
+            out.push(Artifact {
+                name: node_check::NODE_CHECK_FILE.into(),
+                content: yaml(&notes, &[check]),
+            });
+        }
         let expect = nccl_tests::expectation(&parts);
         out.push(Artifact {
             name: "nccl-tests-mpijob.yaml".into(),
@@ -257,6 +281,28 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
                 ],
                 &[tests],
             ),
+        });
+    }
+    out
+}
+
+/// Checkpoint storage and the DCGM exporter's values.
+fn health_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
+    let mut out = Vec::new();
+    if let Some([class, claim]) = &o.checkpoint_storage {
+        let notes = storage::notes(rec);
+        let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
+        out.push(Artifact {
+            name: storage::STORAGE_FILE.into(),
+            content: yaml(&notes, &[class, claim]),
+        });
+    }
+    if plugins::is_nvidia(rec) {
+        let notes = health::dcgm_notes(rec);
+        let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
+        out.push(Artifact {
+            name: health::DCGM_VALUES_FILE.into(),
+            content: yaml(&notes, &[&health::dcgm_values(rec)]),
         });
     }
     out

@@ -194,7 +194,10 @@ impl PodParts<'_> {
                 if reserved {
                     sel[LABEL_KARPENTER_CAPACITY_TYPE] = json!("reserved");
                 }
-                sel[LABEL_KARPENTER_NODEPOOL] = json!(super::karpenter::pool_name(self.rec));
+                // Several NodePools (one per placement group): the node affinity names them.
+                if let [pool] = super::karpenter::pool_names(self.rec).as_slice() {
+                    sel[LABEL_KARPENTER_NODEPOOL] = json!(pool);
+                }
             }
             Route::Eksctl => {}
         }
@@ -227,6 +230,10 @@ impl PodParts<'_> {
                 LABEL_RESERVATION_ID,
                 plan.offerings.iter().map(|o| o.id.clone()).collect(),
             )),
+            (Route::Karpenter, _) => {
+                let pools = super::karpenter::pool_names(self.rec);
+                (pools.len() > 1).then(|| term(LABEL_KARPENTER_NODEPOOL, pools))
+            }
             _ => None,
         }
     }

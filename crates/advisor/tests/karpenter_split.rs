@@ -1,0 +1,110 @@
+//! The Karpenter route of a job split over several placement groups: one EC2NodeClass and
+//! NodePool per placement group, each limited to its share, and the job's pods allowed
+//! onto all of them.
+
+mod common;
+
+use serde_json::Value;
+use trainplace_advisor::{AdviceRequest, RawFacts, advise};
+use trainplace_engine::Policy;
+
+fn split_plan() -> trainplace_advisor::Advice {
+    let req = AdviceRequest {
+        gpus: Some(10_000),
+        family: Some("h100".into()),
+        duration_days: Some(14.0),
+        capacity: Some("on-demand".into()),
+        region: Some("us-east-1".into()),
+        now: Some(common::NOW.into()),
+        ..Default::default()
+    };
+    advise(
+        &req,
+        &RawFacts::default(),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap()
+}
+
+fn docs(text: &str) -> Vec<Value> {
+    text.split("\n---\n")
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn each_placement_group_gets_its_own_node_class_and_pool() {
+    let advice = split_plan();
+    let config: Value =
+        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
+    let mut groups: Vec<String> = common::gpu_nodegroups(&config)
+        .iter()
+        .map(|ng| ng["placement"]["groupName"].as_str().unwrap().to_string())
+        .collect();
+    assert!(groups.len() > 1, "{groups:?}");
+    let karpenter = docs(common::emitted(&advice, "karpenter.yaml"));
+    let classes: Vec<&Value> = karpenter
+        .iter()
+        .filter(|d| d["kind"] == "EC2NodeClass")
+        .collect();
+    let pools: Vec<&Value> = karpenter
+        .iter()
+        .filter(|d| d["kind"] == "NodePool")
+        .collect();
+    let class_schema = common::crd_validator("karpenter.k8s.aws_ec2nodeclasses.yaml");
+    let pool_schema = common::crd_validator("karpenter.sh_nodepools.yaml");
+    for c in &classes {
+        common::assert_valid(&class_schema, c, "EC2NodeClass");
+    }
+    for p in &pools {
+        common::assert_valid(&pool_schema, p, "NodePool");
+    }
+    let mut selected: Vec<String> = classes
+        .iter()
+        .map(|c| {
+            c["spec"]["placementGroupSelector"]["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    groups.sort();
+    selected.sort();
+    assert_eq!(selected, groups, "one node class per placement group");
+    // Each pool uses its own class; together they hold the job's GPUs exactly.
+    let mut gpus = 0;
+    for p in &pools {
+        let class = &p["spec"]["template"]["spec"]["nodeClassRef"]["name"];
+        assert!(
+            classes.iter().any(|c| &c["metadata"]["name"] == class),
+            "{p}"
+        );
+        gpus += p["spec"]["limits"]["nvidia.com/gpu"]
+            .as_str()
+            .unwrap()
+            .parse::<u32>()
+            .unwrap();
+    }
+    assert_eq!(pools.len(), groups.len());
+    assert_eq!(gpus, advice.recommendation.shape.total_gpus);
+    // The Karpenter job's pods may land on any of the pools, not only the first.
+    let job = docs(common::emitted(&advice, "job-pytorchjob-karpenter.yaml"));
+    let names: Vec<&Value> = pools.iter().map(|p| &p["metadata"]["name"]).collect();
+    for spec in job[0]["spec"]["pytorchReplicaSpecs"]
+        .as_object()
+        .unwrap()
+        .values()
+    {
+        let pod = &spec["template"]["spec"];
+        assert!(
+            pod["nodeSelector"].get("karpenter.sh/nodepool").is_none(),
+            "{pod}"
+        );
+        let term = &pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0]["matchExpressions"][0];
+        assert_eq!(term["key"], "karpenter.sh/nodepool");
+        let values: Vec<&Value> = term["values"].as_array().unwrap().iter().collect();
+        assert_eq!(values, names, "{term}");
+    }
+}
