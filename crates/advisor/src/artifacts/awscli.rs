@@ -280,6 +280,7 @@ fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
         }
         out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());
         cluster_steps(rec, out);
+        super::schedule::scale_lines(rec, out);
     }
     let plugin = efa_install(rec);
     if !plugin.is_empty() {
@@ -297,6 +298,8 @@ fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
             .into(),
     );
     out.extend(super::operators::install_lines(rec));
+    super::storage::install_lines(rec, out);
+    super::health::install_lines(rec, out);
     if let CapacityPlan::CapacityBlock {
         blocks: Some(plan), ..
     } = &rec.capacity

@@ -35,7 +35,10 @@ pub fn cluster_config(rec: &Recommendation) -> Value {
         // Neuron, EFA) as node conditions, which node auto repair acts on
         // (https://docs.aws.amazon.com/eks/latest/userguide/node-health.html; the
         // AWS sample 1.architectures/4.amazon-eks/eksctl/eks-g5-node-autorepair.yaml).
-        config["addons"] = json!([{"name": "eks-node-monitoring-agent"}]);
+        let mut addons = vec![json!({"name": "eks-node-monitoring-agent"})];
+        // The FSx for Lustre CSI driver, when the job gets checkpoint storage.
+        addons.extend(super::storage::addon(rec));
+        config["addons"] = json!(addons);
     }
     if needs_large_subnets(rec) {
         // Subnets named by the VPC: eksctl takes them instead of zones.

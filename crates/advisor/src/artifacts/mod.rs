@@ -5,11 +5,13 @@
 pub mod awscli;
 pub mod block_events;
 pub mod eksctl;
+pub mod health;
 pub mod jobs;
 pub mod karpenter;
 pub mod local_zone;
 pub mod nccl_tests;
 pub mod network;
+pub mod node_check;
 pub mod offering_queries;
 pub mod operators;
 pub mod plugins;

@@ -22,6 +22,7 @@ pub fn run_steps(rec: &Recommendation, out: &mut Vec<String>) {
         out.push(String::new());
     }
     if rec.instance.accelerator_resource == RES_NVIDIA_GPU {
+        super::node_check::run_lines(rec, out);
         let tests = format!("{}-nccl-tests", req.names.job);
         out.push(
             "# {STEP} Check NCCL over EFA before training: run nccl-tests, wait, judge its log."

@@ -192,8 +192,9 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
 /// they bought or created in `dir/state`, so a second run of `aws-cli.sh` sees it:
 /// `purchase-capacity-block` records the block with its `trainplace.io/block` tag and
 /// `describe-capacity-reservations` finds it by that tag; placement groups, the cluster
-/// and nodegroups likewise, and the Local Zone opt-in. Any call whose command line contains `$FAIL_ON` (when set)
-/// fails with exit 1, so a test can stop a run at a chosen step. `trainplace` (the
+/// and nodegroups likewise, the Local Zone opt-in, and scheduled actions by group and
+/// name; `kubectl` says a Job is Complete when asked for its conditions. Any call whose
+/// command line contains `$FAIL_ON` (when set) fails with exit 1, so a test can stop a run at a chosen step. `trainplace` (the
 /// diagnosis) exits `diagnose_exit`; `date` prints `epoch`.
 pub fn stand_ins(dir: &std::path::Path, diagnose_exit: i32, epoch: i64) {
     let bin = dir.join("bin");
@@ -222,6 +223,17 @@ describe-availability-zones)
   esac;;
 modify-availability-zone-group) echo "lz opted-in" >> "$STATE";;
 put-rule) echo "rule $*" >> "$STATE";;
+describe-subnets) echo subnet-0123456789abcdef0;;
+describe-cluster) echo sg-0123456789abcdef0;;
+describe-nodegroup)
+  ng=$(printf '%s\n' "$*" | sed -n 's/.*--nodegroup-name \([^ ]*\).*/\1/p')
+  echo "eks-$ng-asg";;
+describe-scheduled-actions)
+  key=$(printf '%s\n' "$*" | sed -n 's/.*--auto-scaling-group-name \([^ ]*\) --scheduled-action-names \([^ ]*\).*/\1 \2/p' | tr -d '"')
+  if grep -qx "action $key" "$STATE"; then echo 1; else echo 0; fi;;
+put-scheduled-update-group-action)
+  key=$(printf '%s\n' "$*" | sed -n 's/.*--auto-scaling-group-name \([^ ]*\) --scheduled-action-name \([^ ]*\).*/\1 \2/p' | tr -d '"')
+  echo "action $key" >> "$STATE";;
 *) echo '{"CapacityBlockOfferings": []}';;
 esac"#;
     let eksctl = r#"name=$(printf '%s\n' "$*" | sed -n 's/.*--name \([^ ]*\).*/\1/p')
@@ -241,6 +253,8 @@ esac"#;
             "aws" => aws.to_string(),
             "eksctl" => eksctl.to_string(),
             "trainplace" => format!("exit {diagnose_exit}"),
+            // A Job's conditions (the per-node check's wait): Complete.
+            "kubectl" => "case \"$*\" in *conditions*) echo Complete;; esac".to_string(),
             _ => String::new(),
         };
         let path = bin.join(tool);

@@ -1,0 +1,85 @@
+//! Scheduled scale-out and scale-in of the Capacity Block nodegroups: at the block's
+//! start each nodegroup goes to its share of the job's nodes, at the plan's checkpoint
+//! deadline (the block's end less its end margin, `BlockPlan::checkpoint_by`) to 0, so
+//! the nodes drain before EC2 reclaims them and no node is asked for outside the block.
+//! EKS suggests scheduled scaling to zero more than 30 minutes before a block ends
+//! (<https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks.html>).
+//!
+//! One-time scheduled actions on each nodegroup's Auto Scaling group
+//! (`put-scheduled-update-group-action` with `--start-time` only,
+//! <https://docs.aws.amazon.com/cli/latest/reference/autoscaling/put-scheduled-update-group-action.html>):
+//! they need no IAM role of their own, unlike an EventBridge Scheduler target. Each
+//! action's name carries its time, and the script looks for it first
+//! (`describe-scheduled-actions`): a rerun adds nothing, a new plan adds its own. A
+//! time already past is skipped (Auto Scaling refuses a start time in the past).
+
+use crate::capacity::BlockPlan;
+use crate::recommend::{CapacityPlan, Recommendation};
+
+/// A nodegroup of the job on a Capacity Block and its size (`eksctl-cluster.yaml`).
+pub fn block_nodegroups(rec: &Recommendation) -> Vec<(String, u64)> {
+    let config = super::eksctl::cluster_config(rec);
+    config["managedNodeGroups"]
+        .as_array()
+        .map(|groups| {
+            groups
+                .iter()
+                .filter(|ng| ng["instanceMarketOptions"]["marketType"] == "capacity-block")
+                .filter_map(|ng| Some((ng["name"].as_str()?.to_string(), ng["maxSize"].as_u64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The scheduled action's name: what it does and when (epoch seconds).
+pub fn action_name(what: &str, at: jiff::Timestamp) -> String {
+    format!("trainplace-{what}-{}", at.as_second())
+}
+
+/// Shell lines (set-up stage, after the nodegroups exist) putting the two actions on
+/// every Capacity Block nodegroup of a chosen plan.
+pub fn scale_lines(rec: &Recommendation, out: &mut Vec<String>) {
+    let CapacityPlan::CapacityBlock {
+        blocks: Some(plan), ..
+    } = &rec.capacity
+    else {
+        return;
+    };
+    let groups = block_nodegroups(rec);
+    if groups.is_empty() {
+        return;
+    }
+    out.push(String::new());
+    out.push(format!(
+        "# {{STEP}} Scheduled scaling of the block nodegroups: to the job's size at the block's start ({}), to 0 at the checkpoint deadline ({}, the end less {} minutes). Each action is looked for first; past times are skipped.",
+        plan.start,
+        plan.checkpoint_by,
+        (plan.end.as_second() - plan.checkpoint_by.as_second()) / 60
+    ));
+    let cluster = &rec.request.names.cluster;
+    for (ng, size) in groups {
+        out.push(format!(
+            "ASG=$(aws eks describe-nodegroup --region \"$REGION\" --cluster-name {cluster} --nodegroup-name {ng} --query 'nodegroup.resources.autoScalingGroups[0].name' --output text)"
+        ));
+        for (what, at, desired) in actions(plan, size) {
+            out.push(put_once(&ng, what, at, desired, size));
+        }
+    }
+}
+
+fn actions(plan: &BlockPlan, size: u64) -> [(&'static str, jiff::Timestamp, u64); 2] {
+    [
+        ("scale-out", plan.start, size),
+        ("scale-in", plan.checkpoint_by, 0),
+    ]
+}
+
+/// One action, put only when its time is ahead and no action of its name exists.
+fn put_once(ng: &str, what: &str, at: jiff::Timestamp, desired: u64, max: u64) -> String {
+    let name = action_name(what, at);
+    let when = at.strftime("%Y-%m-%dT%H:%M:%SZ");
+    format!(
+        "if [ \"$(date -u +%s)\" -ge {} ]; then echo '{ng}: {what} time {when} has passed'; elif [ \"$(aws autoscaling describe-scheduled-actions --region \"$REGION\" --auto-scaling-group-name \"$ASG\" --scheduled-action-names {name} --query 'length(ScheduledUpdateGroupActions)' --output text)\" = 1 ]; then echo '{ng}: {name} exists'; else aws autoscaling put-scheduled-update-group-action --region \"$REGION\" --auto-scaling-group-name \"$ASG\" --scheduled-action-name {name} --start-time {when} --min-size 0 --max-size {max} --desired-capacity {desired}; fi",
+        at.as_second()
+    )
+}
