@@ -149,11 +149,13 @@ fn setup_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
         content: yaml(&eksctl_notes, &[&o.cluster_config]),
     }];
     if !rec.efa_dra {
+        let pools = karpenter::pools(rec);
+        let docs: Vec<&Value> = pools.iter().flat_map(|(c, p)| [c, p]).collect();
         out.push(Artifact {
             name: "karpenter.yaml".into(),
             content: yaml(
-                &["Karpenter EC2NodeClass + NodePool: kubectl apply -f"],
-                &[&o.node_class, &o.node_pool],
+                &["Karpenter EC2NodeClass + NodePool (one pair per placement group of a split job): kubectl apply -f"],
+                &docs,
             ),
         });
         out.push(Artifact {
