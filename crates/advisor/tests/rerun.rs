@@ -197,3 +197,86 @@ fn the_block_end_warning_has_an_eventbridge_rule_on_the_blocks_bought() {
     let cluster = calls.find("eksctl create cluster").unwrap();
     assert!(bought < put && put < cluster, "{calls}");
 }
+
+/// 2026-12-01T11:30:00Z and 2026-12-08T10:50:00Z: the fixture's blocks start, and the
+/// plan's checkpoint deadline (the common window's end, 12-08T11:30, less 40 minutes).
+const BLOCK_START: i64 = 1_796_124_600;
+const CHECKPOINT_BY: i64 = 1_796_727_000;
+
+fn puts(calls: &str) -> Vec<&str> {
+    calls
+        .lines()
+        .filter(|l| l.starts_with("aws autoscaling put-scheduled-update-group-action"))
+        .collect()
+}
+
+#[test]
+fn block_nodegroups_scale_out_at_the_start_and_in_at_the_deadline_once() {
+    let dir = workdir("h100-blocks");
+    // A day before the blocks start: the script stops after the nodes, schedules put.
+    stand_ins(dir.path(), 0, BLOCK_START - 86_400);
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    let put = puts(&calls);
+    assert_eq!(put.len(), 4, "two nodegroups, two actions each: {calls}");
+    for ng in ["p5-48xlarge-cb1", "p5-48xlarge-cb2"] {
+        let asg = format!("--auto-scaling-group-name eks-{ng}-asg");
+        let out_ = format!(
+            "--scheduled-action-name trainplace-scale-out-{BLOCK_START} --start-time 2026-12-01T11:30:00Z --min-size 0 --max-size 4 --desired-capacity 4"
+        );
+        let in_ = format!(
+            "--scheduled-action-name trainplace-scale-in-{CHECKPOINT_BY} --start-time 2026-12-08T10:50:00Z --min-size 0 --max-size 4 --desired-capacity 0"
+        );
+        for want in [out_, in_] {
+            assert_eq!(
+                put.iter()
+                    .filter(|p| p.contains(&asg) && p.contains(&want))
+                    .count(),
+                1,
+                "{ng} {want}: {calls}"
+            );
+        }
+    }
+    // After the nodegroups exist (the cluster step), before the stop for the block.
+    let cluster = calls.find("eksctl create cluster").unwrap();
+    assert!(cluster < calls.find("put-scheduled-update-group-action").unwrap());
+    // A rerun finds every action and puts none.
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    assert!(puts(&calls).is_empty(), "{calls}");
+    assert_eq!(
+        calls
+            .lines()
+            .filter(|l| l.starts_with("aws autoscaling describe-scheduled-actions"))
+            .count(),
+        4,
+        "{calls}"
+    );
+    // Once the blocks started, the scale-out time is past and skipped; nothing is put.
+    stand_ins(dir.path(), 0, AFTER_BLOCK_START);
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    assert!(puts(&calls).is_empty(), "{calls}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("scale-out time 2026-12-01T11:30:00Z has passed")
+    );
+}
+
+#[test]
+fn a_schedule_that_fails_halfway_puts_only_the_missing_actions_on_rerun() {
+    let dir = workdir("h100-blocks");
+    stand_ins(dir.path(), 0, BLOCK_START - 86_400);
+    // The second nodegroup's scale-in fails; three actions went through.
+    let fail = format!(
+        "--auto-scaling-group-name eks-p5-48xlarge-cb2-asg --scheduled-action-name trainplace-scale-in-{CHECKPOINT_BY}"
+    );
+    let (out, calls) = run_in(dir.path(), Some(&fail), &[]);
+    assert!(!out.status.success(), "{calls}");
+    assert_eq!(puts(&calls).len(), 4, "{calls}");
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    let put = puts(&calls);
+    assert_eq!(put.len(), 1, "{calls}");
+    assert!(put[0].contains(&fail), "{}", put[0]);
+}
