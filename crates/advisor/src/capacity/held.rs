@@ -201,4 +201,27 @@ mod tests {
         assert_eq!(p.start.to_string(), "2026-11-22T00:00:00Z");
         assert_eq!(p.checkpoint_by.to_string(), "2026-11-27T10:50:00Z");
     }
+
+    #[test]
+    fn a_held_ultraserver_block_ends_its_run_an_hour_early() {
+        // A 23 h run in a 24 h UltraServer block: usable until an hour before its end.
+        let mut block = held(
+            "cr-gb200",
+            "us-east-1-dfw-2a",
+            18,
+            "2026-11-25T11:30:00Z",
+            "2026-11-26T11:30:00Z",
+        );
+        block.instance_type = "p6e-gb200.36xlarge".into();
+        let mut n = need(18, 23);
+        n.instance_type = "p6e-gb200.36xlarge";
+        let p = choose_held(std::slice::from_ref(&block), &n).unwrap();
+        assert_eq!(p.checkpoint_by.to_string(), "2026-11-26T10:30:00Z");
+        assert_eq!(p.end_margin_minutes, 60);
+        assert!((p.usable_hours - 23.0).abs() < 1e-9, "{}", p.usable_hours);
+        // The same block as p5: 40 minutes.
+        block.instance_type = "p5.48xlarge".into();
+        let p = choose_held(std::slice::from_ref(&block), &need(18, 23)).unwrap();
+        assert_eq!(p.checkpoint_by.to_string(), "2026-11-26T10:50:00Z");
+    }
 }
