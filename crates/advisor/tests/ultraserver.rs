@@ -160,6 +160,14 @@ fn gb200_is_never_planned_or_offered_on_demand() {
             && !err.message.contains("planned on-demand"),
         "{err}"
     );
+    // What the offerings allow instead, without an on-demand remainder.
+    assert!(
+        err.message.contains(
+            "what the offerings allow instead: a shorter block with checkpoint and resume"
+        ) && err.message.contains("checkpoint by 2026-12-02T10:30:00Z")
+            && !err.message.contains("or on-demand"),
+        "{err}"
+    );
 }
 
 /// The job's nodegroups of the emitted config, self-managed (`nodeGroups`).

@@ -116,13 +116,18 @@ fn shorter_block(offers: &[Offering], need: &BlockNeed<'_>) -> Option<Fallback> 
             return Some(Fallback {
                 kind: "shorter-block",
                 label: format!(
-                    "a shorter block with checkpoint and resume: {} x {} in {}, {hours} h from {}; checkpoint by {}, then resume the other {} h on a later block or on-demand",
+                    "a shorter block with checkpoint and resume: {} x {} in {}, {hours} h from {}; checkpoint by {}, then resume the other {} h on a later block{}",
                     plan.instances,
                     need.instance_type,
                     plan.availability_zone,
                     plan.start,
                     plan.checkpoint_by,
-                    need.job_hours.saturating_sub(usable)
+                    need.job_hours.saturating_sub(usable),
+                    if super::margin::ultraserver_only(need.instance_type) {
+                        ""
+                    } else {
+                        " or on-demand"
+                    }
                 ),
                 offerings: ids(&plan),
                 usd: Some(plan.total_fee_usd),

@@ -28,7 +28,21 @@ pub(super) fn capacity_plan(
 ) -> Result<(CapacityPlan, Option<String>), InputError> {
     let (plan, zone) = capacity_plan_of(req, p, shape, facts, reasons, warnings);
     if ultraserver_only(&p.name) && matches!(plan, CapacityPlan::OnDemand) {
-        return Err(not_on_demand(req, p, warnings));
+        let mut err = not_on_demand(req, p, warnings);
+        let need = BlockNeed::of_request(&p.name, req, shape.nodes, 0);
+        let other = crate::capacity::fallbacks::fallbacks(
+            facts.offerings.as_deref().unwrap_or_default(),
+            facts.reservations.as_deref().unwrap_or_default(),
+            &need,
+        );
+        if !other.is_empty() {
+            let labels: Vec<&str> = other.iter().map(|f| f.label.as_str()).collect();
+            err.message.push_str(&format!(
+                "; what the offerings allow instead: {}",
+                labels.join("; ")
+            ));
+        }
+        return Err(err);
     }
     Ok((plan, zone))
 }
