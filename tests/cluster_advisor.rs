@@ -329,6 +329,63 @@ fn the_emitted_set_for_16_h100_runs_in_the_sandbox() {
     sb.ok(&["create", "namespace", NAMESPACE]);
     efa_plugin_lands_on_the_gpu_nodes(sb, emitted.path(), &gpu);
     operators_land_on_the_system_nodes(sb, emitted.path(), &system);
+    checkpoint_claim_binds(sb, emitted.path());
+    node_check_lands_one_pod_per_gpu_node(sb, emitted.path(), &gpu);
     nccl_check_lands(sb, emitted.path(), &gpu, &system);
     pytorchjob_lands_one_pod_per_gpu_node(sb, emitted.path(), &gpu);
+}
+
+/// The emitted StorageClass and claim apply; the claim binds to the volume the FSx CSI
+/// driver would make (a stand-in PersistentVolume: FSx is AWS's), so the job's pods,
+/// which mount it, can schedule.
+fn checkpoint_claim_binds(sb: &Sandbox, emitted: &Path) {
+    let path = emitted.join("checkpoint-storage.yaml");
+    let out = sb.kubectl(&["apply", "-f", path.to_str().unwrap()]);
+    assert!(out.status.success(), "checkpoint storage: {}", stderr(&out));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let claim: Value = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .find(|d: &Value| d["kind"] == "PersistentVolumeClaim")
+        .unwrap();
+    let name = claim["metadata"]["name"].as_str().unwrap();
+    let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume",
+    "metadata": {"name": format!("{name}-fsx")},
+    "spec": {
+        "capacity": {"storage": claim["spec"]["resources"]["requests"]["storage"]},
+        "accessModes": ["ReadWriteMany"],
+        "storageClassName": claim["spec"]["storageClassName"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "claimRef": {"namespace": NAMESPACE, "name": name},
+        "csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123456789abcdef0",
+                "volumeAttributes": {"dnsname": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com", "mountname": "abcdefgh"}},
+    }});
+    let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&pv.to_string()));
+    assert!(
+        out.status.success(),
+        "the stand-in volume: {}",
+        stderr(&out)
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the checkpoint claim bound",
+        || sb.json(&["-n", NAMESPACE, "get", "pvc", name])["status"]["phase"] == "Bound",
+    );
+}
+
+/// The per-node NCCL check as aws-cli.sh applies it: the real Job controller makes one
+/// indexed pod per GPU node and the scheduler puts each on its own GPU node. Deleted
+/// after, as the script does once it passed.
+fn node_check_lands_one_pod_per_gpu_node(sb: &Sandbox, emitted: &Path, gpu: &[String]) {
+    let path = emitted.join("nccl-node-check.yaml");
+    let out = sb.kubectl(&["apply", "-f", path.to_str().unwrap()]);
+    assert!(out.status.success(), "the node check: {}", stderr(&out));
+    let name = format!("{JOB}-node-check");
+    let on = bound(sb, NAMESPACE, &format!("job-name={name}"), gpu.len());
+    assert_eq!(on, gpu, "one check pod per GPU node");
+    sb.ok(&["-n", NAMESPACE, "delete", "job", &name, "--wait"]);
+    wait_until(
+        Duration::from_secs(60),
+        "the node check's pods gone",
+        || sb.pods(NAMESPACE, &format!("job-name={name}")).is_empty(),
+    );
 }
