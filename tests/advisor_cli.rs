@@ -41,12 +41,15 @@ fn emits_every_artifact() {
         names,
         [
             "aws-cli.sh",
+            "checkpoint-storage.yaml",
+            "dcgm-exporter-values.yaml",
             "efa-device-plugin-values.yaml",
             "eksctl-cluster.yaml",
             "job-pytorchjob-karpenter.yaml",
             "job-pytorchjob.yaml",
             "karpenter-prerequisites.sh",
             "karpenter.yaml",
+            "nccl-node-check.yaml",
             "nccl-tests-mpijob.yaml",
             "training-operator"
         ]
