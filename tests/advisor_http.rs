@@ -60,9 +60,12 @@ async fn recommendation_round_trip_with_offerings() {
             "karpenter.yaml",
             "karpenter-prerequisites.sh",
             "aws-cli.sh",
+            "checkpoint-storage.yaml",
+            "dcgm-exporter-values.yaml",
             "efa-device-plugin-values.yaml",
             "job-jobset.yaml",
             "job-jobset-karpenter.yaml",
+            "nccl-node-check.yaml",
             "nccl-tests-mpijob.yaml"
         ]
     );
