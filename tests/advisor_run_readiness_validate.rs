@@ -49,3 +49,52 @@ fn checkpoint_storage_and_the_node_check_pass_strict_kubernetes_validation() {
     std::fs::write(&bad, text.replace("storage: 16800Gi", "storage: [16800]")).unwrap();
     assert!(!common::strict_validate(&[&bad]).status.success());
 }
+
+/// `trainplace check` on the emitted files, as a platform engineer runs it before
+/// applying: the per-node check and the job that mounts the checkpoints are admitted
+/// unchanged, the storage passes through.
+#[test]
+fn trainplace_check_admits_the_node_check_and_the_job_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let offerings = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/advisor/fixtures/capacity-block-offerings.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["advise", "--gpus", "16", "--family", "h100", "--days", "3"])
+        .args([
+            "--capacity",
+            "capacity-block",
+            "--now",
+            "2026-11-22T00:00:00Z",
+        ])
+        .arg("--offerings")
+        .arg(&offerings)
+        .arg("--emit")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["check", "-f", &file("nccl-node-check.yaml")])
+        .args(["-f", &file("job-pytorchjob.yaml")])
+        .args(["-f", &file("checkpoint-storage.yaml")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for line in [
+        "Job default/train-node-check: allowed (no changes)",
+        "PyTorchJob default/train: allowed (no changes)",
+        "PersistentVolumeClaim default/train-checkpoints: allowed (no changes)",
+    ] {
+        assert!(text.contains(line), "{line}: {text}");
+    }
+    assert!(!text.contains("warn") && !text.contains("deny"), "{text}");
+    // The job mounts the claim the storage file makes.
+    let job = std::fs::read_to_string(file("job-pytorchjob.yaml")).unwrap();
+    assert!(job.contains("claimName: train-checkpoints"), "{job}");
+}

@@ -265,6 +265,12 @@ fn the_script_checks_each_node_before_the_multi_node_check_and_the_job() {
     let job = script.find("kubectl apply -f job-pytorchjob.yaml").unwrap();
     assert!(node < multi && multi < job, "{script}");
     assert!(script.contains("failedIndexes"));
+    // The file says what passes and where the figure comes from, once.
+    let file = &artifacts("h100-blocks", "pytorchjob")["nccl-node-check.yaml"];
+    assert!(
+        file.contains("below 315 GB/s (trainplace estimate F1: NVLink4 450 GB/s x 0.70..1.05)"),
+        "{file}"
+    );
     // The name the script waits on is the Job's.
     let check = objects(
         &recommendation("h100-blocks", "pytorchjob"),

@@ -27,7 +27,14 @@ pub fn threshold(parts: &PodParts<'_>) -> Option<(f64, String)> {
     let p = &parts.rec.instance;
     Expectations::embedded()
         .lookup(&p.name, 1, Some(p.accelerators))
-        .map(|e| (e.low, format!("{}: {}", e.basis.label(), e.source)))
+        .map(|e| {
+            let source = if e.source.starts_with(e.basis.label()) {
+                e.source.clone()
+            } else {
+                format!("{}: {}", e.basis.label(), e.source)
+            };
+            (e.low, source)
+        })
 }
 
 /// The pod's script: run all_reduce_perf, print its peak out-of-place busbw (column 8
