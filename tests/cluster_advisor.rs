@@ -2,8 +2,9 @@
 //! to the sandbox's real control plane with kwok nodes made from its eksctl-cluster.yaml:
 //! the nodegroups' labels, taints and allocatable (GPUs, EFA, hugepages), the system
 //! nodegroup's untainted nodes. Then, as aws-cli.sh does: the EFA device plugin (the
-//! eks-charts chart, vendored, rendered by the real helm with the emitted values) lands on
-//! the GPU nodes; the operators' Deployments (the Training Operator through the emitted
+//! eks-charts chart, vendored, rendered by the real helm with the emitted values) and the
+//! DCGM exporter (NVIDIA's chart, likewise) land on the GPU nodes; the checkpoint claim
+//! binds; the per-node NCCL check's Indexed Job puts one pod on each GPU node; the operators' Deployments (the Training Operator through the emitted
 //! kustomization over its vendored upstream overlay, the MPI Operator's release manifest)
 //! land on the system nodes; the NCCL check's MPIJob is accepted by its CRD and its
 //! launcher and workers (as Jobs: the MPI Operator is not on the Go module proxy, so its
@@ -329,10 +330,69 @@ fn the_emitted_set_for_16_h100_runs_in_the_sandbox() {
     sb.ok(&["create", "namespace", NAMESPACE]);
     efa_plugin_lands_on_the_gpu_nodes(sb, emitted.path(), &gpu);
     operators_land_on_the_system_nodes(sb, emitted.path(), &system);
+    dcgm_exporter_lands_on_the_gpu_nodes(sb, emitted.path(), &gpu, &system);
     checkpoint_claim_binds(sb, emitted.path());
     node_check_lands_one_pod_per_gpu_node(sb, emitted.path(), &gpu);
     nccl_check_lands(sb, emitted.path(), &gpu, &system);
     pytorchjob_lands_one_pod_per_gpu_node(sb, emitted.path(), &gpu);
+}
+
+/// NVIDIA's dcgm-exporter chart (vendored, rendered by the real helm) as `aws-cli.sh`
+/// installs it: with the emitted values its DaemonSet has a pod on each GPU node and on
+/// no other. With the chart's defaults it does not install here (its ServiceMonitor
+/// needs the Prometheus Operator's CRD), and with only the ServiceMonitor off it lands
+/// on no GPU node (it tolerates only the control-plane taint).
+fn dcgm_exporter_lands_on_the_gpu_nodes(
+    sb: &Sandbox,
+    emitted: &Path,
+    gpu: &[String],
+    system: &[String],
+) {
+    let chart = repo().join("tests/fixtures/baseline/charts/dcgm-exporter");
+    sb.ok(&["create", "namespace", "gpu-monitoring"]);
+    let apply = |release: &str, args: &[&std::ffi::OsStr]| {
+        let out = Command::new(helm())
+            .args(["template", release])
+            .arg(&chart)
+            .args(["-n", "gpu-monitoring"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "helm template: {}", stderr(&out));
+        sb.kubectl_stdin(
+            &["apply", "-n", "gpu-monitoring", "-f", "-"],
+            Some(&String::from_utf8(out.stdout).unwrap()),
+        )
+    };
+    let values = emitted.join("dcgm-exporter-values.yaml");
+    let out = apply("dcgm", &["-f".as_ref(), values.as_os_str()]);
+    assert!(out.status.success(), "dcgm-exporter: {}", stderr(&out));
+    let on = bound(
+        sb,
+        "gpu-monitoring",
+        "app.kubernetes.io/instance=dcgm",
+        gpu.len(),
+    );
+    assert_eq!(on, gpu, "the DCGM exporter on every GPU node and no other");
+    let out = apply("dcgm-default", &[]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("ServiceMonitor"),
+        "the chart's defaults need the ServiceMonitor CRD: {}",
+        stderr(&out)
+    );
+    let out = apply(
+        "dcgm-untolerating",
+        &["--set".as_ref(), "serviceMonitor.enabled=false".as_ref()],
+    );
+    assert!(out.status.success(), "dcgm-exporter: {}", stderr(&out));
+    let on = bound(
+        sb,
+        "gpu-monitoring",
+        "app.kubernetes.io/instance=dcgm-untolerating",
+        system.len(),
+    );
+    assert_eq!(on, system, "without the tolerations: untainted nodes only");
+    sb.ok(&["delete", "namespace", "gpu-monitoring", "--wait=false"]);
 }
 
 /// The emitted StorageClass and claim apply; the claim binds to the volume the FSx CSI
