@@ -11,7 +11,12 @@
 //! they need no IAM role of their own, unlike an EventBridge Scheduler target. Each
 //! action's name carries its time, and the script looks for it first
 //! (`describe-scheduled-actions`): a rerun adds nothing, a new plan adds its own. A
-//! time already past is skipped (Auto Scaling refuses a start time in the past).
+//! time already past is skipped: Auto Scaling refuses a start time in the past
+//! (<https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutScheduledUpdateGroupAction.html>).
+//! EKS puts its own scale-to-0 action on a managed nodegroup 40 minutes before its
+//! block ends (docs/capacity-blocks.md cites the EKS pages); ours carries the plan's
+//! margin, which is never shorter, and the scale-out EKS leaves to the nodegroup's
+//! owner. Self-managed nodegroups (the GB200 Local Zone route) get none here.
 
 use crate::capacity::BlockPlan;
 use crate::recommend::{CapacityPlan, Recommendation};
