@@ -15,8 +15,8 @@
 //! (<https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutScheduledUpdateGroupAction.html>).
 //! EKS puts its own scale-to-0 action on a managed nodegroup 40 minutes before its
 //! block ends (docs/capacity-blocks.md cites the EKS pages); ours carries the plan's
-//! margin, which is never shorter, and the scale-out EKS leaves to the nodegroup's
-//! owner. Self-managed nodegroups (the GB200 Local Zone route) get none here.
+//! margin, never shorter than that, beside the scale-out at the start. Self-managed
+//! nodegroups (the GB200 Local Zone route) get none here.
 
 use crate::capacity::BlockPlan;
 use crate::recommend::{CapacityPlan, Recommendation};
