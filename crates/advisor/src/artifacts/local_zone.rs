@@ -18,7 +18,7 @@
 
 use serde_json::{Value, json};
 
-use super::pod::{LABEL_EKS_CAPACITY_TYPE, LABEL_EKS_NODEGROUP};
+use super::node_labels::{LABEL_EKS_CAPACITY_TYPE, LABEL_EKS_NODEGROUP};
 use crate::recommend::{CapacityPlan, Recommendation};
 use crate::regions::companion_zone;
 

@@ -12,6 +12,7 @@ pub mod local_zone;
 pub mod nccl_tests;
 pub mod network;
 pub mod node_check;
+pub mod node_labels;
 pub mod offering_queries;
 pub mod operators;
 pub mod plugins;
