@@ -8,14 +8,18 @@
 //!     scripts/sandbox.sh down
 //!
 //! GROW=0 skips the creates (the cluster already has the size of the one step given).
+//! PIN=1 runs trainplace and this load generator on the last CPU and every other
+//! process on the others (`sandbox_scale/pin.rs`), so the control plane's share of the
+//! churn does not land on the webhook's latency.
 //!
 //! The cluster grows to each STEPS percentage of NODES kwok GPU nodes (3 zones) and
 //! PODS pods in JOBS jobs, created through the API server. At each size it reports the
 //! RSS of trainplace, kube-apiserver and etcd, the creation rate, how long the webhook's
-//! snapshot took to hold the last pod, then ROUNDS pairs of runs: reviews sent straight
-//! to the webhook at RATE/s for SECS seconds without churn, then with churn (CHURN pod
-//! lifecycles a second: created, bound, finished, deleted; a node added or removed
-//! every 25 operations) and the time from each churn pod's create to the snapshot
+//! snapshot took to hold the last pod, then ROUNDS rounds: reviews sent straight to the
+//! webhook at RATE/s for SECS seconds without churn and SECS seconds with churn (CHURN
+//! pod lifecycles a second: created, bound, finished, deleted; a node added or removed
+//! every 25 operations), in SLICES alternating slices of each so the machine's other
+//! load falls on both alike, and the time from each churn pod's create to the snapshot
 //! holding it. Finally (RESTART=1) it restarts kube-apiserver and reports how the
 //! watches came back: relists, and the time until a new pod reached the snapshot.
 //! The API server's pod-create latency with and without the webhook is
@@ -27,6 +31,9 @@ use std::time::{Duration, Instant};
 
 #[path = "../tests/sandbox/scale.rs"]
 mod scale;
+
+#[path = "sandbox_scale/pin.rs"]
+mod pin;
 
 use scale::{Target, percentile};
 
@@ -47,20 +54,39 @@ async fn measure_round(
     (jobs, nodes): (usize, usize),
     seed: u64,
 ) -> String {
-    let quiet = scale::reviews(t, rate, secs, jobs).await;
+    // Quiet and churning slices alternate, so what else loads the machine (the API
+    // server, kwok, other work) falls on both alike; each side pools its slices.
+    let slices = env("SLICES", 5) as u64;
+    let slice_secs = (secs / slices).max(1);
+    let (mut quiet, mut busy) = (Vec::new(), Vec::new());
+    let webhook = webhook_pid(t);
+    let (mut cpu_quiet, mut cpu_busy) = (Duration::ZERO, Duration::ZERO);
+    let mut churned = scale::Churned::default();
     let before = t.progress().await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let churner = tokio::spawn(scale::churn(
-        t.clone(),
-        churn_rate,
-        (jobs, nodes),
-        stop.clone(),
-        seed,
-    ));
-    let busy = scale::reviews(t, rate, secs, jobs).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut churned = churner.await.expect("churn task");
+    for slice in 0..slices {
+        let cpu = pin::cpu_time(webhook);
+        quiet.extend(scale::reviews(t, rate, slice_secs, jobs).await);
+        cpu_quiet += pin::cpu_time(webhook).saturating_sub(cpu);
+        let cpu = pin::cpu_time(webhook);
+        let stop = Arc::new(AtomicBool::new(false));
+        let churner = tokio::spawn(scale::churn(
+            t.clone(),
+            churn_rate,
+            (jobs, nodes),
+            stop.clone(),
+            seed * 100 + slice,
+        ));
+        busy.extend(scale::reviews(t, rate, slice_secs, jobs).await);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        cpu_busy += pin::cpu_time(webhook).saturating_sub(cpu);
+        let c = churner.await.expect("churn task");
+        churned.ops += c.ops;
+        churned.failed += c.failed;
+        churned.to_snapshot.extend(c.to_snapshot);
+    }
     let after = t.progress().await;
+    quiet.sort();
+    busy.sort();
     churned.to_snapshot.sort();
     let d = |k: &str| {
         after[k]
@@ -70,13 +96,15 @@ async fn measure_round(
     };
     let (p99q, p99b) = (percentile(&quiet, 0.99), percentile(&busy, 0.99));
     format!(
-        "reviews p99 {:.2} ms quiet ({} ok of {}), {:.2} ms churn ({} ok), ratio {:.2}; churn {} ops ({} failed); create->snapshot p50 {:.1} ms p99 {:.1} ms (n={}); {} publishes, {:.0} µs each, {} events",
+        "reviews p99 {:.2} ms quiet ({} ok of {}), {:.2} ms churn ({} ok), ratio {:.2}; webhook CPU {:.0} ms quiet, {:.0} ms churn; churn {} ops ({} failed); create->snapshot p50 {:.1} ms p99 {:.1} ms (n={}); {} publishes, {:.0} µs each, {} events",
         ms(p99q),
         quiet.len(),
-        rate * secs,
+        rate * slice_secs * slices,
         ms(p99b),
         busy.len(),
         p99b.as_secs_f64() / p99q.as_secs_f64().max(1e-9),
+        ms(cpu_quiet),
+        ms(cpu_busy),
         churned.ops,
         churned.failed,
         ms(percentile(&churned.to_snapshot, 0.5)),
@@ -86,6 +114,14 @@ async fn measure_round(
         d("publishMicros") as f64 / d("publishes").max(1) as f64,
         d("events"),
     )
+}
+
+/// trainplace's pid, from the sandbox's pid files.
+fn webhook_pid(t: &Target) -> u32 {
+    std::fs::read_to_string(t.dir.join("pids").join("trainplace"))
+        .ok()
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Restart kube-apiserver: how long until it answers, how the watches came back
@@ -157,6 +193,9 @@ async fn main() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let t = Arc::new(Target::new(dir, &sandbox_env).await);
+    if env("PIN", 0) == 1 {
+        pin::start(webhook_pid(&t));
+    }
     let (nodes, pods, jobs) = (
         env("NODES", 5_000),
         env("PODS", 100_000),
