@@ -286,14 +286,20 @@ fn the_gb200_job_selects_what_its_self_managed_nodes_carry() {
     assert!(checked > 0, "{text}");
 }
 
-#[test]
-fn the_gb200_script_runs_again_without_buying_or_opting_in_twice() {
+/// A directory holding the planned GB200 artifacts.
+fn workdir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for a in &planned().artifacts {
         let path = dir.path().join(&a.name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, &a.content).unwrap();
     }
+    dir
+}
+
+#[test]
+fn the_gb200_script_runs_again_without_buying_or_opting_in_twice() {
+    let dir = workdir();
     // 2026-12-01T11:31:00Z: the block has started.
     common::stand_ins(dir.path(), 0, 1_796_124_660);
     let count = |calls: &str, what: &str| calls.lines().filter(|l| l.starts_with(what)).count();
@@ -331,4 +337,63 @@ fn the_gb200_script_runs_again_without_buying_or_opting_in_twice() {
         !config.contains("REPLACE-WITH") && config.contains("cr-0123456789abcde1"),
         "{config}"
     );
+}
+
+/// 2026-12-01T11:30:00Z, the block's start; its 192 h end less the UltraServer's 60
+/// minutes is 2026-12-09T10:30:00Z.
+const GB200_START: i64 = 1_796_124_600;
+const GB200_CHECKPOINT_BY: i64 = GB200_START + 192 * 3600 - 3600;
+
+#[test]
+fn the_self_managed_gb200_nodegroup_scales_in_an_hour_before_the_block_ends_once() {
+    let dir = workdir();
+    let config: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap(),
+    )
+    .unwrap();
+    let ng = self_managed(&config)[0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cluster = config["metadata"]["name"].as_str().unwrap().to_string();
+    // A day before the block: the script stops after the nodes, with the actions put.
+    common::stand_ins(dir.path(), 0, GB200_START - 86_400);
+    let puts = |calls: &str| {
+        calls
+            .lines()
+            .filter(|l| l.starts_with("aws autoscaling put-scheduled-update-group-action"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let (out, calls) = common::run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    assert!(
+        calls.contains(&format!(
+            "aws cloudformation describe-stack-resource --region us-east-1 --stack-name eksctl-{cluster}-nodegroup-{ng} --logical-resource-id NodeGroup"
+        )),
+        "{calls}"
+    );
+    let asg = format!("--auto-scaling-group-name eksctl-{cluster}-nodegroup-{ng}-NodeGroup-asg");
+    let put = puts(&calls);
+    assert_eq!(put.len(), 2, "{calls}");
+    for want in [
+        format!(
+            "--scheduled-action-name trainplace-scale-out-{GB200_START} --start-time 2026-12-01T11:30:00Z --min-size 0 --max-size 18 --desired-capacity 18"
+        ),
+        format!(
+            "--scheduled-action-name trainplace-scale-in-{GB200_CHECKPOINT_BY} --start-time 2026-12-09T10:30:00Z --min-size 0 --max-size 18 --desired-capacity 0"
+        ),
+    ] {
+        assert_eq!(
+            put.iter()
+                .filter(|p| p.contains(&asg) && p.contains(&want))
+                .count(),
+            1,
+            "{want}: {calls}"
+        );
+    }
+    // A rerun finds both actions and puts none.
+    let (out, calls) = common::run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    assert!(puts(&calls).is_empty(), "{calls}");
 }

@@ -15,25 +15,67 @@
 //! (<https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutScheduledUpdateGroupAction.html>).
 //! EKS puts its own scale-to-0 action on a managed nodegroup 40 minutes before its
 //! block ends (docs/capacity-blocks.md cites the EKS pages); ours carries the plan's
-//! margin, never shorter than that, beside the scale-out at the start. Self-managed
-//! nodegroups (the GB200 Local Zone route) get none here.
+//! margin, never shorter than that, beside the scale-out at the start.
+//!
+//! A self-managed nodegroup (the GB200 Local Zone route, `local_zone.rs`) gets no action
+//! from EKS, so ours is its only scale-in, at the plan's margin (60 minutes for an
+//! UltraServer block). Its Auto Scaling group is not an EKS nodegroup's: eksctl makes it
+//! as the `NodeGroup` resource (`AWS::AutoScaling::AutoScalingGroup`) of the CloudFormation
+//! stack `eksctl-CLUSTER-nodegroup-NAME`, and finds it again by that stack resource's
+//! physical id (`makeNodeGroupStackName` and `GetUnmanagedNodeGroupAutoScalingGroupName`
+//! in <https://github.com/eksctl-io/eksctl/blob/main/pkg/cfn/manager/nodegroup.go>,
+//! `n.newResource("NodeGroup", asg)` in
+//! <https://github.com/eksctl-io/eksctl/blob/main/pkg/cfn/builder/nodegroup.go>); the
+//! script asks the same (`aws cloudformation describe-stack-resource`).
 
 use crate::capacity::BlockPlan;
 use crate::recommend::{CapacityPlan, Recommendation};
 
-/// A nodegroup of the job on a Capacity Block and its size (`eksctl-cluster.yaml`).
-pub fn block_nodegroups(rec: &Recommendation) -> Vec<(String, u64)> {
+/// A nodegroup of the job on a Capacity Block (`eksctl-cluster.yaml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockNodegroup {
+    pub name: String,
+    pub size: u64,
+    /// A `managedNodeGroups` entry (EKS knows its Auto Scaling group), else a
+    /// self-managed `nodeGroups` one (its eksctl CloudFormation stack does).
+    pub managed: bool,
+}
+
+/// Every Capacity Block nodegroup of the job, managed and self-managed.
+pub fn block_nodegroups(rec: &Recommendation) -> Vec<BlockNodegroup> {
     let config = super::eksctl::cluster_config(rec);
-    config["managedNodeGroups"]
-        .as_array()
-        .map(|groups| {
-            groups
-                .iter()
+    [("managedNodeGroups", true), ("nodeGroups", false)]
+        .into_iter()
+        .flat_map(|(key, managed)| {
+            config[key]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
                 .filter(|ng| ng["instanceMarketOptions"]["marketType"] == "capacity-block")
-                .filter_map(|ng| Some((ng["name"].as_str()?.to_string(), ng["maxSize"].as_u64()?)))
-                .collect()
+                .filter_map(move |ng| {
+                    Some(BlockNodegroup {
+                        name: ng["name"].as_str()?.to_string(),
+                        size: ng["maxSize"].as_u64()?,
+                        managed,
+                    })
+                })
         })
-        .unwrap_or_default()
+        .collect()
+}
+
+/// The shell line setting `ASG` to the nodegroup's Auto Scaling group.
+pub fn asg_lookup(cluster: &str, ng: &BlockNodegroup) -> String {
+    let name = &ng.name;
+    if ng.managed {
+        format!(
+            "ASG=$(aws eks describe-nodegroup --region \"$REGION\" --cluster-name {cluster} --nodegroup-name {name} --query 'nodegroup.resources.autoScalingGroups[0].name' --output text)"
+        )
+    } else {
+        format!(
+            "ASG=$(aws cloudformation describe-stack-resource --region \"$REGION\" --stack-name eksctl-{cluster}-nodegroup-{name} --logical-resource-id NodeGroup --query 'StackResourceDetail.PhysicalResourceId' --output text)"
+        )
+    }
 }
 
 /// The scheduled action's name: what it does and when (epoch seconds).
@@ -62,12 +104,14 @@ pub fn scale_lines(rec: &Recommendation, out: &mut Vec<String>) {
         (plan.end.as_second() - plan.checkpoint_by.as_second()) / 60
     ));
     let cluster = &rec.request.names.cluster;
-    for (ng, size) in groups {
+    for ng in groups {
+        out.push(asg_lookup(cluster, &ng));
         out.push(format!(
-            "ASG=$(aws eks describe-nodegroup --region \"$REGION\" --cluster-name {cluster} --nodegroup-name {ng} --query 'nodegroup.resources.autoScalingGroups[0].name' --output text)"
+            "if [ -z \"$ASG\" ] || [ \"$ASG\" = None ]; then echo 'no Auto Scaling group found for nodegroup {}' >&2; exit 1; fi",
+            ng.name
         ));
-        for (what, at, desired) in actions(plan, size) {
-            out.push(put_once(&ng, what, at, desired, size));
+        for (what, at, desired) in actions(plan, ng.size) {
+            out.push(put_once(&ng.name, what, at, desired, ng.size));
         }
     }
 }

@@ -193,7 +193,8 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
 /// `purchase-capacity-block` records the block with its `trainplace.io/block` tag and
 /// `describe-capacity-reservations` finds it by that tag; placement groups, the cluster
 /// and nodegroups likewise, the Local Zone opt-in, and scheduled actions by group and
-/// name; `kubectl` says a Job is Complete when asked for its conditions. Any call whose
+/// name; an Auto Scaling group is named after its EKS nodegroup (`describe-nodegroup`)
+/// or its eksctl stack (`describe-stack-resource`); `kubectl` says a Job is Complete when asked for its conditions. Any call whose
 /// command line contains `$FAIL_ON` (when set) fails with exit 1, so a test can stop a run at a chosen step. `trainplace` (the
 /// diagnosis) exits `diagnose_exit`; `date` prints `epoch`.
 pub fn stand_ins(dir: &std::path::Path, diagnose_exit: i32, epoch: i64) {
@@ -228,6 +229,9 @@ describe-cluster) echo sg-0123456789abcdef0;;
 describe-nodegroup)
   ng=$(printf '%s\n' "$*" | sed -n 's/.*--nodegroup-name \([^ ]*\).*/\1/p')
   echo "eks-$ng-asg";;
+describe-stack-resource)
+  stack=$(printf '%s\n' "$*" | sed -n 's/.*--stack-name \([^ ]*\).*/\1/p')
+  echo "$stack-NodeGroup-asg";;
 describe-scheduled-actions)
   key=$(printf '%s\n' "$*" | sed -n 's/.*--auto-scaling-group-name \([^ ]*\) --scheduled-action-names \([^ ]*\).*/\1 \2/p' | tr -d '"')
   if grep -qx "action $key" "$STATE"; then echo 1; else echo 0; fi;;
