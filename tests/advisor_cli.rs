@@ -49,6 +49,7 @@ fn emits_every_artifact() {
             "job-pytorchjob.yaml",
             "karpenter-prerequisites.sh",
             "karpenter.yaml",
+            "nccl-node-check-karpenter.yaml",
             "nccl-node-check.yaml",
             "nccl-tests-mpijob.yaml",
             "training-operator"

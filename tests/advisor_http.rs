@@ -66,6 +66,7 @@ async fn recommendation_round_trip_with_offerings() {
             "job-jobset.yaml",
             "job-jobset-karpenter.yaml",
             "nccl-node-check.yaml",
+            "nccl-node-check-karpenter.yaml",
             "nccl-tests-mpijob.yaml"
         ]
     );

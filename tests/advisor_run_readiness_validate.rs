@@ -29,7 +29,11 @@ fn checkpoint_storage_and_the_node_check_pass_strict_kubernetes_validation() {
             ..Default::default()
         };
         let advice = advise(&req, &facts, &Policy::embedded(), jiff::Timestamp::now()).unwrap();
-        for name in ["checkpoint-storage.yaml", "nccl-node-check.yaml"] {
+        for name in [
+            "checkpoint-storage.yaml",
+            "nccl-node-check.yaml",
+            "nccl-node-check-karpenter.yaml",
+        ] {
             let content = &advice
                 .artifacts
                 .iter()

@@ -274,8 +274,16 @@ fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
         out.push(format!("# {{STEP}} Nodes: the cluster with the {} nodegroup(s); on an existing cluster (or a rerun) only the nodegroups it lacks.", rec.instance.name));
         if super::karpenter_route(rec) {
             out.push(format!(
-                "# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml, and run job-{}-karpenter.yaml instead of job-{0}.yaml",
-                rec.request.framework.slug()
+                "# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml, and run job-{}-karpenter.yaml instead of job-{0}.yaml{}",
+                rec.request.framework.slug(),
+                if super::plugins::is_nvidia(rec) {
+                    format!(
+                        ", checking its nodes with {} instead of the run stage's per-node check",
+                        super::node_check::KARPENTER_NODE_CHECK_FILE
+                    )
+                } else {
+                    String::new()
+                }
             ));
         }
         out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());

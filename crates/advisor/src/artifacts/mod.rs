@@ -64,6 +64,8 @@ pub struct Objects {
     pub checkpoint_storage: Option<[Value; 2]>,
     /// One pod per GPU node checking NCCL inside the node (`node_check.rs`).
     pub node_check: Option<Value>,
+    /// The same check for the Karpenter route: on the nodes `karpenter_job` selects.
+    pub karpenter_node_check: Option<Value>,
 }
 
 /// The ComputeDomain's file, applied before the collective check.
@@ -125,6 +127,8 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         checkpoint_storage: storage::applies(rec)
             .then(|| [storage::storage_class(rec), storage::claim(rec)]),
         node_check: plugins::is_nvidia(rec).then(|| node_check::node_check(&parts)),
+        karpenter_node_check: (plugins::is_nvidia(rec) && new_nodes)
+            .then(|| node_check::node_check(&on_karpenter)),
     }
 }
 
@@ -273,6 +277,15 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
             let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
             out.push(Artifact {
                 name: node_check::NODE_CHECK_FILE.into(),
+                content: yaml(&notes, &[check]),
+            });
+        }
+        if let Some(check) = &o.karpenter_node_check {
+            let mut notes = node_check::notes(&parts);
+            notes.push(node_check::karpenter_note(rec));
+            let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
+            out.push(Artifact {
+                name: node_check::KARPENTER_NODE_CHECK_FILE.into(),
                 content: yaml(&notes, &[check]),
             });
         }

@@ -17,6 +17,19 @@ use crate::images::{ALL_REDUCE_PERF, GPU_IMAGE};
 use crate::recommend::Recommendation;
 
 pub const NODE_CHECK_FILE: &str = "nccl-node-check.yaml";
+/// The check on the Karpenter route: the nodes `job-*-karpenter.yaml` selects (the
+/// plan's NodePools, reserved nodes for reserved capacity), with its pods' Karpenter
+/// settings (no hugepages, not disrupted). The eksctl file selects the eksctl
+/// nodegroups' labels, which Karpenter's nodes do not carry.
+pub const KARPENTER_NODE_CHECK_FILE: &str = "nccl-node-check-karpenter.yaml";
+
+/// The Karpenter file's extra header line.
+pub fn karpenter_note(rec: &Recommendation) -> String {
+    format!(
+        "the Karpenter route (karpenter.yaml): on the nodes job-{}-karpenter.yaml selects; kubectl apply -f {KARPENTER_NODE_CHECK_FILE} instead of {NODE_CHECK_FILE} before that job",
+        rec.request.framework.slug()
+    )
+}
 
 pub fn name(job: &str) -> String {
     format!("{job}-node-check")

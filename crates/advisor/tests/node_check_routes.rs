@@ -1,0 +1,124 @@
+//! The per-node NCCL check runs on the nodes its job runs on, on either route: the eksctl
+//! check selects what `job-*.yaml` selects, the Karpenter check what
+//! `job-*-karpenter.yaml` selects (its NodePools, reserved nodes for reserved capacity),
+//! so its pods schedule wherever the job's do.
+
+mod common;
+
+use serde_json::Value;
+use trainplace_advisor::artifacts::{node_check, objects};
+use trainplace_advisor::recommend::Recommendation;
+use trainplace_advisor::{AdviceRequest, RawFacts, advise};
+use trainplace_engine::Policy;
+
+/// What decides a pod's node: selector, node affinity, tolerations; for every pod spec
+/// in `v` that asks for the accelerator.
+fn selections(v: &Value, resource: &str, out: &mut Vec<[Value; 3]>) {
+    match v {
+        Value::Object(map) => {
+            let gpu = map
+                .get("containers")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| !c["resources"]["limits"][resource].is_null())
+                });
+            if gpu {
+                out.push([
+                    v["nodeSelector"].clone(),
+                    v["affinity"]["nodeAffinity"].clone(),
+                    v["tolerations"].clone(),
+                ]);
+            }
+            for child in map.values() {
+                selections(child, resource, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| selections(i, resource, out)),
+        _ => {}
+    }
+}
+
+fn selection(v: &Value, resource: &str) -> Vec<[Value; 3]> {
+    let mut out = Vec::new();
+    selections(v, resource, &mut out);
+    out
+}
+
+/// The check's one pod spec selects exactly what every GPU pod of the job selects.
+fn assert_same_nodes(check: &Value, job: &Value, resource: &str, what: &str) {
+    let check = selection(check, resource);
+    assert_eq!(check.len(), 1, "{what}: {check:?}");
+    let job = selection(job, resource);
+    assert!(!job.is_empty(), "{what}: the job has no GPU pod");
+    for pod in &job {
+        assert_eq!(&check[0], pod, "{what}");
+    }
+}
+
+fn check_both_routes(rec: &Recommendation, what: &str) {
+    let o = objects(rec, &Policy::embedded());
+    let resource = rec.instance.accelerator_resource.as_str();
+    assert_same_nodes(
+        o.node_check.as_ref().unwrap(),
+        &o.job,
+        resource,
+        &format!("{what}, eksctl"),
+    );
+    let karpenter = o
+        .karpenter_node_check
+        .as_ref()
+        .unwrap_or_else(|| panic!("{what}: no Karpenter node check"));
+    assert_same_nodes(
+        karpenter,
+        o.karpenter_job.as_ref().unwrap(),
+        resource,
+        &format!("{what}, Karpenter"),
+    );
+    // Both are the same Job (one route is taken), on different nodes when reserved.
+    assert_eq!(karpenter["metadata"]["name"], node_check::name("train"));
+}
+
+#[test]
+fn the_node_check_selects_the_jobs_nodes_on_both_routes() {
+    for scenario in ["h100-blocks", "l40s-on-demand", "a100-odcr"] {
+        for framework in ["pytorchjob", "jobset", "mpijob"] {
+            let rec = common::recommendation(scenario, framework);
+            check_both_routes(&rec, &format!("{scenario} {framework}"));
+        }
+    }
+    let split = advise(
+        &AdviceRequest {
+            gpus: Some(10_000),
+            family: Some("h100".into()),
+            duration_days: Some(14.0),
+            capacity: Some("on-demand".into()),
+            region: Some("us-east-1".into()),
+            now: Some(common::NOW.into()),
+            ..Default::default()
+        },
+        &RawFacts::default(),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    check_both_routes(&split.recommendation, "split on-demand");
+}
+
+#[test]
+fn the_karpenter_check_is_its_own_file_and_keeps_off_the_eksctl_labels() {
+    let files = common::artifacts("h100-blocks", "pytorchjob");
+    let text = &files[node_check::KARPENTER_NODE_CHECK_FILE];
+    let check: Value = serde_yaml_ng::from_str(text).unwrap();
+    let spec = &check["spec"]["template"]["spec"];
+    assert_eq!(
+        spec["nodeSelector"]["karpenter.sh/capacity-type"],
+        "reserved"
+    );
+    assert!(spec["nodeSelector"]["eks.amazonaws.com/capacityType"].is_null());
+    assert!(text.contains("kubectl apply -f nccl-node-check-karpenter.yaml"));
+    assert!(files["aws-cli.sh"].contains(node_check::KARPENTER_NODE_CHECK_FILE));
+    // Trainium has no NCCL check on either route.
+    let trainium = common::artifacts("trainium", "pytorchjob");
+    assert!(!trainium.contains_key(node_check::KARPENTER_NODE_CHECK_FILE));
+}
