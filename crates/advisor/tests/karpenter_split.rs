@@ -108,3 +108,51 @@ fn each_placement_group_gets_its_own_node_class_and_pool() {
         assert_eq!(values, names, "{term}");
     }
 }
+
+#[test]
+fn each_node_class_selects_its_own_nodegroups_subnet() {
+    let advice = split_plan();
+    let config: Value =
+        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
+    let cluster = config["metadata"]["name"].as_str().unwrap();
+    let script = common::emitted(&advice, "karpenter-prerequisites.sh");
+    let karpenter = docs(common::emitted(&advice, "karpenter.yaml"));
+    let classes: Vec<&Value> = karpenter
+        .iter()
+        .filter(|d| d["kind"] == "EC2NodeClass")
+        .collect();
+    let groups = common::gpu_nodegroups(&config);
+    assert!(groups.len() > 1 && classes.len() == groups.len());
+    let mut subnets: Vec<&str> = Vec::new();
+    for class in classes {
+        let pg = &class["spec"]["placementGroupSelector"]["name"];
+        let ng = groups
+            .iter()
+            .find(|ng| &ng["placement"]["groupName"] == pg)
+            .unwrap_or_else(|| panic!("no nodegroup in {pg}"));
+        // The nodegroup's one subnet, in the job's zone.
+        let [subnet] = ng["subnets"].as_array().unwrap().as_slice() else {
+            panic!("{ng}");
+        };
+        let subnet = subnet.as_str().unwrap();
+        let spec = &config["vpc"]["subnets"]["private"][subnet];
+        assert_eq!(spec["az"], advice.recommendation.availability_zone);
+        assert_eq!(
+            class["spec"]["subnetSelectorTerms"],
+            serde_json::json!([{"tags": {"karpenter.sh/discovery": cluster, "trainplace.io/subnet": subnet}}]),
+            "{}",
+            class["metadata"]["name"]
+        );
+        // The prerequisites script finds that subnet by its CIDR and names it so.
+        let cidr = spec["cidr"].as_str().unwrap();
+        let find = script
+            .find(&format!("Name=cidr-block,Values={cidr} "))
+            .unwrap_or_else(|| panic!("{subnet} {cidr} not looked up:\n{script}"));
+        let tag = format!("--tags Key=trainplace.io/subnet,Value={subnet}\n");
+        assert!(script[find..].contains(&tag), "{tag}");
+        subnets.push(subnet);
+    }
+    subnets.sort();
+    subnets.dedup();
+    assert_eq!(subnets.len(), groups.len(), "one subnet per node class");
+}

@@ -13,6 +13,7 @@
 
 use serde_json::{Value, json};
 
+use super::network::SUBNET_TAG;
 use super::plugins::{node_labels, node_taints};
 use crate::limits::nodegroup_sizes;
 use crate::recommend::{CapacityPlan, Recommendation, slug};
@@ -50,13 +51,32 @@ pub fn pool_name(rec: &Recommendation) -> String {
     name(rec)
 }
 
+/// The GPU subnets of the plan's nodegroups, when each has its own (`network.rs`).
+fn gpu_subnets(rec: &Recommendation) -> Vec<String> {
+    super::network::gpu_subnets(rec, super::eksctl::nodegroup_names(rec).len())
+}
+
+/// `subnetSelectorTerms`: the discovery-tagged subnets, or only `subnets` (each a term,
+/// ORed; within a term the tags are ANDed:
+/// <https://karpenter.sh/docs/concepts/nodeclasses/>) when the GPU nodegroups have
+/// subnets of their own.
+fn subnet_terms(cluster: &str, subnets: &[String]) -> Value {
+    if subnets.is_empty() {
+        return json!([{"tags": {"karpenter.sh/discovery": cluster}}]);
+    }
+    subnets
+        .iter()
+        .map(|s| json!({"tags": {"karpenter.sh/discovery": cluster, SUBNET_TAG: s}}))
+        .collect()
+}
+
 pub fn node_class(rec: &Recommendation) -> Value {
     let cluster = &rec.request.names.cluster;
     let discovery = json!([{"tags": {"karpenter.sh/discovery": cluster}}]);
     let mut spec = json!({
         "role": node_role(rec),
         "amiSelectorTerms": [{"alias": AMI_ALIAS}],
-        "subnetSelectorTerms": discovery,
+        "subnetSelectorTerms": subnet_terms(cluster, &gpu_subnets(rec)),
         "securityGroupSelectorTerms": discovery,
         "blockDeviceMappings": [{
             "deviceName": "/dev/xvda",
@@ -150,8 +170,9 @@ pub fn node_pool(rec: &Recommendation) -> Value {
 /// Every EC2NodeClass and NodePool of `karpenter.yaml`: the plan's pair, or, for an
 /// on-demand job split over several placement groups (`limits.rs`: a cluster placement
 /// group each, launched on its own), one pair per placement group, `NAME-1`, `NAME-2`,
-/// ..., each selecting its group and limited to its share of the accelerators, so the
-/// pods fill one group before the next instead of all asking for the first.
+/// ..., each selecting its group (and its nodegroup's subnet, when each has one) and
+/// limited to its share of the accelerators, so the pods fill one group before the next
+/// instead of all asking for the first.
 pub fn pools(rec: &Recommendation) -> Vec<(Value, Value)> {
     let groups = super::network::placement_groups(rec);
     if groups.len() <= 1 {
@@ -159,6 +180,7 @@ pub fn pools(rec: &Recommendation) -> Vec<(Value, Value)> {
     }
     let per_node = rec.shape.total_gpus / rec.shape.nodes.max(1);
     let base = name(rec);
+    let subnets = gpu_subnets(rec);
     groups
         .iter()
         .zip(nodegroup_sizes(rec.shape.nodes))
@@ -168,6 +190,10 @@ pub fn pools(rec: &Recommendation) -> Vec<(Value, Value)> {
             let mut class = node_class(rec);
             class["metadata"]["name"] = json!(own);
             class["spec"]["placementGroupSelector"] = json!({"name": pg});
+            if let Some(subnet) = subnets.get(i) {
+                class["spec"]["subnetSelectorTerms"] =
+                    subnet_terms(&rec.request.names.cluster, std::slice::from_ref(subnet));
+            }
             let mut pool = node_pool(rec);
             pool["metadata"]["name"] = json!(own);
             pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] = json!(own);

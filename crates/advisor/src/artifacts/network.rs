@@ -16,13 +16,21 @@ pub fn gpu_subnet(i: usize) -> String {
     format!("gpu-{}", i + 1)
 }
 
+/// The tag `karpenter-prerequisites.sh` puts on each GPU subnet, valued with its name
+/// (`gpu-1`, ...): eksctl tags the private subnets it makes with
+/// `kubernetes.io/role/internal-elb` only (`addSubnets` in
+/// <https://github.com/eksctl-io/eksctl/blob/main/pkg/cfn/builder/vpc_ipv4.go>), so the
+/// script finds each by its CIDR block and names it, and each Karpenter EC2NodeClass of
+/// a split job selects its own nodegroup's subnet.
+pub const SUBNET_TAG: &str = "trainplace.io/subnet";
+
 /// The system nodegroup's subnets: one per cluster zone.
 pub fn system_subnets(zones: &[String; 2]) -> Vec<String> {
     zones.iter().map(|z| format!("system-{z}")).collect()
 }
 
 /// GPU subnet `i`'s CIDR: the (i % 4)-th /18 of block 10.(1 + i / 4).0.0/16.
-fn gpu_cidr(i: usize) -> String {
+pub fn gpu_cidr(i: usize) -> String {
     format!("10.{}.{}.0/18", 1 + i / 4, 64 * (i % 4))
 }
 
@@ -73,4 +81,41 @@ pub fn placement_groups(rec: &Recommendation) -> Vec<String> {
     } else {
         (1..=groups).map(|i| format!("{pg}-{i}")).collect()
     }
+}
+
+/// The GPU subnets of a plan whose nodegroups each have one (`needs_large_subnets`):
+/// `gpu_groups` of them, at most 16; none otherwise.
+pub fn gpu_subnets(rec: &Recommendation, gpu_groups: usize) -> Vec<String> {
+    if !crate::limits::needs_large_subnets(rec) {
+        return Vec::new();
+    }
+    (0..gpu_groups.min(MAX_GPU_SUBNETS as usize))
+        .map(gpu_subnet)
+        .collect()
+}
+
+/// `karpenter-prerequisites.sh` lines naming each GPU subnet (`SUBNET_TAG`), found in
+/// the cluster's VPC (`$VPC`) by its CIDR block; a missing one stops the script.
+/// `create-tags` overwrites a tag with the same value, so a rerun changes nothing.
+pub fn tag_lines(rec: &Recommendation, gpu_groups: usize) -> Vec<String> {
+    let subnets = gpu_subnets(rec, gpu_groups);
+    if subnets.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![format!(
+        "# Each GPU nodegroup's own subnet, named by the tag {SUBNET_TAG} its EC2NodeClass selects."
+    )];
+    for (i, name) in subnets.iter().enumerate() {
+        let cidr = gpu_cidr(i);
+        out.push(format!(
+            "S=$(aws ec2 describe-subnets --region \"$REGION\" --filters Name=vpc-id,Values=\"$VPC\" Name=cidr-block,Values={cidr} --query 'Subnets[0].SubnetId' --output text)"
+        ));
+        out.push(format!(
+            "if [ -z \"$S\" ] || [ \"$S\" = None ]; then echo 'subnet {name} ({cidr}) is not in the cluster VPC: create the cluster from eksctl-cluster.yaml first' >&2; exit 1; fi"
+        ));
+        out.push(format!(
+            "aws ec2 create-tags --region \"$REGION\" --resources \"$S\" --tags Key={SUBNET_TAG},Value={name}"
+        ));
+    }
+    out
 }

@@ -87,6 +87,12 @@ pub fn script(rec: &Recommendation) -> String {
             rec.availability_zone
         ),
         "aws ec2 create-tags --region \"$REGION\" --resources $SUBNETS \"$SG\" --tags Key=karpenter.sh/discovery,Value=\"$CLUSTER\"".into(),
+    ]);
+    out.extend(super::network::tag_lines(
+        rec,
+        super::eksctl::nodegroup_names(rec).len(),
+    ));
+    out.extend([
         String::new(),
         "# 4. Device plugins: the EKS accelerated AMI has drivers, not device plugins.".into(),
     ]);
