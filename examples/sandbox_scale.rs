@@ -26,7 +26,6 @@
 //! `examples/sandbox_pod_latency.rs`, run against the same grown cluster.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 #[path = "../tests/sandbox/scale.rs"]
@@ -34,6 +33,9 @@ mod scale;
 
 #[path = "sandbox_scale/pin.rs"]
 mod pin;
+
+#[path = "sandbox_scale/churner.rs"]
+mod churner;
 
 use scale::{Target, percentile};
 
@@ -50,6 +52,7 @@ fn ms(d: Duration) -> f64 {
 
 async fn measure_round(
     t: &Arc<Target>,
+    churner: &mut churner::Churner,
     (rate, secs, churn_rate): (u64, u64, u64),
     (jobs, nodes): (usize, usize),
     seed: u64,
@@ -68,18 +71,12 @@ async fn measure_round(
         quiet.extend(scale::reviews(t, rate, slice_secs, jobs).await);
         cpu_quiet += pin::cpu_time(webhook).saturating_sub(cpu);
         let cpu = pin::cpu_time(webhook);
-        let stop = Arc::new(AtomicBool::new(false));
-        let churner = tokio::spawn(scale::churn(
-            t.clone(),
-            churn_rate,
-            (jobs, nodes),
-            stop.clone(),
-            seed * 100 + slice,
-        ));
+        churner
+            .start(churn_rate, (jobs, nodes), seed * 100 + slice)
+            .await;
         busy.extend(scale::reviews(t, rate, slice_secs, jobs).await);
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
         cpu_busy += pin::cpu_time(webhook).saturating_sub(cpu);
-        let c = churner.await.expect("churn task");
+        let c = churner.stop().await;
         churned.ops += c.ops;
         churned.failed += c.failed;
         churned.to_snapshot.extend(c.to_snapshot);
@@ -193,6 +190,10 @@ async fn main() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let t = Arc::new(Target::new(dir, &sandbox_env).await);
+    if env("CHURN_CHILD", 0) == 1 {
+        return churner::child(t).await;
+    }
+    let mut churner = churner::Churner::spawn();
     if env("PIN", 0) == 1 {
         pin::start(webhook_pid(&t));
     }
@@ -262,6 +263,7 @@ async fn main() {
         for round in 0..rounds {
             let line = measure_round(
                 &t,
+                &mut churner,
                 (rate, secs, churn),
                 (want_jobs, want_nodes),
                 (n * 100 + round) as u64,
@@ -277,5 +279,8 @@ async fn main() {
     if env("RESTART", 1) == 1 {
         restart(&t, have_jobs, have_nodes).await;
         println!("  RSS: trainplace {:.1} MiB", t.rss("trainplace"));
+    }
+    if env("PIN", 0) == 1 {
+        pin::release();
     }
 }

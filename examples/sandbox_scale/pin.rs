@@ -1,16 +1,36 @@
 //! PIN=1: the webhook and the load generator on the machine's last CPU, every other
 //! process (the control plane, kwok, whatever else runs) on the others, so what churn
 //! costs the webhook is measured apart from what it costs the control plane. Uses
-//! taskset(1) (util-linux); processes that appear later are moved as they are seen.
+//! taskset(1) (util-linux); processes that appear later are moved as they are seen, and
+//! every process gets every CPU back when the run ends.
 
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+/// The machine's CPUs (not this process's affinity, which a pinning may have narrowed).
+fn cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|r| r.trim().rsplit(['-', ',']).next()?.parse::<usize>().ok())
+        .map_or(2, |last| last + 1)
+}
+
+/// Every process back on every CPU (at the end of the run; a run that is killed leaves
+/// them pinned: `taskset -a -p -c 0-N PID` for each).
+pub fn release() {
+    let all = format!("0-{}", cpus() - 1);
+    for pid in pids() {
+        let _ = Command::new("taskset")
+            .args(["-a", "-p", "-c", &all, &pid.to_string()])
+            .output();
+    }
+}
+
 /// Start pinning, twice a second, for the rest of the run; `webhook` is trainplace's pid.
 pub fn start(webhook: u32) {
-    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cpus = cpus();
     if cpus < 2 {
         eprintln!("PIN=1 needs 2 CPUs or more: not pinned");
         return;
