@@ -260,6 +260,14 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
             content: yaml(&notes, &[job]),
         });
     }
+    out.extend(check_artifacts(rec, &parts, o));
+    out
+}
+
+/// The collective checks before training: nccom-test on Trainium; on NVIDIA the
+/// per-node check (both routes) and the multi-node nccl-tests.
+fn check_artifacts(rec: &Recommendation, parts: &PodParts<'_>, o: &Objects) -> Vec<Artifact> {
+    let mut out = Vec::new();
     if let Some(tests) = o.nccl_tests.as_ref().filter(|_| !plugins::is_nvidia(rec)) {
         out.push(Artifact {
             name: NCCOM_FILE.into(),
@@ -273,7 +281,7 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
         });
     } else if let Some(tests) = &o.nccl_tests {
         if let Some(check) = &o.node_check {
-            let notes = node_check::notes(&parts);
+            let notes = node_check::notes(parts);
             let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
             out.push(Artifact {
                 name: node_check::NODE_CHECK_FILE.into(),
@@ -281,7 +289,7 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
             });
         }
         if let Some(check) = &o.karpenter_node_check {
-            let mut notes = node_check::notes(&parts);
+            let mut notes = node_check::notes(parts);
             notes.push(node_check::karpenter_note(rec));
             let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
             out.push(Artifact {
@@ -289,7 +297,7 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
                 content: yaml(&notes, &[check]),
             });
         }
-        let expect = nccl_tests::expectation(&parts);
+        let expect = nccl_tests::expectation(parts);
         out.push(Artifact {
             name: "nccl-tests-mpijob.yaml".into(),
             content: yaml(
