@@ -51,6 +51,7 @@ fn emits_every_artifact() {
             "karpenter.yaml",
             "nccl-node-check-karpenter.yaml",
             "nccl-node-check.yaml",
+            "nccl-tests-mpijob-karpenter.yaml",
             "nccl-tests-mpijob.yaml",
             "training-operator"
         ]

@@ -67,7 +67,8 @@ async fn recommendation_round_trip_with_offerings() {
             "job-jobset-karpenter.yaml",
             "nccl-node-check.yaml",
             "nccl-node-check-karpenter.yaml",
-            "nccl-tests-mpijob.yaml"
+            "nccl-tests-mpijob.yaml",
+            "nccl-tests-mpijob-karpenter.yaml"
         ]
     );
     assert!(v["layoutSvg"].as_str().unwrap().starts_with("<svg"));

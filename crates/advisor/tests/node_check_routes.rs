@@ -1,12 +1,13 @@
 //! The per-node NCCL check runs on the nodes its job runs on, on either route: the eksctl
 //! check selects what `job-*.yaml` selects, the Karpenter check what
 //! `job-*-karpenter.yaml` selects (its NodePools, reserved nodes for reserved capacity),
-//! so its pods schedule wherever the job's do.
+//! so its pods schedule wherever the job's do. The multi-node nccl-tests likewise has a
+//! copy for each route.
 
 mod common;
 
 use serde_json::Value;
-use trainplace_advisor::artifacts::{node_check, objects};
+use trainplace_advisor::artifacts::{nccl_tests, node_check, objects};
 use trainplace_advisor::recommend::Recommendation;
 use trainplace_advisor::{AdviceRequest, RawFacts, advise};
 use trainplace_engine::Policy;
@@ -75,6 +76,20 @@ fn check_both_routes(rec: &Recommendation, what: &str) {
         resource,
         &format!("{what}, Karpenter"),
     );
+    assert_same_nodes(
+        o.nccl_tests.as_ref().unwrap(),
+        &o.job,
+        resource,
+        &format!("{what}, nccl-tests, eksctl"),
+    );
+    assert_same_nodes(
+        o.karpenter_nccl_tests
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: no Karpenter nccl-tests")),
+        o.karpenter_job.as_ref().unwrap(),
+        resource,
+        &format!("{what}, nccl-tests, Karpenter"),
+    );
     // Both are the same Job (one route is taken), on different nodes when reserved.
     assert_eq!(karpenter["metadata"]["name"], node_check::name("train"));
 }
@@ -118,7 +133,12 @@ fn the_karpenter_check_is_its_own_file_and_keeps_off_the_eksctl_labels() {
     assert!(spec["nodeSelector"]["eks.amazonaws.com/capacityType"].is_null());
     assert!(text.contains("kubectl apply -f nccl-node-check-karpenter.yaml"));
     assert!(files["aws-cli.sh"].contains(node_check::KARPENTER_NODE_CHECK_FILE));
+    let tests = &files[nccl_tests::KARPENTER_NCCL_TESTS_FILE];
+    assert!(tests.contains("kubectl apply -f nccl-tests-mpijob-karpenter.yaml"));
+    assert!(!tests.contains("eks.amazonaws.com/capacityType"), "{tests}");
+    assert!(files["aws-cli.sh"].contains(nccl_tests::KARPENTER_NCCL_TESTS_FILE));
     // Trainium has no NCCL check on either route.
     let trainium = common::artifacts("trainium", "pytorchjob");
     assert!(!trainium.contains_key(node_check::KARPENTER_NODE_CHECK_FILE));
+    assert!(!trainium.contains_key(nccl_tests::KARPENTER_NCCL_TESTS_FILE));
 }

@@ -278,8 +278,9 @@ fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
                 rec.request.framework.slug(),
                 if super::plugins::is_nvidia(rec) {
                     format!(
-                        ", checking its nodes with {} instead of the run stage's per-node check",
-                        super::node_check::KARPENTER_NODE_CHECK_FILE
+                        ", checking its nodes with {} and {} instead of the run stage's checks",
+                        super::node_check::KARPENTER_NODE_CHECK_FILE,
+                        super::nccl_tests::KARPENTER_NCCL_TESTS_FILE
                     )
                 } else {
                     String::new()

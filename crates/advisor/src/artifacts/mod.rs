@@ -66,6 +66,9 @@ pub struct Objects {
     pub node_check: Option<Value>,
     /// The same check for the Karpenter route: on the nodes `karpenter_job` selects.
     pub karpenter_node_check: Option<Value>,
+    /// The multi-node nccl-tests for the Karpenter route: on the nodes the Karpenter
+    /// job selects (the eksctl copy selects the eksctl nodegroups' labels).
+    pub karpenter_nccl_tests: Option<Value>,
 }
 
 /// The ComputeDomain's file, applied before the collective check.
@@ -129,6 +132,8 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         node_check: plugins::is_nvidia(rec).then(|| node_check::node_check(&parts)),
         karpenter_node_check: (plugins::is_nvidia(rec) && new_nodes)
             .then(|| node_check::node_check(&on_karpenter)),
+        karpenter_nccl_tests: (plugins::is_nvidia(rec) && new_nodes)
+            .then(|| nccl_tests::nccl_tests(&on_karpenter)),
     }
 }
 
@@ -299,7 +304,7 @@ fn check_artifacts(rec: &Recommendation, parts: &PodParts<'_>, o: &Objects) -> V
         }
         let expect = nccl_tests::expectation(parts);
         out.push(Artifact {
-            name: "nccl-tests-mpijob.yaml".into(),
+            name: nccl_tests::NCCL_TESTS_FILE.into(),
             content: yaml(
                 &[
                     "nccl-tests all_reduce_perf over every GPU of the nodegroup",
@@ -308,6 +313,20 @@ fn check_artifacts(rec: &Recommendation, parts: &PodParts<'_>, o: &Objects) -> V
                 &[tests],
             ),
         });
+        if let Some(tests) = &o.karpenter_nccl_tests {
+            let note = nccl_tests::karpenter_note(rec);
+            out.push(Artifact {
+                name: nccl_tests::KARPENTER_NCCL_TESTS_FILE.into(),
+                content: yaml(
+                    &[
+                        "nccl-tests all_reduce_perf over every GPU of the Karpenter job's nodes",
+                        &expect,
+                        &note,
+                    ],
+                    &[tests],
+                ),
+            });
+        }
     }
     out
 }

@@ -9,6 +9,20 @@ use super::jobs::{mpi_object, mpirun};
 use super::pod::PodParts;
 use crate::images::{ALL_REDUCE_PERF, GPU_IMAGE};
 
+/// The nccl-tests MPIJob's file, for the eksctl nodegroups' nodes.
+pub const NCCL_TESTS_FILE: &str = "nccl-tests-mpijob.yaml";
+
+/// The same check on the Karpenter route: the nodes `job-*-karpenter.yaml` selects.
+pub const KARPENTER_NCCL_TESTS_FILE: &str = "nccl-tests-mpijob-karpenter.yaml";
+
+/// The Karpenter file's extra header line.
+pub fn karpenter_note(rec: &crate::recommend::Recommendation) -> String {
+    format!(
+        "the Karpenter route (karpenter.yaml): on the nodes job-{}-karpenter.yaml selects; kubectl apply -f {KARPENTER_NCCL_TESTS_FILE} instead of {NCCL_TESTS_FILE} before that job",
+        rec.request.framework.slug()
+    )
+}
+
 pub fn nccl_tests(parts: &PodParts<'_>) -> Value {
     let name = format!("{}-nccl-tests", parts.job());
     let mut launch = mpirun(parts.rec.shape.total_gpus, parts.rec.processes_per_pod);
