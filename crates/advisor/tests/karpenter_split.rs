@@ -5,27 +5,6 @@
 mod common;
 
 use serde_json::Value;
-use trainplace_advisor::{AdviceRequest, RawFacts, advise};
-use trainplace_engine::Policy;
-
-fn split_plan() -> trainplace_advisor::Advice {
-    let req = AdviceRequest {
-        gpus: Some(10_000),
-        family: Some("h100".into()),
-        duration_days: Some(14.0),
-        capacity: Some("on-demand".into()),
-        region: Some("us-east-1".into()),
-        now: Some(common::NOW.into()),
-        ..Default::default()
-    };
-    advise(
-        &req,
-        &RawFacts::default(),
-        &Policy::embedded(),
-        jiff::Timestamp::now(),
-    )
-    .unwrap()
-}
 
 fn docs(text: &str) -> Vec<Value> {
     text.split("\n---\n")
@@ -35,7 +14,7 @@ fn docs(text: &str) -> Vec<Value> {
 
 #[test]
 fn each_placement_group_gets_its_own_node_class_and_pool() {
-    let advice = split_plan();
+    let advice = common::split_plan();
     let config: Value =
         serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
     let mut groups: Vec<String> = common::gpu_nodegroups(&config)
@@ -111,7 +90,7 @@ fn each_placement_group_gets_its_own_node_class_and_pool() {
 
 #[test]
 fn each_node_class_selects_its_own_nodegroups_subnet() {
-    let advice = split_plan();
+    let advice = common::split_plan();
     let config: Value =
         serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
     let cluster = config["metadata"]["name"].as_str().unwrap();

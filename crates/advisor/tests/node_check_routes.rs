@@ -9,7 +9,6 @@ mod common;
 use serde_json::Value;
 use trainplace_advisor::artifacts::{nccl_tests, node_check, objects};
 use trainplace_advisor::recommend::Recommendation;
-use trainplace_advisor::{AdviceRequest, RawFacts, advise};
 use trainplace_engine::Policy;
 
 /// What decides a pod's node: selector, node affinity, tolerations; for every pod spec
@@ -102,21 +101,7 @@ fn the_node_check_selects_the_jobs_nodes_on_both_routes() {
             check_both_routes(&rec, &format!("{scenario} {framework}"));
         }
     }
-    let split = advise(
-        &AdviceRequest {
-            gpus: Some(10_000),
-            family: Some("h100".into()),
-            duration_days: Some(14.0),
-            capacity: Some("on-demand".into()),
-            region: Some("us-east-1".into()),
-            now: Some(common::NOW.into()),
-            ..Default::default()
-        },
-        &RawFacts::default(),
-        &Policy::embedded(),
-        jiff::Timestamp::now(),
-    )
-    .unwrap();
+    let split = common::split_plan();
     check_both_routes(&split.recommendation, "split on-demand");
 }
 

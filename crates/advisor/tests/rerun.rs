@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{artifacts, run_in, stand_ins};
+use common::{artifacts, count, run_in, stand_ins};
 
 /// 2026-12-01T11:30:00Z + 1 min: the fixture's chosen blocks have started.
 const AFTER_BLOCK_START: i64 = 1_796_124_660;
@@ -21,10 +21,6 @@ fn workdir(scenario: &str) -> tempfile::TempDir {
     }
     stand_ins(dir.path(), 0, AFTER_BLOCK_START);
     dir
-}
-
-fn count(calls: &str, what: &str) -> usize {
-    calls.lines().filter(|l| l.starts_with(what)).count()
 }
 
 fn eksctl_config(dir: &Path) -> String {

@@ -302,7 +302,7 @@ fn the_gb200_script_runs_again_without_buying_or_opting_in_twice() {
     let dir = workdir();
     // 2026-12-01T11:31:00Z: the block has started.
     common::stand_ins(dir.path(), 0, 1_796_124_660);
-    let count = |calls: &str, what: &str| calls.lines().filter(|l| l.starts_with(what)).count();
+    let count = common::count;
     let (out, calls) = common::run_in(dir.path(), Some("eksctl create cluster"), &[]);
     assert!(!out.status.success(), "{calls}");
     assert_eq!(

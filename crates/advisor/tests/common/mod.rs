@@ -307,6 +307,32 @@ pub fn run_in(
     (out, calls)
 }
 
+/// How many of a run's recorded calls (`run_in`) start with `what`.
+pub fn count(calls: &str, what: &str) -> usize {
+    calls.lines().filter(|l| l.starts_with(what)).count()
+}
+
+/// The plan for 10,000 H100 on-demand for 14 days: split over several nodegroups,
+/// placement groups and subnets.
+pub fn split_plan() -> trainplace_advisor::Advice {
+    let req = AdviceRequest {
+        gpus: Some(10_000),
+        family: Some("h100".into()),
+        duration_days: Some(14.0),
+        capacity: Some("on-demand".into()),
+        region: Some("us-east-1".into()),
+        now: Some(NOW.into()),
+        ..Default::default()
+    };
+    trainplace_advisor::advise(
+        &req,
+        &trainplace_advisor::RawFacts::default(),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap()
+}
+
 /// The job's nodegroups of an eksctl ClusterConfig: every one but the system nodegroup.
 pub fn gpu_nodegroups(cluster_config: &Value) -> Vec<Value> {
     cluster_config["managedNodeGroups"]
