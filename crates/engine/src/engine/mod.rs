@@ -77,6 +77,12 @@ fn run(
         kind,
         final_object: layout == Layout::Skip,
     };
+    if policy.strict() && crate::judge::strict::claims::is_claim(&object) {
+        verdict.findings = crate::judge::strict::judge(&object, kind, &sites, &ctx)?;
+        verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
+        verdict.object = object;
+        return Ok(verdict);
+    }
     if let Some(note) = left_alone(&object, &sites, &ctx, policy, &verdict) {
         verdict.notes.push(note);
         verdict.object = object;
@@ -118,11 +124,50 @@ fn run(
     if skip && any_training {
         verdict.findings.push(opt_out_refused(&verdict.namespace));
     }
+    if policy.strict() {
+        strict(
+            &mut object,
+            kind,
+            &sites,
+            &ctx,
+            layout,
+            &mut verdict,
+            &mut ops,
+        )?;
+    }
     verdict.fold_repeats();
     verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
     verdict.patch = ops.into_patch();
     verdict.object = object;
     Ok(verdict)
+}
+
+/// Strict mode: pin what needs the namespace's zone (when writing), then replace the
+/// precise partial-node and multi-az findings with strict mode's on the final object.
+fn strict(
+    object: &mut Value,
+    kind: Kind,
+    sites: &[Site],
+    ctx: &Ctx<'_, '_>,
+    layout: Layout,
+    verdict: &mut Verdict,
+    ops: &mut Ops,
+) -> Result<(), ObjectError> {
+    use crate::judge::strict;
+    if layout == Layout::Write
+        && let Some(zone) = ctx.eff.defaults.zone.as_deref()
+    {
+        for (pointer, field) in strict::to_pin(object, kind, sites, ctx)? {
+            crate::write::zone_pin::pin(object, &pointer, &field, zone, verdict, ops);
+        }
+    }
+    verdict
+        .findings
+        .retain(|f| !matches!(f.rule, Rule::PartialNode | Rule::MultiAz));
+    verdict
+        .findings
+        .extend(strict::judge(object, kind, sites, ctx)?);
+    Ok(())
 }
 
 /// Why the object passes unchanged, when it does: a kind trainplace does not handle, a
@@ -135,7 +180,9 @@ fn left_alone(
     verdict: &Verdict,
 ) -> Option<String> {
     let (kind, who) = (ctx.kind, ctx.who);
-    if kind == Kind::Other {
+    let strict_template =
+        policy.strict() && crate::read::templates::core_template_pointer(object).is_some();
+    if kind == Kind::Other && !strict_template {
         let api = object
             .get("apiVersion")
             .and_then(Value::as_str)
@@ -149,7 +196,9 @@ fn left_alone(
     // admitted (and laid out) with the submitter's identity. Laying it out again as a
     // lone pod would add what that job was judged not to need (a single-pod Job's pod
     // would get a multi-pod layout) and break its own mark for /validate.
-    if policy.trusted_controller(who)
+    // Strict mode trusts no mark: every pod is judged on its own content.
+    if !policy.strict()
+        && policy.trusted_controller(who)
         && crate::judge::upstream::made_from_admitted(object, kind, sites, who, policy)
     {
         return Some(format!(

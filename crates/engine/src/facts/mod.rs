@@ -16,3 +16,4 @@ pub(crate) mod node_types;
 pub(crate) mod policy;
 pub(crate) mod requester;
 pub(crate) mod reservations;
+pub(crate) mod whole_node;

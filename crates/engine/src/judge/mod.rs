@@ -13,6 +13,7 @@ pub(crate) mod placement;
 pub(crate) mod rules;
 pub(crate) mod selection;
 pub(crate) mod split_zones;
+pub(crate) mod strict;
 pub(crate) mod update;
 pub(crate) mod upstream;
 pub(crate) mod verdict;

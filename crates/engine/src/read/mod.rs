@@ -11,5 +11,6 @@ pub(crate) mod owner;
 pub(crate) mod podspec;
 pub(crate) mod quantity;
 pub(crate) mod recognize;
+pub(crate) mod templates;
 pub(crate) mod workload;
 pub(crate) mod yaml;

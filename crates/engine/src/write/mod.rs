@@ -5,3 +5,4 @@
 pub(crate) mod layout;
 pub(crate) mod reshape;
 pub(crate) mod trainjob;
+pub(crate) mod zone_pin;

@@ -55,6 +55,24 @@ pub struct Defaults {
     /// only a block whose pods stop within this long (a duration, e.g. `24h`; the
     /// default).
     pub capacity_block_horizon: Option<String>,
+    /// The availability zone accelerator pods of this namespace are pinned to under
+    /// `guarantee: strict` (the zone of the team's Capacity Block or reservation). The
+    /// mutating webhook writes the pin; the validating webhook and the exported policies
+    /// refuse an accelerator pod pinned anywhere else.
+    pub zone: Option<String>,
+}
+
+/// What the deny rules rest on. `precise` (the default) reads a job's size and identity
+/// from its workload, launcher and labels and trusts pods made from a template it
+/// admitted; `strict` judges every pod and template on its own resources and node
+/// selection only, with no marks and no inference (docs/security.md states each mode's
+/// guarantee).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Guarantee {
+    #[default]
+    Precise,
+    Strict,
 }
 
 /// Rule modes. Keys are camelCase like every other key; the kebab-case spelling of
@@ -198,6 +216,12 @@ pub struct PolicyFile {
     pub namespaces: Option<Vec<NamespaceOverride>>,
     #[serde(default)]
     pub recognizers: Recognizers,
+    /// `precise` (default) or `strict`: see [`Guarantee`].
+    pub guarantee: Option<Guarantee>,
+    /// Extended resources that are not accelerators (`name`, or a prefix ending in
+    /// `*`). Under `guarantee: strict` every other extended resource outside the
+    /// `kubernetes.io` domains counts as an accelerator.
+    pub non_accelerator_resources: Option<Vec<String>>,
 }
 
 /// The JSON Schema (draft 2020-12) of a Policy file, from the types the reader reads it
@@ -231,6 +255,7 @@ impl PolicyFile {
         keep(&mut d.node_pools, &b.node_pools);
         keep(&mut d.efa_through_dra, &b.efa_through_dra);
         keep(&mut d.capacity_block_horizon, &b.capacity_block_horizon);
+        keep(&mut d.zone, &b.zone);
         let (r, b) = (&mut self.rules, &base.rules);
         keep(&mut r.partial_node, &b.partial_node);
         keep(&mut r.multi_az, &b.multi_az);
@@ -260,6 +285,11 @@ impl PolicyFile {
             &base.trusted_controller_groups,
         );
         keep(&mut self.namespaces, &base.namespaces);
+        keep(&mut self.guarantee, &base.guarantee);
+        keep(
+            &mut self.non_accelerator_resources,
+            &base.non_accelerator_resources,
+        );
         self
     }
 }

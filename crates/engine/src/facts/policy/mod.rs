@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use kube_core::{Selector, SelectorExt};
 
 pub use file::{
-    Defaults, LabelSelectorSpec, Mode, Mutations, NamespaceMatch, NamespaceOverride, OptInGrant,
-    PolicyFile, Recognizers, RuleModes,
+    Defaults, Guarantee, LabelSelectorSpec, Mode, Mutations, NamespaceMatch, NamespaceOverride,
+    OptInGrant, PolicyFile, Recognizers, RuleModes,
 };
 
 use crate::facts::catalog::Catalog;
@@ -184,6 +184,30 @@ impl Policy {
     /// The merged policy file (for exporting it as admission policies).
     pub(crate) fn file(&self) -> &PolicyFile {
         &self.file
+    }
+
+    /// Whether the deny rules run in strict mode (`guarantee: strict`).
+    pub fn strict(&self) -> bool {
+        self.file.guarantee == Some(Guarantee::Strict)
+    }
+
+    /// Whether an extended resource is listed as no accelerator
+    /// (`nonAcceleratorResources`: names, or prefixes ending in `*`).
+    pub fn non_accelerator(&self, resource: &str) -> bool {
+        self.non_accelerators()
+            .iter()
+            .any(|n| match n.strip_suffix('*') {
+                Some(prefix) => resource.starts_with(prefix),
+                None => resource == n,
+            })
+    }
+
+    /// The policy's `nonAcceleratorResources`, in file order.
+    pub(crate) fn non_accelerators(&self) -> &[String] {
+        self.file
+            .non_accelerator_resources
+            .as_deref()
+            .unwrap_or_default()
     }
 
     /// The groups whose pods [`Policy::trusted_controller`] trusts.

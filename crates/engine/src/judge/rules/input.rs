@@ -37,7 +37,7 @@ pub enum Unheld {
 
 /// A layout finding under a granted opt-in: admitted, but the user still hears what it
 /// costs (a warning, or the audit log under `audit`); nothing when the rule is off.
-pub(super) fn opted_in(mut finding: Finding, opt_in: OptInState) -> Option<Finding> {
+pub(crate) fn opted_in(mut finding: Finding, opt_in: OptInState) -> Option<Finding> {
     if opt_in != OptInState::Granted {
         return Some(finding);
     }

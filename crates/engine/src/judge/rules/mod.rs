@@ -10,8 +10,10 @@ mod pod_settings;
 mod words;
 
 pub(crate) use efa::efa_share_floor;
+pub(crate) use input::opted_in;
 pub use input::{OptInState, RuleInput, Unheld, opt_in_state};
 pub use partial_node::MEASURED;
+pub(crate) use partial_node::path_cost;
 pub(crate) use pod_settings::shm_memory;
 pub use words::{count, count64};
 

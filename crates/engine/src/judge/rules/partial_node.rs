@@ -13,7 +13,7 @@ use crate::read::annotations::{ALLOW_PARTIAL_NODE, RES_NVIDIA_GPU, RESHAPE};
 /// with EFA, NET/Libfabric with GPUDirect RDMA over the pod's share of the node's
 /// interfaces (the field notes' measurement of that path); without, TCP (the all-reduce
 /// measurement of that path).
-fn path_cost(inst: &InstanceProfile, efa: u32) -> String {
+pub(crate) fn path_cost(inst: &InstanceProfile, efa: u32) -> String {
     let per_interface = inst
         .network_gbps
         .filter(|_| inst.max_efa > 0)

@@ -108,6 +108,14 @@ pub(crate) fn evaluate(
     let mut after = before.clone();
     let mut scratch = Ops::default();
     let mut changes = judgement.write(ctx.eff, Cursor::root(&mut after, ""), &mut scratch);
+    if ctx.eff.policy.strict() {
+        changes.extend(crate::write::zone_pin::pin_pod(
+            &mut after,
+            FIELD,
+            ctx,
+            &mut scratch,
+        )?);
+    }
     if after.pointer("/spec/hostIPC").is_some() && before.pointer("/spec/hostIPC").is_none() {
         changes.retain(|c| c.what != "hostIPC=true");
         let runtime =

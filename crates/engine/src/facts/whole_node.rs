@@ -1,0 +1,52 @@
+//! What a whole node of each catalog type holds of each accelerator resource: the
+//! device plugin's resource (`nvidia.com/gpu: 8` on a p5), the same devices under
+//! another name of the family (`aws.amazon.com/neurondevice`), and device cores
+//! (`aws.amazon.com/neuroncore: 32` on a trn1). Slices (MIG, time-sliced replicas) are
+//! no whole node on any type. Strict mode compares a pod's count with these.
+
+use std::collections::BTreeMap;
+
+use crate::facts::catalog::{Catalog, InstanceProfile};
+
+/// How many of `resource` a whole `inst` node holds, when it offers that resource.
+pub(crate) fn holds(catalog: &Catalog, inst: &InstanceProfile, resource: &str) -> Option<u32> {
+    if resource == inst.accelerator_resource {
+        return Some(inst.accelerators);
+    }
+    let named = catalog.accelerator(resource)?;
+    if named.name.ends_with('*')
+        || catalog.family_of(&inst.accelerator_resource) != Some(&named.family)
+    {
+        return None;
+    }
+    if named.cores {
+        return inst.accelerator_cores;
+    }
+    (!named.shared).then_some(inst.accelerators)
+}
+
+/// Every resource some catalog type offers whole, with what each type holds of it.
+pub(crate) fn offers(catalog: &Catalog) -> BTreeMap<String, BTreeMap<String, u32>> {
+    let mut names: Vec<&str> = catalog
+        .instances()
+        .map(|i| i.accelerator_resource.as_str())
+        .collect();
+    names.extend(
+        catalog
+            .accelerator_resources()
+            .iter()
+            .map(|r| r.name.as_str())
+            .filter(|n| !n.ends_with('*')),
+    );
+    let mut out: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
+    for resource in names {
+        for inst in catalog.instances() {
+            if let Some(n) = holds(catalog, inst, resource) {
+                out.entry(resource.to_string())
+                    .or_default()
+                    .insert(inst.name.clone(), n);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,64 @@
+//! What one pod template asks for, as strict mode reads it: every extended resource
+//! outside the `kubernetes.io` domains that the policy does not list as no accelerator
+//! is an accelerator, whatever its name; the count a pod holds of each is the larger of
+//! its app containers' sum and its largest init container (the kubelet's effective
+//! request). Only `limits` are read: the API server requires extended resources there.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::error::ObjectError;
+use crate::facts::policy::Policy;
+use crate::read::json::items;
+use crate::read::quantity::parse_count;
+
+/// Whether `resource` is an accelerator for strict mode.
+pub(crate) fn is_accelerator(resource: &str, policy: &Policy) -> bool {
+    let Some((domain, _)) = resource.split_once('/') else {
+        return false;
+    };
+    domain != "kubernetes.io"
+        && !domain.ends_with(".kubernetes.io")
+        && !policy.non_accelerator(resource)
+}
+
+/// The accelerators one template holds, by resource name (counts above zero only).
+pub(crate) fn held(
+    spec: &Value,
+    field: &str,
+    policy: &Policy,
+) -> Result<BTreeMap<String, u64>, ObjectError> {
+    let mut app: BTreeMap<String, u64> = BTreeMap::new();
+    let mut init: BTreeMap<String, u64> = BTreeMap::new();
+    for (list, into, sum) in [
+        ("containers", &mut app, true),
+        ("initContainers", &mut init, false),
+    ] {
+        for (i, c) in items(spec, &[list]).iter().enumerate() {
+            let Some(limits) = c.pointer("/resources/limits").and_then(Value::as_object) else {
+                continue;
+            };
+            for (name, q) in limits {
+                if !is_accelerator(name, policy) {
+                    continue;
+                }
+                let n = parse_count(q).map_err(|e| {
+                    ObjectError::bad(format!("{field}.{list}[{i}].resources.limits[{name}]"), e)
+                })?;
+                let slot = into.entry(name.clone()).or_default();
+                *slot = if sum {
+                    *slot + u64::from(n)
+                } else {
+                    (*slot).max(u64::from(n))
+                };
+            }
+        }
+    }
+    for (name, n) in init {
+        let slot = app.entry(name).or_default();
+        *slot = (*slot).max(n);
+    }
+    app.retain(|_, n| *n > 0);
+    Ok(app)
+}

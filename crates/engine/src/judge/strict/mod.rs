@@ -1,0 +1,352 @@
+//! Strict mode (`guarantee: strict`): deny rules that rest on nothing a tenant can
+//! word differently. Every pod, every pod template of every kind and every DRA claim
+//! is judged on its own content, whoever creates it; no launcher, env, label, job
+//! size or admission mark is read.
+//!
+//! - partial-node: a template that requests accelerators (any extended resource the
+//!   policy does not list as no accelerator) holds, of each, at least what every
+//!   catalog instance type its node selection reaches has (`held`, `reach`).
+//! - multi-az: a template that requests accelerators or claims devices is pinned to
+//!   the namespace's zone (`zone`); the mutating webhook writes the pin.
+//! - DRA claims and claim templates ask for whole nodes of accelerator classes
+//!   (`claims`).
+//!
+//! The exported policies (`vap::strict`) express the same rules over the same bounds.
+
+pub mod bounds;
+pub(crate) mod claims;
+pub(crate) mod held;
+pub(crate) mod reach;
+pub(crate) mod zone;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::error::ObjectError;
+use crate::facts::policy::OptIn;
+use crate::facts::whole_node::holds;
+use crate::judge::finding::{Finding, Rule};
+use crate::judge::judgement::Ctx;
+use crate::judge::rules::{OptInState, opted_in, path_cost};
+use crate::read::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, LABEL_ZONE, RES_EFA};
+use crate::read::json::{annotation, items};
+use crate::read::templates::{Template, templates};
+use crate::read::workload::{Kind, Site};
+use zone::Pinned;
+
+/// The fix strict mode's partial-node finding gives (also in the exported policy).
+pub const PARTIAL_FIX: &str = "request every accelerator of the node in one pod, one pod per node (nodeSelector node.kubernetes.io/instance-type names the type; `trainplace policy instances` lists each type's count), or ask the platform team for the opt-in.";
+
+/// The fix strict mode's multi-az finding gives, for the zone `zone` (`None`: the
+/// policy names no zone for the namespace).
+pub fn zone_fix(zone: Option<&str>) -> String {
+    match zone {
+        Some(z) => format!(
+            "set nodeSelector {LABEL_ZONE}: {z} (the mutating webhook writes it when the pod names no zone)."
+        ),
+        None => format!(
+            "set nodeSelector {LABEL_ZONE} to one zone; the policy names none for this namespace (defaults.zone)."
+        ),
+    }
+}
+
+/// The templates strict mode judges in `object`: those `templates` finds, and a
+/// TrainJob's node pod as its patches give it.
+pub(crate) fn strict_templates<'o>(
+    object: &'o Value,
+    kind: Kind,
+    sites: &[Site],
+) -> Vec<Template<'o>> {
+    if kind == Kind::TrainJob {
+        return vec![Template {
+            value: Cow::Owned(crate::write::trainjob::synthetic_pod(object, None)),
+            field: "spec.trainer".into(),
+            pointer: None,
+        }];
+    }
+    templates(object, kind, sites)
+}
+
+/// Whether a template's lists are past the bounds strict mode judges within.
+fn too_large(spec: &Value) -> Option<String> {
+    let containers = items(spec, &["containers"]).len() + items(spec, &["initContainers"]).len();
+    if containers > bounds::MAX_CONTAINERS {
+        return Some(format!(
+            "{containers} containers and init containers (strict mode judges at most {})",
+            bounds::MAX_CONTAINERS
+        ));
+    }
+    let terms = reach::terms(spec);
+    if terms.len() > bounds::MAX_TERMS {
+        return Some(format!(
+            "{} required node-selector terms (at most {})",
+            terms.len(),
+            bounds::MAX_TERMS
+        ));
+    }
+    for t in terms {
+        let exprs = items(t, &["matchExpressions"]);
+        if exprs.len() > bounds::MAX_EXPRESSIONS {
+            return Some(format!(
+                "{} match expressions in one node-selector term (at most {})",
+                exprs.len(),
+                bounds::MAX_EXPRESSIONS
+            ));
+        }
+        if let Some(e) = exprs
+            .iter()
+            .find(|e| items(e, &["values"]).len() > bounds::MAX_VALUES)
+        {
+            return Some(format!(
+                "{} values in one node-selector expression (at most {})",
+                items(e, &["values"]).len(),
+                bounds::MAX_VALUES
+            ));
+        }
+    }
+    None
+}
+
+/// What one template asks for: its accelerators and whether it claims devices.
+pub(crate) struct Asks {
+    pub held: BTreeMap<String, u64>,
+    pub claims: bool,
+}
+
+impl Asks {
+    pub fn read(template: &Value, field: &str, ctx: &Ctx<'_, '_>) -> Result<Asks, ObjectError> {
+        let spec = template.get("spec").unwrap_or(&Value::Null);
+        Ok(Asks {
+            held: held::held(spec, field, ctx.eff.policy)?,
+            claims: !items(spec, &["resourceClaims"]).is_empty(),
+        })
+    }
+
+    pub fn any(&self) -> bool {
+        !self.held.is_empty() || self.claims
+    }
+}
+
+fn opt_in(template: &Value, which: OptIn, ctx: &Ctx<'_, '_>) -> OptInState {
+    let set = annotation(template, which.annotation()) == Some("true");
+    if !set {
+        return OptInState::Absent;
+    }
+    if ctx.eff.policy.may_opt_in(which, ctx.who) {
+        OptInState::Granted
+    } else {
+        OptInState::Refused
+    }
+}
+
+/// Why the template may hold part of a node, one reason per line.
+fn partial_reasons(spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> {
+    let catalog = &ctx.eff.policy.catalog;
+    let reach = reach::reach(spec, catalog);
+    let mut out = Vec::new();
+    if !reach.unknown.is_empty() {
+        let names: Vec<&str> = reach.unknown.iter().map(String::as_str).collect();
+        out.push(format!(
+            "it selects instance type(s) {} that the catalog does not list, so the accelerators of their nodes are unknown",
+            names.join(", ")
+        ));
+    }
+    let efa = items(spec, &["containers"])
+        .iter()
+        .filter_map(|c| c.pointer(&format!("/resources/limits/{}", RES_EFA.replace('/', "~1"))))
+        .filter_map(|q| crate::read::quantity::parse_count(q).ok())
+        .sum::<u32>();
+    for (resource, &h) in &asks.held {
+        let offering: Vec<(&str, u32)> = reach
+            .types
+            .iter()
+            .filter_map(|t| {
+                let inst = catalog.get(t)?;
+                Some((inst.name.as_str(), holds(catalog, inst, resource)?))
+            })
+            .collect();
+        if offering.is_empty() {
+            out.push(format!(
+                "it holds {h} {resource}, which no instance type its node selection reaches offers as whole devices (a slice, or a name the catalog does not know)"
+            ));
+            continue;
+        }
+        let short: Vec<(&str, u32)> = offering
+            .into_iter()
+            .filter(|(_, c)| u64::from(*c) > h)
+            .collect();
+        if let Some((first, c)) = short.first() {
+            let more = match short.len() {
+                1 => String::new(),
+                n => format!(" and {} other type(s) it may land on", n - 1),
+            };
+            let cost = catalog
+                .get(first)
+                .map(|inst| format!("; {}", path_cost(inst, efa)))
+                .unwrap_or_default();
+            out.push(format!(
+                "it holds {h} {resource} but its node selection reaches {first}, which has {c}{more}{cost}"
+            ));
+        }
+    }
+    out
+}
+
+/// The findings on one template.
+fn judge_template(
+    t: &Template<'_>,
+    ctx: &Ctx<'_, '_>,
+    out: &mut Vec<Finding>,
+) -> Result<(), ObjectError> {
+    let template = t.value.as_ref();
+    let asks = Asks::read(template, &t.field, ctx)?;
+    if !asks.any() {
+        return Ok(());
+    }
+    let spec = template.get("spec").unwrap_or(&Value::Null);
+    let large = too_large(spec);
+    if !asks.held.is_empty() {
+        let state = opt_in(template, OptIn::AllowPartialNode, ctx);
+        let reasons = match &large {
+            Some(why) => vec![format!("it is too large to judge: {why}")],
+            None => partial_reasons(spec, &asks, ctx),
+        };
+        if !reasons.is_empty() {
+            let mut found = format!(
+                "strict mode: a pod that requests accelerators holds all of every instance type it can land on; {}.",
+                reasons.join("; ")
+            );
+            refused_note(&mut found, state, ALLOW_PARTIAL_NODE);
+            out.extend(opted_in(
+                Finding {
+                    rule: Rule::PartialNode,
+                    mode: ctx.eff.mode_partial_node(),
+                    site: t.field.clone(),
+                    found,
+                    fix: PARTIAL_FIX.into(),
+                    opt_in: Some(ALLOW_PARTIAL_NODE),
+                },
+                state,
+            ));
+        }
+    }
+    let zone = ctx.eff.defaults.zone.as_deref();
+    let state = opt_in(template, OptIn::AllowMultiAz, ctx);
+    let why = match (&large, zone::pinned(spec, zone)) {
+        (Some(why), _) => Some(format!("it is too large to judge: {why}")),
+        (None, Pinned::No) => Some(match zone {
+            Some(z) => format!(
+                "it is not pinned to {z}, the zone of namespace {}",
+                ctx.who.namespace
+            ),
+            None => "it is not pinned to one zone".to_string(),
+        }),
+        (None, _) => node_elsewhere(spec, zone, ctx),
+    };
+    if let Some(why) = why {
+        let mut found = format!(
+            "strict mode: a pod that requests accelerators or claims devices runs in its namespace's one zone; {why}; EFA traffic cannot cross zones."
+        );
+        refused_note(&mut found, state, ALLOW_MULTI_AZ);
+        out.extend(opted_in(
+            Finding {
+                rule: Rule::MultiAz,
+                mode: ctx.eff.mode_multi_az(),
+                site: t.field.clone(),
+                found,
+                fix: zone_fix(zone),
+                opt_in: Some(ALLOW_MULTI_AZ),
+            },
+            state,
+        ));
+    }
+    Ok(())
+}
+
+/// A pod bound by `spec.nodeName` to a node the inventory places in another zone (the
+/// kubelet would refuse it; the webhook says why first).
+fn node_elsewhere(spec: &Value, zone: Option<&str>, ctx: &Ctx<'_, '_>) -> Option<String> {
+    let node = spec.get("nodeName").and_then(Value::as_str)?;
+    let at = ctx.who.inventory?.node_zone(node)?;
+    let want = zone?;
+    (at != want).then(|| format!("spec.nodeName {node} is a node in {at}, not {want}"))
+}
+
+fn refused_note(found: &mut String, state: OptInState, key: &str) {
+    if state == OptInState::Refused {
+        found.push_str(&format!(
+            " The opt-in {key} is not permitted for this namespace or your groups."
+        ));
+    }
+}
+
+/// Strict mode's findings on every template of `object`.
+pub(crate) fn judge(
+    object: &Value,
+    kind: Kind,
+    sites: &[Site],
+    ctx: &Ctx<'_, '_>,
+) -> Result<Vec<Finding>, ObjectError> {
+    let mut out = Vec::new();
+    if claims::is_claim(object) {
+        let requests = claims::partial_requests(object, &ctx.eff.policy.catalog);
+        if let Some((field, why)) = requests.first() {
+            let state = opt_in(object, OptIn::AllowPartialNode, ctx);
+            let mut found = format!(
+                "strict mode: a device claim of an accelerator class takes every device of the node; {why}."
+            );
+            refused_note(&mut found, state, ALLOW_PARTIAL_NODE);
+            out.extend(opted_in(
+                Finding {
+                    rule: Rule::PartialNode,
+                    mode: ctx.eff.mode_partial_node(),
+                    site: field.clone(),
+                    found,
+                    fix: claims::CLAIM_FIX.into(),
+                    opt_in: Some(ALLOW_PARTIAL_NODE),
+                },
+                state,
+            ));
+        }
+        return Ok(out);
+    }
+    for t in strict_templates(object, kind, sites) {
+        judge_template(&t, ctx, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The templates of `object` the mutating webhook pins to the namespace's zone: they
+/// request accelerators or claim devices, name no zone in `nodeSelector`, and carry
+/// no granted `allow-multi-az`. Returns their pointers and fields.
+pub(crate) fn to_pin(
+    object: &Value,
+    kind: Kind,
+    sites: &[Site],
+    ctx: &Ctx<'_, '_>,
+) -> Result<Vec<(String, String)>, ObjectError> {
+    if ctx.eff.defaults.zone.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for t in strict_templates(object, kind, sites) {
+        let Some(pointer) = &t.pointer else { continue };
+        let template = t.value.as_ref();
+        let named = template
+            .pointer(&format!(
+                "/spec/nodeSelector/{}",
+                LABEL_ZONE.replace('/', "~1")
+            ))
+            .is_some();
+        if named
+            || !Asks::read(template, &t.field, ctx)?.any()
+            || opt_in(template, OptIn::AllowMultiAz, ctx) == OptInState::Granted
+        {
+            continue;
+        }
+        out.push((pointer.clone(), t.field.clone()));
+    }
+    Ok(out)
+}

@@ -1,0 +1,95 @@
+//! The instance types a pod template's node selection can reach, read from the
+//! instance-type labels only (`nodeSelector` and the required node-affinity terms);
+//! every other selector can only narrow the set further, so leaving it out keeps the
+//! set a superset. A type named that the catalog does not know is reported: strict mode
+//! cannot tell how many accelerators it has.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::facts::catalog::Catalog;
+use crate::read::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA};
+use crate::read::json::items;
+
+const KEYS: [&str; 2] = [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA];
+
+/// The reachable catalog types, and the named types the catalog does not know.
+pub(crate) struct Reach {
+    pub types: BTreeSet<String>,
+    pub unknown: BTreeSet<String>,
+}
+
+/// The required node-selector terms of a pod spec.
+pub(crate) fn terms(spec: &Value) -> &[Value] {
+    items(
+        spec,
+        &[
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    )
+}
+
+/// Whether catalog type `name` satisfies one term's instance-type expressions.
+fn term_allows(term: &Value, name: &str) -> bool {
+    items(term, &["matchExpressions"]).iter().all(|e| {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        if !KEYS.contains(&key) {
+            return true;
+        }
+        let listed = || {
+            items(e, &["values"])
+                .iter()
+                .any(|v| v.as_str() == Some(name))
+        };
+        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+            "In" => listed(),
+            "NotIn" => !listed(),
+            "DoesNotExist" => false,
+            _ => true,
+        }
+    })
+}
+
+/// The types `spec` can reach among the catalog's.
+pub(crate) fn reach(spec: &Value, catalog: &Catalog) -> Reach {
+    let selector = spec.get("nodeSelector");
+    let terms = terms(spec);
+    let mut unknown = BTreeSet::new();
+    for key in KEYS {
+        if let Some(v) = selector.and_then(|s| s.get(key)).and_then(Value::as_str)
+            && catalog.get(v).is_none()
+        {
+            unknown.insert(v.to_string());
+        }
+    }
+    for t in terms {
+        for e in items(t, &["matchExpressions"]) {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            if KEYS.contains(&key) && e.get("operator").and_then(Value::as_str) == Some("In") {
+                for v in items(e, &["values"]).iter().filter_map(Value::as_str) {
+                    if catalog.get(v).is_none() {
+                        unknown.insert(v.to_string());
+                    }
+                }
+            }
+        }
+    }
+    let types = catalog
+        .instances()
+        .map(|i| i.name.as_str())
+        .filter(|name| {
+            KEYS.iter().all(|key| {
+                selector
+                    .and_then(|s| s.get(*key))
+                    .and_then(Value::as_str)
+                    .is_none_or(|v| v == *name)
+            }) && (terms.is_empty() || terms.iter().any(|t| term_allows(t, name)))
+        })
+        .map(String::from)
+        .collect();
+    Reach { types, unknown }
+}
