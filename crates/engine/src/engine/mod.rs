@@ -90,6 +90,9 @@ fn run(
     }
     // Read before any edit: the opt-out the requester asked for.
     let skip = annotation(&object, SKIP) == Some("true");
+    // Strict mode judges the object as it will be stored: when validating, that is the
+    // object as sent, before the reshape and TrainJob rewrites the precise rules judge.
+    let sent = (policy.strict() && layout == Layout::Skip).then(|| object.clone());
     let mut ops = Ops::default();
     if kind.is_workload()
         && crate::write::reshape::apply(&mut object, kind, &sites, &ctx, &mut verdict, &mut ops)?
@@ -124,7 +127,18 @@ fn run(
     if skip && any_training {
         verdict.findings.push(opt_out_refused(&verdict.namespace));
     }
-    if policy.strict() {
+    if let Some(mut sent) = sent {
+        let sites = locate(&sent)?.1;
+        strict(
+            &mut sent,
+            kind,
+            &sites,
+            &ctx,
+            layout,
+            &mut verdict,
+            &mut ops,
+        )?;
+    } else if policy.strict() {
         strict(
             &mut object,
             kind,

@@ -189,6 +189,11 @@ impl Catalog {
         self.device_classes.iter().find(|c| c.name == name)
     }
 
+    /// The DRA device classes, in catalog order.
+    pub(crate) fn device_classes(&self) -> &[DeviceClass] {
+        &self.device_classes
+    }
+
     /// The resource names that ask for accelerators, in catalog order.
     pub(crate) fn accelerator_resources(&self) -> &[AcceleratorResource] {
         &self.accelerator_resources

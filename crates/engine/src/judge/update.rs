@@ -19,6 +19,9 @@ use crate::read::json::str_at;
 
 /// Judge an UPDATE: `verdict` is the new object's; `old` the object before the update.
 pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Requester<'_>) {
+    if policy.strict() {
+        return crate::judge::strict::update::judge_change(old, verdict, policy, who);
+    }
     let relabelled = relabelled(&old, &verdict.object, policy);
     // A finding is the same only if it says the same: a job grown from 4 to 16 partial
     // pods is a new finding at the same site.

@@ -340,7 +340,7 @@ fn job_labels(policy: &Policy, pods: bool) -> String {
     list(&labels)
 }
 
-fn grant_of(policy: &Policy, opt: OptIn) -> String {
+pub(crate) fn grant_of(policy: &Policy, opt: OptIn) -> String {
     let o = policy.file().opt_ins.as_ref();
     grant(o.and_then(|o| match opt {
         OptIn::AllowPartialNode => o.allow_partial_node.as_ref(),

@@ -17,6 +17,7 @@ mod error;
 mod facts;
 mod ident;
 mod sites;
+mod strict;
 mod text;
 
 use serde_json::{Value, json};
@@ -38,12 +39,13 @@ pub fn policy_name(check: Check) -> String {
 }
 
 /// The kinds the webhook judges (manifests/base/webhooks.yaml), on CREATE and UPDATE
-/// (Pods on CREATE).
-fn resource_rules() -> Value {
+/// (Pods on CREATE); in strict mode also the core controllers' pod templates and DRA
+/// claims.
+fn resource_rules(strict: bool) -> Value {
     let rule = |group: &str, version: &str, resources: &[&str], ops: &[&str], scope: &str| json!({"apiGroups": [group], "apiVersions": [version], "operations": ops, "resources": resources, "scope": scope});
     let both = ["CREATE", "UPDATE"];
     let ns = "Namespaced";
-    json!([
+    let mut rules = json!([
         rule("", "v1", &["pods"], &["CREATE"], ns),
         rule("batch", "v1", &["jobs"], &both, ns),
         rule("jobset.x-k8s.io", "*", &["jobsets"], &both, ns),
@@ -90,12 +92,33 @@ fn resource_rules() -> Value {
             &both,
             ns
         ),
-    ])
+    ]);
+    if strict && let Some(all) = rules.as_array_mut() {
+        all.extend([
+            rule(
+                "apps",
+                "v1",
+                &["deployments", "replicasets", "statefulsets", "daemonsets"],
+                &both,
+                ns,
+            ),
+            rule("", "v1", &["replicationcontrollers"], &both, ns),
+            rule("batch", "v1", &["cronjobs"], &both, ns),
+            rule(
+                "resource.k8s.io",
+                "*",
+                &["resourceclaims", "resourceclaimtemplates"],
+                &both,
+                ns,
+            ),
+        ]);
+    }
+    rules
 }
 
 /// The resource rules of namespaced kinds.
-fn namespaced_rules() -> Value {
-    let rules = resource_rules();
+fn namespaced_rules(strict: bool) -> Value {
+    let rules = resource_rules(strict);
     let all = rules.as_array().map(Vec::as_slice).unwrap_or_default();
     Value::Array(
         all.iter()
@@ -107,16 +130,21 @@ fn namespaced_rules() -> Value {
 
 /// Objects the webhook leaves alone: a granted `skip`, and pods a trusted controller
 /// makes from a template that carries trainplace's admission mark (their template
-/// was judged with the submitter's grants; CEL cannot verify the mark's HMAC).
+/// was judged with the submitter's grants; CEL cannot verify the mark's HMAC). Strict
+/// mode trusts no mark: only the granted `skip`.
 fn match_conditions(policy: &Policy) -> Value {
     let ann = "has(object.metadata.annotations)";
     let skip = text::lit(SKIP);
     let admitted = text::lit(ADMITTED);
+    let not_skipped = json!({
+        "name": "not-skipped",
+        "expression": format!("!({ann} && {skip} in object.metadata.annotations && object.metadata.annotations[{skip}] == 'true' && {})", facts::skip_granted(policy)),
+    });
+    if policy.strict() {
+        return json!([not_skipped]);
+    }
     json!([
-        {
-            "name": "not-skipped",
-            "expression": format!("!({ann} && {skip} in object.metadata.annotations && object.metadata.annotations[{skip}] == 'true' && {})", facts::skip_granted(policy)),
-        },
+        not_skipped,
         {
             "name": "not-a-pod-of-an-admitted-template",
             "expression": format!("!(object.kind == 'Pod' && {ann} && {admitted} in object.metadata.annotations && has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {}))", text::list(&policy.controller_groups())),
@@ -128,11 +156,30 @@ fn labels(check: Check) -> Value {
     json!({"app.kubernetes.io/name": "trainplace", RULE_LABEL: check.rule()})
 }
 
+/// Whether `check` is exported in its strict form.
+fn strict_check(policy: &Policy, check: Check) -> bool {
+    policy.strict() && check != Check::ImpossibleRequest
+}
+
 fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError> {
-    let variables: Vec<Value> = facts::variables(policy)?
+    let strict = strict_check(policy, check);
+    let named: Vec<(String, String)> = if strict {
+        strict::variables(policy, facts::variables(policy)?)?
+    } else {
+        facts::variables(policy)?
+            .into_iter()
+            .map(|v| (v.name.to_string(), v.expression))
+            .collect()
+    };
+    let variables: Vec<Value> = named
         .into_iter()
-        .map(|v| json!({"name": v.name, "expression": text::dyn_map_values(&v.expression)}))
+        .map(|(name, expression)| json!({"name": name, "expression": text::dyn_map_values(&expression)}))
         .collect();
+    let (validation, message) = if strict {
+        (strict::validation(check), strict::message(check))
+    } else {
+        (checks::validation(check), checks::message(check))
+    };
     Ok(json!({
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
@@ -146,13 +193,13 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
                     "operator": "NotIn",
                     "values": ["kube-system", "kube-node-lease", "trainplace"],
                 }]},
-                "resourceRules": resource_rules(),
+                "resourceRules": resource_rules(policy.strict()),
             },
             "matchConditions": match_conditions(policy),
             "variables": variables,
             "validations": [{
-                "expression": text::dyn_map_values(&checks::validation(check)),
-                "messageExpression": text::dyn_map_values(&checks::message(check)),
+                "expression": text::dyn_map_values(&validation),
+                "messageExpression": text::dyn_map_values(&message),
                 "reason": "Forbidden",
             }],
         },
@@ -178,7 +225,7 @@ pub fn export(policy: &Policy) -> Result<Vec<Value>, ExportError> {
                 spec["matchResources"] = json!({"namespaceSelector": sel});
             }
             if r.namespaced_only {
-                spec["matchResources"]["resourceRules"] = namespaced_rules();
+                spec["matchResources"]["resourceRules"] = namespaced_rules(policy.strict());
             }
             out_bindings.push(json!({
                 "apiVersion": API_VERSION,

@@ -36,6 +36,60 @@ pub(crate) fn fill(template: &str, pairs: &[(&str, &str)]) -> String {
     out
 }
 
+/// `expr` read from another root: the identifier `object` becomes `root`, and
+/// `variables.NAME` becomes `variables.NEW` for each `(NAME, NEW)` of `renames`.
+/// String literals are copied untouched.
+pub(crate) fn rebase(expr: &str, root: &str, renames: &[(String, String)]) -> String {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut out = String::with_capacity(expr.len() + 64);
+    let mut i = 0;
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' || c == '"' {
+            // Copy the literal through its closing quote, escapes included.
+            out.push(c);
+            i += 1;
+            while i < chars.len() && chars[i] != c {
+                if chars[i] == '\\' && i + 1 < chars.len() {
+                    out.push(chars[i]);
+                    i += 1;
+                }
+                out.push(chars[i]);
+                i += 1;
+            }
+            if i < chars.len() {
+                out.push(chars[i]);
+                i += 1;
+            }
+            continue;
+        }
+        if word(c) && (i == 0 || !word(chars[i - 1])) {
+            let start = i;
+            while i < chars.len() && word(chars[i]) {
+                i += 1;
+            }
+            let token: String = chars[start..i].iter().collect();
+            let after_dot = start > 0 && chars[start - 1] == '.';
+            let after_variables = out.ends_with("variables.");
+            if token == "object" && !after_dot {
+                out.push_str(root);
+            } else if let Some((_, new)) = renames
+                .iter()
+                .find(|(old, _)| after_variables && *old == token)
+            {
+                out.push_str(new);
+            } else {
+                out.push_str(&token);
+            }
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
 /// A label selector over the label map `labels` (a CEL expression), as CEL.
 pub(crate) fn selector(
     spec: &LabelSelectorSpec,
@@ -298,6 +352,19 @@ mod tests {
         assert_eq!(
             dyn_map_values("{'a': 1,\n 'b': 2\n}"),
             "{'a': dyn(1),\n 'b': dyn(2)\n}"
+        );
+    }
+
+    #[test]
+    fn rebase_renames_the_root_and_the_variables_outside_literals() {
+        let renames = [("sites".to_string(), "oldSites".to_string())];
+        assert_eq!(
+            rebase(
+                "object.kind == 'object' && variables.sites.exists(s, s.object == namespaceObject) && variables.sitesX",
+                "oldObject",
+                &renames
+            ),
+            "oldObject.kind == 'object' && variables.oldSites.exists(s, s.object == namespaceObject) && variables.sitesX"
         );
     }
 

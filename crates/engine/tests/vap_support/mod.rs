@@ -164,6 +164,17 @@ impl Apiserver {
         object: &Value,
         req: &Request<'_>,
     ) -> Result<Option<String>, String> {
+        self.violates_update(policy, object, None, req)
+    }
+
+    /// The same for an UPDATE from `old` (a CREATE when `None`).
+    pub fn violates_update(
+        &self,
+        policy: &Value,
+        object: &Value,
+        old: Option<&Value>,
+        req: &Request<'_>,
+    ) -> Result<Option<String>, String> {
         let kind = object["kind"].as_str().unwrap_or("");
         let mut ctx = Context::with_env(self.env.clone());
         ctx.add_function("sum", sum).map_err(|e| format!("{e:?}"))?;
@@ -172,14 +183,14 @@ impl Apiserver {
         ctx.add_function("find", find)
             .map_err(|e| format!("{e:?}"))?;
         ctx.add_variable_from_value("object", to_cel(object));
-        ctx.add_variable_from_value("oldObject", Cel::Null);
+        ctx.add_variable_from_value("oldObject", old.map_or(Cel::Null, to_cel));
         ctx.add_variable_from_value("params", Cel::Null);
         let api = object["apiVersion"].as_str().unwrap_or("");
         let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
         ctx.add_variable_from_value(
             "request",
             to_cel(&serde_json::json!({
-                "operation": "CREATE",
+                "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
                 "namespace": if kind == "ClusterTrainingRuntime" { "" } else { req.namespace },
                 "name": object["metadata"]["name"],
                 "kind": {"group": group, "version": version, "kind": kind},
@@ -268,6 +279,14 @@ fn matched(spec: &Value, group: &str, kind: &str) -> bool {
         "RayJob" => "rayjobs",
         "RayService" => "rayservices",
         "HyperPodPyTorchJob" => "hyperpodpytorchjobs",
+        "Deployment" => "deployments",
+        "ReplicaSet" => "replicasets",
+        "StatefulSet" => "statefulsets",
+        "DaemonSet" => "daemonsets",
+        "ReplicationController" => "replicationcontrollers",
+        "CronJob" => "cronjobs",
+        "ResourceClaim" => "resourceclaims",
+        "ResourceClaimTemplate" => "resourceclaimtemplates",
         _ => return false,
     };
     spec["matchConstraints"]["resourceRules"]

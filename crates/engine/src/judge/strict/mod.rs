@@ -17,6 +17,7 @@ pub mod bounds;
 pub(crate) mod claims;
 pub(crate) mod held;
 pub(crate) mod reach;
+pub(crate) mod update;
 pub(crate) mod zone;
 
 use std::borrow::Cow;

@@ -1,0 +1,386 @@
+//! Strict mode as CEL (`guarantee: strict`; the engine's `judge::strict`): the same
+//! reading of each pod template (its accelerators, the instance types and zone its
+//! node selection reaches) and of each DRA claim, over the same bounds, so the policies
+//! decide as the webhook does with no exception. Every walk is over a list whose
+//! length the bounds cap before it is walked, or once over the object's own lists.
+//!
+//! An UPDATE is refused only for what it changes: a rule that fires on the new object
+//! also fires on the old one (`oldObject`, read by the same variables) passes, so a
+//! controller updating an object admitted before (a finalizer, Kueue's unsuspend, a
+//! scale) is never refused.
+
+use crate::facts::policy::{OptIn, Policy};
+use crate::facts::whole_node::offers;
+use crate::judge::strict::PARTIAL_FIX;
+use crate::judge::strict::bounds::{MAX_CONTAINERS, MAX_EXPRESSIONS, MAX_TERMS, MAX_VALUES};
+use crate::judge::strict::claims::{CLAIM_FIX, whole_node_count};
+use crate::read::annotations::{
+    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE,
+};
+use crate::vap::checks::Check;
+use crate::vap::error::ExportError;
+use crate::vap::facts::{Variable, grant_of, namespace_match};
+use crate::vap::text::{fill, list, lit, rebase};
+
+/// A count no catalog type reaches (a class whose resource no type offers).
+const NEVER: i64 = 1 << 40;
+
+/// `offers`: accelerator resource -> instance type -> what a whole node holds.
+fn offers_map(policy: &Policy) -> String {
+    let entries: Vec<String> = offers(&policy.catalog)
+        .iter()
+        .map(|(r, types)| {
+            let t: Vec<String> = types
+                .iter()
+                .map(|(n, c)| format!("{}: {c}", lit(n)))
+                .collect();
+            format!("{}: {{{}}}", lit(r), t.join(", "))
+        })
+        .collect();
+    format!("{{{}}}", entries.join(",\n "))
+}
+
+/// `classes`: DRA device class -> whether it is an accelerator, a slice, and the count
+/// that takes a whole node of every type.
+fn classes(policy: &Policy) -> String {
+    let c = &policy.catalog;
+    let entries: Vec<String> = c
+        .device_classes()
+        .iter()
+        .map(|d| {
+            let accel = d.counts == crate::facts::catalog::Counts::Accelerator;
+            let need = d
+                .resource
+                .as_deref()
+                .map(|r| whole_node_count(c, r))
+                .filter(|n| *n != u32::MAX)
+                .map_or(NEVER, i64::from);
+            format!(
+                "{}: {{'accel': {accel}, 'shared': {}, 'need': {need}}}",
+                lit(&d.name),
+                d.shared
+            )
+        })
+        .collect();
+    format!("{{{}}}", entries.join(", "))
+}
+
+/// `zone`: the policy's `defaults.zone` for the request's namespace (`''`: none).
+fn zone(policy: &Policy) -> Result<String, ExportError> {
+    let mut out = lit(policy.file().defaults.zone.as_deref().unwrap_or(""));
+    for (i, ns) in policy.namespace_overrides().iter().enumerate() {
+        if let Some(z) = &ns.defaults.zone {
+            let origin = format!("namespaces[{i}]");
+            out = format!(
+                "({} ? {} : {out})",
+                namespace_match(&ns.matches, &origin)?,
+                lit(z)
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Whether resource name `k` is an accelerator (the engine's `held::is_accelerator`).
+fn is_accelerator(policy: &Policy, k: &str) -> String {
+    let mut out = format!(
+        "({k}.contains('/') && !{k}.startsWith('kubernetes.io/') && !{k}.matches('^[^/]*[.]kubernetes[.]io/')"
+    );
+    for n in policy.non_accelerators() {
+        match n.strip_suffix('*') {
+            Some(prefix) => out.push_str(&format!(" && !{k}.startsWith({})", lit(prefix))),
+            None => out.push_str(&format!(" && {k} != {}", lit(n))),
+        }
+    }
+    out.push(')');
+    out
+}
+
+/// An annotation of template `t` is "true".
+fn opted(t: &str, key: &str) -> String {
+    fill(
+        "(has(@T@.metadata) && has(@T@.metadata.annotations) && @K@ in @T@.metadata.annotations && @T@.metadata.annotations[@K@] == 'true')",
+        &[("T", t), ("K", &lit(key))],
+    )
+}
+
+/// The pod templates of the object: the precise exporter's `sites`, and the core
+/// controllers' templates.
+fn templates() -> String {
+    "variables.sites.map(s, {'t': s.t, 'f': s.f})
+ + ((object.apiVersion.startsWith('apps/') && object.kind in ['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet']) || (object.apiVersion == 'v1' && object.kind == 'ReplicationController') ? (has(object.spec) && has(object.spec.template) ? [{'t': object.spec.template, 'f': 'spec.template.spec'}] : []) : [])
+ + (object.apiVersion.startsWith('batch/') && object.kind == 'CronJob' && has(object.spec) && has(object.spec.jobTemplate) && has(object.spec.jobTemplate.spec) && has(object.spec.jobTemplate.spec.template) ? [{'t': object.spec.jobTemplate.spec.template, 'f': 'spec.jobTemplate.spec.template.spec'}] : [])".into()
+}
+
+/// Each template's lists, read once.
+fn parts() -> String {
+    let terms = "(has(@S@.affinity) && has(@S@.affinity.nodeAffinity) && has(@S@.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && has(@S@.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms) ? @S@.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms : [])";
+    fill(
+        "variables.strictTemplates.map(x, {'t': x.t, 'f': x.f, 'spec': has(x.t.spec) ? x.t.spec : {},
+ 'app': has(x.t.spec) && has(x.t.spec.containers) ? x.t.spec.containers : [],
+ 'init': has(x.t.spec) && has(x.t.spec.initContainers) ? x.t.spec.initContainers : [],
+ 'terms': has(x.t.spec) ? @TERMS@ : []})",
+        &[("TERMS", &fill(terms, &[("S", "x.t.spec")]))],
+    )
+}
+
+/// A container's count of resource `r` (0 when it asks for none).
+fn quantity(c: &str, r: &str) -> String {
+    fill(
+        "(has(@C@.resources) && has(@C@.resources.limits) && @R@ in @C@.resources.limits ? int(string(@C@.resources.limits[@R@])) : 0)",
+        &[("C", c), ("R", r)],
+    )
+}
+
+/// What each template asks for: too large to judge, accelerators, claims, and what it
+/// holds of each resource some catalog type offers whole.
+fn facts(policy: &Policy) -> String {
+    let limit_keys = "(has(c.resources) && has(c.resources.limits) ? c.resources.limits : {})";
+    let big = format!(
+        "size(x.app) + size(x.init) > {MAX_CONTAINERS} || size(x.terms) > {MAX_TERMS} || x.terms.exists(t, has(t.matchExpressions) && (size(t.matchExpressions) > {MAX_EXPRESSIONS} || t.matchExpressions.exists(e, has(e.values) && size(e.values) > {MAX_VALUES})))"
+    );
+    let accel = format!(
+        "(x.app + x.init).exists(c, {limit_keys}.exists(k, {} && int(string(c.resources.limits[k])) > 0))",
+        is_accelerator(policy, "k")
+    );
+    let foreign = format!(
+        "(x.app + x.init).exists(c, {limit_keys}.exists(k, {} && !(k in variables.offers) && int(string(c.resources.limits[k])) > 0))",
+        is_accelerator(policy, "k")
+    );
+    let held: Vec<String> = offers(&policy.catalog)
+        .keys()
+        .map(|r| {
+            let q = quantity("c", &lit(r));
+            format!(
+                "{}: [x.app.map(c, {q}).sum(), (x.init.map(c, {q}) + [0]).max()].max()",
+                lit(r)
+            )
+        })
+        .collect();
+    format!(
+        "variables.strictParts.map(x, {{'t': x.t, 'f': x.f, 'spec': x.spec, 'terms': x.terms,
+ 'big': {big},
+ 'accel': {accel},
+ 'foreign': {foreign},
+ 'claims': has(x.spec.resourceClaims) && size(x.spec.resourceClaims) > 0,
+ 'held': {{{}}}}})",
+        held.join(", ")
+    )
+}
+
+/// Whether template `x` can reach catalog type `n` (the engine's `reach`).
+fn reaches(x: &str, n: &str) -> String {
+    let keys = list(&[LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA]);
+    let mut selector = Vec::new();
+    for k in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
+        selector.push(fill(
+            "(!(@K@ in @X@.spec.nodeSelector) || @X@.spec.nodeSelector[@K@] == @N@)",
+            &[("K", &lit(k)), ("X", x), ("N", n)],
+        ));
+    }
+    fill(
+        "((!has(@X@.spec.nodeSelector) || (@SEL@)) && (size(@X@.terms) == 0 || @X@.terms.exists(t, !has(t.matchExpressions) || t.matchExpressions.all(e, !(e.key in @KEYS@) || (e.operator == 'In' ? (has(e.values) && @N@ in e.values) : e.operator == 'NotIn' ? !(has(e.values) && @N@ in e.values) : e.operator != 'DoesNotExist')))))",
+        &[
+            ("X", x),
+            ("N", n),
+            ("KEYS", &keys),
+            ("SEL", &selector.join(" && ")),
+        ],
+    )
+}
+
+/// Template `x` names an instance type the catalog does not list.
+fn unknown_type(x: &str) -> String {
+    let keys = list(&[LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA]);
+    fill(
+        "((has(@X@.spec.nodeSelector) && @KEYS@.exists(k, k in @X@.spec.nodeSelector && !(@X@.spec.nodeSelector[k] in variables.catalog))) || @X@.terms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in @KEYS@ && e.operator == 'In' && has(e.values) && e.values.exists(v, !(v in variables.catalog)))))",
+        &[("X", x), ("KEYS", &keys)],
+    )
+}
+
+/// Template `x` holds part of a node of some type it reaches.
+fn short(policy: &Policy, x: &str) -> String {
+    let mut any = Vec::new();
+    for r in offers(&policy.catalog).keys() {
+        let r = lit(r);
+        let h = format!("{x}.held[{r}]");
+        let reach = reaches(x, "n");
+        any.push(format!(
+            "({h} > 0 && (!variables.offers[{r}].exists(n, {reach}) || variables.offers[{r}].exists(n, {reach} && variables.offers[{r}][n] > {h})))"
+        ));
+    }
+    if any.is_empty() {
+        return "false".into();
+    }
+    format!("({})", any.join("\n || "))
+}
+
+/// The fields of the templates partial-node fires on, in `facts` (a variable name).
+fn partial_fires(policy: &Policy, facts: &str) -> String {
+    format!(
+        "variables.{facts}.filter(x, x.accel && !({} && variables.grantPartialNode) && (x.big || {} || x.foreign || {})).map(x, x.f)",
+        opted("x.t", ALLOW_PARTIAL_NODE),
+        unknown_type("x"),
+        short(policy, "x")
+    )
+}
+
+/// Template `x` is pinned to the namespace's zone (the engine's `zone::pinned`).
+fn pinned(x: &str) -> String {
+    fill(
+        "(has(@X@.spec.nodeSelector) && @Z@ in @X@.spec.nodeSelector ? (variables.zone == '' || @X@.spec.nodeSelector[@Z@] == variables.zone) : (variables.zone != '' && size(@X@.terms) > 0 && @X@.terms.all(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key == @Z@ && e.operator == 'In' && has(e.values) && size(e.values) > 0 && e.values.all(v, v == variables.zone)))))",
+        &[("X", x), ("Z", &lit(LABEL_ZONE))],
+    )
+}
+
+/// The fields of the templates multi-az fires on.
+fn zone_fires(facts: &str) -> String {
+    format!(
+        "variables.{facts}.filter(x, (x.accel || x.claims) && !({} && variables.grantMultiAz) && (x.big || !{})).map(x, x.f)",
+        opted("x.t", ALLOW_MULTI_AZ),
+        pinned("x")
+    )
+}
+
+/// The first device request of a claim object that may hold part of a node, as its
+/// field (`[]` when none, or not a claim).
+fn claim_fires() -> String {
+    let requests = "(object.kind == 'ResourceClaimTemplate' ? (has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) ? object.spec.spec.devices.requests : []) : (has(object.spec) && has(object.spec.devices) && has(object.spec.devices.requests) ? object.spec.devices.requests : []))";
+    let alts = "(has(r.exactly) ? [r.exactly] : (has(r.firstAvailable) && size(r.firstAvailable) > 0 ? r.firstAvailable : [r]))";
+    let bad = "(!(has(a.deviceClassName) && a.deviceClassName in variables.classes) || (variables.classes[a.deviceClassName].accel && (variables.classes[a.deviceClassName].shared || (has(a.allocationMode) && a.allocationMode == 'All' ? (has(a.selectors) && size(a.selectors) > 0) : (has(a.count) ? a.count : 1) < variables.classes[a.deviceClassName].need))))";
+    fill(
+        "(object.apiVersion.startsWith('resource.k8s.io/') && object.kind in ['ResourceClaim', 'ResourceClaimTemplate'] && !(@OPT@ && variables.grantPartialNode) ? @REQ@.filter(r, @ALTS@.exists(a, @BAD@)).map(r, object.kind == 'ResourceClaimTemplate' ? 'spec.spec.devices.requests' : 'spec.devices.requests') : [])",
+        &[
+            ("OPT", &opted("object", ALLOW_PARTIAL_NODE)),
+            ("REQ", requests),
+            ("ALTS", alts),
+            ("BAD", bad),
+        ],
+    )
+}
+
+/// The variables that read the object, renamed for `oldObject` (`old` + Name).
+const OBJECT_VARIABLES: [&str; 9] = [
+    "runtimeSpecs",
+    "trains",
+    "sites",
+    "strictTemplates",
+    "strictParts",
+    "strictFacts",
+    "strictPartial",
+    "strictZone",
+    "strictClaims",
+];
+
+fn old_name(name: &str) -> String {
+    let mut c = name.chars();
+    let first = c.next().map(|f| f.to_ascii_uppercase()).unwrap_or_default();
+    format!("old{first}{}", c.as_str())
+}
+
+/// Strict mode's variables after the precise exporter's (`sites` and its inputs are
+/// read from there), then every variable that reads the object again for `oldObject`.
+pub(crate) fn variables(
+    policy: &Policy,
+    base: Vec<Variable>,
+) -> Result<Vec<(String, String)>, ExportError> {
+    let v = |name: &str, expression: String| (name.to_string(), expression);
+    let mut out: Vec<(String, String)> = base
+        .into_iter()
+        .map(|b| (b.name.to_string(), b.expression))
+        .collect();
+    out.extend([
+        v("offers", offers_map(policy)),
+        v("classes", classes(policy)),
+        v("zone", zone(policy)?),
+        v(
+            "grantPartialNode",
+            grant_of(policy, OptIn::AllowPartialNode),
+        ),
+        v("grantMultiAz", grant_of(policy, OptIn::AllowMultiAz)),
+        v("strictTemplates", templates()),
+        v("strictParts", parts()),
+        v("strictFacts", facts(policy)),
+        v("strictPartial", partial_fires(policy, "strictFacts")),
+        v("strictZone", zone_fires("strictFacts")),
+        v("strictClaims", claim_fires()),
+    ]);
+    // A name may be defined once: the precise grants are the same expressions.
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|(name, _)| seen.insert(name.clone()));
+    let renames: Vec<(String, String)> = OBJECT_VARIABLES
+        .iter()
+        .map(|n| (n.to_string(), old_name(n)))
+        .collect();
+    let old: Vec<(String, String)> = out
+        .iter()
+        .filter(|(name, _)| OBJECT_VARIABLES.contains(&name.as_str()))
+        .map(|(name, expr)| {
+            // Nothing to read on a CREATE: `oldObject` is null.
+            let empty = if name == "trains" { "false" } else { "[]" };
+            let expr = rebase(expr, "oldObject", &renames);
+            (
+                old_name(name),
+                format!("oldObject == null ? {empty} : ({expr})"),
+            )
+        })
+        .collect();
+    out.extend(old);
+    Ok(out)
+}
+
+/// The fields the rule fires on, in the new (`""`) or old (`"old"`) object.
+fn fired(check: Check, old: bool) -> String {
+    let name = match check {
+        Check::PartialNode => "(variables.strictPartial + variables.strictClaims)",
+        _ => "variables.strictZone",
+    };
+    if old {
+        name.replace("variables.strict", "variables.oldStrict")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The validation: the rule fires on no template, or it fired on the old object too.
+pub(crate) fn validation(check: Check) -> String {
+    format!(
+        "size({}) == 0 || (request.operation == 'UPDATE' && oldObject != null && size({}) > 0)",
+        fired(check, false),
+        fired(check, true)
+    )
+}
+
+/// The message: the rule, the first firing field, what strict mode holds, the fix and
+/// the opt-in (the engine's wording).
+pub(crate) fn message(check: Check) -> String {
+    let (rule, found, fix, opt) = match check {
+        Check::PartialNode => (
+            "partial-node",
+            "strict mode: a pod that requests accelerators, or a device claim, holds all of every instance type it can land on; this one may hold part of a node.",
+            format!(
+                "' + (size(variables.strictClaims) > 0 ? {} : {}) + '",
+                lit(CLAIM_FIX),
+                lit(PARTIAL_FIX)
+            ),
+            ALLOW_PARTIAL_NODE,
+        ),
+        _ => (
+            "multi-az",
+            "strict mode: a pod that requests accelerators or claims devices runs in its namespace\\'s one zone; this one is not pinned there; EFA traffic cannot cross zones.",
+            format!(
+                "' + (variables.zone == '' ? {} : {} + variables.zone + {}) + '",
+                lit(&format!(
+                    "set nodeSelector {LABEL_ZONE} to one zone; the policy names none for this namespace (defaults.zone)."
+                )),
+                lit(&format!("set nodeSelector {LABEL_ZONE}: ")),
+                lit(" (the mutating webhook writes it when the pod names no zone).")
+            ),
+            ALLOW_MULTI_AZ,
+        ),
+    };
+    format!(
+        "'[{rule}] ' + {}[0] + ': {found} Fix: {fix} Opt in: {opt}: \"true\".'",
+        fired(check, false)
+    )
+}
