@@ -329,7 +329,7 @@ fn map(chars: &[char], i: &mut usize, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::{dyn_map_values, fill, lit};
+    use super::{dyn_map_values, fill, lit, rebase};
 
     #[test]
     fn map_values_become_dyn_and_strings_braces_and_ternaries_stay() {
