@@ -211,6 +211,15 @@ fn assert_rules(name: &str, rules: &Value) {
         // answers a Scale without a patch).
         "kubeflow.org/pytorchjobs/scale",
         "kubeflow.org/paddlejobs/scale",
+        // Strict mode: the core controllers' templates and DRA claims.
+        "apps/deployments",
+        "apps/replicasets",
+        "apps/statefulsets",
+        "apps/daemonsets",
+        "/replicationcontrollers",
+        "batch/cronjobs",
+        "resource.k8s.io/resourceclaims",
+        "resource.k8s.io/resourceclaimtemplates",
     ]
     .map(String::from)
     .into();
@@ -229,7 +238,8 @@ fn assert_match_conditions(name: &str, conditions: &Value) {
         [
             "not-delete",
             "pod-update-changes-labels",
-            "pod-requests-accelerator"
+            "pod-requests-accelerator",
+            "template-requests-device"
         ],
         "{name}"
     );

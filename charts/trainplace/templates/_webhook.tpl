@@ -70,6 +70,29 @@ rules:
     operations: ["CREATE", "UPDATE"]
     resources: ["leaderworkersets"]
     scope: Namespaced
+  # Strict mode also judges the pod templates of the core controllers and DRA claims
+  # where they are written (the precise rules pass them); the condition
+  # template-requests-device sends only templates that ask for a device.
+  - apiGroups: ["apps"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["deployments", "replicasets", "statefulsets", "daemonsets"]
+    scope: Namespaced
+  - apiGroups: [""]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["replicationcontrollers"]
+    scope: Namespaced
+  - apiGroups: ["batch"]
+    apiVersions: ["v1"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["cronjobs"]
+    scope: Namespaced
+  - apiGroups: ["resource.k8s.io"]
+    apiVersions: ["*"]
+    operations: ["CREATE", "UPDATE"]
+    resources: ["resourceclaims", "resourceclaimtemplates"]
+    scope: Namespaced
 matchConditions:
   # DELETE is in no rule; this keeps it out even if a rule is widened later
   # (`object` is null on DELETE).
@@ -102,6 +125,21 @@ matchConditions:
       !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))) ||
       (has(c.resources.requests) && c.resources.requests.exists(r,
       !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))))))))
+  # A core controller's pod template passes only when it asks for a device, as a pod
+  # does above (limits, or DRA resourceClaims): their CPU workloads never wait on us.
+  - name: template-requests-device
+    expression: >-
+      !(request.resource.group == 'apps' || request.resource.resource in
+      ['replicationcontrollers', 'cronjobs']) ||
+      (has(object.spec) && (request.resource.resource == 'cronjobs' ?
+      (has(object.spec.jobTemplate) && has(object.spec.jobTemplate.spec) &&
+      has(object.spec.jobTemplate.spec.template) ? [object.spec.jobTemplate.spec.template] : []) :
+      (has(object.spec.template) ? [object.spec.template] : [])).exists(t, has(t.spec) &&
+      (has(t.spec.resourceClaims) ||
+      (has(t.spec.containers) ? t.spec.containers : []).exists(c, has(c.resources) &&
+      has(c.resources.limits) && c.resources.limits.exists(r, !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))) ||
+      (has(t.spec.initContainers) ? t.spec.initContainers : []).exists(c, has(c.resources) &&
+      has(c.resources.limits) && c.resources.limits.exists(r, !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))))))
 {{- end -}}
 
 {{/* Never kube-system, kube-node-lease nor the release's namespace; then the values'. */}}

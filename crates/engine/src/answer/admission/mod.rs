@@ -300,6 +300,10 @@ fn decide(
     }
     let namespace = req.namespace.clone().unwrap_or_default();
     let is_scale = req.sub_resource.as_deref() == Some("scale");
+    // Strict mode reads no size: a scale changes nothing it judges.
+    if is_scale && judges.policy.strict() {
+        return (base, None, Outcome::Passed { operation });
+    }
     let object = if is_scale {
         match scaled_object(req, &object, &namespace, judges.inventory) {
             Scaled::Judge(parent) => parent,
