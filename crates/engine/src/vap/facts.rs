@@ -9,7 +9,7 @@ use crate::read::annotations::{
 };
 use crate::vap::error::ExportError;
 use crate::vap::sites::{instance_type_keys, zone_keys};
-use crate::vap::text::{fill, grant, list, lit, selector};
+use crate::vap::text::{NAMESPACE, fill, grant, list, lit, selector};
 
 /// One `spec.variables` entry.
 pub(crate) struct Variable {
@@ -90,7 +90,7 @@ pub(crate) fn namespace_match(
         return Ok("true".into());
     }
     if !m.names.is_empty() {
-        any.push(format!("request.namespace in {}", list(&m.names)));
+        any.push(format!("{NAMESPACE} in {}", list(&m.names)));
     }
     if let Some(sel) = &m.selector {
         // No namespace object for a cluster-scoped object (a ClusterTrainingRuntime).

@@ -4,6 +4,10 @@
 use crate::facts::policy::{LabelSelectorSpec, OptInGrant};
 use crate::vap::error::ExportError;
 
+/// The request's namespace: a cluster-scoped object's request has none (the API server
+/// leaves the field out), which CEL reads as `''` here rather than an error.
+pub(crate) const NAMESPACE: &str = "(has(request.namespace) ? request.namespace : '')";
+
 /// A CEL string literal (single quotes; backslash and quote escaped).
 pub(crate) fn lit(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -138,7 +142,7 @@ pub(crate) fn grant(grant: Option<&OptInGrant>) -> String {
     } else if g.namespaces.is_empty() {
         "false".to_string()
     } else {
-        format!("request.namespace in {}", list(&g.namespaces))
+        format!("{NAMESPACE} in {}", list(&g.namespaces))
     };
     let groups = if g.groups.iter().any(|n| n == "*") {
         "true".to_string()

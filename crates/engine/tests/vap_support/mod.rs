@@ -189,13 +189,20 @@ impl Apiserver {
         let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
         ctx.add_variable_from_value(
             "request",
-            to_cel(&serde_json::json!({
+            to_cel(&{
+                let mut r = serde_json::json!({
                 "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
-                "namespace": if kind == "ClusterTrainingRuntime" { "" } else { req.namespace },
+                "namespace": req.namespace,
                 "name": object["metadata"]["name"],
                 "kind": {"group": group, "version": version, "kind": kind},
                 "userInfo": {"username": "fixture-user", "groups": req.groups},
-            })),
+                });
+                // A cluster-scoped object's request has no namespace at all.
+                if kind == "ClusterTrainingRuntime" {
+                    r.as_object_mut().map(|m| m.remove("namespace"));
+                }
+                r
+            }),
         );
         // A cluster-scoped object has no namespace: `namespaceObject` is null and the
         // namespaceSelector does not apply.
