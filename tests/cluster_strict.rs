@@ -1,8 +1,9 @@
 //! Strict mode (`examples/policy-strict.yaml`) through the sandbox's real API server,
 //! Job and CronJob controllers, garbage collector and scheduler: first with trainplace
 //! registered as webhook, then with its webhook configurations deleted and strict mode's
-//! exported ValidatingAdmissionPolicies alone. One test, in phases, because the second
-//! phase takes the webhooks away from the whole control plane.
+//! exported ValidatingAdmissionPolicies alone; last, the restricted example's precise
+//! policies alone, replaying controllers' updates. One test, in phases, because the
+//! second phase takes the webhooks away from the whole control plane.
 
 mod sandbox;
 
@@ -418,6 +419,89 @@ fn policies_alone_phase(sb: &Sandbox) {
     assert!(refused >= 40, "the policies refused only {refused}");
 }
 
+/// The precise policies of the restricted example judge an UPDATE for what it changes:
+/// the admins' skipped Job, updated by Kueue and the garbage collector (granted
+/// nothing), is not refused; the same Job created by them is.
+fn precise_updates_phase(sb: &Sandbox) {
+    let ns = sb.namespace("precise");
+    sb.ok(&[
+        "delete",
+        "validatingadmissionpolicies,validatingadmissionpolicybindings",
+        "-l",
+        "app.kubernetes.io/name=trainplace",
+    ]);
+    let exported = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args([
+            "policy",
+            "export",
+            "--format",
+            "vap",
+            "-o",
+            "json",
+            "--policy-dir",
+        ])
+        .arg(repo().join("target/sandbox-tests/cluster_strict-restricted"))
+        .output()
+        .unwrap();
+    assert!(exported.status.success(), "{}", stderr(&exported));
+    let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&stdout(&exported)));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let probe = job(&ns, "probe", 1, 4, json!({}));
+    wait_until(
+        Duration::from_secs(60),
+        "the precise policies in force",
+        || corpus::dry_run(sb, &probe).is_err_and(|e| e.contains("[partial-node]")),
+    );
+    let admin = as_groups(&["system:masters".into(), "ml-platform-admins".into()]);
+    let mut skipped = job(&ns, "skipped", 1, 4, json!({"trainplace.io/skip": "true"}));
+    skipped["spec"]["suspend"] = json!(true);
+    skipped["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(sb, &skipped, &admin).expect("the admins may skip");
+    let controller = |sa: &str| {
+        as_groups(&[
+            "system:masters".into(),
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{sa}"),
+        ])
+    };
+    let kueue = controller("kueue-system");
+    let mut args: Vec<&str> = kueue.iter().map(String::as_str).collect();
+    args.extend([
+        "-n",
+        &ns,
+        "patch",
+        "job",
+        "skipped",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"suspend":false}}"#,
+    ]);
+    let out = sb.kubectl(&args);
+    assert!(out.status.success(), "Kueue's unsuspend: {}", stderr(&out));
+    let gc = controller("kube-system");
+    let mut args: Vec<&str> = gc.iter().map(String::as_str).collect();
+    args.extend([
+        "-n",
+        &ns,
+        "patch",
+        "job",
+        "skipped",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    let out = sb.kubectl(&args);
+    assert!(
+        out.status.success(),
+        "the finalizer's removal: {}",
+        stderr(&out)
+    );
+    let mut again = job(&ns, "again", 1, 4, json!({"trainplace.io/skip": "true"}));
+    again["spec"]["suspend"] = json!(true);
+    let e = create(sb, &again, &kueue).expect_err("Kueue may not create it");
+    assert!(e.contains("[partial-node]"), "{e}");
+}
+
 #[test]
 fn strict_mode_holds_through_the_real_controllers_with_the_webhook_and_with_the_policies_alone() {
     let dir = policy_dir();
@@ -425,6 +509,14 @@ fn strict_mode_holds_through_the_real_controllers_with_the_webhook_and_with_the_
         "cluster_strict",
         &[("SANDBOX_POLICY_DIR", dir.to_str().unwrap())],
     );
+    let restricted = repo().join("target/sandbox-tests/cluster_strict-restricted");
+    std::fs::create_dir_all(&restricted).unwrap();
+    std::fs::copy(
+        repo().join("examples/policy-restricted.yaml"),
+        restricted.join("policy.yaml"),
+    )
+    .unwrap();
     webhook_phase(sb);
     policies_alone_phase(sb);
+    precise_updates_phase(sb);
 }

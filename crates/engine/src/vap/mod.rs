@@ -16,6 +16,7 @@ mod controllers;
 mod error;
 mod facts;
 mod ident;
+mod old;
 mod sites;
 mod strict;
 mod text;
@@ -171,6 +172,7 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
             .map(|v| (v.name.to_string(), v.expression))
             .collect()
     };
+    let (named, renames) = old::with_old(named);
     let variables: Vec<Value> = named
         .into_iter()
         .map(|(name, expression)| json!({"name": name, "expression": text::dyn_map_values(&expression)}))
@@ -180,6 +182,7 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
     } else {
         (checks::validation(check), checks::message(check))
     };
+    let validation = old::on_update(&validation, &renames);
     Ok(json!({
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",

@@ -4,10 +4,7 @@
 //! decide as the webhook does with no exception. Every walk is over a list whose
 //! length the bounds cap before it is walked, or once over the object's own lists.
 //!
-//! An UPDATE is refused only for what it changes: a rule that fires on the new object
-//! also fires on the old one (`oldObject`, read by the same variables) passes, so a
-//! controller updating an object admitted before (a finalizer, Kueue's unsuspend, a
-//! scale) is never refused.
+//! An UPDATE is judged for what it changes (`vap::old`), as in the precise policies.
 
 use crate::facts::policy::{OptIn, Policy};
 use crate::facts::whole_node::offers;
@@ -20,7 +17,7 @@ use crate::read::annotations::{
 use crate::vap::checks::Check;
 use crate::vap::error::ExportError;
 use crate::vap::facts::{Variable, grant_of, namespace_match};
-use crate::vap::text::{fill, list, lit, rebase};
+use crate::vap::text::{fill, list, lit};
 
 /// A count no catalog type reaches (a class whose resource no type offers).
 const NEVER: i64 = 1 << 40;
@@ -259,25 +256,6 @@ fn claim_fires() -> String {
     )
 }
 
-/// The variables that read the object, renamed for `oldObject` (`old` + Name).
-const OBJECT_VARIABLES: [&str; 9] = [
-    "runtimeSpecs",
-    "trains",
-    "sites",
-    "strictTemplates",
-    "strictParts",
-    "strictFacts",
-    "strictPartial",
-    "strictZone",
-    "strictClaims",
-];
-
-fn old_name(name: &str) -> String {
-    let mut c = name.chars();
-    let first = c.next().map(|f| f.to_ascii_uppercase()).unwrap_or_default();
-    format!("old{first}{}", c.as_str())
-}
-
 /// Strict mode's variables after the precise exporter's (`sites` and its inputs are
 /// read from there), then every variable that reads the object again for `oldObject`.
 pub(crate) fn variables(
@@ -308,47 +286,20 @@ pub(crate) fn variables(
     // A name may be defined once: the precise grants are the same expressions.
     let mut seen = std::collections::BTreeSet::new();
     out.retain(|(name, _)| seen.insert(name.clone()));
-    let renames: Vec<(String, String)> = OBJECT_VARIABLES
-        .iter()
-        .map(|n| (n.to_string(), old_name(n)))
-        .collect();
-    let old: Vec<(String, String)> = out
-        .iter()
-        .filter(|(name, _)| OBJECT_VARIABLES.contains(&name.as_str()))
-        .map(|(name, expr)| {
-            // Nothing to read on a CREATE: `oldObject` is null.
-            let empty = if name == "trains" { "false" } else { "[]" };
-            let expr = rebase(expr, "oldObject", &renames);
-            (
-                old_name(name),
-                format!("oldObject == null ? {empty} : ({expr})"),
-            )
-        })
-        .collect();
-    out.extend(old);
     Ok(out)
 }
 
-/// The fields the rule fires on, in the new (`""`) or old (`"old"`) object.
-fn fired(check: Check, old: bool) -> String {
-    let name = match check {
+/// The fields the rule fires on.
+fn fired(check: Check) -> &'static str {
+    match check {
         Check::PartialNode => "(variables.strictPartial + variables.strictClaims)",
         _ => "variables.strictZone",
-    };
-    if old {
-        name.replace("variables.strict", "variables.oldStrict")
-    } else {
-        name.to_string()
     }
 }
 
-/// The validation: the rule fires on no template, or it fired on the old object too.
+/// The validation: the rule fires on no template (`vap::old` adds the UPDATE's leave).
 pub(crate) fn validation(check: Check) -> String {
-    format!(
-        "size({}) == 0 || (request.operation == 'UPDATE' && oldObject != null && size({}) > 0)",
-        fired(check, false),
-        fired(check, true)
-    )
+    format!("size({}) == 0", fired(check))
 }
 
 /// The message: the rule, the first firing field, what strict mode holds, the fix and
@@ -381,6 +332,6 @@ pub(crate) fn message(check: Check) -> String {
     };
     format!(
         "'[{rule}] ' + {}[0] + ': {found} Fix: {fix} Opt in: {opt}: \"true\".'",
-        fired(check, false)
+        fired(check)
     )
 }

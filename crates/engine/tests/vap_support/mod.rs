@@ -240,6 +240,11 @@ impl Apiserver {
                 }),
             );
             let name = v["name"].as_str().unwrap_or("");
+            // The API server evaluates a variable only when read: the old object's
+            // copies are read only on an UPDATE.
+            if old.is_none() && name.starts_with("old") {
+                continue;
+            }
             let value = self
                 .eval(&ctx, v["expression"].as_str().unwrap_or(""))
                 .map_err(|e| format!("variable {name}: {e}"))?;
