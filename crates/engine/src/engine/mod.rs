@@ -78,7 +78,7 @@ fn run(
         final_object: layout == Layout::Skip,
     };
     if policy.strict() && crate::judge::strict::claims::is_claim(&object) {
-        verdict.findings = crate::judge::strict::judge(&object, kind, &sites, &ctx)?;
+        verdict.findings = crate::judge::strict::judge(&object, kind, &sites, None, &ctx)?;
         verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
         verdict.object = object;
         return Ok(verdict);
@@ -178,9 +178,12 @@ fn strict(
     verdict
         .findings
         .retain(|f| !matches!(f.rule, Rule::PartialNode | Rule::MultiAz));
+    // A TrainJob's node pod, as its patches give it.
+    let node_pod =
+        (kind == Kind::TrainJob).then(|| crate::write::trainjob::synthetic_pod(object, None));
     verdict
         .findings
-        .extend(strict::judge(object, kind, sites, ctx)?);
+        .extend(strict::judge(object, kind, sites, node_pod, ctx)?);
     Ok(())
 }
 

@@ -54,15 +54,16 @@ pub fn zone_fix(zone: Option<&str>) -> String {
 }
 
 /// The templates strict mode judges in `object`: those `templates` finds, and a
-/// TrainJob's node pod as its patches give it.
+/// TrainJob's node pod as its patches give it (`node_pod`, assembled by the caller).
 pub(crate) fn strict_templates<'o>(
     object: &'o Value,
     kind: Kind,
     sites: &[Site],
+    node_pod: Option<Value>,
 ) -> Vec<Template<'o>> {
-    if kind == Kind::TrainJob {
+    if let (Kind::TrainJob, Some(pod)) = (kind, node_pod) {
         return vec![Template {
-            value: Cow::Owned(crate::write::trainjob::synthetic_pod(object, None)),
+            value: Cow::Owned(pod),
             field: "spec.trainer".into(),
             pointer: None,
         }];
@@ -288,6 +289,7 @@ pub(crate) fn judge(
     object: &Value,
     kind: Kind,
     sites: &[Site],
+    node_pod: Option<Value>,
     ctx: &Ctx<'_, '_>,
 ) -> Result<Vec<Finding>, ObjectError> {
     let mut out = Vec::new();
@@ -313,7 +315,7 @@ pub(crate) fn judge(
         }
         return Ok(out);
     }
-    for t in strict_templates(object, kind, sites) {
+    for t in strict_templates(object, kind, sites, node_pod) {
         judge_template(&t, ctx, &mut out)?;
     }
     Ok(out)
@@ -332,7 +334,7 @@ pub(crate) fn to_pin(
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
-    for t in strict_templates(object, kind, sites) {
+    for t in templates(object, kind, sites) {
         let Some(pointer) = &t.pointer else { continue };
         let template = t.value.as_ref();
         let named = template
