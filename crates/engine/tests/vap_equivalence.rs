@@ -1,5 +1,5 @@
 //! The exported ValidatingAdmissionPolicies decide like the engine: for every fixture
-//! of the corpus (`tests/fixtures/pods`, `workloads`, `bypass` under the restricted and
+//! of the corpus (`tests/fixtures/pods`, `workloads`, `bypass` and `precise` under the restricted and
 //! the default policy) and each exported rule, the CEL verdict (evaluated with the
 //! `cel` crate, bound like the apiserver binds it) equals the engine's verdict for that
 //! rule, on the raw object (the mutating webhook down) and on the mutated object (what
