@@ -17,7 +17,7 @@ use crate::judge::verdict::Verdict;
 use crate::read::annotations::SKIP;
 use crate::read::edit::Ops;
 use crate::read::json::annotation;
-use crate::read::workload::{Kind, Site, locate};
+use crate::read::workload::{Kind, locate};
 use sites::judge_sites;
 use write::write_site;
 
@@ -77,7 +77,7 @@ fn run(
         kind,
         final_object: layout == Layout::Skip,
     };
-    if let Some(note) = left_alone(&object, &sites, &ctx, policy, &verdict) {
+    if let Some(note) = left_alone(&object, &ctx, policy, &verdict) {
         verdict.notes.push(note);
         verdict.object = object;
         return Ok(verdict);
@@ -98,6 +98,11 @@ fn run(
     // Read and judge every template once, then write the layouts.
     let (judged, pin) = judge_sites(&object, &sites, &ctx, &mut verdict)?;
     any_training |= !judged.is_empty();
+    if skip && any_training {
+        verdict.findings.push(opt_out_refused(&verdict.namespace));
+    }
+    // A mark says "admitted": a template the verdict refuses is laid out but not signed.
+    let admitted = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
     if layout == Layout::Write {
         for (site, judgement) in judged {
             let zone = pin
@@ -109,14 +114,12 @@ fn run(
                 site,
                 &judgement,
                 zone,
+                admitted,
                 &ctx,
                 &mut verdict,
                 &mut ops,
             )?;
         }
-    }
-    if skip && any_training {
-        verdict.findings.push(opt_out_refused(&verdict.namespace));
     }
     verdict.fold_repeats();
     verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
@@ -129,7 +132,6 @@ fn run(
 /// pod made from a template it admitted, or a granted opt-out.
 fn left_alone(
     object: &Value,
-    sites: &[Site],
     ctx: &Ctx<'_, '_>,
     policy: &Policy,
     verdict: &Verdict,
@@ -148,9 +150,11 @@ fn left_alone(
     // A pod whose mark verifies has exactly the judged fields of the template trainplace
     // admitted (and laid out) with the submitter's identity. Laying it out again as a
     // lone pod would add what that job was judged not to need (a single-pod Job's pod
-    // would get a multi-pod layout) and break its own mark for /validate.
-    if policy.trusted_controller(who)
-        && crate::judge::upstream::made_from_admitted(object, kind, sites, who, policy)
+    // would get a multi-pod layout) and break its own mark for /validate. Only a Pod: a
+    // workload's own CREATE is judged on its content whoever asks.
+    if kind == Kind::Pod
+        && policy.trusted_controller(who)
+        && crate::judge::upstream::made_from_admitted(object, kind, who, policy)
     {
         return Some(format!(
             "made by its controller from a template trainplace admitted ({ADMITTED} verified); left as admitted."

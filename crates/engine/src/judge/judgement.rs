@@ -148,9 +148,18 @@ pub(crate) fn judge<'a>(
     };
     let set = |key: &str| view.annotation(key).or_else(|| object_annotation(key)) == Some("true");
     // Opt-ins are the requester's own. An UPDATE by someone without the grant (Kueue,
-    // the garbage collector) is judged for what it changes (`update.rs`), not granted
-    // by the admission mark: the mutating webhook signs every template it sees.
-    let opt_in = |key: &str, which: OptIn| ctx.opt_in(set(key), which);
+    // the garbage collector) is judged for what it changes (`update.rs`). A trusted
+    // controller's child workload (a JobSet's Job) keeps the opt-ins written on a
+    // template whose mark verifies: the submitter was granted them when it was admitted
+    // (the mark is written only on what was admitted, and binds the annotations).
+    let vouched = ctx.kind.is_workload()
+        && crate::judge::upstream::vouched(view.pod, ctx.kind, shape.pods, ctx.who, eff.policy);
+    let opt_in = |key: &str, which: OptIn| match ctx.opt_in(set(key), which) {
+        OptInState::Refused if vouched && view.annotation(key) == Some("true") => {
+            OptInState::Granted
+        }
+        state => state,
+    };
     let partial_opt_in = opt_in(ALLOW_PARTIAL_NODE, OptIn::AllowPartialNode);
     let multi_az_opt_in = opt_in(ALLOW_MULTI_AZ, OptIn::AllowMultiAz);
     let layout = layout_of(view, &shape, ctx)?;
