@@ -769,6 +769,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "mutated",
         HOLD,
     ),
+    (
+        "precise/pytorchjob-dra-only-gpus-counted.yaml@restricted",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "precise/pytorchjob-dra-only-gpus-counted.yaml@restricted",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
+    (
+        "precise/pytorchjob-dra-only-gpus-counted.yaml@default",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "precise/pytorchjob-dra-only-gpus-counted.yaml@default",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
 ];
 
 const ONE_JOB_PER_RANK: &str = "a workload whose pods' env says the job has more pods than the workload makes (one Job per rank): the engine takes the env; the VAP reads launcher env on bare Pods only, so it judges those pods when the Job creates them (VAP looser on the workload)";
