@@ -183,7 +183,7 @@ fn pods(policy: &Policy) -> String {
  {it},
  {zone},
  'zpin': has({spec}.nodeSelector) && {spec}.nodeSelector.exists(k, k in {zk}),
- 'zspread': has({spec}.topologySpreadConstraints) && {spec}.topologySpreadConstraints.exists(c, has(c.topologyKey) && c.topologyKey in {zk}),
+ 'zspread': has({spec}.topologySpreadConstraints) && {spec}.topologySpreadConstraints.exists(c, has(c.topologyKey) && c.topologyKey in {zk} && !(has(c.whenUnsatisfiable) && c.whenUnsatisfiable == 'ScheduleAnyway')),
  'zanti': has({spec}.affinity) && has({spec}.affinity.podAntiAffinity) && has({anti}.requiredDuringSchedulingIgnoredDuringExecution) && {anti}.requiredDuringSchedulingIgnoredDuringExecution.exists(t, has(t.topologyKey) && t.topologyKey in {zk} && size(x.site.id) == 2 && has(t.labelSelector) && ((has(t.labelSelector.matchLabels) && x.site.id[0] in t.labelSelector.matchLabels && t.labelSelector.matchLabels[x.site.id[0]] == x.site.id[1]) || (size(t.labelSelector) > 0 && has(t.matchLabelKeys) && x.site.id[0] in t.matchLabelKeys)))}})",
         shared = resource_fact(policy, "r.key", "shared"),
         cores = resource_fact(policy, "r.key", "cores"),
@@ -231,7 +231,7 @@ fn templates(policy: &Policy) -> Result<String, ExportError> {
    : (x.tc && x.tb && x.tv.exists(l, size(l) > 0)) ? variables.catalogNames.filter(n, x.tv.exists(l, n in l || ('ml.' + n) in l))
    : x.annType != '' && !x.ksel ? {ann}
    : variables.defaultType != '' && !x.ksel ? {def} : [],
- 'zmany': !x.zpin && x.zc && (!x.zb || (x.zv.exists(l, size(l) > 0) && x.zv.exists(l, l.exists(v, v != x.zv.filter(l2, size(l2) > 0)[0][0]))))}})",
+ 'zmany': !x.zpin && x.zc && x.zb && x.zv.exists(l, size(l) > 0) && x.zv.exists(l, l.exists(v, v != x.zv.filter(l2, size(l2) > 0)[0][0]))}})",
         fam = resource_fact(policy, "x.res", "family"),
         train = training.join(" || "),
         ns = named("x.nsType"),
