@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+mod children;
 mod sites;
 mod write;
 
@@ -77,6 +78,12 @@ fn run(
         kind,
         final_object: layout == Layout::Skip,
     };
+    // A Deployment, StatefulSet, CronJob...: judged as what its controller makes.
+    if kind == Kind::Other
+        && let Some(judged) = children::judge(&object, policy, who)?
+    {
+        return Ok(judged);
+    }
     if let Some(note) = left_alone(&object, &ctx, policy, &verdict) {
         verdict.notes.push(note);
         verdict.object = object;
