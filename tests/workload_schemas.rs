@@ -239,7 +239,7 @@ fn submitted_dra_objects_validate() {
     let dir = tempfile::tempdir().unwrap();
     let mut templates = Vec::new();
     let mut domains = 0;
-    for sub in ["pods", "workloads", "bypass"] {
+    for sub in ["pods", "workloads", "bypass", "precise"] {
         for entry in std::fs::read_dir(root().join("tests/fixtures").join(sub)).unwrap() {
             let path = entry.unwrap().path();
             let case: Value =

@@ -58,89 +58,11 @@ pub fn judge(docs: &[Document], policy: &Policy, submitter: &Submitter<'_>) -> V
         .map(|d| {
             let mut who = submitter.requester(&d.object);
             who.claims = Some(&claims);
-            let mut v = evaluate(&d.object, policy, &who)
-                .unwrap_or_else(|e| invalid(d, &who, &e.to_string()));
-            if v.kind_class == Kind::Other
-                && let Some((made, field)) = made_by_controller(&d.object)
-            {
-                judge_what_it_makes(&mut v, &made, field, policy, &who);
-            }
-            v
+            // A Deployment, StatefulSet, ReplicaSet, DaemonSet or CronJob is judged by the
+            // engine as what its controller makes, as the webhook judges it.
+            evaluate(&d.object, policy, &who).unwrap_or_else(|e| invalid(d, &who, &e.to_string()))
         })
         .collect()
-}
-
-/// The controllers' groups: their pods (or Jobs) are created by service accounts in
-/// kube-system, which hold none of the submitter's opt-in grants.
-const CONTROLLER_GROUPS: [&str; 2] = [
-    "system:serviceaccounts",
-    "system:serviceaccounts:kube-system",
-];
-
-/// What a kind trainplace does not judge itself makes, as the webhook will see it: the
-/// pods of a Deployment, StatefulSet, ReplicaSet or DaemonSet; the Jobs of a CronJob.
-/// With the template's field, for messages.
-fn made_by_controller(object: &Value) -> Option<(Value, &'static str)> {
-    let api = object["apiVersion"].as_str()?;
-    let kind = object["kind"].as_str()?;
-    let namespace = object["metadata"]["namespace"].clone();
-    let name = object["metadata"]["name"].as_str().unwrap_or("unnamed");
-    match (api, kind) {
-        ("apps/v1", "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet") => {
-            let t = object.pointer("/spec/template")?;
-            Some((
-                serde_json::json!({"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {"name": format!("{name}-0"), "namespace": namespace,
-                        "labels": t["metadata"]["labels"], "annotations": t["metadata"]["annotations"]},
-                    "spec": t["spec"]}),
-                "spec.template",
-            ))
-        }
-        ("batch/v1", "CronJob") => {
-            let t = object.pointer("/spec/jobTemplate")?;
-            Some((
-                serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
-                    "metadata": {"name": format!("{name}-0"), "namespace": namespace,
-                        "labels": t["metadata"]["labels"], "annotations": t["metadata"]["annotations"]},
-                    "spec": t["spec"]}),
-                "spec.jobTemplate",
-            ))
-        }
-        _ => None,
-    }
-}
-
-/// Judge what the object's controller will create, as its controller submits it, and
-/// report it on the object: `check` says what the webhook will do to those pods.
-fn judge_what_it_makes(
-    v: &mut Verdict,
-    made: &Value,
-    field: &str,
-    policy: &Policy,
-    who: &Requester<'_>,
-) {
-    let groups: Vec<String> = CONTROLLER_GROUPS.iter().map(|g| g.to_string()).collect();
-    let controller = Requester {
-        groups: &groups,
-        ..who.clone()
-    };
-    let Ok(judged) = evaluate(made, policy, &controller) else {
-        return;
-    };
-    let what = made["kind"].as_str().unwrap_or("object");
-    if judged.findings.is_empty() {
-        return;
-    }
-    v.notes.push(format!(
-        "the webhook judges each {what} this {} makes from {field} when its controller creates it{}",
-        v.kind,
-        if judged.allowed { "" } else { ", and refuses it" }
-    ));
-    for mut f in judged.findings {
-        f.site = format!("{field} ({what}s it makes): {}", f.site);
-        v.findings.push(f);
-    }
-    v.allowed = judged.allowed;
 }
 
 /// The verdict on an object the engine cannot read: denied, naming the field.

@@ -115,7 +115,20 @@ fn bypass_fixture(#[files("../../tests/fixtures/bypass/*.yaml")] path: PathBuf) 
         "{}: a bypass fixture starts with the attack it documents",
         path.display()
     );
-    let mut case: Case = serde_yaml_ng::from_str(&text).unwrap();
+    under_both_policies(path, &text);
+}
+
+/// Requests the precise mode must judge right (issue 39, part 2): each under the
+/// restricted policy (`expect`) and the embedded default (`expectDefault` when it
+/// differs), like the bypass fixtures; false denies of routine requests included.
+#[rstest]
+fn precise_fixture(#[files("../../tests/fixtures/precise/*.yaml")] path: PathBuf) {
+    let text = std::fs::read_to_string(&path).unwrap();
+    under_both_policies(path, &text);
+}
+
+fn under_both_policies(path: PathBuf, text: &str) {
+    let mut case: Case = serde_yaml_ng::from_str(text).unwrap();
     assert!(case.policy_file.is_none() && case.policy.is_none());
     case.policy_file = Some("examples/policy-restricted.yaml".into());
     judge_case(&path, &case, "restricted");

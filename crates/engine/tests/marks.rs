@@ -4,7 +4,7 @@
 //! service account, which holds no opt-in grant of its own.
 
 use serde_json::{Value, json};
-use trainplace_engine::{Catalog, MarkKeys, Policy, Requester, evaluate};
+use trainplace_engine::{Catalog, MarkKeys, Policy, Requester, evaluate, judge_owned};
 
 const POLICY: &str = "apiVersion: trainplace.io/v1alpha1
 kind: Policy
@@ -362,12 +362,14 @@ fn a_valid_mark_does_not_hide_a_job_already_in_two_zones() {
 }
 
 /// A controller's own request: the JobSet controller creates the child Jobs of a JobSet
-/// admitted with the submitter's partial-node grant. The child Job's template carries the
-/// JobSet template's mark; it verifies, so the Job is left as admitted. The same Job
-/// from a user is judged with the user's grants, and a child whose template was edited
-/// is judged too.
+/// admitted with the submitter's partial-node grant. The child Job is judged on its
+/// content like any workload (a workload is never left alone on a mark); its template's
+/// mark verifies, so the opt-in written there counts as the submitter's, granted when
+/// the JobSet was admitted. The same Job from a user is judged with the user's grants,
+/// and a child whose template was edited has no mark that vouches for it. The child's
+/// pods keep the JobSet's mark (8 pods), so their launcher's size is not "larger".
 #[test]
-fn a_jobsets_child_job_from_its_controller_is_left_as_admitted() {
+fn a_jobsets_child_job_from_its_controller_is_judged_with_the_grants_its_mark_vouches_for() {
     let k = keys("k1", 7);
     let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
         "metadata": {"name": "llama", "namespace": "research",
@@ -405,26 +407,53 @@ fn a_jobsets_child_job_from_its_controller_is_left_as_admitted() {
             marks: Some(&k),
             ..Default::default()
         };
-        let v = evaluate(object, &policy(), &who).unwrap();
-        let trusted = v.notes.iter().any(|n| n.contains("left as admitted"));
-        (v.allowed, trusted)
+        let mutated = evaluate(object, &policy(), &who).unwrap();
+        let stored = judge_owned(mutated.object.clone(), &policy(), &who).unwrap();
+        let trusted = stored.notes.iter().any(|n| n.contains("left as admitted"));
+        (mutated.allowed && stored.allowed, trusted, mutated.object)
     };
-    assert_eq!(
-        judge_as(&child, "system:serviceaccounts:jobset-system"),
-        (true, true),
-        "the JobSet controller's child Job was not left as admitted"
+    let (allowed, trusted, stored) = judge_as(&child, "system:serviceaccounts:jobset-system");
+    assert!(allowed, "the JobSet controller's child Job was refused");
+    assert!(!trusted, "a workload was left alone on its mark");
+    let mark = stored["spec"]["template"]["metadata"]["annotations"][ADMITTED]
+        .as_str()
+        .unwrap();
+    assert!(
+        mark.starts_with("v2.k1.8."),
+        "the JobSet's mark was not kept: {mark}"
     );
     assert!(
-        !judge_as(&child, "system:authenticated").1,
-        "a user's copy was trusted"
+        !judge_as(&child, "system:authenticated").0,
+        "a user's copy was admitted on the submitter's grant"
     );
     let mut edited = child.clone();
     edited["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
         json!(2);
     assert!(
-        !judge_as(&edited, "system:serviceaccounts:jobset-system").1,
-        "an edited child Job kept the trust"
+        !judge_as(&edited, "system:serviceaccounts:jobset-system").0,
+        "an edited child Job kept the submitter's grant"
     );
+    // The Job controller's pod of the child Job is left as admitted.
+    let t = &stored["spec"]["template"];
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": t["metadata"].clone(), "spec": t["spec"].clone()});
+    pod["metadata"]["namespace"] = json!("research");
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+        "name": "llama-node-0", "uid": "2", "controller": true}]);
+    pod["spec"]["containers"][0]["command"] = json!(["torchrun", "--nnodes=8", "train.py"]);
+    assert!(judge_pod_as(&pod, &k, "system:serviceaccounts:kube-system"));
+}
+
+fn judge_pod_as(pod: &Value, keys: &MarkKeys, group: &str) -> bool {
+    let groups = [group.to_string()];
+    let who = Requester {
+        namespace: "research",
+        groups: &groups,
+        marks: Some(keys),
+        ..Default::default()
+    };
+    let v = evaluate(pod, &policy(), &who).unwrap();
+    v.allowed && v.notes.iter().any(|n| n.contains("left as admitted"))
 }
 
 /// Marks that fail to verify are counted in the counter the caller gives (kept across

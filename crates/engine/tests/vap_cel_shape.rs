@@ -71,7 +71,9 @@ fn every_expression_parses_and_nests_boundedly() {
                     );
                     let depth = comprehension_depth(expr);
                     // Node-affinity facts: templates x terms x values x expressions.
-                    let bound = if name == "pods" || name == "templates" {
+                    // The old object's copies (`oldPods`) have their original's shape.
+                    let bound = if ["pods", "templates", "oldPods", "oldTemplates"].contains(&name)
+                    {
                         4
                     } else {
                         3
@@ -83,7 +85,8 @@ fn every_expression_parses_and_nests_boundedly() {
                             "{name}: env iterated inside another comprehension"
                         );
                         assert!(
-                            expr.contains("variables.podEnv.filter"),
+                            expr.contains("variables.podEnv.filter")
+                                || expr.contains("variables.oldPodEnv.filter"),
                             "{name}: env of one container only"
                         );
                     }

@@ -1,5 +1,5 @@
 //! The exported ValidatingAdmissionPolicies decide like the engine: for every fixture
-//! of the corpus (`tests/fixtures/pods`, `workloads`, `bypass` under the restricted and
+//! of the corpus (`tests/fixtures/pods`, `workloads`, `bypass` and `precise` under the restricted and
 //! the default policy) and each exported rule, the CEL verdict (evaluated with the
 //! `cel` crate, bound like the apiserver binds it) equals the engine's verdict for that
 //! rule, on the raw object (the mutating webhook down) and on the mutated object (what
@@ -769,6 +769,78 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "mutated",
         HOLD,
     ),
+    (
+        "precise/cronjob-four-pods-one-gpu.yaml@restricted",
+        "partial-node",
+        "raw",
+        CARRIER,
+    ),
+    (
+        "precise/cronjob-four-pods-one-gpu.yaml@restricted",
+        "partial-node",
+        "mutated",
+        CARRIER,
+    ),
+    (
+        "precise/cronjob-four-pods-one-gpu.yaml@default",
+        "partial-node",
+        "raw",
+        CARRIER,
+    ),
+    (
+        "precise/cronjob-four-pods-one-gpu.yaml@default",
+        "partial-node",
+        "mutated",
+        CARRIER,
+    ),
+    (
+        "precise/deployment-one-gpu-ranks.yaml@restricted",
+        "partial-node",
+        "raw",
+        CARRIER,
+    ),
+    (
+        "precise/deployment-one-gpu-ranks.yaml@restricted",
+        "partial-node",
+        "mutated",
+        CARRIER,
+    ),
+    (
+        "precise/deployment-one-gpu-ranks.yaml@default",
+        "partial-node",
+        "raw",
+        CARRIER,
+    ),
+    (
+        "precise/deployment-one-gpu-ranks.yaml@default",
+        "partial-node",
+        "mutated",
+        CARRIER,
+    ),
+    (
+        "precise/pytorchjob-dra-only-gpus-counted.yaml@restricted",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "precise/pytorchjob-dra-only-gpus-counted.yaml@restricted",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
+    (
+        "precise/pytorchjob-dra-only-gpus-counted.yaml@default",
+        "partial-node",
+        "raw",
+        DRA,
+    ),
+    (
+        "precise/pytorchjob-dra-only-gpus-counted.yaml@default",
+        "partial-node",
+        "mutated",
+        DRA,
+    ),
 ];
 
 const ONE_JOB_PER_RANK: &str = "a workload whose pods' env says the job has more pods than the workload makes (one Job per rank): the engine takes the env; the VAP reads launcher env on bare Pods only, so it judges those pods when the Job creates them (VAP looser on the workload)";
@@ -785,6 +857,7 @@ const SHM: &str =
 const SPLIT_ZONES: &str = "templates of one job pinned to different zones: the engine compares the zones across a job's templates; the exported policies judge each template alone (VAP looser)";
 const LAUNCHER: &str = "a RayService serves unless it says it trains; the engine also takes a worker template's launcher (PET_NNODES, WORLD_SIZE, torchrun --nnodes) as training evidence, which CEL would have to read from env and command line inside the loop over templates, past the cost bound (VAP looser)";
 const RUNTIME: &str = "the TrainJob's node template (instance type, layout) and default node count come from its TrainingRuntime in the cluster inventory; a VAP sees only the TrainJob (VAP looser; the runtime itself is guarded when it is created)";
+const CARRIER: &str = "a Deployment, ReplicaSet, StatefulSet, DaemonSet or CronJob is judged by the engine as the pods or Jobs its controller makes from its template; the exported policies do not match these kinds, and judge those pods and Jobs when the controller creates them (VAP looser on the carrier)";
 const DRA: &str = "the devices a DRA claim asks for are in its ResourceClaimTemplate, a separate object a VAP cannot read (VAP looser)";
 const GB200: &str = "the GB200 type is inferred from the pod's ComputeDomain channel or NVLink-clique affinity and its NVLink domain size is catalog data; the VAP judges the pod against its nodeSelector or the namespace's default type";
 const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";

@@ -1,8 +1,9 @@
 //! The admission mark: proof that trainplace itself admitted the template a pod was
 //! made from, so the pod is not judged a second time without the submitter's identity.
 //!
-//! At workload admission trainplace writes `trainplace.io/admitted` on each judged pod
-//! template: an HMAC-SHA256, under a key only the webhook holds, over the namespace,
+//! When it admits a workload, trainplace writes `trainplace.io/admitted` on each judged
+//! pod template (never on one the verdict refuses: a mark means "this content, of this
+//! job size, was judged and admitted"): an HMAC-SHA256, under a key only the webhook holds, over the namespace,
 //! the job's identity label, the kind of controller that will own the pods, the number
 //! of pods the job was judged to have, and a digest of the fields the layout rules
 //! judge. The pod count is written in the mark (`v2.<key id>.<pods>.<mac>`): a pod

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+mod children;
 mod sites;
 mod write;
 
@@ -83,7 +84,15 @@ fn run(
         verdict.object = object;
         return Ok(verdict);
     }
-    if let Some(note) = left_alone(&object, &sites, &ctx, policy, &verdict) {
+    // A Deployment, StatefulSet, CronJob...: judged as what its controller makes (strict
+    // mode judges their templates itself, below).
+    if kind == Kind::Other
+        && !policy.strict()
+        && let Some(judged) = children::judge(&object, policy, who)?
+    {
+        return Ok(judged);
+    }
+    if let Some(note) = left_alone(&object, &ctx, policy, &verdict) {
         verdict.notes.push(note);
         verdict.object = object;
         return Ok(verdict);
@@ -107,6 +116,11 @@ fn run(
     // Read and judge every template once, then write the layouts.
     let (judged, pin) = judge_sites(&object, &sites, &ctx, &mut verdict)?;
     any_training |= !judged.is_empty();
+    if skip && any_training {
+        verdict.findings.push(opt_out_refused(&verdict.namespace));
+    }
+    // A mark says "admitted": a template the verdict refuses is laid out but not signed.
+    let admitted = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
     if layout == Layout::Write {
         for (site, judgement) in judged {
             let zone = pin
@@ -118,14 +132,12 @@ fn run(
                 site,
                 &judgement,
                 zone,
+                admitted,
                 &ctx,
                 &mut verdict,
                 &mut ops,
             )?;
         }
-    }
-    if skip && any_training {
-        verdict.findings.push(opt_out_refused(&verdict.namespace));
     }
     if let Some(mut sent) = sent {
         let sites = locate(&sent)?.1;
@@ -191,7 +203,6 @@ fn strict(
 /// pod made from a template it admitted, or a granted opt-out.
 fn left_alone(
     object: &Value,
-    sites: &[Site],
     ctx: &Ctx<'_, '_>,
     policy: &Policy,
     verdict: &Verdict,
@@ -212,11 +223,13 @@ fn left_alone(
     // A pod whose mark verifies has exactly the judged fields of the template trainplace
     // admitted (and laid out) with the submitter's identity. Laying it out again as a
     // lone pod would add what that job was judged not to need (a single-pod Job's pod
-    // would get a multi-pod layout) and break its own mark for /validate.
-    // Strict mode trusts no mark: every pod is judged on its own content.
-    if !policy.strict()
+    // would get a multi-pod layout) and break its own mark for /validate. Only a Pod: a
+    // workload's own CREATE is judged on its content whoever asks. Strict mode trusts no
+    // mark: every pod is judged on its own content.
+    if kind == Kind::Pod
+        && !policy.strict()
         && policy.trusted_controller(who)
-        && crate::judge::upstream::made_from_admitted(object, kind, sites, who, policy)
+        && crate::judge::upstream::made_from_admitted(object, kind, who, policy)
     {
         return Some(format!(
             "made by its controller from a template trainplace admitted ({ADMITTED} verified); left as admitted."

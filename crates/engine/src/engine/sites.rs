@@ -13,16 +13,28 @@ use crate::read::json::annotation;
 use crate::read::podspec::PodView;
 use crate::read::workload::{Kind, Site};
 
-/// Pods in the whole job: the sum over templates that ask for accelerators or EFA.
-/// `None` when a template's count is unknown (a bare Pod, or a workload that does not
-/// say how many pods a template makes).
+/// Whether a template asks for devices: accelerators or EFA as extended resources or
+/// through DRA claims (resolved, or not countable: a claim that cannot be read may hold
+/// GPUs, and a job is not made smaller by hiding them there).
+fn asks_for_devices(view: &PodView<'_>) -> bool {
+    let claimed = &view.devices;
+    view.accelerators().is_some()
+        || view.efa() > 0
+        || claimed.accelerators.is_some()
+        || claimed.efa.is_some()
+        || !claimed.unresolved.is_empty()
+}
+
+/// Pods in the whole job: the sum over templates that ask for devices. `None` when a
+/// template's count is unknown (a bare Pod, or a workload that does not say how many
+/// pods a template makes).
 fn job_pods(kind: Kind, views: &[(&Site, PodView<'_>)]) -> Option<u32> {
     if !kind.is_workload() {
         return None;
     }
     let mut total = 0u32;
     for (site, view) in views {
-        if view.accelerators().is_none() && view.efa() == 0 {
+        if !asks_for_devices(view) {
             continue;
         }
         total = total.saturating_add(site.pods?);
@@ -37,7 +49,7 @@ const MAX_JOB_PODS: u64 = 150_000;
 /// A size that no cluster can run is a finding of its own, not a count to wrap around.
 fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
     for (site, view) in views {
-        if site.requested <= MAX_JOB_PODS || (view.accelerators().is_none() && view.efa() == 0) {
+        if site.requested <= MAX_JOB_PODS || !asks_for_devices(view) {
             continue;
         }
         let knobs: Vec<String> = site.knobs.iter().map(|k| k.value.to_string()).collect();
@@ -75,9 +87,10 @@ pub(super) fn judge_sites<'s, 'a>(
         let template = object
             .pointer(&site.pointer)
             .ok_or_else(|| ObjectError::bad(&site.field, "missing"))?;
+        let view = PodView::read(template, &site.field, &ctx.eff.policy.catalog)?;
         views.push((
             site,
-            PodView::read(template, &site.field, &ctx.eff.policy.catalog)?,
+            crate::judge::judgement::with_claims(view, ctx, verdict),
         ));
     }
     if let (Kind::Pod, Some((_, view))) = (ctx.kind, views.first()) {

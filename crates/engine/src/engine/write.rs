@@ -14,12 +14,15 @@ use crate::read::podspec::PodView;
 use crate::read::workload::Site;
 use crate::write::layout::Change;
 
-/// Write one judged template's layout, the Kueue topology ask and the explanation.
+/// Write one judged template's layout, the Kueue topology ask and the explanation; and,
+/// when the object is `admitted`, the mark that says so.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn write_site(
     object: &mut Value,
     site: &Site,
     judgement: &Judgement<'_>,
     zone: Option<&str>,
+    admitted: bool,
     ctx: &Ctx<'_, '_>,
     verdict: &mut Verdict,
     ops: &mut Ops,
@@ -50,6 +53,9 @@ pub(super) fn write_site(
             ops,
         );
         verdict.changes.extend(changes);
+    }
+    if !admitted {
+        return Ok(());
     }
     mark_admitted(object, site, judgement, ctx, &verdict.namespace, ops)
 }
@@ -89,7 +95,11 @@ fn identity_label(
         })
 }
 
-/// Sign the template as trainplace admitted it, so the controller's pods can show it.
+/// Sign the template as trainplace admitted it, so the controller's pods can show it:
+/// this content, in this namespace, under this job label and owner kind, admitted as
+/// part of a job of this many pods. A mark already there that verifies for the same
+/// content and a job at least this large is kept: a JobSet's child Job is judged as its
+/// own Job, smaller than the JobSet its template was admitted in.
 fn mark_admitted(
     object: &mut Value,
     site: &Site,
@@ -108,16 +118,21 @@ fn mark_admitted(
     let missing = || ObjectError::bad(&site.field, "missing");
     let template = object.pointer(&site.pointer).ok_or_else(missing)?;
     let view = PodView::read(template, &site.field, &ctx.eff.policy.catalog)?;
-    let mark = keys.sign(&Claim {
+    let claim = Claim {
         namespace,
         identity: (key, value),
         owner_kind,
         digest: crate::answer::mark::digest(&view),
         pods: judgement.pods().unwrap_or(0),
-    });
-    if annotation(template, ADMITTED) == Some(mark.as_str()) {
+    };
+    let kept = annotation(template, ADMITTED)
+        .filter(|m| m.split('.').nth(1) == Some(keys.current_id()))
+        .and_then(|m| keys.verify(m, &claim))
+        .is_some_and(|signed| signed == claim.pods || (claim.pods > 0 && signed >= claim.pods));
+    if kept {
         return Ok(());
     }
+    let mark = keys.sign(&claim);
     let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
     if let Some(mut ann) =
         Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::facts::catalog::InstanceProfile;
-use crate::facts::dra::{self, Claims};
+use crate::facts::dra::{self, Claims, PodDevices};
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::{Effective, Mode, OptIn};
 use crate::facts::requester::Requester;
@@ -118,6 +118,29 @@ impl<'p> Judgement<'p> {
     }
 }
 
+/// The view with what its DRA claims ask for, counted through the templates submitted
+/// alongside, then the inventory's (unchanged when it has no claims).
+pub(crate) fn with_claims<'v>(
+    view: PodView<'v>,
+    ctx: &Ctx<'_, '_>,
+    verdict: &Verdict,
+) -> PodView<'v> {
+    if view.claims == 0 {
+        return view;
+    }
+    let sources: Vec<&Claims> = [ctx.who.claims, ctx.who.inventory.map(Snapshot::claims)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let devices = dra::resolve(
+        view.pod,
+        &verdict.namespace,
+        &sources,
+        &ctx.eff.policy.catalog,
+    );
+    view.with_devices(devices)
+}
+
 /// Judge one template: `None` when it is not a training pod. Findings go into the
 /// verdict; annotations are read from the template, then from the object around it.
 pub(crate) fn judge<'a>(
@@ -129,17 +152,11 @@ pub(crate) fn judge<'a>(
 ) -> Result<Option<Judgement<'a>>, ObjectError> {
     let eff = ctx.eff;
     let object_annotation = |key: &str| str_at(object, &["metadata", "annotations", key]);
-    // DRA claims count through the templates submitted alongside, then the inventory's.
     let resolved;
-    let view = if view.claims == 0 {
+    let view = if view.claims == 0 || view.devices != PodDevices::default() {
         view
     } else {
-        let sources: Vec<&Claims> = [ctx.who.claims, ctx.who.inventory.map(Snapshot::claims)]
-            .into_iter()
-            .flatten()
-            .collect();
-        let devices = dra::resolve(view.pod, &verdict.namespace, &sources, &eff.policy.catalog);
-        resolved = view.with_devices(devices);
+        resolved = with_claims(view.clone(), ctx, verdict);
         &resolved
     };
     let shape = match classify(view, hints, eff, ctx.who.inventory) {
@@ -148,9 +165,18 @@ pub(crate) fn judge<'a>(
     };
     let set = |key: &str| view.annotation(key).or_else(|| object_annotation(key)) == Some("true");
     // Opt-ins are the requester's own. An UPDATE by someone without the grant (Kueue,
-    // the garbage collector) is judged for what it changes (`update.rs`), not granted
-    // by the admission mark: the mutating webhook signs every template it sees.
-    let opt_in = |key: &str, which: OptIn| ctx.opt_in(set(key), which);
+    // the garbage collector) is judged for what it changes (`update.rs`). A trusted
+    // controller's child workload (a JobSet's Job) keeps the opt-ins written on a
+    // template whose mark verifies: the submitter was granted them when it was admitted
+    // (the mark is written only on what was admitted, and binds the annotations).
+    let vouched = ctx.kind.is_workload()
+        && crate::judge::upstream::vouched(view.pod, ctx.kind, shape.pods, ctx.who, eff.policy);
+    let opt_in = |key: &str, which: OptIn| match ctx.opt_in(set(key), which) {
+        OptInState::Refused if vouched && view.annotation(key) == Some("true") => {
+            OptInState::Granted
+        }
+        state => state,
+    };
     let partial_opt_in = opt_in(ALLOW_PARTIAL_NODE, OptIn::AllowPartialNode);
     let multi_az_opt_in = opt_in(ALLOW_MULTI_AZ, OptIn::AllowMultiAz);
     let layout = layout_of(view, &shape, ctx)?;

@@ -1,7 +1,7 @@
 //! Judging: what a pod template is (classify, with the instance types its selection
 //! reaches), the rules and their findings, the per-template judgement, the checks that
 //! span a whole job (zones, placement, NVLink domains, Capacity Block ends), what an
-//! UPDATE changes, what a trusted controller made from an admitted template, and the
+//! UPDATE changes (and the sizes it compares findings by), what a trusted controller made from an admitted template, and the
 //! verdict that gathers them.
 
 pub(crate) mod capacity_block;
@@ -12,6 +12,7 @@ pub(crate) mod nvlink;
 pub(crate) mod placement;
 pub(crate) mod rules;
 pub(crate) mod selection;
+pub(crate) mod sizes;
 pub(crate) mod split_zones;
 pub(crate) mod strict;
 pub(crate) mod update;

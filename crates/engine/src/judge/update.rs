@@ -2,7 +2,8 @@
 //! submitter's grants; a controller's update (the garbage collector removing a
 //! finalizer, Kueue suspending or unsuspending a job, an operator writing status) is
 //! refused only for a finding the update itself brings. A finding the old object
-//! already had stays a warning. A pod's job label cannot change at all: a pod moved to
+//! already had, at the same template, for a job and template no larger (`sizes.rs`),
+//! stays a warning. A pod's job label cannot change at all: a pod moved to
 //! another job's label would leave the zone hold of the job it runs in.
 
 use std::collections::HashSet;
@@ -13,6 +14,7 @@ use crate::engine::judge_owned;
 use crate::facts::policy::{Mode, Policy};
 use crate::facts::requester::Requester;
 use crate::judge::finding::{Finding, Rule};
+use crate::judge::sizes::Sizes;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::JOB_IDENTITY_LABELS;
 use crate::read::json::str_at;
@@ -23,8 +25,14 @@ pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Re
         return crate::judge::strict::update::judge_change(old, verdict, policy, who);
     }
     let relabelled = relabelled(&old, &verdict.object, policy);
-    // A finding is the same only if it says the same: a job grown from 4 to 16 partial
-    // pods is a new finding at the same site.
+    let (was, is) = (
+        Sizes::of(&old, &policy.catalog),
+        Sizes::of(&verdict.object, &policy.catalog),
+    );
+    // A finding is the same if its rule and template are, and the job and template did
+    // not grow (`sizes.rs`): a job shrunk from 4 to 2 partial pods keeps its finding, one
+    // grown from 4 to 16 has a new one. Where the sizes are unknown (a Pod, a TrainJob),
+    // the finding must also say the same.
     let before: HashSet<(Rule, String, String)> = match judge_owned(old, policy, who) {
         Ok(v) => v
             .findings
@@ -35,8 +43,12 @@ pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Re
         // An old object trainplace cannot read cannot excuse anything.
         Err(_) => HashSet::new(),
     };
+    let same = |f: &Finding| match was.kept(&is, &f.site) {
+        Some(kept) => kept && before.iter().any(|(r, s, _)| *r == f.rule && *s == f.site),
+        None => before.contains(&(f.rule, f.site.clone(), f.found.clone())),
+    };
     for f in &mut verdict.findings {
-        if f.mode == Mode::Enforce && before.contains(&(f.rule, f.site.clone(), f.found.clone())) {
+        if f.mode == Mode::Enforce && same(f) {
             f.mode = Mode::Warn;
             f.found
                 .push_str(" The object was admitted so; this update does not change it.");

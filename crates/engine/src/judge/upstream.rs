@@ -1,10 +1,16 @@
-//! What a trusted controller makes from a template trainplace admitted: the pods of a
-//! Job, PyTorchJob or JobSet, and the child Jobs a JobSet makes. Each carries the
-//! template's `trainplace.io/admitted` mark; when the mark verifies against the object
-//! itself (`mark.rs`) it was judged at submit time with the submitter's identity and
-//! grants, and is left as admitted. Anything else, a forged or copied mark included, is
-//! judged; so is a pod whose own launcher says its job has more pods than the mark
-//! vouches for, and one whose job the inventory already shows in another zone.
+//! What a trusted controller makes from a template trainplace admitted. A pod of a Job,
+//! PyTorchJob or JobSet carries the template's `trainplace.io/admitted` mark; when the
+//! mark verifies against the pod itself (`mark.rs`) the pod's content was judged and
+//! admitted at submit time with the submitter's identity and grants, and is left as
+//! admitted. Anything else, a forged or copied mark included, is judged; so is a pod
+//! whose own launcher says its job has more pods than the mark vouches for, and one
+//! whose job the inventory already shows in another zone.
+//!
+//! A workload is never left alone on a mark: its own CREATE is judged on its content
+//! whoever asks (a CronJob's Job, a JobSet's child Job, an operator's child workload).
+//! What a verifying mark on a child workload's template still vouches for, when a
+//! trusted controller asks, is the opt-ins written on that template: they were granted
+//! to the submitter when the template was admitted ([`vouched`]).
 
 use serde_json::Value;
 
@@ -15,65 +21,72 @@ use crate::read::annotations::JOB_IDENTITY_LABELS;
 use crate::read::json::{items, str_at};
 use crate::read::podspec::PodView;
 use crate::read::recognize::JobSize;
-use crate::read::workload::{Kind, Site};
+use crate::read::workload::Kind;
 
-/// Whether the object is made by its controller from templates trainplace admitted (the
-/// caller checks that a trusted controller is asking).
+/// Whether a Pod is made by its controller from a template trainplace admitted (the
+/// caller checks that a trusted controller is asking). Only a Pod: a workload is judged.
 pub(crate) fn made_from_admitted(
     object: &Value,
     kind: Kind,
-    sites: &[Site],
     who: &Requester<'_>,
     policy: &Policy,
 ) -> bool {
     let Some(keys) = who.marks else {
         return false;
     };
-    let namespace = str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
-    if kind == Kind::Pod {
-        let Some(owner_kind) = items(object, &["metadata", "ownerReferences"])
-            .iter()
-            .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
-            .and_then(|o| o.get("kind")?.as_str())
-        else {
-            return false;
-        };
-        return verified(object, owner_kind, namespace, keys, policy)
-            .is_some_and(|(key, value)| !placed_apart(object, namespace, (key, value), who));
+    if kind != Kind::Pod {
+        return false;
     }
-    // A workload a controller makes (a JobSet's child Job): every template that asks for
-    // devices carries a mark that verifies, for the kind that will own its pods.
-    let Some(owner_kind) = kind.pod_owner_kind() else {
+    let namespace = str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
+    let Some(owner_kind) = items(object, &["metadata", "ownerReferences"])
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|o| o.get("kind")?.as_str())
+    else {
         return false;
     };
-    let mut any = false;
-    for site in sites {
-        let Some(template) = object.pointer(&site.pointer) else {
-            return false;
-        };
-        let Ok(view) = PodView::read(template, &site.field, &policy.catalog) else {
-            return false;
-        };
-        if view.accelerators().is_none() && view.efa() == 0 && view.claims == 0 {
-            continue;
-        }
-        if verified(template, owner_kind, namespace, keys, policy).is_none() {
-            return false;
-        }
-        any = true;
-    }
-    any
+    verified(object, owner_kind, namespace, keys, policy)
+        .is_some_and(|(key, value, _)| !placed_apart(object, namespace, (key, value), who))
 }
 
-/// The job label a pod or template's mark verifies with, when it verifies and the
-/// object's own launcher does not say its job is larger than the mark states.
+/// Whether a trusted controller's child workload template carries a mark that verifies
+/// for this content, in this namespace, under this job label and owner kind, for a job
+/// at least as large as the one judged now (`pods`, `None`: several, count unknown).
+/// The opt-ins on such a template were granted when it was admitted.
+pub(crate) fn vouched(
+    template: &Value,
+    kind: Kind,
+    pods: Option<u32>,
+    who: &Requester<'_>,
+    policy: &Policy,
+) -> bool {
+    let (Some(keys), Some(owner_kind)) = (who.marks, kind.pod_owner_kind()) else {
+        return false;
+    };
+    if !kind.is_workload() || !policy.trusted_controller(who) {
+        return false;
+    }
+    let Some((_, _, signed)) = verified(template, owner_kind, who.namespace, keys, policy) else {
+        return false;
+    };
+    // 0: the mark vouches for a job of several pods, count unknown.
+    match pods {
+        _ if signed == 0 => true,
+        Some(n) => n <= signed,
+        None => false,
+    }
+}
+
+/// The job label a pod or template's mark verifies with, and the pod count the mark
+/// states, when it verifies and the object's own launcher does not say its job is
+/// larger than that.
 fn verified<'v>(
     object: &'v Value,
     owner_kind: &str,
     namespace: &str,
     keys: &MarkKeys,
     policy: &Policy,
-) -> Option<(&'static str, &'v str)> {
+) -> Option<(&'static str, &'v str, u32)> {
     let mark = str_at(object, &["metadata", "annotations", ADMITTED])?;
     let view = PodView::read(object, "spec", &policy.catalog).ok()?;
     let digest = crate::answer::mark::digest(&view);
@@ -99,7 +112,7 @@ fn verified<'v>(
         Some(JobSize::Several) => pods <= 1,
         None => false,
     };
-    (!larger).then_some((key, value))
+    (!larger).then_some((key, value, pods))
 }
 
 /// Whether the inventory shows the pod's job in more than one zone, or in a zone other

@@ -183,7 +183,7 @@ fn pods(policy: &Policy) -> String {
  {it},
  {zone},
  'zpin': has({spec}.nodeSelector) && {spec}.nodeSelector.exists(k, k in {zk}),
- 'zspread': has({spec}.topologySpreadConstraints) && {spec}.topologySpreadConstraints.exists(c, has(c.topologyKey) && c.topologyKey in {zk}),
+ 'zspread': has({spec}.topologySpreadConstraints) && {spec}.topologySpreadConstraints.exists(c, has(c.topologyKey) && c.topologyKey in {zk} && !(has(c.whenUnsatisfiable) && c.whenUnsatisfiable == 'ScheduleAnyway')),
  'zanti': has({spec}.affinity) && has({spec}.affinity.podAntiAffinity) && has({anti}.requiredDuringSchedulingIgnoredDuringExecution) && {anti}.requiredDuringSchedulingIgnoredDuringExecution.exists(t, has(t.topologyKey) && t.topologyKey in {zk} && size(x.site.id) == 2 && has(t.labelSelector) && ((has(t.labelSelector.matchLabels) && x.site.id[0] in t.labelSelector.matchLabels && t.labelSelector.matchLabels[x.site.id[0]] == x.site.id[1]) || (size(t.labelSelector) > 0 && has(t.matchLabelKeys) && x.site.id[0] in t.matchLabelKeys)))}})",
         shared = resource_fact(policy, "r.key", "shared"),
         cores = resource_fact(policy, "r.key", "cores"),
@@ -231,7 +231,7 @@ fn templates(policy: &Policy) -> Result<String, ExportError> {
    : (x.tc && x.tb && x.tv.exists(l, size(l) > 0)) ? variables.catalogNames.filter(n, x.tv.exists(l, n in l || ('ml.' + n) in l))
    : x.annType != '' && !x.ksel ? {ann}
    : variables.defaultType != '' && !x.ksel ? {def} : [],
- 'zmany': !x.zpin && x.zc && (!x.zb || (x.zv.exists(l, size(l) > 0) && x.zv.exists(l, l.exists(v, v != x.zv.filter(l2, size(l2) > 0)[0][0]))))}})",
+ 'zmany': !x.zpin && x.zc && x.zb && x.zv.exists(l, size(l) > 0) && x.zv.exists(l, l.exists(v, v != x.zv.filter(l2, size(l2) > 0)[0][0]))}})",
         fam = resource_fact(policy, "x.res", "family"),
         train = training.join(" || "),
         ns = named("x.nsType"),
@@ -302,9 +302,16 @@ fn pod_size(policy: &Policy) -> (String, String) {
         named("PET_NPROC_PER_NODE"),
     );
     let (nn1, ws1, np1) = (last(&nn), last(&ws), last(&np));
+    // `PET_*` counts only when the container runs torchrun, the one launcher that reads
+    // it (`recognize::env_size`): a command-line token named torchrun or
+    // torch.distributed.run/launch.
+    let torchrun = format!(
+        "variables.podLine.matches({})",
+        lit(r#"(^|[\s"'`;|&/])(torchrun|torch[.]distributed[.](run|launch))($|[\s"'`;|&])"#)
+    );
     // A pod runs at most one rank per accelerator it holds.
     let per = format!(
-        "[[size({np}) > 0 && has({np1}.value) && {np1}.value.matches('^[0-9]{{1,9}}$') ? int({np1}.value) : variables.pods[0].g, 1].max(), [variables.pods[0].g, 1].max()].min()"
+        "[[{torchrun} && size({np}) > 0 && has({np1}.value) && {np1}.value.matches('^[0-9]{{1,9}}$') ? int({np1}.value) : variables.pods[0].g, 1].max(), [variables.pods[0].g, 1].max()].min()"
     );
     let standalone = lit(&format!("(^|{SEP})--stan[a-z]*($|{SEP})"));
     // A launcher's flag wins over its env.
@@ -312,8 +319,8 @@ fn pod_size(policy: &Policy) -> (String, String) {
         "object.kind != 'Pod' || size(variables.pods) != 1 || size(variables.pods[0].dc) == 0 ? -1
 : variables.podLine.contains('torch') && variables.podLine.matches({standalone}) ? 0
 : variables.podFlag != '' ? {flag}
-: size({nn}) > 0 && has({nn1}.value) ? ({nn1}.value.matches('^(.*:)?[ \\t]*[+]?(0+|0*1)[ \\t]*$') ? 0 : 1)
-: {value_from} && ((size({nn}) > 0 && has({nn1}.valueFrom)) || (size({ws}) > 0 && has({ws1}.valueFrom))) ? 1
+: {torchrun} && size({nn}) > 0 && has({nn1}.value) ? ({nn1}.value.matches('^(.*:)?[ \\t]*[+]?(0+|0*1)[ \\t]*$') ? 0 : 1)
+: {value_from} && (({torchrun} && size({nn}) > 0 && has({nn1}.valueFrom)) || (size({ws}) > 0 && has({ws1}.valueFrom))) ? 1
 : size({ws}) > 0 && has({ws1}.value) && {ws1}.value.matches('^[0-9]{{1,9}}$') ? (int({ws1}.value) > {per} ? 1 : 0)
 : -1",
         flag = flag_size()

@@ -2,7 +2,7 @@
 //! each container of a template asks for (`podspec`), as CEL variables:
 //!
 //! - `sites`: one entry per template: `t` (the `{metadata, spec}`), `n` (pods it
-//!   makes: replicas x parallelism), `u` (the count is unknown: judged as many pods),
+//!   makes: replicas x the Job's active pods), `u` (the count is unknown: judged as many pods),
 //!   `f` (the field, for messages), `id` (the job label the operator puts on its pods,
 //!   `[key, value]` or `[]`). The controllers beyond the core ones: `controllers`.
 //! - `containers`: per site, each container's accelerator resource name (`key`, `''`
@@ -28,10 +28,18 @@ fn replica_specs(field: &str) -> String {
     )
 }
 
+/// The pods a Job spec runs at once, as the Job controller computes them (the engine's
+/// `workload::active_pods`): `parallelism`, never more than `completions` when set.
+pub(crate) fn active_pods(spec: &str) -> String {
+    let p = format!("(has({spec}.parallelism) ? {spec}.parallelism : 1)");
+    format!("(has({spec}.completions) ? [{p}, {spec}.completions].min() : {p})")
+}
+
 fn job() -> String {
     let t = "object.spec.template";
     format!(
-        "(has(object.spec.template) ? [{{'t': {t}, 'n': has(object.spec.parallelism) ? object.spec.parallelism : 1, 'u': false, 'f': 'spec.template.spec', 'id': {id}}}] : [])",
+        "(has(object.spec.template) ? [{{'t': {t}, 'n': {n}, 'u': false, 'f': 'spec.template.spec', 'id': {id}}}] : [])",
+        n = active_pods("object.spec"),
         id = workload_id(t, "batch.kubernetes.io/job-name")
     )
 }
@@ -39,7 +47,8 @@ fn job() -> String {
 fn jobset() -> String {
     let t = "r.template.spec.template";
     format!(
-        "(has(object.spec.replicatedJobs) ? object.spec.replicatedJobs.filter(r, has(r.template) && has(r.template.spec) && has(r.template.spec.template)).map(r, {{'t': {t}, 'n': (has(r.replicas) ? r.replicas : 1) * (has(r.template.spec.parallelism) ? r.template.spec.parallelism : 1), 'u': false, 'f': 'spec.replicatedJobs[' + r.name + '].template.spec.template.spec', 'id': {id}}}) : [])",
+        "(has(object.spec.replicatedJobs) ? object.spec.replicatedJobs.filter(r, has(r.template) && has(r.template.spec) && has(r.template.spec.template)).map(r, {{'t': {t}, 'n': (has(r.replicas) ? r.replicas : 1) * {n}, 'u': false, 'f': 'spec.replicatedJobs[' + r.name + '].template.spec.template.spec', 'id': {id}}}) : [])",
+        n = active_pods("r.template.spec"),
         id = workload_id(t, "jobset.sigs.k8s.io/jobset-name")
     )
 }

@@ -1,5 +1,5 @@
 //! The fixture corpus the equivalence test runs: `tests/fixtures/pods`, `workloads`,
-//! and `bypass` under the restricted and the embedded default policy.
+//! `bypass` and `precise` under the restricted and the embedded default policy.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,10 +29,10 @@ pub fn policy_for(case: &Case) -> Policy {
     super::fixture_env::policy(case.policy_file.as_deref(), case.policy.as_ref())
 }
 
-/// Every fixture, named `dir/file` (bypass: `dir/file@restricted|default`).
+/// Every fixture, named `dir/file` (bypass, precise: `dir/file@restricted|default`).
 pub fn corpus() -> Vec<(String, Case)> {
     let mut out = Vec::new();
-    for dir in ["pods", "workloads", "bypass"] {
+    for dir in ["pods", "workloads", "bypass", "precise"] {
         let mut files: Vec<PathBuf> =
             std::fs::read_dir(repo_root().join("tests/fixtures").join(dir))
                 .unwrap()
@@ -45,7 +45,7 @@ pub fn corpus() -> Vec<(String, Case)> {
             let file = path.file_name().unwrap().to_string_lossy();
             let case: Case = serde_yaml_ng::from_str(&text)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            if dir == "bypass" {
+            if dir == "bypass" || dir == "precise" {
                 let mut restricted: Case = serde_yaml_ng::from_str(&text).unwrap();
                 restricted.policy_file = Some("examples/policy-restricted.yaml".into());
                 out.push((format!("{dir}/{file}@restricted"), restricted));

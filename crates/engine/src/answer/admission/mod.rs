@@ -304,9 +304,12 @@ fn decide(
     if is_scale && judges.policy.strict() {
         return (base, None, Outcome::Passed { operation });
     }
-    let object = if is_scale {
+    let (object, old_object) = if is_scale {
         match scaled_object(req, &object, &namespace, judges.inventory) {
-            Scaled::Judge(parent) => parent,
+            // A Scale's old object is a Scale: what it changes is the workload as stored.
+            Scaled::Judge { scaled, stored } => {
+                (scaled, serde_json::value::to_raw_value(&stored).ok())
+            }
             Scaled::Pass(note) => {
                 let mut resp = base;
                 resp.warnings = Some(vec![note]);
@@ -314,12 +317,11 @@ fn decide(
             }
         }
     } else {
-        object
+        (object, old_object)
     };
     let who = requester(req, &namespace, judges.inventory, judges.marks, judges.now);
-    // An UPDATE is refused only for what it changes (`update.rs`); a Scale's old
-    // object is a Scale, not the workload judged.
-    let old_object = old_object.filter(|_| req.operation == Operation::Update && !is_scale);
+    // An UPDATE (a Scale too) is refused only for what it changes (`update.rs`).
+    let old_object = old_object.filter(|_| req.operation == Operation::Update);
     let verdict = match judge(endpoint, object, old_object, judges.policy, &who) {
         Ok(v) => v,
         Err(e) => {

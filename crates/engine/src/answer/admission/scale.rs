@@ -8,8 +8,9 @@ use crate::facts::inventory::{Snapshot, scale_replicas_path};
 
 /// What a Scale review is judged as.
 pub(super) enum Scaled {
-    /// The workload it scales, with the new replica count written in.
-    Judge(Value),
+    /// The workload it scales, with the new replica count written in, and the workload
+    /// as stored (what the scale changes, as an UPDATE's old object).
+    Judge { scaled: Value, stored: Value },
     /// Not judged (a scale-down, or a workload the inventory does not hold), with why.
     Pass(String),
 }
@@ -40,10 +41,13 @@ pub(super) fn scaled_object(
             "trainplace does not know where a scale of {resource} writes its replicas; the new size was not checked."
         ));
     };
-    let mut parent = parent.clone();
+    let mut scaled = parent.clone();
     let (holder, key) = path.rsplit_once('/').unwrap_or(("", path));
-    if let Some(m) = parent.pointer_mut(holder).and_then(Value::as_object_mut) {
+    if let Some(m) = scaled.pointer_mut(holder).and_then(Value::as_object_mut) {
         m.insert(key.to_string(), Value::from(new));
     }
-    Scaled::Judge(parent)
+    Scaled::Judge {
+        scaled,
+        stored: parent.clone(),
+    }
 }

@@ -16,9 +16,9 @@ use crate::read::podspec::required_node_terms;
 pub struct Zones {
     /// A single zone the pod is pinned to.
     pub pinned: Option<String>,
-    /// Node affinity that explicitly allows more than one zone (described).
+    /// Node affinity whose `In` lists explicitly allow more than one zone (described).
     pub allows_many: Option<String>,
-    /// A topology spread constraint over zones.
+    /// A hard topology spread constraint over zones (`DoNotSchedule`, the default).
     pub spread: bool,
     /// A required pod affinity on the zone topology already holds the job together.
     pub held: bool,
@@ -190,15 +190,17 @@ pub fn zones(pod: &Value, identity: Option<(&str, &str)>) -> Zones {
                     ));
                 }
             }
-            Some(Allowed::Unbounded(why)) => {
-                z.allows_many = Some(format!("required node affinity on the zone uses {why}"));
-            }
-            None => {}
+            // No In list names the zones (a NotIn exclusion, Exists, a term that does
+            // not constrain the zone): the pod is not pinned, and nothing asks for more
+            // than one zone; the hold trainplace writes keeps the job in one.
+            Some(Allowed::Unbounded(_)) | None => {}
         }
     }
+    // A soft spread (`whenUnsatisfiable: ScheduleAnyway`) only scores nodes: a required
+    // hold wins over it, so it puts no pod in another zone.
     z.spread = items(pod, &["spec", "topologySpreadConstraints"])
         .iter()
-        .any(on_zone_key);
+        .any(|c| on_zone_key(c) && str_at(c, &["whenUnsatisfiable"]) != Some("ScheduleAnyway"));
     // Only an affinity over the job's own pods holds the job in one zone: one with an
     // empty selector or towards another workload (CoreDNS runs in every zone) does not.
     z.held = required_pod_terms(pod, "podAffinity")

@@ -127,6 +127,12 @@ impl Invocation {
     }
 }
 
+/// Whether the command line runs torchrun (or `torch.distributed.run`/`.launch`), the
+/// one launcher that reads `PET_*`: elsewhere those variables are a decoy.
+pub(super) fn runs_torchrun(line: &str) -> bool {
+    invocations(line).any(|inv| inv.launcher == Launcher::Torchrun)
+}
+
 /// The job size the launchers on a command line start, the largest if several do.
 pub(super) fn size(line: &str, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
     invocations(line)

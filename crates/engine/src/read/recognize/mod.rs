@@ -177,15 +177,24 @@ fn container_size(
         .flatten();
     match launched {
         Some(size) => Some(size),
-        None => env_size(view, &env, per_pod, on),
+        None => env_size(view, &env, per_pod, on, launchers::runs_torchrun(&line)),
     }
 }
 
-/// The env of a trainer started without a launcher on its command line (a script that
-/// runs torchrun reads `PET_*`; `torch.distributed` reads `WORLD_SIZE`).
-fn env_size(view: &PodView<'_>, env: &Env<'_>, per_pod: u32, on: &Recognizers) -> Option<JobSize> {
+/// The env the trainer reads when its launcher's flags do not say: `torch.distributed`
+/// reads `WORLD_SIZE`; `PET_*` only when the container runs torchrun, the one launcher
+/// that reads them (elsewhere a `PET_NNODES: "1"` or a large `PET_NPROC_PER_NODE` is a
+/// decoy that would shrink the job).
+fn env_size(
+    view: &PodView<'_>,
+    env: &Env<'_>,
+    per_pod: u32,
+    on: &Recognizers,
+    torchrun: bool,
+) -> Option<JobSize> {
     let value_from = on.env_value_from.unwrap_or(true);
-    match env.get("PET_NNODES") {
+    let pet = |name: &str| env.get(name).filter(|_| torchrun);
+    match pet("PET_NNODES") {
         // torchrun accepts "N" or an elastic range "MIN:MAX"; the maximum bounds the job.
         Some(EnvValue::Literal(v)) => return Some(counts::node_count(v, env)),
         Some(EnvValue::Elsewhere) if value_from => return Some(JobSize::Several),
@@ -202,13 +211,16 @@ fn env_size(view: &PodView<'_>, env: &Env<'_>, per_pod: u32, on: &Recognizers) -
     // tasks' replicas), not to a process count.
     // https://github.com/volcano-sh/volcano/blob/ed72c7c815a9fd547a787134676f73d42e9d049c/pkg/controllers/job/plugins/distributed-framework/pytorch/pytorch.go
     let volcano = view.labels().contains_key(LABEL_VOLCANO_JOB) && on.volcano.unwrap_or(true);
-    if volcano && env.get("PET_NPROC_PER_NODE").is_none() {
+    let per_node = match pet("PET_NPROC_PER_NODE") {
+        Some(EnvValue::Literal(v)) => Some(v),
+        _ => None,
+    };
+    if volcano && per_node.is_none() {
         return Some(JobSize::Pods(world));
     }
-    Some(JobSize::Pods(world.div_ceil(counts::per_node(
-        env.literal("PET_NPROC_PER_NODE"),
-        per_pod,
-    ))))
+    Some(JobSize::Pods(
+        world.div_ceil(counts::per_node(per_node, per_pod)),
+    ))
 }
 
 #[cfg(test)]

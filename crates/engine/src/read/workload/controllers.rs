@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::{Kind, Knob, Site, count_at, site};
+use super::{Kind, Knob, Site, active_pods, count_at, site};
 use crate::error::ObjectError;
 use crate::read::annotations::{
     LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN,
@@ -203,7 +203,7 @@ pub(super) fn runtime(obj: &Value) -> Result<Vec<Site>, ObjectError> {
         } else {
             vec![
                 count_at(obj, &format!("{base}/replicas"), 1)?,
-                count_at(obj, &format!("{base}/template/spec/parallelism"), 1)?,
+                active_pods(obj, &format!("{base}/template/spec"))?,
             ]
         };
         let identity =

@@ -162,6 +162,24 @@ pub(crate) fn count_at(obj: &Value, pointer: &str, default: u32) -> Result<Knob,
     })
 }
 
+/// The pods a Job spec at `spec` runs at once, as the Job controller computes them
+/// (`manageJob` in pkg/controller/job/job_controller.go): `parallelism` (default 1),
+/// but never more than `completions` when that is set, in NonIndexed and Indexed mode
+/// alike. `completions: 1, parallelism: 4` runs one pod at a time. The knob stays the
+/// `parallelism` field (the one reshape rewrites), with the value that bounds it.
+/// https://github.com/kubernetes/kubernetes/blob/v1.33.0/pkg/controller/job/job_controller.go
+pub(crate) fn active_pods(obj: &Value, spec: &str) -> Result<Knob, ObjectError> {
+    let parallelism = count_at(obj, &format!("{spec}/parallelism"), 1)?;
+    let completions = match obj.pointer(&format!("{spec}/completions")) {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(count_at(obj, &format!("{spec}/completions"), 1)?.value),
+    };
+    Ok(Knob {
+        value: completions.map_or(parallelism.value, |c| c.min(parallelism.value)),
+        pointer: parallelism.pointer,
+    })
+}
+
 pub(crate) fn site(
     obj: &Value,
     pointer: String,
@@ -265,7 +283,7 @@ fn locate_named(obj: &Value, kind: Kind) -> Result<(Kind, Vec<Site>), ObjectErro
             obj,
             "/spec/template".into(),
             id("batch.kubernetes.io/job-name"),
-            vec![count_at(obj, "/spec/parallelism", 1)?],
+            vec![active_pods(obj, "/spec")?],
         )],
         Kind::JobSet => operators::jobset(obj, name)?,
         Kind::PyTorchJob | Kind::MpiJob | Kind::PaddleJob => operators::kubeflow(obj, kind, name)?,

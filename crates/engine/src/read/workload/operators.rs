@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Kind, Knob, Site, count_at, site};
+use super::{Kind, Knob, Site, active_pods, count_at, site};
 use crate::error::ObjectError;
 use crate::read::annotations::LWS_GROUP_KEY;
 use crate::read::json::{escape, items};
@@ -13,7 +13,7 @@ fn id(name: Option<&str>, label: &str) -> Option<(String, String)> {
     name.map(|n| (label.to_string(), n.to_string()))
 }
 
-/// A JobSet: one site per replicated Job, of `replicas` x `parallelism` pods.
+/// A JobSet: one site per replicated Job, of `replicas` x the Job's active pods.
 pub(super) fn jobset(obj: &Value, name: Option<&str>) -> Result<Vec<Site>, ObjectError> {
     let id = |label: &str| id(name, label);
     let mut out = Vec::new();
@@ -25,7 +25,7 @@ pub(super) fn jobset(obj: &Value, name: Option<&str>) -> Result<Vec<Site>, Objec
             id("jobset.sigs.k8s.io/jobset-name"),
             vec![
                 count_at(obj, &format!("{base}/replicas"), 1)?,
-                count_at(obj, &format!("{base}/template/spec/parallelism"), 1)?,
+                active_pods(obj, &format!("{base}/template/spec"))?,
             ],
         ));
     }

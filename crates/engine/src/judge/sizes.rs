@@ -1,0 +1,100 @@
+//! The sizes an UPDATE compares a finding by: how many pods the job and each template
+//! make, and what each pod of a template asks for. A finding the old object was
+//! admitted with is the same finding after the update only if neither grew: a shrink
+//! (Kueue's partial admission, an autoscaler scaling down) keeps it, a growth is judged.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::facts::catalog::Catalog;
+use crate::read::podspec::PodView;
+use crate::read::workload::{Kind, locate};
+
+/// One template: the pods it makes (`None`: unknown, many) and what each asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Template {
+    pods: Option<u32>,
+    devices: Value,
+}
+
+/// The sizes of one object, by template field (`Finding::site`).
+#[derive(Debug, Default)]
+pub(crate) struct Sizes {
+    /// Pods of the whole job, over the templates that ask for devices; `None` when a
+    /// template's count is unknown.
+    job: Option<u32>,
+    templates: BTreeMap<String, Template>,
+}
+
+impl Sizes {
+    /// Read the object's sizes; empty when it cannot be read or is a Pod (whose size
+    /// an UPDATE cannot change: its spec and env are immutable).
+    pub(crate) fn of(object: &Value, catalog: &Catalog) -> Sizes {
+        let Ok((kind, sites)) = locate(object) else {
+            return Sizes::default();
+        };
+        if !kind.is_workload() || kind == Kind::TrainJob || sites.is_empty() {
+            return Sizes::default();
+        }
+        let mut out = Sizes {
+            job: Some(0),
+            templates: BTreeMap::new(),
+        };
+        for site in &sites {
+            let Some(view) = object
+                .pointer(&site.pointer)
+                .and_then(|t| PodView::read(t, &site.field, catalog).ok())
+            else {
+                return Sizes::default();
+            };
+            let devices = serde_json::json!([
+                view.containers
+                    .iter()
+                    .map(|c| serde_json::json!([c.name, c.accelerators, c.efa]))
+                    .collect::<Vec<_>>(),
+                view.pod.pointer("/spec/resourceClaims"),
+            ]);
+            let asks = view.accelerators().is_some() || view.efa() > 0 || view.claims > 0;
+            if asks {
+                out.job = match (out.job, site.pods) {
+                    (Some(total), Some(n)) => Some(total.saturating_add(n)),
+                    _ => None,
+                };
+            }
+            out.templates.insert(
+                site.field.clone(),
+                Template {
+                    pods: site.pods,
+                    devices,
+                },
+            );
+        }
+        out
+    }
+
+    /// Whether a finding at `site` is the same after the update: `Some(true)` when the
+    /// job and the template are no larger than before and the template's pods ask for
+    /// the same devices, `Some(false)` when anything grew or changed, `None` when the
+    /// sizes are not known on both sides (the caller compares the finding's words).
+    pub(crate) fn kept(&self, new: &Sizes, site: &str) -> Option<bool> {
+        if self.templates.is_empty() || new.templates.is_empty() {
+            return None;
+        }
+        // `None` is a count not known, judged as many pods.
+        let not_larger = |old: Option<u32>, new: Option<u32>| match (old, new) {
+            (_, None) => old.is_none(),
+            (None, Some(_)) => true,
+            (Some(o), Some(n)) => n <= o,
+        };
+        if !not_larger(self.job, new.job) {
+            return Some(false);
+        }
+        match (self.templates.get(site), new.templates.get(site)) {
+            (Some(o), Some(n)) => Some(o.devices == n.devices && not_larger(o.pods, n.pods)),
+            // A finding about the object as a whole, or a template only one side has.
+            (None, None) => Some(true),
+            _ => Some(false),
+        }
+    }
+}
