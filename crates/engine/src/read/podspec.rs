@@ -91,8 +91,14 @@ impl<'a> PodView<'a> {
         {
             return Err(ObjectError::bad(base, "must be an object"));
         }
+        let apps = items(pod, &["spec", "containers"]).len();
+        crate::budget::draw_len("spec.containers", apps);
+        crate::budget::draw_len(
+            "spec.initContainers",
+            items(pod, &["spec", "initContainers"]).len(),
+        );
         let mut shared = false;
-        let mut containers = Vec::new();
+        let mut containers = Vec::with_capacity(apps);
         for (index, c) in items(pod, &["spec", "containers"]).iter().enumerate() {
             let (used, s) =
                 read_container(c, index, &format!("{base}.containers[{index}]"), catalog)?;
