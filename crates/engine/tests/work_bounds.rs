@@ -153,14 +153,15 @@ fn every_field_a_tenant_controls_costs_work_linear_in_its_size() {
 #[test]
 fn a_review_past_its_budget_is_denied_at_validate_and_admitted_unlaid_at_mutate() {
     let policy = Policy::embedded();
-    // No units per byte: the budget is its floor, which 3 MiB of env entries outgrow.
+    // No units per byte: the budget is its floor, which reading 3 MiB of references
+    // outgrows.
     let limits = Limits {
         work_per_byte: 0,
         ..Limits::default()
     };
     let shape = shapes::all()
         .into_iter()
-        .find(|s| s.name == "env")
+        .find(|s| s.name == "var_refs")
         .expect("the shape");
     let body = shape.review(3 * MIB);
     let run = |endpoint| {

@@ -124,6 +124,16 @@ fn tolerations(o: &mut Value, n: usize) {
 fn volumes(o: &mut Value, n: usize) {
     pod_of(o)["spec"]["volumes"] = list(n, |i| json!({"name": format!("v{i:06}"), "emptyDir": {}}));
 }
+/// Volumes named as trainplace names its /dev/shm volume, and each next free name.
+fn shm_volumes(o: &mut Value, n: usize) {
+    pod_of(o)["spec"]["volumes"] = list(n, |i| {
+        let name = match i {
+            0 => "trainplace-shm".to_string(),
+            i => format!("trainplace-shm-{i}"),
+        };
+        json!({"name": name, "emptyDir": {}})
+    });
+}
 fn volume_mounts(o: &mut Value, n: usize) {
     container(o)["volumeMounts"] = list(
         n,
@@ -282,9 +292,9 @@ macro_rules! shapes {
 pub fn all() -> Vec<Shape> {
     shapes! {
         Pod: containers init_containers env args command shell_line tolerations volumes
-            volume_mounts node_terms zone_values pod_affinity spread claims annotations
+            shm_volumes volume_mounts node_terms zone_values pod_affinity spread claims annotations
             var_refs var_amplify var_unclosed;
-        Job: env args tolerations volumes zone_values annotations var_refs;
+        Job: env args tolerations volumes shm_volumes zone_values annotations var_refs;
         PyTorchJob: env command tolerations volume_mounts node_terms spread var_refs;
         TrainJob: trainer_env trainer_args trainer_var_refs annotations patches_many
             patch_tolerations patch_volumes patch_env patch_node_terms;

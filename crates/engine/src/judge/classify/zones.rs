@@ -167,7 +167,7 @@ fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
 }
 
 pub(super) fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] {
-    items(
+    let terms = items(
         pod,
         &[
             "spec",
@@ -175,7 +175,12 @@ pub(super) fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] 
             kind,
             "requiredDuringSchedulingIgnoredDuringExecution",
         ],
-    )
+    );
+    if crate::budget::draw_len("spec.affinity.podAffinity", terms.len()) {
+        terms
+    } else {
+        &[]
+    }
 }
 
 fn on_zone_key(term: &Value) -> bool {
@@ -210,9 +215,9 @@ pub fn zones(pod: &Value, identity: Option<(&str, &str)>) -> Zones {
             None => {}
         }
     }
-    z.spread = items(pod, &["spec", "topologySpreadConstraints"])
-        .iter()
-        .any(on_zone_key);
+    let spread = items(pod, &["spec", "topologySpreadConstraints"]);
+    z.spread = crate::budget::draw_len("spec.topologySpreadConstraints", spread.len())
+        && spread.iter().any(on_zone_key);
     // Only an affinity over the job's own pods holds the job in one zone: one with an
     // empty selector or towards another workload (CoreDNS runs in every zone) does not.
     z.held = required_pod_terms(pod, "podAffinity")
