@@ -208,7 +208,7 @@ type Parts = (
 fn request_of(
     incoming: Result<Incoming, serde_json::Error>,
     types: impl FnOnce() -> Result<Types, serde_json::Error>,
-) -> Result<Parts, Reviewed> {
+) -> Result<Parts, Box<Reviewed>> {
     let incoming = match incoming {
         Ok(incoming) => incoming,
         Err(e) => {
@@ -216,16 +216,18 @@ fn request_of(
             let types = types().unwrap_or_default();
             let (api, kind) = types.texts();
             if api != API_VERSION || kind != KIND {
-                return Err(wrong_types(api, kind));
+                return Err(Box::new(wrong_types(api, kind)));
             }
-            return Err(invalid(format!("malformed AdmissionReview request: {e}")));
+            return Err(Box::new(invalid(format!(
+                "malformed AdmissionReview request: {e}"
+            ))));
         }
     };
     if incoming.api_version != API_VERSION || incoming.kind != KIND {
-        return Err(wrong_types(&incoming.api_version, &incoming.kind));
+        return Err(Box::new(wrong_types(&incoming.api_version, &incoming.kind)));
     }
     let Some(request) = incoming.request else {
-        return Err(invalid("AdmissionReview has no request".into()));
+        return Err(Box::new(invalid("AdmissionReview has no request".into())));
     };
     Ok(request.split(TypeMeta {
         api_version: incoming.api_version,
@@ -284,7 +286,7 @@ fn answer(
 ) -> Reviewed {
     let (object, old_object, req) = match request_of(incoming, types) {
         Ok(parts) => parts,
-        Err(reviewed) => return reviewed,
+        Err(reviewed) => return *reviewed,
     };
     let (resp, patch, outcome) = decide(endpoint, &req, object, old_object, judges);
     Reviewed {
