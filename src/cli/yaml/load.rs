@@ -139,7 +139,7 @@ impl Loader {
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let key_expected =
-                    matches!(self.stack.last(), Some(Frame::Map(m, _)) if m.key.is_none());
+                    matches!(self.stack.last(), Some(Frame::Map(m, _, _)) if m.key.is_none());
                 let plain = scalar_type(&text, style, tag.as_deref())?;
                 if key_expected && anchor == 0 {
                     return self.key(&text, plain);
