@@ -186,6 +186,26 @@ fn unreadable_input_exits_2_naming_document_and_line() {
 }
 
 #[test]
+fn yaml_aliases_past_the_bound_exit_2_naming_file_line_and_limit() {
+    // "Billion laughs": 700 bytes whose aliases would build 10^9 strings.
+    let mut laughs = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for i in 1..10 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        laughs.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("laughs.yaml");
+    std::fs::write(&f, &laughs).unwrap();
+    let o = run(&["check", "-f", f.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("laughs.yaml: document 1 (line 5): aliases expand to more than 100000 nodes"),
+        "{err}"
+    );
+}
+
+#[test]
 fn policy_check_reports_file_and_line() {
     let o = run(&["policy", "check", "policies"], None);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));

@@ -208,6 +208,7 @@ impl ServeArgs {
             limits: Limits {
                 max_containers,
                 max_patch_bytes,
+                ..Limits::default()
             },
             review_concurrency,
             review_queue,

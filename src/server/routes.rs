@@ -286,6 +286,10 @@ fn record(state: &AppState, endpoint: Endpoint, r: &Reviewed, bytes: &[u8]) {
             tracing::info!(endpoint = ep, uid = %r.uid, error = %message, "object denied: unreadable");
             ("unknown", *operation, "bad_object")
         }
+        Outcome::OverBudget { operation, over } => {
+            tracing::info!(endpoint = ep, uid = %r.uid, field = over.field, limit = over.limit, spent = r.work.spent, "review over budget");
+            ("unknown", *operation, "over_budget")
+        }
         Outcome::Judged { operation, verdict } => {
             let label = verdict_label(endpoint, verdict);
             judged(state, endpoint, r, verdict, label, bytes);

@@ -21,6 +21,9 @@ pub enum ObjectError {
     NotAnObject,
     #[error("{field}: {message}")]
     BadField { field: String, message: String },
+    /// Judging it would take more work than the review's budget grants.
+    #[error(transparent)]
+    OverBudget(#[from] crate::budget::OverBudget),
 }
 
 impl ObjectError {

@@ -18,9 +18,12 @@
 //!   pods' `resourceClaims` are counted through (input files, or the [`Snapshot`]).
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 //! - [`vap`]: the deny rules CEL can express, as ValidatingAdmissionPolicies.
+//! - [`Budget`]: the work one review may do, sized from its body; a review past it ends
+//!   with [`OverBudget`] (its [`Work`] is in [`Reviewed`]).
 #![forbid(unsafe_code)]
 
 mod answer;
+mod budget;
 mod engine;
 mod error;
 mod facts;
@@ -36,6 +39,7 @@ pub use read::annotations;
 pub use answer::admission::{Endpoint, Outcome, Reviewed, review, review_bytes};
 pub use answer::mark::MarkKeys;
 pub use answer::response::{DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, Limits};
+pub use budget::{Budget, OverBudget, Work};
 pub use engine::{evaluate, evaluate_owned, judge_owned};
 pub use error::PolicyError;
 pub use facts::catalog::{Catalog, InstanceProfile, Rdma};

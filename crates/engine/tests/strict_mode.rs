@@ -215,18 +215,35 @@ fn vap_outcome(
     }
 }
 
+/// What judges an object: the API server's CEL, the exported policies, the engine's
+/// policy.
+struct Judges<'a> {
+    api: &'a Apiserver,
+    exported: &'a [Value],
+    policy: &'a Policy,
+}
+
+/// What the comparison found: the differences, and how many verdicts flagged alike.
+#[derive(Default)]
+struct Tally {
+    out: Vec<String>,
+    flagged: usize,
+}
+
 /// One object (and old object) judged by the engine and the exported policies.
 fn compare(
-    api: &Apiserver,
-    exported: &[Value],
-    policy: &Policy,
+    judges: &Judges<'_>,
     name: &str,
     object: &Value,
     old: Option<&Value>,
     groups: &[String],
-    out: &mut Vec<String>,
-    flagged: &mut usize,
+    tally: &mut Tally,
 ) {
+    let Judges {
+        api,
+        exported,
+        policy,
+    } = *judges;
     let ns = namespace(object);
     let mut labels = BTreeMap::new();
     labels.insert("kubernetes.io/metadata.name".to_string(), ns.clone());
@@ -249,12 +266,12 @@ fn compare(
             let want = engine_outcome(&v, check);
             let (got, message) = vap_outcome(api, exported, check, &obj, old, &req);
             if want != got {
-                out.push(format!(
+                tally.out.push(format!(
                     "{name} {} {stage}: engine {want:?}, VAP {got:?} {message:?}",
                     check.rule()
                 ));
             } else if let (Outcome::Flag(_), Some(m)) = (&got, &message) {
-                *flagged += 1;
+                tally.flagged += 1;
                 assert!(
                     m.starts_with(&format!("[{}] ", check.rule())),
                     "{name}: {m}"
@@ -276,37 +293,29 @@ fn exported_policies_decide_like_the_engine_in_strict_mode() {
         let api = Apiserver::new();
         let policy = policy(Some(STRICT), None);
         let exported = export(&policy).expect("strict mode exports");
-        let mut out = Vec::new();
-        let mut flagged = 0;
+        let judges = Judges {
+            api: &api,
+            exported: &exported,
+            policy: &policy,
+        };
+        let mut tally = Tally::default();
         let mut compared = 0;
         for (name, case) in strict_cases() {
             compare(
-                &api,
-                &exported,
-                &policy,
+                &judges,
                 &name,
                 &case.object,
                 case.old_object.as_ref(),
                 &case.groups,
-                &mut out,
-                &mut flagged,
+                &mut tally,
             );
             compared += 1;
         }
         for (name, case) in corpus() {
-            compare(
-                &api,
-                &exported,
-                &policy,
-                &name,
-                &case.object,
-                None,
-                &case.groups,
-                &mut out,
-                &mut flagged,
-            );
+            compare(&judges, &name, &case.object, None, &case.groups, &mut tally);
             compared += 1;
         }
+        let (out, flagged) = (tally.out, tally.flagged);
         eprintln!("{compared} objects compared, {flagged} verdicts flagged alike");
         assert!(flagged > 50, "the comparison flagged only {flagged}");
         assert!(out.is_empty(), "{} differ:\n{}", out.len(), out.join("\n"));

@@ -11,6 +11,13 @@ use serde_json::{Map, Number, Value};
 
 use super::resolve::{self, Plain};
 
+/// Nodes (scalars and collections) that aliases may copy into a stream, at least; a
+/// larger input may copy [`ALIAS_NODES_PER_BYTE`] per byte. kubectl's own reader
+/// refuses documents whose aliases expand past a like bound (go-yaml's
+/// `allowedAliasRatio`); a 700-byte "billion laughs" would otherwise build 10^9 nodes.
+pub(crate) const ALIAS_NODES: u64 = 100_000;
+pub(crate) const ALIAS_NODES_PER_BYTE: u64 = 10;
+
 /// A document that could not be read: where, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LoadError {
@@ -41,7 +48,10 @@ pub(crate) fn located(text: &str) -> Result<Vec<(usize, usize, Value)>, LoadErro
     } else {
         std::borrow::Cow::Borrowed(text)
     };
-    let mut loader = Loader::default();
+    let mut loader = Loader {
+        alias_limit: ALIAS_NODES.max(ALIAS_NODES_PER_BYTE.saturating_mul(text.len() as u64)),
+        ..Loader::default()
+    };
     for event in Parser::new_from_str(&text) {
         let (event, span) = event.map_err(|e| LoadError {
             doc: loader.doc.max(1),
@@ -60,9 +70,10 @@ pub(crate) fn located(text: &str) -> Result<Vec<(usize, usize, Value)>, LoadErro
     Ok(loader.done)
 }
 
+/// A collection being read: its entries, its anchor, and the nodes it holds so far.
 enum Frame {
-    Seq(Vec<Value>, usize),
-    Map(Mapping, usize),
+    Seq(Vec<Value>, usize, u64),
+    Map(Mapping, usize, u64),
 }
 
 #[derive(Default)]
@@ -83,7 +94,11 @@ struct Loader {
     doc: usize,
     line: usize,
     stack: Vec<Frame>,
-    anchors: HashMap<usize, Value>,
+    /// Each anchor's value and the nodes it holds.
+    anchors: HashMap<usize, (Value, u64)>,
+    /// Nodes aliases have copied so far, and how many they may.
+    aliased: u64,
+    alias_limit: u64,
     /// Each document: number, first line, value.
     done: Vec<(usize, usize, Value)>,
     /// Where the current document starts (its `---`, else its first node).
@@ -110,51 +125,67 @@ impl Loader {
                 self.done.push((self.doc, start, root));
             }
             Event::Alias(id) => {
-                let value = self
-                    .anchors
-                    .get(&id)
-                    .cloned()
-                    .ok_or("alias to an unknown anchor")?;
-                self.node(value, 0)?;
+                let &(_, nodes) = self.anchors.get(&id).ok_or("alias to an unknown anchor")?;
+                // Counted before the copy is made, so refusing costs nothing.
+                self.aliased = self.aliased.saturating_add(nodes);
+                if self.aliased > self.alias_limit {
+                    return Err(format!(
+                        "aliases expand to more than {} nodes (the limit for an input of this size: {ALIAS_NODES} nodes, or {ALIAS_NODES_PER_BYTE} per byte); trainplace refuses to expand them further",
+                        self.alias_limit
+                    ));
+                }
+                let value = self.anchors[&id].0.clone();
+                self.node(value, 0, nodes)?;
             }
             Event::Scalar(text, style, anchor, tag) => {
                 let key_expected =
-                    matches!(self.stack.last(), Some(Frame::Map(m, _)) if m.key.is_none());
+                    matches!(self.stack.last(), Some(Frame::Map(m, _, _)) if m.key.is_none());
                 let plain = scalar_type(&text, style, tag.as_deref())?;
                 if key_expected && anchor == 0 {
                     return self.key(&text, plain);
                 }
-                self.node(value_of(&text, plain)?, anchor)?;
+                self.node(value_of(&text, plain)?, anchor, 1)?;
             }
-            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(Vec::new(), anchor)),
+            Event::SequenceStart(anchor, _) => {
+                self.stack.push(Frame::Seq(Vec::new(), anchor, 1));
+            }
             Event::MappingStart(anchor, _) => {
-                self.stack.push(Frame::Map(Mapping::default(), anchor));
+                self.stack.push(Frame::Map(Mapping::default(), anchor, 1));
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                let (value, anchor) = match self.stack.pop() {
-                    Some(Frame::Seq(items, a)) => (Value::Array(items), a),
-                    Some(Frame::Map(m, a)) => (Value::Object(m.entries), a),
+                let (value, anchor, nodes) = match self.stack.pop() {
+                    Some(Frame::Seq(items, a, n)) => (Value::Array(items), a, n),
+                    Some(Frame::Map(m, a, n)) => (Value::Object(m.entries), a, n),
                     None => return Err("unbalanced collection end".into()),
                 };
-                self.node(value, anchor)?;
+                self.node(value, anchor, nodes)?;
             }
             Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
         }
         Ok(())
     }
 
-    /// A complete node: an item, a key, a value, or the document root.
-    fn node(&mut self, value: Value, anchor: usize) -> Result<(), String> {
+    /// A complete node of `nodes` nodes: an item, a key, a value, or the document root.
+    fn node(&mut self, value: Value, anchor: usize, nodes: u64) -> Result<(), String> {
         if anchor != 0 {
-            self.anchors.insert(anchor, value.clone());
+            self.anchors.insert(anchor, (value.clone(), nodes));
         }
         let line = self.line;
         match self.stack.last_mut() {
             None => self.root = Some(value),
-            Some(Frame::Seq(items, _)) => items.push(value),
-            Some(Frame::Map(m, _)) => match m.key.take() {
-                None => m.key = Some(Key::Name(key_of_value(&value)?, line)),
-                Some(Key::Merge) => merge(&mut m.entries, value)?,
+            Some(Frame::Seq(items, _, n)) => {
+                *n = n.saturating_add(nodes);
+                items.push(value);
+            }
+            Some(Frame::Map(m, _, n)) => match m.key.take() {
+                None => {
+                    *n = n.saturating_add(nodes);
+                    m.key = Some(Key::Name(key_of_value(&value)?, line));
+                }
+                Some(Key::Merge) => {
+                    *n = n.saturating_add(nodes);
+                    merge(&mut m.entries, value)?;
+                }
                 Some(Key::Name(name, key_line)) => {
                     if let Some(first) = m.explicit.insert(name.clone(), key_line) {
                         // Reported at the second key, not where its value ends.
@@ -165,6 +196,7 @@ impl Loader {
                         self.duplicate = Some((name, first));
                         return Err(message);
                     }
+                    *n = n.saturating_add(nodes);
                     m.entries.insert(name, value);
                 }
             },
@@ -185,7 +217,8 @@ impl Loader {
                 ));
             }
         };
-        if let Some(Frame::Map(m, _)) = self.stack.last_mut() {
+        if let Some(Frame::Map(m, _, n)) = self.stack.last_mut() {
+            *n = n.saturating_add(1);
             m.key = Some(key);
         }
         Ok(())
@@ -342,6 +375,26 @@ mod tests {
         assert_eq!(v["many"], json!({"x": 1, "w": 2, "z": 3}));
         assert_eq!(v["copy"], json!([1, 2]));
         assert!(documents("a:\n  <<: 3\n").is_err());
+    }
+
+    #[test]
+    fn aliases_that_expand_past_the_bound_are_refused_at_their_line() {
+        // "Billion laughs": ten levels of ten aliases each, 10^9 strings from 700 bytes.
+        let mut text = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for i in 1..10 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        assert!(text.len() < 800, "{}", text.len());
+        let e = documents(&text).unwrap_err();
+        assert!(e.message.contains("more than 100000 nodes"), "{e:?}");
+        // a4 copies a3's 11,111 nodes ten times: the bound is met on its line.
+        assert_eq!((e.doc, e.line), (1, 5), "{e:?}");
+        // Aliases within the bound are expanded as before.
+        assert_eq!(
+            one("a: &x [1, 2]\nb: [*x, *x, *x]\n")["b"][2],
+            json!([1, 2])
+        );
     }
 
     #[test]

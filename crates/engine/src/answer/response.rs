@@ -18,6 +18,9 @@ pub struct Limits {
     pub max_containers: usize,
     /// Largest JSON Patch (serialised, before base64) the mutating webhook returns.
     pub max_patch_bytes: usize,
+    /// Units of work ([`crate::Budget`]) one review may spend per byte of its body,
+    /// between the budget's floor and ceiling.
+    pub work_per_byte: u64,
 }
 
 /// Default `--max-containers`. A training pod carries a handful of containers (one
@@ -33,6 +36,7 @@ impl Default for Limits {
         Limits {
             max_containers: DEFAULT_MAX_CONTAINERS,
             max_patch_bytes: DEFAULT_MAX_PATCH_BYTES,
+            work_per_byte: crate::Budget::UNITS_PER_BYTE,
         }
     }
 }

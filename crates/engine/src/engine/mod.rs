@@ -38,7 +38,7 @@ pub fn evaluate_owned(
     policy: &Policy,
     who: &Requester<'_>,
 ) -> Result<Verdict, ObjectError> {
-    run(object, policy, who, Layout::Write)
+    crate::budget::bounded(|| run(object, policy, who, Layout::Write))
 }
 
 /// Judge an object without writing its layout: the same findings, notes and verdict
@@ -50,7 +50,7 @@ pub fn judge_owned(
     policy: &Policy,
     who: &Requester<'_>,
 ) -> Result<Verdict, ObjectError> {
-    run(object, policy, who, Layout::Skip)
+    crate::budget::bounded(|| run(object, policy, who, Layout::Skip))
 }
 
 /// Whether [`run`] writes the recommended layout after judging.

@@ -138,6 +138,7 @@ impl Ops {
     /// would, but at the cost of the pointer's depth per operation rather than the
     /// number of operations before it (a pod of many containers records thousands).
     pub fn into_patch(self) -> json_patch::Patch {
+        crate::budget::draw_len("the layout patch", self.0.len());
         let mut out: Vec<(Op, String, Value)> = Vec::with_capacity(self.0.len());
         // Pointer of each recorded object or array -> its entries in `out`.
         let mut containers: foldhash::HashMap<String, Vec<usize>> = Default::default();

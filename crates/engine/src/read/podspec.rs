@@ -12,6 +12,8 @@ use crate::read::annotations::RES_EFA;
 use crate::read::json::{items, str_at};
 use crate::read::quantity::parse_count;
 
+const VOLUMES: &str = "spec.volumes and volumeMounts";
+
 /// One container's accelerator and EFA requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerUse {
@@ -91,8 +93,14 @@ impl<'a> PodView<'a> {
         {
             return Err(ObjectError::bad(base, "must be an object"));
         }
+        let apps = items(pod, &["spec", "containers"]).len();
+        crate::budget::draw_len("spec.containers", apps);
+        crate::budget::draw_len(
+            "spec.initContainers",
+            items(pod, &["spec", "initContainers"]).len(),
+        );
         let mut shared = false;
-        let mut containers = Vec::new();
+        let mut containers = Vec::with_capacity(apps);
         for (index, c) in items(pod, &["spec", "containers"]).iter().enumerate() {
             let (used, s) =
                 read_container(c, index, &format!("{base}.containers[{index}]"), catalog)?;
@@ -227,12 +235,17 @@ impl<'a> PodView<'a> {
     /// The size of the memory-backed volume a container mounts at /dev/shm, if it
     /// mounts one with a sizeLimit.
     pub fn shm_size_limit(&self, container: usize) -> Option<&'a str> {
-        let name = items(self.container(container)?, &["volumeMounts"])
+        let mounts = items(self.container(container)?, &["volumeMounts"]);
+        let volumes = items(self.pod, &["spec", "volumes"]);
+        if !crate::budget::draw_len(VOLUMES, mounts.len() + volumes.len()) {
+            return None;
+        }
+        let name = mounts
             .iter()
             .find(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))?
             .get("name")?
             .as_str()?;
-        let volume = items(self.pod, &["spec", "volumes"])
+        let volume = volumes
             .iter()
             .find(|v| v.get("name").and_then(Value::as_str) == Some(name))?;
         let dir = volume.get("emptyDir")?;
@@ -244,7 +257,9 @@ impl<'a> PodView<'a> {
     /// Whether a container mounts anything at /dev/shm (then trainplace adds none).
     pub fn mounts_shm(&self, container: usize) -> bool {
         self.container(container).is_some_and(|c| {
-            items(c, &["volumeMounts"])
+            let mounts = items(c, &["volumeMounts"]);
+            crate::budget::draw_len(VOLUMES, mounts.len());
+            mounts
                 .iter()
                 .any(|m| m.get("mountPath").and_then(Value::as_str) == Some("/dev/shm"))
         })
@@ -265,8 +280,11 @@ impl<'a> PodView<'a> {
 
 /// A container's env entry of that name as the kubelet uses it: the last one wins.
 pub fn env_entry<'v>(container: &'v Value, name: &str) -> Option<&'v Value> {
-    items(container, &["env"])
-        .iter()
+    let env = items(container, &["env"]);
+    if !crate::budget::draw_len("spec.containers[].env", env.len()) {
+        return None;
+    }
+    env.iter()
         .rev()
         .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
 }

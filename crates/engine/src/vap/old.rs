@@ -8,6 +8,9 @@
 
 use crate::vap::text::rebase;
 
+/// Named CEL expressions: variables, or renames of variables.
+pub(crate) type Named = Vec<(String, String)>;
+
 /// The name a variable has over `oldObject`.
 fn old_name(name: &str) -> String {
     let mut c = name.chars();
@@ -17,9 +20,7 @@ fn old_name(name: &str) -> String {
 
 /// `vars` followed by the old object's copies of those that read the object, with the
 /// renames that take an expression over to the old object.
-pub(crate) fn with_old(
-    vars: Vec<(String, String)>,
-) -> (Vec<(String, String)>, Vec<(String, String)>) {
+pub(crate) fn with_old(vars: Named) -> (Named, Named) {
     let mut renames: Vec<(String, String)> = Vec::new();
     let mut old = Vec::new();
     for (name, expr) in &vars {

@@ -11,13 +11,15 @@ use serde_json::Value;
 
 use crate::answer::mark::MarkKeys;
 use crate::answer::response::{EncodeError, EncodedPatch, Limits, answer_bytes, encode_patch};
+use crate::budget::{Budget, OverBudget, Work, metered};
 use crate::engine::{evaluate_owned, judge_owned};
+use crate::error::ObjectError;
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::Policy;
 use crate::facts::requester::Requester;
 use crate::judge::verdict::Verdict;
 use crate::read::incoming::{Incoming, Types};
-use refusal::{deny, object_name, too_many_containers, validation_response};
+use refusal::{deny, object_name, over_budget, too_many_containers, validation_response};
 use scale::{Scaled, scaled_object};
 
 /// Which webhook is answering.
@@ -54,6 +56,12 @@ pub enum Outcome {
         operation: &'static str,
         verdict: Box<Verdict>,
     },
+    /// Judging the object needed more work than the review's [`Budget`] grants:
+    /// denied at `/validate`, allowed without a layout at `/mutate`.
+    OverBudget {
+        operation: &'static str,
+        over: OverBudget,
+    },
 }
 
 pub struct Reviewed {
@@ -63,6 +71,8 @@ pub struct Reviewed {
     pub uid: String,
     pub dry_run: bool,
     pub outcome: Outcome,
+    /// The work the review did, in the units of its [`Budget`].
+    pub work: Work,
 }
 
 fn op_label(op: &Operation) -> &'static str {
@@ -89,6 +99,7 @@ fn invalid(message: String) -> Reviewed {
         uid: String::new(),
         dry_run: false,
         outcome: Outcome::Invalid(message),
+        work: Work::default(),
     }
 }
 
@@ -109,18 +120,22 @@ pub fn review(
     };
     let incoming = serde_json::from_value::<Incoming>(body);
     let limits = Limits::default();
-    answer(
-        incoming,
-        || Ok(types),
-        endpoint,
-        Judges {
-            policy,
-            inventory,
-            marks,
-            limits: &limits,
-            now: None,
-        },
-    )
+    let (mut reviewed, work) = metered(Budget::ceiling(), || {
+        answer(
+            incoming,
+            || Ok(types),
+            endpoint,
+            Judges {
+                policy,
+                inventory,
+                marks,
+                limits: &limits,
+                now: None,
+            },
+        )
+    });
+    reviewed.work = work;
+    reviewed
 }
 
 /// The request body was not JSON at all (the server answers HTTP 400).
@@ -154,18 +169,23 @@ pub fn review_bytes(
         parsed => parsed,
     };
     let types = || serde_json::from_slice::<Types>(body);
-    Ok(answer(
-        incoming,
-        types,
-        endpoint,
-        Judges {
-            policy,
-            inventory,
-            marks,
-            limits,
-            now,
-        },
-    ))
+    // The work the object may cost is sized from the body it came in.
+    let (mut reviewed, work) = metered(Budget::per_byte(body.len(), limits.work_per_byte), || {
+        answer(
+            incoming,
+            types,
+            endpoint,
+            Judges {
+                policy,
+                inventory,
+                marks,
+                limits,
+                now,
+            },
+        )
+    });
+    reviewed.work = work;
+    Ok(reviewed)
 }
 
 /// What a review is judged with.
@@ -188,7 +208,7 @@ type Parts = (
 fn request_of(
     incoming: Result<Incoming, serde_json::Error>,
     types: impl FnOnce() -> Result<Types, serde_json::Error>,
-) -> Result<Parts, Reviewed> {
+) -> Result<Parts, Box<Reviewed>> {
     let incoming = match incoming {
         Ok(incoming) => incoming,
         Err(e) => {
@@ -196,16 +216,18 @@ fn request_of(
             let types = types().unwrap_or_default();
             let (api, kind) = types.texts();
             if api != API_VERSION || kind != KIND {
-                return Err(wrong_types(api, kind));
+                return Err(Box::new(wrong_types(api, kind)));
             }
-            return Err(invalid(format!("malformed AdmissionReview request: {e}")));
+            return Err(Box::new(invalid(format!(
+                "malformed AdmissionReview request: {e}"
+            ))));
         }
     };
     if incoming.api_version != API_VERSION || incoming.kind != KIND {
-        return Err(wrong_types(&incoming.api_version, &incoming.kind));
+        return Err(Box::new(wrong_types(&incoming.api_version, &incoming.kind)));
     }
     let Some(request) = incoming.request else {
-        return Err(invalid("AdmissionReview has no request".into()));
+        return Err(Box::new(invalid("AdmissionReview has no request".into())));
     };
     Ok(request.split(TypeMeta {
         api_version: incoming.api_version,
@@ -264,7 +286,7 @@ fn answer(
 ) -> Reviewed {
     let (object, old_object, req) = match request_of(incoming, types) {
         Ok(parts) => parts,
-        Err(reviewed) => return reviewed,
+        Err(reviewed) => return *reviewed,
     };
     let (resp, patch, outcome) = decide(endpoint, &req, object, old_object, judges);
     Reviewed {
@@ -272,6 +294,7 @@ fn answer(
         uid: req.uid,
         dry_run: req.dry_run,
         outcome,
+        work: Work::default(),
     }
 }
 
@@ -322,9 +345,14 @@ fn decide(
     let who = requester(req, &namespace, judges.inventory, judges.marks, judges.now);
     // An UPDATE (a Scale too) is refused only for what it changes (`update.rs`).
     let old_object = old_object.filter(|_| req.operation == Operation::Update);
-    let verdict = match judge(endpoint, object, old_object, judges.policy, &who) {
-        Ok(v) => v,
-        Err(e) => {
+    let judged = judge(endpoint, object, old_object, judges.policy, &who);
+    let verdict = match (judged, crate::budget::spent()) {
+        (Err(ObjectError::OverBudget(over)), _) | (Ok(_), Some(over)) => {
+            let resp = over_budget(endpoint, base, req, &over);
+            return (resp, None, Outcome::OverBudget { operation, over });
+        }
+        (Ok(v), None) => v,
+        (Err(e), _) => {
             let message = format!("trainplace cannot read {}: {e}", object_name(req));
             return refused(base, message);
         }

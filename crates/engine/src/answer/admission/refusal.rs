@@ -5,7 +5,9 @@ use kube_core::DynamicObject;
 use kube_core::admission::{AdmissionRequest, AdmissionResponse};
 use serde_json::Value;
 
+use super::Endpoint;
 use crate::answer::response::{Limits, count_containers};
+use crate::budget::OverBudget;
 use crate::judge::verdict::Verdict;
 
 /// How messages name the object under review: its kind and name.
@@ -47,6 +49,33 @@ pub(super) fn validation_response(base: AdmissionResponse, verdict: &Verdict) ->
         resp.warnings = Some(warnings);
     }
     resp
+}
+
+/// The answer to a review that ran out of budget: the validating webhook denies the
+/// object naming the field and the limit; the mutating one allows it unchanged and
+/// says why it has no layout.
+pub(super) fn over_budget(
+    endpoint: Endpoint,
+    base: AdmissionResponse,
+    req: &AdmissionRequest<DynamicObject>,
+    over: &OverBudget,
+) -> AdmissionResponse {
+    let name = object_name(req);
+    match endpoint {
+        Endpoint::Validate => deny(
+            base,
+            &format!(
+                "trainplace refuses {name}: {over}. No training object needs that much; shorten the list or split the object"
+            ),
+        ),
+        Endpoint::Mutate => {
+            let mut resp = base;
+            resp.warnings = Some(vec![format!(
+                "trainplace did not lay out {name}: {over}. It is admitted without a layout; the validating webhook judges it"
+            )]);
+            resp
+        }
+    }
 }
 
 pub(super) fn deny(resp: AdmissionResponse, message: &str) -> AdmissionResponse {

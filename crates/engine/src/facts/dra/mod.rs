@@ -297,7 +297,11 @@ pub(crate) fn resolve(
     catalog: &Catalog,
 ) -> PodDevices {
     let mut out = PodDevices::default();
-    for entry in items(pod, &["spec", "resourceClaims"]) {
+    let claims = items(pod, &["spec", "resourceClaims"]);
+    if !crate::budget::draw_len("spec.resourceClaims", claims.len()) {
+        return out;
+    }
+    for entry in claims {
         let name = str_at(entry, &["name"]).unwrap_or("").to_string();
         let mut missing = None;
         let mut found = None;

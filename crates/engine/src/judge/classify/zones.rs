@@ -2,6 +2,8 @@
 //! zones its required node affinity allows, and the pod (anti-)affinities that hold the
 //! job's own pods together.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::read::annotations::{
@@ -40,6 +42,9 @@ pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
     let mut any_constrained = false;
     let mut values: Vec<String> = Vec::new();
     let mut unbounded: Option<String> = None;
+    if !crate::budget::draw_len(AFFINITY, terms.len()) {
+        return None;
+    }
     for term in terms {
         let exprs: Vec<&Value> = items(term, &["matchExpressions"])
             .iter()
@@ -55,24 +60,31 @@ pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
             continue;
         }
         any_constrained = true;
-        let mut term_values: Option<Vec<String>> = None;
+        // The values every `In` of the term allows: a set, so intersecting lists of
+        // n values costs n lookups, not n x n comparisons.
+        let mut term_values: Option<Vec<&str>> = None;
         for e in exprs {
             let op = e.get("operator").and_then(Value::as_str).unwrap_or("");
-            let vals: Vec<String> = items(e, &["values"])
-                .iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect();
+            let vals = items(e, &["values"]);
+            if !crate::budget::draw_len(AFFINITY, vals.len()) {
+                return None;
+            }
+            let vals = vals.iter().filter_map(Value::as_str);
             if op == "In" {
                 term_values = Some(match term_values {
-                    Some(prev) => prev.into_iter().filter(|v| vals.contains(v)).collect(),
-                    None => vals,
+                    Some(mut prev) => {
+                        let allowed: HashSet<&str> = vals.collect();
+                        prev.retain(|v| allowed.contains(v));
+                        prev
+                    }
+                    None => vals.collect(),
                 });
             } else if term_values.is_none() {
                 unbounded.get_or_insert_with(|| format!("operator {op}"));
             }
         }
         match term_values {
-            Some(v) => values.extend(v),
+            Some(v) => values.extend(v.into_iter().map(String::from)),
             None => {
                 unbounded.get_or_insert_with(|| "a term without an In list".into());
             }
@@ -89,6 +101,8 @@ pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
         }
     }
 }
+
+const AFFINITY: &str = "spec.affinity.nodeAffinity";
 
 /// Labels an operator sets on every pod of a job (or of a LeaderWorkerSet group) alike;
 /// JobSet's replicated-job name is how a training runtime holds its node pods.
@@ -153,7 +167,7 @@ fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
 }
 
 pub(super) fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] {
-    items(
+    let terms = items(
         pod,
         &[
             "spec",
@@ -161,7 +175,12 @@ pub(super) fn required_pod_terms<'v>(pod: &'v Value, kind: &str) -> &'v [Value] 
             kind,
             "requiredDuringSchedulingIgnoredDuringExecution",
         ],
-    )
+    );
+    if crate::budget::draw_len("spec.affinity.podAffinity", terms.len()) {
+        terms
+    } else {
+        &[]
+    }
 }
 
 fn on_zone_key(term: &Value) -> bool {
@@ -198,9 +217,11 @@ pub fn zones(pod: &Value, identity: Option<(&str, &str)>) -> Zones {
     }
     // A soft spread (`whenUnsatisfiable: ScheduleAnyway`) only scores nodes: a required
     // hold wins over it, so it puts no pod in another zone.
-    z.spread = items(pod, &["spec", "topologySpreadConstraints"])
-        .iter()
-        .any(|c| on_zone_key(c) && str_at(c, &["whenUnsatisfiable"]) != Some("ScheduleAnyway"));
+    let spread = items(pod, &["spec", "topologySpreadConstraints"]);
+    z.spread = crate::budget::draw_len("spec.topologySpreadConstraints", spread.len())
+        && spread
+            .iter()
+            .any(|c| on_zone_key(c) && str_at(c, &["whenUnsatisfiable"]) != Some("ScheduleAnyway"));
     // Only an affinity over the job's own pods holds the job in one zone: one with an
     // empty selector or towards another workload (CoreDNS runs in every zone) does not.
     z.held = required_pod_terms(pod, "podAffinity")

@@ -99,6 +99,9 @@ fn alternatives(request: &Value) -> Vec<&Value> {
 pub(crate) fn partial_requests(object: &Value, catalog: &Catalog) -> Vec<(String, String)> {
     let (requests, field) = requests(object);
     let mut out = Vec::new();
+    if !crate::budget::draw_len("spec.devices.requests", requests.len()) {
+        return out;
+    }
     for (i, r) in requests.iter().enumerate() {
         if let Some(why) = alternatives(r)
             .into_iter()

@@ -35,10 +35,17 @@ pub(crate) fn held(
         ("containers", &mut app, true),
         ("initContainers", &mut init, false),
     ] {
-        for (i, c) in items(spec, &[list]).iter().enumerate() {
+        let containers = items(spec, &[list]);
+        if !crate::budget::draw_len("spec.containers", containers.len()) {
+            break;
+        }
+        for (i, c) in containers.iter().enumerate() {
             let Some(limits) = c.pointer("/resources/limits").and_then(Value::as_object) else {
                 continue;
             };
+            if !crate::budget::draw_len("resources.limits", limits.len()) {
+                break;
+            }
             for (name, q) in limits {
                 if !is_accelerator(name, policy) {
                     continue;

@@ -35,7 +35,9 @@ pub(crate) fn terms(spec: &Value) -> &[Value] {
 
 /// Whether catalog type `name` satisfies one term's instance-type expressions.
 fn term_allows(term: &Value, name: &str) -> bool {
-    items(term, &["matchExpressions"]).iter().all(|e| {
+    let exprs = items(term, &["matchExpressions"]);
+    crate::budget::draw_len("nodeSelectorTerms.matchExpressions", exprs.len());
+    exprs.iter().all(|e| {
         let key = e.get("key").and_then(Value::as_str).unwrap_or("");
         if !KEYS.contains(&key) {
             return true;
@@ -67,10 +69,16 @@ pub(crate) fn reach(spec: &Value, catalog: &Catalog) -> Reach {
         }
     }
     for t in terms {
-        for e in items(t, &["matchExpressions"]) {
+        let exprs = items(t, &["matchExpressions"]);
+        if !crate::budget::draw_len("nodeSelectorTerms.matchExpressions", exprs.len()) {
+            break;
+        }
+        for e in exprs {
             let key = e.get("key").and_then(Value::as_str).unwrap_or("");
             if KEYS.contains(&key) && e.get("operator").and_then(Value::as_str) == Some("In") {
-                for v in items(e, &["values"]).iter().filter_map(Value::as_str) {
+                let values = items(e, &["values"]);
+                crate::budget::draw_len("matchExpressions.values", values.len());
+                for v in values.iter().filter_map(Value::as_str) {
                     if catalog.get(v).is_none() {
                         unknown.insert(v.to_string());
                     }

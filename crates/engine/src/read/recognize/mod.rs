@@ -10,12 +10,17 @@
 mod counts;
 mod launchers;
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::facts::policy::Recognizers;
 use crate::read::annotations::LABEL_VOLCANO_JOB;
 use crate::read::json::items;
 use crate::read::podspec::{PodView, command_line};
+
+const ENV: &str = "spec.containers[].env";
+const ARGS: &str = "spec.containers[].command and args";
 
 /// What the launcher settings say about the job's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,12 +59,13 @@ impl JobSize {
 }
 
 /// A container's env as the kubelet builds it: entries in order, the last of a name
-/// wins. `valueFrom` entries have no literal value.
+/// wins. `valueFrom` entries have no literal value. Each name is looked up in a map
+/// built once, so reading a command line costs time linear in it and in the env.
 pub(crate) struct Env<'a> {
-    entries: &'a [Value],
+    values: HashMap<&'a str, EnvValue<'a>>,
     /// Variables the command line itself sets (`export N=4; ...`, `N=4 torchrun ...`,
     /// `env N=4 ...`): they win over the container's env for what follows.
-    assigned: Vec<(String, String)>,
+    assigned: HashMap<String, String>,
 }
 
 /// One env var as the container sees it.
@@ -70,34 +76,47 @@ pub(crate) enum EnvValue<'a> {
     Elsewhere,
 }
 
+/// Text a `$(VAR)` expansion may add to a command line beyond what is written: Linux
+/// execs no single argument longer than 128 KiB (`MAX_ARG_STRLEN`), so a launcher's
+/// flags are never past it. Past this, references stay as written and read as counts
+/// trainplace cannot derive.
+pub(crate) const EXPANDED_LIMIT: usize = 128 * 1024;
+
 impl<'a> Env<'a> {
     pub(crate) fn of(container: &'a Value) -> Self {
+        let entries = items(container, &["env"]);
+        let mut values = HashMap::with_capacity(entries.len());
+        if crate::budget::draw_len(ENV, entries.len()) {
+            for e in entries {
+                let Some(name) = e.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let value = match e.get("value").and_then(Value::as_str) {
+                    Some(v) => EnvValue::Literal(v),
+                    None if e.get("valueFrom").is_some() => EnvValue::Elsewhere,
+                    None => EnvValue::Literal(""),
+                };
+                values.insert(name, value);
+            }
+        }
         Env {
-            entries: items(container, &["env"]),
-            assigned: Vec::new(),
+            values,
+            assigned: HashMap::new(),
         }
     }
 
-    /// This env with the assignments a shell command line makes.
+    /// This env with the assignments a shell command line makes (the last one of a
+    /// name wins).
     pub(crate) fn with_assignments(mut self, line: &str) -> Self {
-        self.assigned = launchers::assignments(line);
+        self.assigned = launchers::assignments(line).into_iter().collect();
         self
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<EnvValue<'_>> {
-        if let Some((_, v)) = self.assigned.iter().rev().find(|(k, _)| k == name) {
+        if let Some(v) = self.assigned.get(name) {
             return Some(EnvValue::Literal(v));
         }
-        let e = self
-            .entries
-            .iter()
-            .rev()
-            .find(|e| e.get("name").and_then(Value::as_str) == Some(name))?;
-        Some(match e.get("value").and_then(Value::as_str) {
-            Some(v) => EnvValue::Literal(v),
-            None if e.get("valueFrom").is_some() => EnvValue::Elsewhere,
-            None => EnvValue::Literal(""),
-        })
+        self.values.get(name).copied()
     }
 
     pub(crate) fn literal(&self, name: &str) -> Option<&str> {
@@ -107,35 +126,68 @@ impl<'a> Env<'a> {
         }
     }
 
-    /// `$(VAR)` references expanded as the kubelet does for command and args: a
-    /// defined literal replaces it, `$$` escapes, anything else stays as written.
+    /// `$(VAR)` references expanded as the kubelet expands command and args
+    /// (`third_party/forked/golang/expansion`): a defined literal replaces the
+    /// reference, `$$` is one `$`, a `$` before anything else stays with that
+    /// character, an undefined or unclosed reference stays as written, and a value
+    /// put in is not expanded again. Each byte is read once; past [`EXPANDED_LIMIT`]
+    /// of added text (or the review's budget) the rest stays as written.
     /// https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
     pub(crate) fn expand(&self, text: &str) -> String {
+        let limit = text.len().saturating_add(EXPANDED_LIMIT);
         let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(at) = rest.find('$') {
-            out.push_str(&rest[..at]);
-            let tail = &rest[at..];
-            if let Some(after) = tail.strip_prefix("$$") {
-                out.push('$');
-                rest = after;
-                continue;
-            }
-            let reference = tail
-                .strip_prefix("$(")
-                .and_then(|t| t.find(')').map(|end| &t[..end]));
-            match reference.and_then(|name| Some((name, self.literal(name)?))) {
-                Some((name, value)) => {
-                    out.push_str(value);
-                    rest = &tail[name.len() + 3..];
-                }
-                None => {
+        // No `$(` after the last `)` closes: known once, so unclosed references are
+        // not each read to the end of the text.
+        let last_close = text.rfind(')');
+        let mut cursor = 0;
+        while let Some(off) = text[cursor..].find('$') {
+            let at = cursor + off;
+            let rest = &text[at + 1..];
+            let Some(next) = rest.chars().next() else {
+                break;
+            };
+            out.push_str(&text[cursor..at]);
+            cursor = match next {
+                '$' => {
                     out.push('$');
-                    rest = &tail[1..];
+                    at + 2
                 }
-            }
+                '(' => {
+                    let end = last_close
+                        .filter(|&c| c > at)
+                        .and_then(|_| rest.find(')'))
+                        .map(|e| at + 1 + e);
+                    let Some(end) = end else {
+                        out.push_str("$(");
+                        cursor = at + 2;
+                        continue;
+                    };
+                    let value = self.literal(&text[at + 2..end]);
+                    match value {
+                        Some(v)
+                            if out.len() + v.len() <= limit
+                                && crate::budget::draw_len(ARGS, v.len()) =>
+                        {
+                            out.push_str(v);
+                        }
+                        Some(_) => {
+                            // Past the limit: the rest is not derived.
+                            cursor = at;
+                            break;
+                        }
+                        None => out.push_str(&text[at..=end]),
+                    }
+                    end + 1
+                }
+                c => {
+                    let end = at + 1 + c.len_utf8();
+                    out.push_str(&text[at..end]);
+                    end
+                }
+            };
         }
-        out.push_str(rest);
+        out.push_str(&text[cursor..]);
+        crate::budget::draw_len(ARGS, text.len());
         out
     }
 }

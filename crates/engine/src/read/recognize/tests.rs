@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::launchers::{rendezvous, size};
-use super::{Env, JobSize};
+use super::{EXPANDED_LIMIT, Env, JobSize};
 
 fn env(vars: &[(&str, &str)]) -> serde_json::Value {
     let env: Vec<_> = vars
@@ -116,6 +116,48 @@ fn env_is_read_as_the_kubelet_builds_it() {
         e.expand("torchrun --nnodes=$(NNODES) $(OTHER) $$(NNODES)"),
         "torchrun --nnodes=4 $(OTHER) $(NNODES)"
     );
+}
+
+#[test]
+fn references_expand_by_the_kubelets_rules() {
+    let c = json!({"env": [
+        {"name": "N", "value": "4"},
+        {"name": "REF", "value": "$(N)"},
+        {"name": "FROM", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+    ]});
+    let e = Env::of(&c);
+    let cases = [
+        // A value is put in as it is, never expanded again.
+        ("$(REF)", "$(N)"),
+        ("$$$(N)", "$4"),
+        ("$$(N)", "$(N)"),
+        ("a$b$", "a$b$"),
+        ("$(FROM)-$(N)", "$(FROM)-4"),
+        // An unclosed reference stays, and so does every one after it.
+        ("$(N)$($(N", "4$($(N"),
+        ("$(N $(N)", "$(N $(N)"),
+        ("é$é$(N)", "é$é4"),
+    ];
+    for (text, expanded) in cases {
+        assert_eq!(e.expand(text), expanded, "{text}");
+    }
+}
+
+#[test]
+fn expansion_stops_at_its_limit_and_leaves_the_rest_as_written() {
+    let c = json!({"env": [{"name": "BIG", "value": "x".repeat(40 * 1024)}, {"name": "N", "value": "4"}]});
+    let e = Env::of(&c);
+    let line = format!("--nnodes=$(N) {}", "$(BIG)".repeat(10));
+    let out = e.expand(&line);
+    assert!(out.len() <= line.len() + EXPANDED_LIMIT, "{}", out.len());
+    assert!(out.starts_with("--nnodes=4 xxx"), "{}", &out[..20]);
+    // Three copies fit in 128 KiB; the fourth reference and the rest stay as written.
+    assert!(
+        out.ends_with(&"$(BIG)".repeat(7)),
+        "{}",
+        &out[out.len() - 50..]
+    );
+    assert_eq!(out.matches('x').count(), 3 * 40 * 1024);
 }
 
 #[test]

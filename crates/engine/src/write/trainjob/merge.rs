@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 /// A hash of a JSON value that equal values share (object keys in any order).
 fn fingerprint(v: &Value) -> u64 {
     fn feed(v: &Value, h: &mut DefaultHasher) {
+        crate::budget::draw(PATCHES, 1);
         match v {
             Value::Null => 0u8.hash(h),
             Value::Bool(b) => (1u8, b).hash(h),
@@ -38,6 +39,8 @@ fn fingerprint(v: &Value) -> u64 {
     feed(v, &mut h);
     h.finish()
 }
+
+const PATCHES: &str = "spec.runtimePatches";
 
 fn name(v: &Value) -> Option<&str> {
     v.get("name").and_then(Value::as_str)
@@ -77,6 +80,8 @@ fn merge_run(acc: &mut Value, run: &[&Value]) {
 }
 
 fn merge_objects(acc: &mut Map<String, Value>, run: &[&Value]) {
+    let keys: usize = run.iter().filter_map(|p| p.as_object()).map(Map::len).sum();
+    crate::budget::draw_len(PATCHES, keys);
     // Each key's patches in order, keys in the order they first appear.
     let mut order: Vec<&String> = Vec::new();
     let mut by_key: HashMap<&String, Vec<&Value>> = HashMap::new();
@@ -105,6 +110,8 @@ fn merge_objects(acc: &mut Map<String, Value>, run: &[&Value]) {
 }
 
 fn merge_arrays(acc: &mut Vec<Value>, run: &[&Value]) {
+    let entries: usize = run.iter().filter_map(|p| p.as_array()).map(Vec::len).sum();
+    crate::budget::draw_len(PATCHES, acc.len() + entries);
     let mut named: HashMap<String, usize> = HashMap::new();
     let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
     for (i, e) in acc.iter().enumerate() {
@@ -160,6 +167,7 @@ pub(super) fn delta(after: &Value, base: &Value) -> Option<Value> {
             (!m.is_empty()).then_some(Value::Object(m))
         }
         (Value::Array(a), Value::Array(b)) => {
+            crate::budget::draw_len(PATCHES, a.len() + b.len());
             let mut seen: HashMap<u64, Vec<&Value>> = HashMap::new();
             for x in b {
                 seen.entry(fingerprint(x)).or_default().push(x);

@@ -1,6 +1,8 @@
 //! Devices and memory: EFA interfaces, host IPC, IPC_LOCK for pinned memory, and a
 //! memory-backed /dev/shm.
 
+use std::collections::HashSet;
+
 use serde_json::{Value, json};
 
 use super::spec::{container, container_name, reborrow};
@@ -129,17 +131,26 @@ impl Plan<'_> {
         {
             return name.to_string();
         }
-        let taken = |n: &str| {
-            items(spec.value, &["volumes"])
-                .iter()
-                .any(|v| v.get("name").and_then(Value::as_str) == Some(n))
+        // The names taken, read once: a pod that already has `trainplace-shm`,
+        // `trainplace-shm-1`, ... costs one look per name, not one per name per name.
+        let name = {
+            let volumes = items(spec.value, &["volumes"]);
+            let taken: HashSet<&str> = if crate::budget::draw_len(VOLUMES, volumes.len()) {
+                volumes
+                    .iter()
+                    .filter_map(|v| v.get("name").and_then(Value::as_str))
+                    .collect()
+            } else {
+                HashSet::new()
+            };
+            let mut name = SHM_VOLUME.to_string();
+            let mut k = 1;
+            while taken.contains(name.as_str()) {
+                name = format!("{SHM_VOLUME}-{k}");
+                k += 1;
+            }
+            name
         };
-        let mut name = SHM_VOLUME.to_string();
-        let mut k = 1;
-        while taken(&name) {
-            name = format!("{SHM_VOLUME}-{k}");
-            k += 1;
-        }
         if let Some(mut vols) = reborrow(spec).array("volumes", ed.ops) {
             vols.push(
                 json!({"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size}}),
@@ -157,8 +168,14 @@ impl Plan<'_> {
     }
 }
 
+const VOLUMES: &str = "spec.volumes and volumeMounts";
+
 fn mount_at<'v>(c: &'v Value, path: &str) -> Option<&'v str> {
-    items(c, &["volumeMounts"])
+    let mounts = items(c, &["volumeMounts"]);
+    if !crate::budget::draw_len(VOLUMES, mounts.len()) {
+        return None;
+    }
+    mounts
         .iter()
         .find(|m| m.get("mountPath").and_then(Value::as_str) == Some(path))
         .and_then(|m| m.get("name"))

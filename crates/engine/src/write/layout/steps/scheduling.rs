@@ -47,7 +47,11 @@ impl Plan<'_> {
             keys.push(RES_EFA.to_string());
         }
         for key in keys {
-            let covered = items(spec.value, &["tolerations"]).iter().any(|t| {
+            let tolerations = items(spec.value, &["tolerations"]);
+            if !crate::budget::draw_len("spec.tolerations", tolerations.len()) {
+                return;
+            }
+            let covered = tolerations.iter().any(|t| {
                 let tkey = t.get("key").and_then(Value::as_str);
                 tkey == Some(key.as_str())
                     || (tkey.is_none_or(str::is_empty)
