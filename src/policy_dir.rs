@@ -11,8 +11,13 @@ use trainplace_engine::{Policy, PolicyDocument, PolicyError};
 use crate::cli::yaml::load::LoadError;
 
 /// The files of a policy directory that count: visible `*.yaml` / `*.yml` entries,
-/// sorted by name. Hidden entries (the `..data` links of a mounted ConfigMap) do not.
+/// sorted by name. Hidden entries (the `..data` links of a mounted ConfigMap) do not. A
+/// single file given instead of a directory is the whole policy
+/// (`--policy-dir examples/policy-strict.yaml`).
 fn policy_files(dir: &Path) -> Result<Vec<PathBuf>, PolicyError> {
+    if dir.is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
     let entries = std::fs::read_dir(dir).map_err(|e| PolicyError::Io {
         path: dir.display().to_string(),
         message: e.to_string(),

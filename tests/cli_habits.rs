@@ -520,3 +520,27 @@ fn a_live_audit_shows_progress_on_a_terminal() {
         "{seen}"
     );
 }
+
+/// `--policy-dir` takes one Policy file as well as a directory: the README's strict
+/// examples.
+#[test]
+fn policy_dir_takes_one_policy_file() {
+    let strict = "examples/policy-strict.yaml";
+    let o = run(&[
+        "check",
+        "--policy-dir",
+        strict,
+        "-f",
+        "examples/pods/inference.yaml",
+    ]);
+    assert_eq!(code(&o), 1, "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("strict mode"), "{}", text(&o.stdout));
+    let o = run(&[
+        "check",
+        "--policy-dir",
+        strict,
+        "-f",
+        "examples/workloads/job.yaml",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+}
