@@ -534,7 +534,11 @@ fn policy_dir_takes_one_policy_file() {
         "examples/pods/inference.yaml",
     ]);
     assert_eq!(code(&o), 1, "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("strict mode"), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("strict mode"),
+        "{}",
+        text(&o.stdout)
+    );
     let o = run(&[
         "check",
         "--policy-dir",

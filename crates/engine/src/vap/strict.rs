@@ -9,7 +9,9 @@
 use crate::facts::policy::{OptIn, Policy};
 use crate::facts::whole_node::offers;
 use crate::judge::strict::PARTIAL_FIX;
-use crate::judge::strict::bounds::{MAX_CONTAINERS, MAX_EXPRESSIONS, MAX_TERMS, MAX_VALUES};
+use crate::judge::strict::bounds::{
+    MAX_CONTAINERS, MAX_EXPRESSIONS, MAX_LIMITS, MAX_TERMS, MAX_VALUES,
+};
 use crate::judge::strict::claims::{CLAIM_FIX, whole_node_count};
 use crate::read::annotations::{
     ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE,
@@ -80,16 +82,15 @@ fn zone(policy: &Policy) -> Result<String, ExportError> {
 
 /// Whether resource name `k` is an accelerator (the engine's `held::is_accelerator`).
 fn is_accelerator(policy: &Policy, k: &str) -> String {
-    let mut out = format!(
-        "({k}.contains('/') && !{k}.startsWith('kubernetes.io/') && !{k}.matches('^[^/]*[.]kubernetes[.]io/')"
-    );
+    // The cheap tests first; the regex last.
+    let mut out = format!("({k}.contains('/') && !{k}.startsWith('kubernetes.io/')");
     for n in policy.non_accelerators() {
         match n.strip_suffix('*') {
             Some(prefix) => out.push_str(&format!(" && !{k}.startsWith({})", lit(prefix))),
             None => out.push_str(&format!(" && {k} != {}", lit(n))),
         }
     }
-    out.push(')');
+    out.push_str(&format!(" && !{k}.matches('^[^/]*[.]kubernetes[.]io/'))"));
     out
 }
 
@@ -104,20 +105,32 @@ fn opted(t: &str, key: &str) -> String {
 /// The pod templates of the object: the precise exporter's `sites`, and the core
 /// controllers' templates.
 fn templates() -> String {
-    "variables.sites.map(s, {'t': s.t, 'f': s.f})
+    "object.kind == 'Pod' ? [{'t': object, 'f': 'spec'}] : variables.sites.map(s, {'t': s.t, 'f': s.f})
  + ((object.apiVersion.startsWith('apps/') && object.kind in ['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet']) || (object.apiVersion == 'v1' && object.kind == 'ReplicationController') ? (has(object.spec) && has(object.spec.template) ? [{'t': object.spec.template, 'f': 'spec.template.spec'}] : []) : [])
  + (object.apiVersion.startsWith('batch/') && object.kind == 'CronJob' && has(object.spec) && has(object.spec.jobTemplate) && has(object.spec.jobTemplate.spec) && has(object.spec.jobTemplate.spec.template) ? [{'t': object.spec.jobTemplate.spec.template, 'f': 'spec.jobTemplate.spec.template.spec'}] : [])".into()
 }
 
-/// Each template's lists, read once.
+/// Each template's lists, read once, and whether they are past the bounds (sizes only,
+/// so a template too large to judge costs no walk of its lists).
 fn parts() -> String {
     let terms = "(has(@S@.affinity) && has(@S@.affinity.nodeAffinity) && has(@S@.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) && has(@S@.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms) ? @S@.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms : [])";
     fill(
         "variables.strictTemplates.map(x, {'t': x.t, 'f': x.f, 'spec': has(x.t.spec) ? x.t.spec : {},
  'app': has(x.t.spec) && has(x.t.spec.containers) ? x.t.spec.containers : [],
  'init': has(x.t.spec) && has(x.t.spec.initContainers) ? x.t.spec.initContainers : [],
- 'terms': has(x.t.spec) ? @TERMS@ : []})",
-        &[("TERMS", &fill(terms, &[("S", "x.t.spec")]))],
+ 'terms': has(x.t.spec) ? @TERMS@ : []}).map(x, {'t': x.t, 'f': x.f, 'spec': x.spec, 'app': x.app, 'init': x.init, 'terms': x.terms, 'big': @BIG@})",
+        &[
+            ("TERMS", &fill(terms, &[("S", "x.t.spec")])),
+            ("BIG", &big()),
+        ],
+    )
+}
+
+/// Template `x` is past the bounds strict mode judges within (the engine's `too_large`):
+/// checked in an order that reads only sizes of lists already bounded.
+fn big() -> String {
+    format!(
+        "size(x.app) + size(x.init) > {MAX_CONTAINERS} || (x.app + x.init).exists(c, has(c.resources) && has(c.resources.limits) && size(c.resources.limits) > {MAX_LIMITS}) || size(x.terms) > {MAX_TERMS} || x.terms.exists(t, has(t.matchExpressions) && (size(t.matchExpressions) > {MAX_EXPRESSIONS} || t.matchExpressions.exists(e, has(e.values) && size(e.values) > {MAX_VALUES})))"
     )
 }
 
@@ -133,15 +146,12 @@ fn quantity(c: &str, r: &str) -> String {
 /// holds of each resource some catalog type offers whole.
 fn facts(policy: &Policy) -> String {
     let limit_keys = "(has(c.resources) && has(c.resources.limits) ? c.resources.limits : {})";
-    let big = format!(
-        "size(x.app) + size(x.init) > {MAX_CONTAINERS} || size(x.terms) > {MAX_TERMS} || x.terms.exists(t, has(t.matchExpressions) && (size(t.matchExpressions) > {MAX_EXPRESSIONS} || t.matchExpressions.exists(e, has(e.values) && size(e.values) > {MAX_VALUES})))"
-    );
     let accel = format!(
         "(x.app + x.init).exists(c, {limit_keys}.exists(k, {} && int(string(c.resources.limits[k])) > 0))",
         is_accelerator(policy, "k")
     );
     let foreign = format!(
-        "(x.app + x.init).exists(c, {limit_keys}.exists(k, {} && !(k in variables.offers) && int(string(c.resources.limits[k])) > 0))",
+        "!x.big && (x.app + x.init).exists(c, {limit_keys}.exists(k, {} && !(k in variables.offers) && int(string(c.resources.limits[k])) > 0))",
         is_accelerator(policy, "k")
     );
     let held: Vec<String> = offers(&policy.catalog)
@@ -149,14 +159,14 @@ fn facts(policy: &Policy) -> String {
         .map(|r| {
             let q = quantity("c", &lit(r));
             format!(
-                "{}: [x.app.map(c, {q}).sum(), (x.init.map(c, {q}) + [0]).max()].max()",
+                "{}: x.big ? 0 : [x.app.map(c, {q}).sum(), (x.init.map(c, {q}) + [0]).max()].max()",
                 lit(r)
             )
         })
         .collect();
     format!(
         "variables.strictParts.map(x, {{'t': x.t, 'f': x.f, 'spec': x.spec, 'terms': x.terms,
- 'big': {big},
+ 'big': x.big,
  'accel': {accel},
  'foreign': {foreign},
  'claims': has(x.spec.resourceClaims) && size(x.spec.resourceClaims) > 0,

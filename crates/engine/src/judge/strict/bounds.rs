@@ -4,6 +4,8 @@
 
 /// Containers and init containers of one pod template.
 pub const MAX_CONTAINERS: usize = 64;
+/// Resource names in one container's limits.
+pub const MAX_LIMITS: usize = 32;
 /// Required node-selector terms of one template.
 pub const MAX_TERMS: usize = 32;
 /// Match expressions of one term.

@@ -80,6 +80,19 @@ fn too_large(spec: &Value) -> Option<String> {
             bounds::MAX_CONTAINERS
         ));
     }
+    let limits = items(spec, &["containers"])
+        .iter()
+        .chain(items(spec, &["initContainers"]))
+        .filter_map(|c| c.pointer("/resources/limits").and_then(Value::as_object))
+        .map(serde_json::Map::len)
+        .max()
+        .unwrap_or(0);
+    if limits > bounds::MAX_LIMITS {
+        return Some(format!(
+            "{limits} resource names in one container's limits (at most {})",
+            bounds::MAX_LIMITS
+        ));
+    }
     let terms = reach::terms(spec);
     if terms.len() > bounds::MAX_TERMS {
         return Some(format!(
