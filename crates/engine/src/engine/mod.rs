@@ -139,27 +139,15 @@ fn run(
             )?;
         }
     }
-    if let Some(mut sent) = sent {
-        let sites = locate(&sent)?.1;
-        strict(
-            &mut sent,
-            kind,
-            &sites,
-            &ctx,
-            layout,
-            &mut verdict,
-            &mut ops,
-        )?;
-    } else if policy.strict() {
-        strict(
-            &mut object,
-            kind,
-            &sites,
-            &ctx,
-            layout,
-            &mut verdict,
-            &mut ops,
-        )?;
+    if policy.strict() {
+        // Validating: the object as sent; mutating: the object as laid out.
+        let mut sent = sent;
+        let sent_sites = sent.as_ref().map(locate).transpose()?.map(|(_, s)| s);
+        let (target, at) = match (sent.as_mut(), sent_sites.as_deref()) {
+            (Some(sent), Some(sent_sites)) => (sent, sent_sites),
+            _ => (&mut object, sites.as_slice()),
+        };
+        strict(target, kind, at, &ctx, layout, &mut verdict, &mut ops)?;
     }
     verdict.fold_repeats();
     verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);

@@ -229,21 +229,16 @@ fn judge_template(
             None => partial_reasons(spec, &asks, ctx),
         };
         if !reasons.is_empty() {
-            let mut found = format!(
-                "strict mode: a pod that requests accelerators holds all of every instance type it can land on; {}.",
-                reasons.join("; ")
-            );
-            refused_note(&mut found, state, ALLOW_PARTIAL_NODE);
-            out.extend(opted_in(
-                Finding {
-                    rule: Rule::PartialNode,
-                    mode: ctx.eff.mode_partial_node(),
-                    site: t.field.clone(),
-                    found,
-                    fix: PARTIAL_FIX.into(),
-                    opt_in: Some(ALLOW_PARTIAL_NODE),
-                },
-                state,
+            out.extend(finding(
+                Rule::PartialNode,
+                t.field.clone(),
+                format!(
+                    "strict mode: a pod that requests accelerators holds all of every instance type it can land on; {}.",
+                    reasons.join("; ")
+                ),
+                PARTIAL_FIX.into(),
+                (ALLOW_PARTIAL_NODE, state),
+                ctx,
             ));
         }
     }
@@ -261,20 +256,15 @@ fn judge_template(
         (None, _) => node_elsewhere(spec, zone, ctx),
     };
     if let Some(why) = why {
-        let mut found = format!(
-            "strict mode: a pod that requests accelerators or claims devices runs in its namespace's one zone; {why}; EFA traffic cannot cross zones."
-        );
-        refused_note(&mut found, state, ALLOW_MULTI_AZ);
-        out.extend(opted_in(
-            Finding {
-                rule: Rule::MultiAz,
-                mode: ctx.eff.mode_multi_az(),
-                site: t.field.clone(),
-                found,
-                fix: zone_fix(zone),
-                opt_in: Some(ALLOW_MULTI_AZ),
-            },
-            state,
+        out.extend(finding(
+            Rule::MultiAz,
+            t.field.clone(),
+            format!(
+                "strict mode: a pod that requests accelerators or claims devices runs in its namespace's one zone; {why}; EFA traffic cannot cross zones."
+            ),
+            zone_fix(zone),
+            (ALLOW_MULTI_AZ, state),
+            ctx,
         ));
     }
     Ok(())
@@ -289,12 +279,37 @@ fn node_elsewhere(spec: &Value, zone: Option<&str>, ctx: &Ctx<'_, '_>) -> Option
     (at != want).then(|| format!("spec.nodeName {node} is a node in {at}, not {want}"))
 }
 
-fn refused_note(found: &mut String, state: OptInState, key: &str) {
+/// A strict finding of `rule` at `site`, with what a granted or refused opt-in makes of
+/// it (`opt` is the opt-in annotation).
+fn finding(
+    rule: Rule,
+    site: String,
+    mut found: String,
+    fix: String,
+    opt: (&'static str, OptInState),
+    ctx: &Ctx<'_, '_>,
+) -> Option<Finding> {
+    let (key, state) = opt;
     if state == OptInState::Refused {
         found.push_str(&format!(
             " The opt-in {key} is not permitted for this namespace or your groups."
         ));
     }
+    let mode = match rule {
+        Rule::MultiAz => ctx.eff.mode_multi_az(),
+        _ => ctx.eff.mode_partial_node(),
+    };
+    opted_in(
+        Finding {
+            rule,
+            mode,
+            site,
+            found,
+            fix,
+            opt_in: Some(key),
+        },
+        state,
+    )
 }
 
 /// Strict mode's findings on every template of `object`.
@@ -310,20 +325,15 @@ pub(crate) fn judge(
         let requests = claims::partial_requests(object, &ctx.eff.policy.catalog);
         if let Some((field, why)) = requests.first() {
             let state = opt_in(object, OptIn::AllowPartialNode, ctx);
-            let mut found = format!(
-                "strict mode: a device claim of an accelerator class takes every device of the node; {why}."
-            );
-            refused_note(&mut found, state, ALLOW_PARTIAL_NODE);
-            out.extend(opted_in(
-                Finding {
-                    rule: Rule::PartialNode,
-                    mode: ctx.eff.mode_partial_node(),
-                    site: field.clone(),
-                    found,
-                    fix: claims::CLAIM_FIX.into(),
-                    opt_in: Some(ALLOW_PARTIAL_NODE),
-                },
-                state,
+            out.extend(finding(
+                Rule::PartialNode,
+                field.clone(),
+                format!(
+                    "strict mode: a device claim of an accelerator class takes every device of the node; {why}."
+                ),
+                claims::CLAIM_FIX.into(),
+                (ALLOW_PARTIAL_NODE, state),
+                ctx,
             ));
         }
         return Ok(out);
