@@ -214,6 +214,51 @@ fn runtimes_and_namespaces_come_and_go() {
     );
 }
 
+/// The owners of marked pods come and go with their watch: a batch Job is kept as its
+/// uid and active pods (its size changes with `parallelism`), a StatefulSet as its
+/// replicas, and a deleted one is forgotten (issue 39, class 3).
+#[test]
+fn owners_sizes_come_and_go() {
+    let mut index = Index::new();
+    let watch = |kind: &str| {
+        OBJECT_CRDS
+            .iter()
+            .position(|(_, k, _)| *k == kind)
+            .map(Crd::Object)
+            .unwrap()
+    };
+    let job = |parallelism: u32| -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "train", "namespace": "ml", "uid": "u1"},
+            "spec": {"parallelism": parallelism, "completions": 6, "template": {"spec": {
+                "containers": [{"name": "c", "image": "i"}]}}}}))
+        .unwrap()
+    };
+    let sts: DynamicObject = serde_json::from_value(json!({"apiVersion": "apps/v1",
+        "kind": "StatefulSet", "metadata": {"name": "lws-0", "namespace": "ml", "uid": "u2"},
+        "spec": {"replicas": 3}}))
+    .unwrap();
+    let (jobs, sets) = (watch("Job"), watch("StatefulSet"));
+    index.crd(jobs, &Event::Apply(job(8)));
+    index.crd(sets, &Event::Apply(sts.clone()));
+    let snap = index.publish();
+    let size = snap.owner("ml", "batch/v1", "Job", "train").unwrap();
+    assert_eq!((size.uid.as_str(), size.pods), ("u1", Some(6)));
+    let size = snap.owner("ml", "apps/v1", "StatefulSet", "lws-0").unwrap();
+    assert_eq!(size.pods, Some(3));
+    index.crd(jobs, &Event::Apply(job(2)));
+    index.crd(sets, &Event::Delete(sts));
+    let snap = index.publish();
+    assert_eq!(
+        snap.owner("ml", "batch/v1", "Job", "train").unwrap().pods,
+        Some(2)
+    );
+    assert!(
+        snap.owner("ml", "apps/v1", "StatefulSet", "lws-0")
+            .is_none()
+    );
+}
+
 /// Nodes added and removed in number: every publish after a node change answers like
 /// a rebuild, and one node change is published without the others being re-read
 /// (the published snapshot before shares what did not change).

@@ -442,14 +442,16 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
         assert_eq!(labels[k], *v, "Service selects the webhook pods");
     }
 
-    // RBAC: read nodes, pods, namespaces, PyTorchJobs, EC2NodeClasses and DRA claims, and
-    // write Events; nothing else.
+    // RBAC: read nodes, pods, namespaces, PyTorchJobs, Jobs and StatefulSets (the owners
+    // of marked pods), EC2NodeClasses and DRA claims, and write Events; nothing else.
     let role = object(&docs, "ClusterRole", Some("trainplace"));
     assert_eq!(
         role["rules"],
         json!([
             {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs", "paddlejobs"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainingruntimes", "clustertrainingruntimes"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates", "resourceclaims"], "verbs": ["get", "list", "watch"]},

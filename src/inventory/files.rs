@@ -51,7 +51,8 @@ const DRA_FILES: [&str; 3] = [
 ];
 
 /// Load `nodes.json` (required), `pods.json`, `namespaces.json`, `pytorchjobs.json` and
-/// `paddlejobs.json` (what their `/scale` reviews are judged against), `ec2nodeclasses.json`
+/// `paddlejobs.json` (what their `/scale` reviews are judged against), `jobs.json` and
+/// `statefulsets.json` (the size of a marked pod's owner), `ec2nodeclasses.json`
 /// (Karpenter's Capacity Blocks in `status.capacityReservations`), `trainingruntimes.json` /
 /// `clustertrainingruntimes.json` (the runtimes TrainJobs inherit their pod template
 /// from) and the `DRA_FILES` from `dir`; all but nodes optional.
@@ -67,6 +68,11 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     for file in ["pytorchjobs.json", "paddlejobs.json"] {
         let jobs = read_list(&dir.join(file), false)?;
         snap.add_scalable(jobs["items"].as_array().into_iter().flatten());
+        snap.add_owners(jobs["items"].as_array().into_iter().flatten());
+    }
+    for file in ["jobs.json", "statefulsets.json"] {
+        let owners = read_list(&dir.join(file), false)?;
+        snap.add_owners(owners["items"].as_array().into_iter().flatten());
     }
     let classes = read_list(&dir.join("ec2nodeclasses.json"), false)?;
     snap.reservations_mut().add_ec2nodeclasses(&classes);

@@ -83,12 +83,14 @@ impl<K: kube::Resource + Clone> Listed<K> {
     }
 }
 
-/// The CRDs whose objects a snapshot holds one by one: (apiVersion, kind, plural).
-/// PyTorchJobs and PaddleJobs (what their `/scale` reviews scale), Trainer runtimes
-/// (what TrainJobs inherit), and the DRA objects pods' resourceClaims are counted
-/// through (resource.k8s.io/v1 from Kubernetes 1.34; NVIDIA's ComputeDomain CRD where
-/// its DRA driver runs).
-pub const OBJECT_CRDS: [(&str, &str, &str); 7] = [
+/// The kinds whose objects a snapshot holds one by one: (apiVersion, kind, plural).
+/// PyTorchJobs and PaddleJobs (what their `/scale` reviews scale, and how many pods
+/// they own), Trainer runtimes (what TrainJobs inherit), the DRA objects pods'
+/// resourceClaims are counted through (resource.k8s.io/v1 from Kubernetes 1.34;
+/// NVIDIA's ComputeDomain CRD where its DRA driver runs), and batch Jobs and
+/// StatefulSets, of which the snapshot keeps only uid and size: what a marked pod's
+/// owner runs, against the count its mark states.
+pub const OBJECT_CRDS: [(&str, &str, &str); 9] = [
     ("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"),
     ("kubeflow.org/v1", "PaddleJob", "paddlejobs"),
     (
@@ -112,6 +114,8 @@ pub const OBJECT_CRDS: [(&str, &str, &str); 7] = [
         "ComputeDomain",
         "computedomains",
     ),
+    ("batch/v1", "Job", "jobs"),
+    ("apps/v1", "StatefulSet", "statefulsets"),
 ];
 
 /// Karpenter's EC2NodeClasses, whose statuses name Capacity Blocks.

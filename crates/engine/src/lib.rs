@@ -45,7 +45,7 @@ pub use error::PolicyError;
 pub use facts::catalog::{Catalog, InstanceProfile, Rdma};
 pub use facts::dra::Claims;
 pub use facts::ending::{EndingJob, ending_within};
-pub use facts::inventory::Snapshot;
+pub use facts::inventory::{OwnerSize, Snapshot};
 pub use facts::job_index::JobIndex;
 pub use facts::node_index::NodeIndex;
 pub use facts::policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};

@@ -68,6 +68,16 @@ fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
     }
 }
 
+/// A pod's size from its controller, when the inventory holds that owner and it runs
+/// more than one pod (a batch Job's active pods, a StatefulSet's replicas, a training
+/// CRD's replicas): the pod is one of that many, whatever its own launcher leaves
+/// unsaid. Never smaller than what the pod says (its launcher's count still wins when
+/// larger), and never read for a pod of one: the owner only ever adds pods.
+fn owned_pods(object: &Value, ctx: &Ctx<'_, '_>) -> Option<u32> {
+    let inv = ctx.who.inventory?;
+    crate::read::owner::owner_pods(object, inv)?.filter(|n| *n > 1)
+}
+
 /// A zone to pin templates to, and the pointers of the templates to pin.
 pub(super) type Pin = Option<(String, Vec<String>)>;
 
@@ -104,6 +114,8 @@ pub(super) fn judge_sites<'s, 'a>(
         let mut hints = site.hints.clone();
         if ctx.kind.is_workload() {
             hints.pods = total;
+        } else if let Some(n) = owned_pods(object, ctx) {
+            hints.pods = Some(n);
         }
         if let Some(j) = judge(view, &hints, object, ctx, verdict)? {
             // A template that makes no pods (0 replicas) runs nowhere.

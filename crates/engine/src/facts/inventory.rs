@@ -24,9 +24,11 @@ use crate::read::annotations::RES_NVIDIA_GPU;
 use crate::read::json::items;
 
 mod objects;
+mod owners;
 
 use objects::Objects;
 pub(crate) use objects::scale_replicas_path;
+pub use owners::OwnerSize;
 
 /// A snapshot is cheap to clone: where each job runs, the nodes' zones and blocks,
 /// the namespaces and the CRD objects are persistent maps, the per-type tables are as

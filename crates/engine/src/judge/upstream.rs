@@ -3,8 +3,10 @@
 //! mark verifies against the pod itself (`mark.rs`) the pod's content was judged and
 //! admitted at submit time with the submitter's identity and grants, and is left as
 //! admitted. Anything else, a forged or copied mark included, is judged; so is a pod
-//! whose own launcher says its job has more pods than the mark vouches for, and one
-//! whose job the inventory already shows in another zone.
+//! whose own launcher says its job has more pods than the mark vouches for, one whose
+//! owner runs more pods than the mark states (its index among the owner's pods, or the
+//! owner's size in the inventory), and one whose job the inventory already shows in
+//! another zone.
 //!
 //! A workload is never left alone on a mark: its own CREATE is judged on its content
 //! whoever asks (a CronJob's Job, a JobSet's child Job, an operator's child workload).
@@ -18,7 +20,7 @@ use crate::answer::mark::{ADMITTED, Claim, MarkKeys};
 use crate::facts::policy::Policy;
 use crate::facts::requester::Requester;
 use crate::read::annotations::JOB_IDENTITY_LABELS;
-use crate::read::json::{items, str_at};
+use crate::read::json::str_at;
 use crate::read::podspec::PodView;
 use crate::read::recognize::JobSize;
 use crate::read::workload::Kind;
@@ -38,15 +40,49 @@ pub(crate) fn made_from_admitted(
         return false;
     }
     let namespace = str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
-    let Some(owner_kind) = items(object, &["metadata", "ownerReferences"])
-        .iter()
-        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
-        .and_then(|o| o.get("kind")?.as_str())
+    let Some(owner_kind) =
+        crate::read::owner::controller(object).and_then(|o| str_at(o, &["kind"]))
     else {
         return false;
     };
-    verified(object, owner_kind, namespace, keys, policy)
-        .is_some_and(|(key, value, _)| !placed_apart(object, namespace, (key, value), who))
+    verified(object, owner_kind, namespace, keys, policy).is_some_and(|(key, value, signed)| {
+        !placed_apart(object, namespace, (key, value), who) && !owner_larger(object, signed, who)
+    })
+}
+
+/// Pod labels that number a pod among its owner's pods, from 0: an index at or past the
+/// mark's count shows the owner runs more pods than the mark vouches for. (A Job's
+/// completion index is not one: an Indexed Job with `completions: 8, parallelism: 1`
+/// runs index 7 as its only pod.)
+const POD_INDEX_LABELS: [&str; 2] = [
+    "apps.kubernetes.io/pod-index",
+    "training.kubeflow.org/replica-index",
+];
+
+/// Whether the pod's owner runs more pods than the mark states (`signed`; 0: several,
+/// count unknown, which no owner exceeds). The mark binds a kind name and labels a user
+/// writes, so a mark admitted for a 1-pod Job verifies just as well on the pods of a
+/// Job of parallelism 8 that carries the same template and job label. The pod alone
+/// tells when it carries its index among its owner's pods; otherwise the owner is
+/// looked up in the inventory by the controller reference (namespace, group, kind,
+/// name, uid) and its size, as its controller computes it, compared with the mark's.
+/// An owner the inventory does not hold (yet: the watch trails the API by a moment, or
+/// a kind it does not watch) leaves the mark's word standing.
+fn owner_larger(object: &Value, signed: u32, who: &Requester<'_>) -> bool {
+    if signed == 0 {
+        return false;
+    }
+    let indexed = POD_INDEX_LABELS.iter().any(|l| {
+        str_at(object, &["metadata", "labels", l])
+            .and_then(|i| i.parse::<u64>().ok())
+            .is_some_and(|i| i >= u64::from(signed))
+    });
+    if indexed {
+        return true;
+    }
+    who.inventory
+        .and_then(|inv| crate::read::owner::owner_pods(object, inv))
+        .is_some_and(|pods| pods.is_none_or(|n| n > signed))
 }
 
 /// Whether a trusted controller's child workload template carries a mark that verifies

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::facts::inventory::Snapshot;
 use crate::read::json::{items, str_at};
 use crate::read::podspec::PodView;
 
@@ -52,4 +53,25 @@ pub(crate) fn note(pod: &Value, view: &PodView<'_>) -> Option<String> {
             "made by {api} {kind} {name}, a controller trainplace does not handle: judged as a pod (its template was not laid out before this pod was made)."
         )
     })
+}
+
+/// A pod's controller reference (the owner whose `controller` is true).
+pub(crate) fn controller(pod: &Value) -> Option<&Value> {
+    items(pod, &["metadata", "ownerReferences"])
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+}
+
+/// How many pods the pod's controller runs, as the inventory holds it (a batch Job's
+/// active pods, a StatefulSet's replicas, a training CRD's replicas): `Some(None)` when
+/// the owner is held but cannot be counted, `None` when the inventory does not hold this
+/// owner (not yet watched, another kind, or another object of the same name: the uid
+/// differs).
+pub(crate) fn owner_pods(pod: &Value, inventory: &Snapshot) -> Option<Option<u32>> {
+    let owner = controller(pod)?;
+    let at = |k: &str| str_at(owner, &[k]).unwrap_or("");
+    let namespace = str_at(pod, &["metadata", "namespace"]).unwrap_or("");
+    let size = inventory.owner(namespace, at("apiVersion"), at("kind"), at("name"))?;
+    let same = size.uid.is_empty() || at("uid").is_empty() || size.uid == at("uid");
+    same.then_some(size.pods)
 }

@@ -1,6 +1,7 @@
 //! The objects of CRDs a snapshot holds, set and removed one by one: workloads with a
 //! scale subresource (what a Scale review is judged against), Kubeflow Trainer runtimes
-//! (what a TrainJob inherits its pods from) and DRA objects (what pods' claims count).
+//! (what a TrainJob inherits its pods from), DRA objects (what pods' claims count) and
+//! the sizes of training pods' owners (`owners.rs`).
 
 use std::sync::Arc;
 
@@ -24,6 +25,9 @@ pub(super) struct Objects {
     /// Kubeflow Trainer runtimes by (namespace, kind, name); a ClusterTrainingRuntime
     /// has namespace "". What a TrainJob's `runtimeRef` inherits its pod template from.
     pub(super) runtimes: imbl::HashMap<(String, String, String), Arc<Value>>,
+    /// The owners of training pods, by (namespace, group, kind, name): their uid and
+    /// size, what an admission mark's pod count is compared with (`owners.rs`).
+    pub(super) owners: imbl::HashMap<super::owners::OwnerKey, Arc<super::owners::OwnerSize>>,
 }
 
 /// Workloads whose CRD has a scale subresource: (API group, kind, plural resource, JSON
@@ -72,6 +76,7 @@ impl Snapshot {
         self.add_scalable(one);
         self.add_runtimes(one);
         self.add_claims(one);
+        self.add_owners(one);
     }
 
     /// Remove the object `apiVersion`/`kind` `namespace`/`name` that
@@ -95,6 +100,7 @@ impl Snapshot {
             objects.runtimes.remove(&key);
         }
         objects.claims.remove(group, kind, namespace, name);
+        self.remove_owner(namespace, api_version, kind, name);
     }
 
     /// Index workloads that can be scaled (PyTorchJobs) for Scale reviews.

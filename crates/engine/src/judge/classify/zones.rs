@@ -105,7 +105,8 @@ pub(crate) fn affinity_values(pod: &Value, keys: &[&str]) -> Option<Allowed> {
 const AFFINITY: &str = "spec.affinity.nodeAffinity";
 
 /// Labels an operator sets on every pod of a job (or of a LeaderWorkerSet group) alike;
-/// JobSet's replicated-job name is how a training runtime holds its node pods.
+/// JobSet's replicated-job name is how a training runtime holds its node pods. They count
+/// in a hold only through `matchLabelKeys` (the pod's own value), never as a literal.
 const SPANNING_LABELS: [&str; 10] = [
     LABEL_JOBSET_NAME,
     LABEL_REPLICATED_JOB,
@@ -119,13 +120,32 @@ const SPANNING_LABELS: [&str; 10] = [
     LABEL_HYPERPOD_JOB,
 ];
 
-/// A pod affinity term that selects every pod of the job and only those (its identity
-/// label), so it holds the job together and not some other workload: by value, or
-/// through `matchLabelKeys` naming the identity label (the scheduler adds the pod's own
-/// value; how a RayJob's or a training runtime's template holds each of its jobs
-/// together). A term that also asks for another label, another namespace or a
-/// mismatch selects only part of the job (a Master held apart from its Workers).
-fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
+/// Labels an operator writes at one value on every pod of the job it holds: KubeRay's
+/// `ray.io/is-ray-node: yes`, and the replicated job Kubeflow Trainer runs its training
+/// nodes in, which a runtime must name `node` (how a runtime holds its node pods).
+const FIXED_LABELS: [(&str, &str); 2] = [
+    (crate::read::annotations::LABEL_RAY_NODE, "yes"),
+    (LABEL_REPLICATED_JOB, "node"),
+];
+
+/// A pod affinity term that selects every pod of the job and only those, so it holds
+/// the job together and not some other workload or some decoy. The rule is exact: the
+/// selector names the identity label at the job's own value (`matchLabels`, or `In`
+/// listing that value and no other; `Exists` on the identity key adds nothing), or
+/// through `matchLabelKeys`, which may also add a label the operator writes on every pod
+/// of the job alike, because the scheduler fills those in with the pod's own value. A
+/// further literal label counts only at the value the job's own pods carry (the
+/// template's label, or one an operator always writes at one value). Why nothing more: a required pod affinity admits any zone
+/// that holds one matching pod. Another literal label, even one an operator also writes
+/// (`training.kubeflow.org/job-name`, a JobSet's name), can be given a value the
+/// operator does not write on this job's pods; then no pod of the job matches, and the
+/// pods go wherever pods carrying both labels run: decoys placed in several zones split
+/// the job. `In` with a second value selects another job's pods as well. Only the
+/// identity label is what the inventory counts as the job's pods, so only a hold on it
+/// alone is the job's hold. A term that also names another namespace, a namespace
+/// selector or `mismatchLabelKeys` selects something else again. Such a term is not
+/// refused: it is not counted as the hold, and trainplace writes the exact one beside it.
+fn selects_job(term: &Value, pod: &Value, identity: Option<(&str, &str)>) -> bool {
     let Some((key, value)) = identity else {
         return false;
     };
@@ -136,28 +156,45 @@ fn selects_job(term: &Value, identity: Option<(&str, &str)>) -> bool {
     let exprs = items(term, &["labelSelector", "matchExpressions"]);
     let keys = items(term, &["matchLabelKeys"]);
     let on_key = |e: &Value| e.get("key").and_then(Value::as_str) == Some(key);
+    fn operator(e: &Value) -> Option<&str> {
+        e.get("operator").and_then(Value::as_str)
+    }
     let names_value = |e: &Value| {
+        let values = items(e, &["values"]);
         on_key(e)
-            && e.get("operator").and_then(Value::as_str) == Some("In")
-            && items(e, &["values"])
-                .iter()
-                .any(|v| v.as_str() == Some(value))
+            && operator(e) == Some("In")
+            && !values.is_empty()
+            && values.iter().all(|v| v.as_str() == Some(value))
     };
-    // Other labels that every pod of one job (or one LeaderWorkerSet group) carries
-    // alike: their operators set them, so no role can be labelled apart.
     let spans = |k: &str| k == key || SPANNING_LABELS.contains(&k);
-    let narrows = labels.is_some_and(|m| m.keys().any(|k| !spans(k)))
-        || exprs.iter().any(|e| {
-            !(names_value(e)
-                || (on_key(e) && e.get("operator").and_then(Value::as_str) == Some("Exists")))
+    // Another literal label holds no decoy apart when every pod of the job carries it
+    // at that value: a label the operator writes alike on all of them that the template
+    // already carries at that value (a role label, `replica-type: master`, is carried by
+    // part of the job only), or one the operator writes at one value.
+    let carried = |k: &str, v: &Value| {
+        v.as_str().is_some_and(|v| {
+            (SPANNING_LABELS.contains(&k) && str_at(pod, &["metadata", "labels", k]) == Some(v))
+                || FIXED_LABELS.contains(&(k, v))
         })
+    };
+    let exact = |k: &String, v: &Value| {
+        if k == key {
+            v.as_str() == Some(value)
+        } else {
+            carried(k, v)
+        }
+    };
+    let inexact = labels.is_some_and(|m| m.iter().any(|(k, v)| !exact(k, v)))
+        || exprs
+            .iter()
+            .any(|e| !(names_value(e) || (on_key(e) && operator(e) == Some("Exists"))))
         || keys.iter().any(|k| !k.as_str().is_some_and(spans))
         || !items(term, &["mismatchLabelKeys"]).is_empty()
         || term
             .get("namespaces")
             .is_some_and(|n| n.as_array().is_none_or(|a| !a.is_empty()))
         || term.get("namespaceSelector").is_some();
-    if narrows {
+    if inexact {
         return false;
     }
     let has_selector = selector.is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()));
@@ -226,9 +263,9 @@ pub fn zones(pod: &Value, identity: Option<(&str, &str)>) -> Zones {
     // empty selector or towards another workload (CoreDNS runs in every zone) does not.
     z.held = required_pod_terms(pod, "podAffinity")
         .iter()
-        .any(|t| on_zone_key(t) && selects_job(t, identity));
+        .any(|t| on_zone_key(t) && selects_job(t, pod, identity));
     z.anti = required_pod_terms(pod, "podAntiAffinity")
         .iter()
-        .any(|t| on_zone_key(t) && selects_job(t, identity));
+        .any(|t| on_zone_key(t) && selects_job(t, pod, identity));
     z
 }

@@ -1,0 +1,225 @@
+//! A mark is not replayable into a larger owner (issue 39, class 3). The mark binds the
+//! namespace, the job label, the owner's kind name and the content, all of which a user
+//! can write again on a workload of another size. A pod from a trusted controller whose
+//! mark verifies is left as admitted only when its owner, as the inventory holds it
+//! (a Job's active pods, a StatefulSet's replicas), runs no more pods than the mark
+//! states, and when its own index among the owner's pods says no more either. Each test
+//! runs under the embedded default policy and examples/policy-restricted.yaml.
+
+use serde_json::{Value, json};
+use trainplace_engine::{Catalog, MarkKeys, Policy, Requester, Snapshot, evaluate, judge_owned};
+
+const ADMITTED: &str = "trainplace.io/admitted";
+/// The Job controller's service account group (kube-system): trusted.
+const KUBE_SYSTEM: &str = "system:serviceaccounts:kube-system";
+const JOB_UID: &str = "0b0e6d2c-0000-4000-8000-000000000002";
+
+fn policies() -> [(&'static str, Policy); 2] {
+    let text = include_str!("../../../examples/policy-restricted.yaml");
+    [
+        ("default", Policy::embedded()),
+        (
+            "restricted",
+            Policy::from_parts(text, "policy-restricted.yaml", Catalog::embedded()).unwrap(),
+        ),
+    ]
+}
+
+fn keys() -> MarkKeys {
+    MarkKeys::new(("k1".into(), vec![7; 32]), Vec::new()).unwrap()
+}
+
+fn who<'a>(
+    groups: &'a [String],
+    keys: &'a MarkKeys,
+    inventory: Option<&'a Snapshot>,
+) -> Requester<'a> {
+    Requester {
+        namespace: "prod",
+        groups,
+        marks: Some(keys),
+        inventory,
+        ..Default::default()
+    }
+}
+
+/// A Job of `parallelism` pods x 1 GPU on p5 named `train`, as a person submits it.
+fn job(parallelism: u32) -> Value {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "namespace": "prod", "uid": JOB_UID},
+        "spec": {"parallelism": parallelism, "template": {
+            "metadata": {"labels": {"batch.kubernetes.io/job-name": "train"}},
+            "spec": {"restartPolicy": "Never",
+                "containers": [{"name": "trainer", "image": "train:1",
+                    "command": ["python", "train.py"],
+                    "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}
+    })
+}
+
+/// The 1-pod Job admitted for a person: the stored object, its template signed.
+fn admitted_one(policy: &Policy, k: &MarkKeys) -> Value {
+    let user = ["alice".to_string()];
+    let mutated = evaluate(&job(1), policy, &who(&user, k, None)).unwrap();
+    let stored = mutated.object;
+    let v = judge_owned(stored.clone(), policy, &who(&user, k, None)).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    let mark = stored["spec"]["template"]["metadata"]["annotations"][ADMITTED]
+        .as_str()
+        .expect("the admitted template is signed");
+    assert!(mark.starts_with("v2.k1.1."), "{mark}");
+    stored
+}
+
+/// The pod the Job controller makes from `job`'s template.
+fn pod_of(job: &Value) -> Value {
+    let t = &job["spec"]["template"];
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": t["metadata"].clone(), "spec": t["spec"].clone()});
+    pod["metadata"]["name"] = json!("train-abcde");
+    pod["metadata"]["namespace"] = json!("prod");
+    pod["metadata"]["labels"]["job-name"] = json!("train");
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+        "name": "train", "uid": job["metadata"]["uid"], "controller": true}]);
+    pod
+}
+
+fn inventory_with(owner: &Value) -> Snapshot {
+    let mut snap = Snapshot::build(&[] as &[Value], &[] as &[Value], &[] as &[Value]);
+    snap.apply_object(owner);
+    snap
+}
+
+fn left_as_admitted(v: &trainplace_engine::Verdict) -> bool {
+    v.notes.iter().any(|n| n.contains("left as admitted"))
+}
+
+/// Attack: the mark admitted for a 1-pod Job is copied, with the same job label, into
+/// a Job of parallelism 8 that escaped its own judging (created while the webhook
+/// failed open, say). The Job controller's pods carry a verifying mark; the Job the
+/// inventory holds runs 8 pods, not 1, so they are judged as 8 pods x 1 GPU and refused.
+#[test]
+fn a_mark_replayed_into_a_larger_job_is_judged_by_the_owners_size() {
+    let k = keys();
+    let controller = [KUBE_SYSTEM.to_string()];
+    for (name, policy) in policies() {
+        let small = admitted_one(&policy, &k);
+        let mut large = small.clone();
+        large["spec"]["parallelism"] = json!(8);
+        let pod = pod_of(&large);
+        // The owner as it is: 1 pod. Its pod is left as admitted.
+        let inv = inventory_with(&small);
+        let v = evaluate(&pod, &policy, &who(&controller, &k, Some(&inv))).unwrap();
+        assert!(
+            v.allowed && left_as_admitted(&v),
+            "{name}: {:#?}",
+            v.findings
+        );
+        // The owner of parallelism 8: judged, and refused as 8 pods x 1 GPU.
+        let inv = inventory_with(&large);
+        let v = evaluate(&pod, &policy, &who(&controller, &k, Some(&inv))).unwrap();
+        assert!(!left_as_admitted(&v), "{name}: {:?}", v.notes);
+        assert!(!v.allowed, "{name}: the 8-pod Job's pod admitted");
+        assert!(
+            v.findings.iter().any(|f| f.found.contains("8 pods")),
+            "{name}: {:#?}",
+            v.findings
+        );
+    }
+}
+
+/// The Job controller computes active pods: `completions: 1, parallelism: 8` runs one
+/// pod, so the 1-pod mark still holds; an Indexed Job of `completions: 8,
+/// parallelism: 1` runs index 7 as its only pod.
+#[test]
+fn the_owners_size_is_its_active_pods() {
+    let k = keys();
+    let controller = [KUBE_SYSTEM.to_string()];
+    for (name, policy) in policies() {
+        let small = admitted_one(&policy, &k);
+        let mut one_at_a_time = small.clone();
+        one_at_a_time["spec"]["parallelism"] = json!(8);
+        one_at_a_time["spec"]["completions"] = json!(1);
+        let inv = inventory_with(&one_at_a_time);
+        let v = evaluate(&pod_of(&small), &policy, &who(&controller, &k, Some(&inv))).unwrap();
+        assert!(
+            v.allowed && left_as_admitted(&v),
+            "{name}: {:#?}",
+            v.findings
+        );
+
+        let mut indexed = small.clone();
+        indexed["spec"]["completions"] = json!(8);
+        indexed["spec"]["completionMode"] = json!("Indexed");
+        let mut pod = pod_of(&indexed);
+        pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = json!("7");
+        let inv = inventory_with(&indexed);
+        let v = evaluate(&pod, &policy, &who(&controller, &k, Some(&inv))).unwrap();
+        assert!(
+            v.allowed && left_as_admitted(&v),
+            "{name}: {:#?}",
+            v.findings
+        );
+    }
+}
+
+/// The inventory holds another Job of that name (the 8-pod one was deleted and a
+/// 1-pod one created): its uid is not the pod's owner's, and it says nothing of it.
+/// A pod whose owner the inventory does not hold keeps the mark's word.
+#[test]
+fn another_object_of_the_same_name_is_not_the_owner() {
+    let k = keys();
+    let controller = [KUBE_SYSTEM.to_string()];
+    for (name, policy) in policies() {
+        let small = admitted_one(&policy, &k);
+        let mut other = small.clone();
+        other["spec"]["parallelism"] = json!(8);
+        other["metadata"]["uid"] = json!("0b0e6d2c-0000-4000-8000-0000000000ff");
+        let inv = inventory_with(&other);
+        let v = evaluate(&pod_of(&small), &policy, &who(&controller, &k, Some(&inv))).unwrap();
+        assert!(
+            v.allowed && left_as_admitted(&v),
+            "{name}: {:#?}",
+            v.findings
+        );
+        let empty = inventory_with(&json!({}));
+        let v = evaluate(
+            &pod_of(&small),
+            &policy,
+            &who(&controller, &k, Some(&empty)),
+        )
+        .unwrap();
+        assert!(
+            v.allowed && left_as_admitted(&v),
+            "{name}: {:#?}",
+            v.findings
+        );
+    }
+}
+
+/// A pod that numbers itself among its owner's pods tells alone: a StatefulSet's pod of
+/// index 3 is one of at least 4, whatever a 1-pod mark says.
+#[test]
+fn a_pod_index_past_the_marks_count_is_judged() {
+    let k = keys();
+    let controller = [KUBE_SYSTEM.to_string()];
+    for (name, policy) in policies() {
+        let small = admitted_one(&policy, &k);
+        let mut pod = pod_of(&small);
+        pod["metadata"]["labels"]["training.kubeflow.org/replica-index"] = json!("0");
+        let v = evaluate(&pod, &policy, &who(&controller, &k, None)).unwrap();
+        assert!(
+            left_as_admitted(&v),
+            "{name}: index 0 of 1 judged: {:?}",
+            v.notes
+        );
+        pod["metadata"]["labels"]["training.kubeflow.org/replica-index"] = json!("3");
+        let v = evaluate(&pod, &policy, &who(&controller, &k, None)).unwrap();
+        assert!(
+            !left_as_admitted(&v),
+            "{name}: index 3 of a 1-pod mark: {:?}",
+            v.notes
+        );
+    }
+}
