@@ -1,7 +1,11 @@
 //! The webhook's admission-mark keys on disk: a directory (a mounted Secret) whose
-//! visible files are keys, named by id. The file that sorts last signs; every file
-//! verifies, so a rotation adds the new key, waits until every replica reloaded it,
-//! then removes the old one. Without a directory the server makes a random key at
+//! visible files are keys, named by id. Of the files not named `ID.pending`, the one
+//! that sorts last signs; every file verifies. A rotation goes the way the serving CA
+//! rotates: the new key is added as `ID.pending` (it verifies on each replica as soon as
+//! that replica reloads, and signs nowhere), then, once every replica has it, renamed to
+//! `ID` (now it signs), and the old key is removed only after the templates it signed
+//! are gone. A replica that meets a mark of a key id it does not know reads its keys
+//! again once before judging (`server::mark_refresh`). Without a directory the server makes a random key at
 //! start: marks then verify only on the replica that wrote them, so other replicas
 //! judge such pods again (stricter, never looser).
 
@@ -44,9 +48,13 @@ pub fn key_files(dir: &Path) -> Result<Vec<PathBuf>, KeyError> {
     Ok(files)
 }
 
-/// Read every key of `dir`; the one whose name sorts last signs.
+/// The suffix of a key that verifies but does not sign yet.
+const PENDING: &str = ".pending";
+
+/// Read every key of `dir`; of those not pending, the one whose name sorts last signs.
 pub fn load(dir: &Path) -> Result<MarkKeys, KeyError> {
     let mut keys = Vec::new();
+    let mut pending = Vec::new();
     for path in key_files(dir)? {
         let mut bytes = std::fs::read(&path).map_err(|e| KeyError::Io {
             path: path.display().to_string(),
@@ -56,12 +64,16 @@ pub fn load(dir: &Path) -> Result<MarkKeys, KeyError> {
             bytes.pop();
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        keys.push((name.to_string(), bytes));
+        match name.strip_suffix(PENDING) {
+            Some(id) => pending.push((id.to_string(), bytes)),
+            None => keys.push((name.to_string(), bytes)),
+        }
     }
     let empty = || KeyError::Empty {
         path: dir.display().to_string(),
     };
     let current = keys.pop().ok_or_else(empty)?;
+    keys.extend(pending);
     MarkKeys::new(current, keys).ok_or_else(empty)
 }
 
@@ -72,4 +84,32 @@ pub fn ephemeral() -> MarkKeys {
         .fill(&mut key)
         .expect("the operating system's random source works");
     MarkKeys::new(("ephemeral".into(), key), Vec::new()).expect("32 bytes make a key")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_key_verifies_but_does_not_sign() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("2026-01-01"), [1u8; 32]).unwrap();
+        std::fs::write(dir.path().join("2026-12-01.pending"), [2u8; 32]).unwrap();
+        let keys = load(dir.path()).unwrap();
+        assert_eq!(keys.current_id(), "2026-01-01");
+        assert!(keys.knows("2026-12-01"));
+        // Promoted: it signs, and the old key still verifies.
+        std::fs::rename(
+            dir.path().join("2026-12-01.pending"),
+            dir.path().join("2026-12-01"),
+        )
+        .unwrap();
+        let keys = load(dir.path()).unwrap();
+        assert_eq!(keys.current_id(), "2026-12-01");
+        assert!(keys.knows("2026-01-01"));
+        // Only pending keys: nothing signs, which is an error, not a silent default.
+        let only = tempfile::tempdir().unwrap();
+        std::fs::write(only.path().join("k.pending"), [3u8; 32]).unwrap();
+        assert!(load(only.path()).is_err());
+    }
 }

@@ -5,6 +5,7 @@ pub mod config;
 pub mod events;
 mod guard;
 pub mod listener;
+pub mod mark_refresh;
 pub mod metrics;
 mod metrics_namespaces;
 pub mod pool;
@@ -224,6 +225,7 @@ fn mark_keys(config: &Config, state: &AppState) -> anyhow::Result<()> {
                 .counting_failures_in(state.metrics.mark_failures.0.clone());
             tracing::info!(dir = %dir.display(), signing = keys.current_id(), "admission-mark keys loaded");
             state.marks.store(Some(Arc::new(keys)));
+            state.mark_refresh.set_dir(dir.clone());
             reload::watch_mark_keys(state.clone(), dir.clone(), config.reload_interval);
         }
         None => {

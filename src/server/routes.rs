@@ -157,6 +157,7 @@ fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>,
     let start = Instant::now();
     let policy = state.policy.load();
     let snapshot = state.inventory.snapshot();
+    state.mark_refresh.before_review(bytes, &state.marks);
     let marks = state.marks.load();
     let reviewed = review_bytes(
         bytes,

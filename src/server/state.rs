@@ -31,6 +31,8 @@ pub struct AppState {
     pub cert: Option<Arc<CertStore>>,
     /// Keys for admission marks (hot-swapped on rotation).
     pub marks: Arc<ArcSwapOption<MarkKeys>>,
+    /// Reads the keys again when a review carries a mark of an unknown key id.
+    pub mark_refresh: super::mark_refresh::MarkRefresh,
     /// Where reviews hand their Events (off unless started with a cluster client).
     pub events: super::events::Events,
 }
@@ -66,6 +68,7 @@ impl AppState {
             limits: Limits::default(),
             cert: None,
             marks: Arc::new(ArcSwapOption::empty()),
+            mark_refresh: super::mark_refresh::MarkRefresh::default(),
         }
     }
 

@@ -69,11 +69,21 @@ impl MarkKeys {
         self.failures.load(Ordering::Relaxed)
     }
 
+    /// The counter failures are counted in, to carry over to reloaded keys.
+    pub fn failure_counter(&self) -> Arc<AtomicU64> {
+        self.failures.clone()
+    }
+
     pub(crate) fn note_failure(&self) {
         self.failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The id of the key that signs.
+    /// Whether a key of this id verifies here.
+    pub fn knows(&self, id: &str) -> bool {
+        self.keys.iter().any(|(k, _)| k == id)
+    }
+
     pub fn current_id(&self) -> &str {
         &self.keys[0].0
     }
