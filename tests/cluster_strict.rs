@@ -63,6 +63,43 @@ fn job(ns: &str, name: &str, gpus: u32, pods: u32, annotations: Value) -> Value 
     })
 }
 
+/// `kubectl patch JOB` in `ns` as the service account `sa` of namespace `sa_ns` would
+/// (system:masters for RBAC only: no grant of the policies names it); what the API
+/// server answered.
+fn controller_patch(
+    sb: &Sandbox,
+    sa_ns: &str,
+    ns: &str,
+    what: &str,
+    kind: &str,
+    patch: &str,
+) -> std::process::Output {
+    let who = as_groups(&[
+        "system:masters".into(),
+        "system:serviceaccounts".into(),
+        format!("system:serviceaccounts:{sa_ns}"),
+    ]);
+    let mut args: Vec<&str> = who.iter().map(String::as_str).collect();
+    args.extend(["-n", ns, "patch", "job", what, kind, "-p", patch]);
+    sb.kubectl(&args)
+}
+
+/// Kueue unsuspends Job `job` and the garbage collector removes its finalizers: both
+/// must pass.
+fn replay_controllers(sb: &Sandbox, ns: &str, job: &str) {
+    let out = controller_patch(sb, "kueue-system", ns, job, "--type=merge", UNSUSPEND);
+    assert!(out.status.success(), "Kueue's unsuspend: {}", stderr(&out));
+    let out = controller_patch(sb, "kube-system", ns, job, "--type=json", NO_FINALIZERS);
+    assert!(
+        out.status.success(),
+        "the finalizer's removal: {}",
+        stderr(&out)
+    );
+}
+
+const UNSUSPEND: &str = r#"{"spec":{"suspend":false}}"#;
+const NO_FINALIZERS: &str = r#"[{"op":"remove","path":"/metadata/finalizers"}]"#;
+
 fn create(sb: &Sandbox, object: &Value, extra: &[String]) -> Result<String, String> {
     let mut args: Vec<&str> = extra.iter().map(String::as_str).collect();
     args.extend(["create", "-f", "-"]);
@@ -258,47 +295,7 @@ fn policies_alone_phase(sb: &Sandbox) {
     }
 
     // Controllers doing their job on objects admitted before: never refused.
-    // (system:masters for RBAC only: no grant of the policy names it.)
-    let kueue = as_groups(&[
-        "system:masters".into(),
-        "system:serviceaccounts".into(),
-        "system:serviceaccounts:kueue-system".into(),
-    ]);
-    let mut args: Vec<&str> = kueue.iter().map(String::as_str).collect();
-    args.extend([
-        "-n",
-        &ns,
-        "patch",
-        "job",
-        "before",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"suspend":false}}"#,
-    ]);
-    let out = sb.kubectl(&args);
-    assert!(out.status.success(), "Kueue's unsuspend: {}", stderr(&out));
-    let gc = as_groups(&[
-        "system:masters".into(),
-        "system:serviceaccounts".into(),
-        "system:serviceaccounts:kube-system".into(),
-    ]);
-    let mut args: Vec<&str> = gc.iter().map(String::as_str).collect();
-    args.extend([
-        "-n",
-        &ns,
-        "patch",
-        "job",
-        "before",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
-    ]);
-    let out = sb.kubectl(&args);
-    assert!(
-        out.status.success(),
-        "the finalizer's removal: {}",
-        stderr(&out)
-    );
+    replay_controllers(sb, &ns, "before");
     let out = sb.kubectl(&["-n", &ns, "scale", "deployment", "before", "--replicas=0"]);
     assert!(out.status.success(), "a scale: {}", stderr(&out));
     // An update that brings a new layout of part of a node is refused.
@@ -457,45 +454,12 @@ fn precise_updates_phase(sb: &Sandbox) {
     skipped["spec"]["suspend"] = json!(true);
     skipped["metadata"]["finalizers"] = json!(["example.com/hold"]);
     create(sb, &skipped, &admin).expect("the admins may skip");
-    let controller = |sa: &str| {
-        as_groups(&[
-            "system:masters".into(),
-            "system:serviceaccounts".into(),
-            format!("system:serviceaccounts:{sa}"),
-        ])
-    };
-    let kueue = controller("kueue-system");
-    let mut args: Vec<&str> = kueue.iter().map(String::as_str).collect();
-    args.extend([
-        "-n",
-        &ns,
-        "patch",
-        "job",
-        "skipped",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"suspend":false}}"#,
+    replay_controllers(sb, &ns, "skipped");
+    let kueue = as_groups(&[
+        "system:masters".into(),
+        "system:serviceaccounts".into(),
+        "system:serviceaccounts:kueue-system".into(),
     ]);
-    let out = sb.kubectl(&args);
-    assert!(out.status.success(), "Kueue's unsuspend: {}", stderr(&out));
-    let gc = controller("kube-system");
-    let mut args: Vec<&str> = gc.iter().map(String::as_str).collect();
-    args.extend([
-        "-n",
-        &ns,
-        "patch",
-        "job",
-        "skipped",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
-    ]);
-    let out = sb.kubectl(&args);
-    assert!(
-        out.status.success(),
-        "the finalizer's removal: {}",
-        stderr(&out)
-    );
     let mut again = job(&ns, "again", 1, 4, json!({"trainplace.io/skip": "true"}));
     again["spec"]["suspend"] = json!(true);
     let e = create(sb, &again, &kueue).expect_err("Kueue may not create it");

@@ -104,25 +104,29 @@ pub(crate) fn namespace_match(
     })
 }
 
-/// `defaultType`: the policy's `defaults.instanceType` for the request's namespace.
-fn default_type(policy: &Policy) -> Result<String, ExportError> {
-    let mut out = lit(policy
-        .file()
-        .defaults
-        .instance_type
-        .as_deref()
-        .unwrap_or(""));
+/// A `defaults` value as it applies to the request's namespace: the policy's, replaced
+/// by each namespace override that sets it, later ones winning (`''`: none).
+pub(crate) fn per_namespace(
+    policy: &Policy,
+    pick: impl Fn(&crate::facts::policy::Defaults) -> Option<&String>,
+) -> Result<String, ExportError> {
+    let mut out = lit(pick(&policy.file().defaults).map_or("", String::as_str));
     for (i, ns) in policy.namespace_overrides().iter().enumerate() {
-        if let Some(t) = &ns.defaults.instance_type {
+        if let Some(v) = pick(&ns.defaults) {
             let origin = format!("namespaces[{i}]");
             out = format!(
                 "({} ? {} : {out})",
                 namespace_match(&ns.matches, &origin)?,
-                lit(t)
+                lit(v)
             );
         }
     }
     Ok(out)
+}
+
+/// `defaultType`: the policy's `defaults.instanceType` for the request's namespace.
+fn default_type(policy: &Policy) -> Result<String, ExportError> {
+    per_namespace(policy, |d| d.instance_type.as_ref())
 }
 
 /// An annotation of the template, else of the object around it; `''` when unset.

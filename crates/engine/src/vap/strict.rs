@@ -18,7 +18,7 @@ use crate::read::annotations::{
 };
 use crate::vap::checks::Check;
 use crate::vap::error::ExportError;
-use crate::vap::facts::{Variable, grant_of, namespace_match};
+use crate::vap::facts::{Variable, grant_of, per_namespace};
 use crate::vap::text::{fill, list, lit};
 
 /// A count no catalog type reaches (a class whose resource no type offers).
@@ -66,18 +66,7 @@ fn classes(policy: &Policy) -> String {
 
 /// `zone`: the policy's `defaults.zone` for the request's namespace (`''`: none).
 fn zone(policy: &Policy) -> Result<String, ExportError> {
-    let mut out = lit(policy.file().defaults.zone.as_deref().unwrap_or(""));
-    for (i, ns) in policy.namespace_overrides().iter().enumerate() {
-        if let Some(z) = &ns.defaults.zone {
-            let origin = format!("namespaces[{i}]");
-            out = format!(
-                "({} ? {} : {out})",
-                namespace_match(&ns.matches, &origin)?,
-                lit(z)
-            );
-        }
-    }
-    Ok(out)
+    per_namespace(policy, |d| d.zone.as_ref())
 }
 
 /// Whether resource name `k` is an accelerator (the engine's `held::is_accelerator`).
