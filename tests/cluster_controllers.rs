@@ -227,7 +227,7 @@ fn bare_torchrun_pods_meeting_at_one_rendezvous_land_in_one_zone() {
         "metadata": {"name": "lone", "namespace": ns},
         "spec": {"restartPolicy": "Never",
             "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
-            "containers": [{"name": "c", "image": "busybox", "command": ["python", "train.py"],
+            "containers": [{"name": "c", "image": "busybox", "command": ["torchrun", "train.py"],
                 "env": [{"name": "PET_NNODES", "value": "3"}],
                 "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}});
     let out = sb.apply(&ns, &lone.to_string());

@@ -120,7 +120,11 @@ fn run(
         verdict.findings.push(opt_out_refused(&verdict.namespace));
     }
     // A mark says "admitted": a template the verdict refuses is laid out but not signed.
-    let admitted = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
+    // On an UPDATE the validating webhook decides what lands, for what the update
+    // changes (`judge::update`): a finding the object was admitted with does not stop
+    // it (Kueue's unsuspend of an opted-in job, writing its flavor's node selector), and
+    // an update that brings a new one is refused, its signed template never stored.
+    let admitted = who.updating || !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
     if layout == Layout::Write {
         for (site, judgement) in judged {
             let zone = pin
