@@ -172,23 +172,9 @@ pub(crate) fn metered<R>(budget: Budget, f: impl FnOnce() -> R) -> (R, Work) {
     (out, work())
 }
 
-/// Run `f` under the review's budget when one is installed, else under the ceiling;
-/// an [`OverBudget`] error when the budget was spent, whatever `f` returned.
-pub(crate) fn bounded<T>(
-    f: impl FnOnce() -> Result<T, crate::error::ObjectError>,
-) -> Result<T, crate::error::ObjectError> {
-    let checked = || {
-        let out = f();
-        match spent() {
-            Some(over) => Err(over.into()),
-            None => out,
-        }
-    };
-    if METER.with(|m| m.active.get()) {
-        checked()
-    } else {
-        metered(Budget::ceiling(), checked).0
-    }
+/// Whether a review's budget is installed on this thread.
+pub(crate) fn installed() -> bool {
+    METER.with(|m| m.active.get())
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ pub fn evaluate_owned(
     policy: &Policy,
     who: &Requester<'_>,
 ) -> Result<Verdict, ObjectError> {
-    crate::budget::bounded(|| run(object, policy, who, Layout::Write))
+    bounded(|| run(object, policy, who, Layout::Write))
 }
 
 /// Judge an object without writing its layout: the same findings, notes and verdict
@@ -50,7 +50,25 @@ pub fn judge_owned(
     policy: &Policy,
     who: &Requester<'_>,
 ) -> Result<Verdict, ObjectError> {
-    crate::budget::bounded(|| run(object, policy, who, Layout::Skip))
+    bounded(|| run(object, policy, who, Layout::Skip))
+}
+
+/// Run `f` under the review's budget when one is installed, else under the ceiling;
+/// an [`OverBudget`](crate::budget::OverBudget) error when the budget was spent,
+/// whatever `f` returned.
+fn bounded<T>(f: impl FnOnce() -> Result<T, ObjectError>) -> Result<T, ObjectError> {
+    let checked = || {
+        let out = f();
+        match crate::budget::spent() {
+            Some(over) => Err(over.into()),
+            None => out,
+        }
+    };
+    if crate::budget::installed() {
+        checked()
+    } else {
+        crate::budget::metered(crate::budget::Budget::ceiling(), checked).0
+    }
 }
 
 /// Whether [`run`] writes the recommended layout after judging.

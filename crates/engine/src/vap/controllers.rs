@@ -118,7 +118,7 @@ pub(crate) fn runtime() -> String {
         "(has(object.spec.template) && has({js}) && has({js}.replicatedJobs) ? {js}.replicatedJobs.filter(r, has(r.template) && has(r.template.spec) && has(r.template.spec.template)).map(r, {{'t': {t},
   'n': has(r.name) && r.name == {node} && has(object.spec.mlPolicy) && has(object.spec.mlPolicy.numNodes) ? object.spec.mlPolicy.numNodes : (has(r.replicas) ? r.replicas : 1) * {active},
   'u': false, 'f': 'spec.template.spec.replicatedJobs[' + (has(r.name) ? r.name : '') + '].template.spec.template.spec', 'id': {id}}}) : [])",
-        active = crate::vap::sites::active_pods("r.template.spec"),
+        active = crate::vap::ident::active_pods("r.template.spec"),
         id = template_id(t, "variables.jobLabels", &fallback)
     )
 }

@@ -25,3 +25,10 @@ pub(crate) fn workload_id(template: &str, label: &str) -> String {
         ),
     )
 }
+
+/// The pods a Job spec runs at once, as the Job controller computes them (the engine's
+/// `workload::active_pods`): `parallelism`, never more than `completions` when set.
+pub(crate) fn active_pods(spec: &str) -> String {
+    let p = format!("(has({spec}.parallelism) ? {spec}.parallelism : 1)");
+    format!("(has({spec}.completions) ? [{p}, {spec}.completions].min() : {p})")
+}

@@ -13,7 +13,7 @@
 use crate::facts::catalog::Catalog;
 use crate::read::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, RES_EFA, ZONE_KEYS};
 use crate::vap::controllers;
-use crate::vap::ident::workload_id;
+use crate::vap::ident::{active_pods, workload_id};
 use crate::vap::text::lit;
 
 const POD_ID: &str = "((has(object.metadata.labels) && variables.podJobLabels.exists(k, k in object.metadata.labels)) ? [variables.podJobLabels.filter(k, k in object.metadata.labels)[0], object.metadata.labels[variables.podJobLabels.filter(k, k in object.metadata.labels)[0]]] : [])";
@@ -26,13 +26,6 @@ fn replica_specs(field: &str) -> String {
         "(has({m}) ? {m}.filter(role, has({m}[role].template)).map(role, {{'t': {t}, 'n': has({m}[role].replicas) ? {m}[role].replicas : 1, 'u': false, 'f': 'spec.{field}.' + role + '.template.spec', 'id': {id}}}) : [])",
         id = workload_id(&t, "training.kubeflow.org/job-name")
     )
-}
-
-/// The pods a Job spec runs at once, as the Job controller computes them (the engine's
-/// `workload::active_pods`): `parallelism`, never more than `completions` when set.
-pub(crate) fn active_pods(spec: &str) -> String {
-    let p = format!("(has({spec}.parallelism) ? {spec}.parallelism : 1)");
-    format!("(has({spec}.completions) ? [{p}, {spec}.completions].min() : {p})")
 }
 
 fn job() -> String {
