@@ -100,6 +100,45 @@ fn replay_controllers(sb: &Sandbox, ns: &str, job: &str) {
 const UNSUSPEND: &str = r#"{"spec":{"suspend":false}}"#;
 const NO_FINALIZERS: &str = r#"[{"op":"remove","path":"/metadata/finalizers"}]"#;
 
+/// Apply the policies `trainplace policy export` writes for the policy in `dir`, less
+/// the rules in `leave_out`, and wait until a 4 x 1-GPU Job in `ns` is refused by them.
+fn apply_exported(sb: &Sandbox, ns: &str, dir: &Path, leave_out: &[&str], what: &str) {
+    let exported = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args([
+            "policy",
+            "export",
+            "--format",
+            "vap",
+            "-o",
+            "json",
+            "--policy-dir",
+        ])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(exported.status.success(), "{}", stderr(&exported));
+    let objects: Value = serde_json::from_slice(&exported.stdout).unwrap();
+    let kept: Vec<Value> = objects["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| {
+            let rule = o["metadata"]["labels"]["trainplace.io/rule"]
+                .as_str()
+                .unwrap_or("");
+            !leave_out.contains(&rule)
+        })
+        .cloned()
+        .collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": kept});
+    let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&list.to_string()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let probe = job(ns, "probe", 1, 4, json!({}));
+    wait_until(Duration::from_secs(60), &format!("{what} in force"), || {
+        corpus::dry_run(sb, &probe).is_err_and(|e| e.contains("[partial-node]"))
+    });
+}
+
 fn create(sb: &Sandbox, object: &Value, extra: &[String]) -> Result<String, String> {
     let mut args: Vec<&str> = extra.iter().map(String::as_str).collect();
     args.extend(["create", "-f", "-"]);
@@ -253,36 +292,14 @@ fn policies_alone_phase(sb: &Sandbox) {
     deployment["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
     create(sb, &deployment, &[]).expect("no guardrail yet");
 
-    let exported = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
-        .args([
-            "policy",
-            "export",
-            "--format",
-            "vap",
-            "-o",
-            "json",
-            "--policy-dir",
-        ])
-        .arg(policy_dir())
-        .output()
-        .unwrap();
-    assert!(exported.status.success(), "{}", stderr(&exported));
-    let objects: Value = serde_json::from_slice(&exported.stdout).unwrap();
-    let strict_only: Vec<Value> = objects["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| o["metadata"]["labels"]["trainplace.io/rule"] != "impossible-request")
-        .cloned()
-        .collect();
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": strict_only});
-    let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&list.to_string()));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let probe = job(&ns, "probe", 1, 4, json!({}));
-    wait_until(
-        Duration::from_secs(60),
-        "the strict policies in force",
-        || corpus::dry_run(sb, &probe).is_err_and(|e| e.contains("[partial-node]")),
+    // Strict mode's partial-node and multi-az alone (the impossible-request policy is
+    // the precise one, not what this phase compares).
+    apply_exported(
+        sb,
+        &ns,
+        &policy_dir(),
+        &["impossible-request"],
+        "the strict policies",
     );
     let policies = sb.json(&["get", "validatingadmissionpolicies", "-o", "json"]);
     for p in policies["items"].as_array().unwrap() {
@@ -364,18 +381,7 @@ fn policies_alone_phase(sb: &Sandbox) {
         if want == ["unreadable"] {
             continue;
         }
-        let imp = as_groups(&all);
-        let mut args: Vec<&str> = imp.iter().map(String::as_str).collect();
-        args.extend([
-            "create",
-            "--dry-run=server",
-            "--validate=ignore",
-            "-o",
-            "name",
-            "-f",
-            "-",
-        ]);
-        let out = sb.kubectl_stdin(&args, Some(&object.to_string()));
+        let out = corpus::dry_run_output(sb, &object, &as_groups(&all));
         let got: Vec<&str> = if out.status.success() {
             Vec::new()
         } else {
@@ -427,27 +433,12 @@ fn precise_updates_phase(sb: &Sandbox) {
         "-l",
         "app.kubernetes.io/name=trainplace",
     ]);
-    let exported = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
-        .args([
-            "policy",
-            "export",
-            "--format",
-            "vap",
-            "-o",
-            "json",
-            "--policy-dir",
-        ])
-        .arg(repo().join("target/sandbox-tests/cluster_strict-restricted"))
-        .output()
-        .unwrap();
-    assert!(exported.status.success(), "{}", stderr(&exported));
-    let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&stdout(&exported)));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let probe = job(&ns, "probe", 1, 4, json!({}));
-    wait_until(
-        Duration::from_secs(60),
-        "the precise policies in force",
-        || corpus::dry_run(sb, &probe).is_err_and(|e| e.contains("[partial-node]")),
+    apply_exported(
+        sb,
+        &ns,
+        &repo().join("target/sandbox-tests/cluster_strict-restricted"),
+        &[],
+        "the precise policies",
     );
     let admin = as_groups(&["system:masters".into(), "ml-platform-admins".into()]);
     let mut skipped = job(&ns, "skipped", 1, 4, json!({"trainplace.io/skip": "true"}));

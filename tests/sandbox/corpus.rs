@@ -76,24 +76,29 @@ pub fn placed(object: &Value, ns: &str) -> Value {
 /// admitted, Err(the refusal) otherwise. Unknown fields are left to the API server
 /// (`--validate=ignore`: pruned or dropped as on any cluster).
 pub fn dry_run(sb: &Sandbox, object: &Value) -> Result<String, String> {
-    let out = sb.kubectl_stdin(
-        &[
-            "create",
-            "--dry-run=server",
-            "--validate=ignore",
-            "-o",
-            "name",
-            "-f",
-            "-",
-        ],
-        Some(&object.to_string()),
-    );
+    let out = dry_run_output(sb, object, &[]);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.status.success() {
         Ok(err)
     } else {
         Err(err)
     }
+}
+
+/// The same `kubectl create --dry-run=server`, with kubectl flags before it (an
+/// impersonation: `--as`, `--as-group`), and what kubectl answered.
+pub fn dry_run_output(sb: &Sandbox, object: &Value, flags: &[String]) -> std::process::Output {
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend([
+        "create",
+        "--dry-run=server",
+        "--validate=ignore",
+        "-o",
+        "name",
+        "-f",
+        "-",
+    ]);
+    sb.kubectl_stdin(&args, Some(&object.to_string()))
 }
 
 /// The rules the engine denies `object` for, on the raw object with the sandbox admin's
