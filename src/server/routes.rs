@@ -157,22 +157,31 @@ fn answer(state: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Vec<u8>,
     let start = Instant::now();
     let policy = state.policy.load();
     let snapshot = state.inventory.snapshot();
-    state.mark_refresh.before_review(bytes, &state.marks);
-    let marks = state.marks.load();
-    let reviewed = review_bytes(
-        bytes,
-        endpoint,
-        &policy,
-        snapshot.as_deref(),
-        marks.as_deref(),
-        &state.limits,
-        // Time-bound rules (Capacity Block ends) are judged at the request's time.
-        Some(jiff::Timestamp::now()),
-    )
-    .map_err(|e| ApiError {
-        status: StatusCode::BAD_REQUEST,
-        message: e.to_string(),
-    })?;
+    let run = || {
+        let marks = state.marks.load();
+        review_bytes(
+            bytes,
+            endpoint,
+            &policy,
+            snapshot.as_deref(),
+            marks.as_deref(),
+            &state.limits,
+            // Time-bound rules (Capacity Block ends) are judged at the request's time.
+            Some(jiff::Timestamp::now()),
+        )
+        .map_err(|e| ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: e.to_string(),
+        })
+    };
+    trainplace_engine::take_unknown_key_id();
+    let mut reviewed = run()?;
+    // A mark of a key this replica has not read yet: read the keys, answer again.
+    if let Some(id) = trainplace_engine::take_unknown_key_id()
+        && state.mark_refresh.reload_for(&id, &state.marks)
+    {
+        reviewed = run()?;
+    }
     record(state, endpoint, &reviewed, bytes);
     let json = encoded(reviewed.body.map_err(|e| e.to_string()))?;
     state

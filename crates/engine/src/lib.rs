@@ -37,7 +37,7 @@ pub use facts::cluster_objects;
 pub use read::annotations;
 
 pub use answer::admission::{Endpoint, Outcome, Reviewed, review, review_bytes};
-pub use answer::mark::{ADMITTED, MarkKeys};
+pub use answer::mark::{MarkKeys, take_unknown_key_id};
 pub use answer::response::{DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, Limits};
 pub use budget::{Budget, OverBudget, Work};
 pub use engine::{evaluate, evaluate_owned, judge_owned};

@@ -114,12 +114,27 @@ impl MarkKeys {
             return None;
         };
         let pods: u32 = pods.parse().ok()?;
-        let (_, key) = self.keys.iter().find(|(k, _)| k == id)?;
+        let Some((_, key)) = self.keys.iter().find(|(k, _)| k == id) else {
+            UNKNOWN_KEY.with(|u| *u.borrow_mut() = Some(id.to_string()));
+            return None;
+        };
         let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
         mac.update(&Claim { pods, ..*claim }.message());
         let bytes = URL_SAFE_NO_PAD.decode_to_vec(given).ok()?;
         mac.verify_slice(&bytes).is_ok().then_some(pods)
     }
+}
+
+thread_local! {
+    /// The key id of the last mark this thread met that none of its keys knows.
+    static UNKNOWN_KEY: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The key id of a mark that named a key none of the keys knows, met on this thread
+/// since the last call (a review runs on one thread): another replica may have signed
+/// with a key this one has not read yet. Taking it clears it.
+pub fn take_unknown_key_id() -> Option<String> {
+    UNKNOWN_KEY.with(|u| u.borrow_mut().take())
 }
 
 /// What a mark vouches for.
@@ -224,5 +239,28 @@ fn canonical(v: &Value, h: &mut Sha256) {
             h.update(b"]");
         }
         other => h.update(other.to_string().as_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mark_of_a_key_none_knows_is_reported_once() {
+        let keys = MarkKeys::new(("old".into(), vec![1u8; 32]), Vec::new()).unwrap();
+        let claim = Claim {
+            pods: 4,
+            namespace: "ml",
+            identity: ("batch.kubernetes.io/job-name", "j"),
+            owner_kind: "Job",
+            digest: [0u8; 32],
+        };
+        take_unknown_key_id();
+        assert_eq!(keys.verify(&keys.sign(&claim), &claim), Some(4));
+        assert_eq!(take_unknown_key_id(), None, "a known key is no news");
+        assert_eq!(keys.verify("v2.new.4.AAAA", &claim), None);
+        assert_eq!(take_unknown_key_id().as_deref(), Some("new"));
+        assert_eq!(take_unknown_key_id(), None, "taking it clears it");
     }
 }
