@@ -28,6 +28,7 @@
 #   SANDBOX_WEBHOOK     1 (default) registers trainplace's webhooks; 0 leaves them out
 #   TRAINPLACE_BIN      the trainplace binary (default: target/release/trainplace, built if missing)
 #   SANDBOX_OWNER_PID   stop everything when this process exits (the test suites set it)
+#   SANDBOX_PROFILING   true serves kube-apiserver's /debug/pprof (default: false)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${SANDBOX_DIR:-$root/target/sandbox}"
@@ -258,7 +259,7 @@ up() {
     --client-ca-file "$dir/pki/ca.crt" --authorization-mode RBAC \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$dir/pki/sa.pub" --service-account-signing-key-file "$dir/pki/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true --profiling=false \
+    --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true --profiling="${SANDBOX_PROFILING:-false}" \
     --endpoint-reconciler-type none
   kubeconfig admin admin
   kubeconfig controller-manager controller-manager

@@ -94,9 +94,16 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "raw",
         REQUESTS,
     ),
+    (
+        "pods/requests-limits-mismatch.yaml",
+        "too-large",
+        "raw",
+        REQUESTS,
+    ),
     ("pods/shm-size-bad.yaml", "partial-node", "raw", SHM),
     ("pods/shm-size-bad.yaml", "multi-az", "raw", SHM),
     ("pods/shm-size-bad.yaml", "impossible-request", "raw", SHM),
+    ("pods/shm-size-bad.yaml", "too-large", "raw", SHM),
     ("pods/world-size-env.yaml", "multi-az", "raw", HOLD),
     ("pods/world-size-env.yaml", "multi-az", "mutated", HOLD),
     ("workloads/job-reshape.yaml", "partial-node", "raw", RESHAPE),
@@ -884,7 +891,8 @@ fn engine_outcome(
     // note, and the warning of what a granted opt-in costs (the policies admit both
     // without a word).
     let found = v.findings.iter().find(|f| {
-        f.rule.as_str() == check.rule() && (check == Check::ImpossibleRequest || f.opt_in.is_some())
+        f.rule.as_str() == check.rule()
+            && (matches!(check, Check::ImpossibleRequest | Check::TooLarge) || f.opt_in.is_some())
     });
     match found {
         None => Outcome::Pass,

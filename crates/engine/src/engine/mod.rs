@@ -115,6 +115,20 @@ fn run(
         verdict.object = object;
         return Ok(verdict);
     }
+    // Past the bounds: refused before anything walks its lists.
+    if let Some(f) = crate::judge::bounds::too_large(
+        &object,
+        kind,
+        &sites,
+        || (kind == Kind::TrainJob).then(|| crate::write::trainjob::synthetic_pod(&object, None)),
+        &policy.catalog,
+        policy.strict(),
+    ) {
+        verdict.findings.push(f);
+        verdict.allowed = false;
+        verdict.object = object;
+        return Ok(verdict);
+    }
     // Read before any edit: the opt-out the requester asked for.
     let skip = annotation(&object, SKIP) == Some("true");
     // Strict mode judges the object as it will be stored: when validating, that is the

@@ -29,6 +29,8 @@ pub enum Rule {
     CapacityBlockEnds,
     /// A multi-node NVLink job (GB200) whose IMEX channel wiring is missing or wrong.
     NvlinkDomain,
+    /// An object whose lists are past the bounds trainplace judges within (`judge::bounds`).
+    TooLarge,
 }
 
 impl Rule {
@@ -48,6 +50,7 @@ impl Rule {
             Rule::DeviceClaims => "device-claims",
             Rule::CapacityBlockEnds => "capacity-block-ends",
             Rule::NvlinkDomain => "nvlink-domain",
+            Rule::TooLarge => "too-large",
         }
     }
 }

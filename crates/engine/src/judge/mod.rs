@@ -4,6 +4,7 @@
 //! UPDATE changes (and the sizes it compares findings by), what a trusted controller made from an admitted template, and the
 //! verdict that gathers them.
 
+pub mod bounds;
 pub(crate) mod capacity_block;
 pub(crate) mod classify;
 pub(crate) mod finding;

@@ -37,7 +37,7 @@ fn mode_in(modes: &RuleModes, check: Check) -> Option<Mode> {
     match check {
         Check::PartialNode => modes.partial_node,
         Check::MultiAz => modes.multi_az,
-        Check::ImpossibleRequest => None,
+        Check::ImpossibleRequest | Check::TooLarge => None,
     }
 }
 

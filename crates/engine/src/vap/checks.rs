@@ -13,10 +13,17 @@ pub enum Check {
     PartialNode,
     MultiAz,
     ImpossibleRequest,
+    /// An object past the bounds the policies judge within (`vap::bounds`).
+    TooLarge,
 }
 
 impl Check {
-    pub const ALL: [Check; 3] = [Check::PartialNode, Check::MultiAz, Check::ImpossibleRequest];
+    pub const ALL: [Check; 4] = [
+        Check::PartialNode,
+        Check::MultiAz,
+        Check::ImpossibleRequest,
+        Check::TooLarge,
+    ];
 
     /// The rule name, as in the webhook's findings.
     pub fn rule(self) -> &'static str {
@@ -24,6 +31,7 @@ impl Check {
             Check::PartialNode => "partial-node",
             Check::MultiAz => "multi-az",
             Check::ImpossibleRequest => "impossible-request",
+            Check::TooLarge => "too-large",
         }
     }
 }
@@ -59,11 +67,15 @@ pub(crate) fn fires(check: Check) -> String {
             "({TRAINING} && y.types.exists(n, {IMPOSSIBLE_ON})) || {}",
             absurd()
         ),
+        Check::TooLarge => "false".into(),
     }
 }
 
 /// The validation: no template fires.
 pub(crate) fn validation(check: Check) -> String {
+    if check == Check::TooLarge {
+        return "variables.tooLarge == ''".into();
+    }
     format!("!variables.templates.exists(y, {})", fires(check))
 }
 
@@ -164,5 +176,6 @@ pub(crate) fn message(check: Check) -> String {
         Check::PartialNode => partial_message(),
         Check::MultiAz => multi_az_message(),
         Check::ImpossibleRequest => impossible_message(),
+        Check::TooLarge => crate::vap::bounds::message(),
     }
 }

@@ -393,6 +393,10 @@ pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
         v("sites", crate::vap::sites::sites()),
         v("containers", crate::vap::sites::containers(&policy.catalog)),
         v("devices", crate::vap::sites::devices()),
+        v(
+            "tooLarge",
+            crate::vap::bounds::too_large("sites", Some("devices")),
+        ),
         v("pods", pods(policy)),
         v("templates", templates(policy)?),
         v("podEnv", env),

@@ -11,6 +11,7 @@
 //! against the fixture corpus and compares each verdict with the engine's.
 
 mod bindings;
+mod bounds;
 mod checks;
 mod controllers;
 mod error;
@@ -159,7 +160,7 @@ fn labels(check: Check) -> Value {
 
 /// Whether `check` is exported in its strict form.
 fn strict_check(policy: &Policy, check: Check) -> bool {
-    policy.strict() && check != Check::ImpossibleRequest
+    policy.strict() && matches!(check, Check::PartialNode | Check::MultiAz)
 }
 
 fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError> {
@@ -181,6 +182,18 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
         (strict::validation(check), strict::message(check))
     } else {
         (checks::validation(check), checks::message(check))
+    };
+    // An object past the bounds is the too-large policy's; the others read nothing of
+    // it. The message too: the API server evaluates every messageExpression of a policy
+    // on every request, the validation passing or not (k8s.io/apiserver
+    // pkg/admission/plugin/policy/validating/validator.go, `messageFilter.ForInput`).
+    let (validation, message) = if check == Check::TooLarge {
+        (validation, message)
+    } else {
+        (
+            format!("variables.tooLarge != '' || ({validation})"),
+            format!("variables.tooLarge != '' ? '' : ({message})"),
+        )
     };
     let validation = old::on_update(&validation, &renames);
     Ok(json!({

@@ -8,10 +8,8 @@
 
 use crate::facts::policy::{OptIn, Policy};
 use crate::facts::whole_node::offers;
+use crate::judge::bounds::{MAX_CONTAINERS, MAX_EXPRESSIONS, MAX_LIMITS, MAX_TERMS, MAX_VALUES};
 use crate::judge::strict::PARTIAL_FIX;
-use crate::judge::strict::bounds::{
-    MAX_CONTAINERS, MAX_EXPRESSIONS, MAX_LIMITS, MAX_TERMS, MAX_VALUES,
-};
 use crate::judge::strict::claims::{CLAIM_FIX, whole_node_count};
 use crate::read::annotations::{
     ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE,
@@ -276,13 +274,22 @@ pub(crate) fn variables(
         ),
         v("grantMultiAz", grant_of(policy, OptIn::AllowMultiAz)),
         v("strictTemplates", templates()),
+        v(
+            "tooLarge",
+            crate::vap::bounds::too_large("strictTemplates", None),
+        ),
         v("strictParts", parts()),
         v("strictFacts", facts(policy)),
         v("strictPartial", partial_fires(policy, "strictFacts")),
         v("strictZone", zone_fires("strictFacts")),
         v("strictClaims", claim_fires()),
     ]);
-    // A name may be defined once: the precise grants are the same expressions.
+    // A name may be defined once: the precise grants are the same expressions, and
+    // strict mode's `tooLarge` (over its own templates, no device lists) replaces the
+    // precise one.
+    if let Some(i) = out.iter().position(|(n, _)| n == "tooLarge") {
+        out.remove(i);
+    }
     let mut seen = std::collections::BTreeSet::new();
     out.retain(|(name, _)| seen.insert(name.clone()));
     Ok(out)

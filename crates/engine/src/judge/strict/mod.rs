@@ -13,7 +13,6 @@
 //!
 //! The exported policies (`vap::strict`) express the same rules over the same bounds.
 
-pub mod bounds;
 pub(crate) mod claims;
 pub(crate) mod held;
 pub(crate) mod reach;
@@ -28,6 +27,7 @@ use serde_json::Value;
 use crate::error::ObjectError;
 use crate::facts::policy::OptIn;
 use crate::facts::whole_node::holds;
+use crate::judge::bounds;
 use crate::judge::finding::{Finding, Rule};
 use crate::judge::judgement::Ctx;
 use crate::judge::rules::{OptInState, opted_in, path_cost};
