@@ -110,20 +110,20 @@ matchConditions:
   # A pod passes if any container or init container requests or limits a resource
   # other than cpu, memory, ephemeral-storage and hugepages-* (any device: GPUs
   # under any name, MIG slices, Neuron, EFA), or if it has DRA resourceClaims.
-  # Only plain CPU pods are kept away; a renamed device resource is not.
+  # Only plain CPU pods are kept away; a renamed device resource is not. Sizes are
+  # read before any walk: past 64 containers or 32 resource names the pod goes to
+  # the webhook (too-large) rather than have the API server walk it.
   - name: pod-requests-accelerator
     expression: >-
       request.resource.group != '' || request.resource.resource != 'pods' ||
       (has(object.spec) && (has(object.spec.resourceClaims) ||
-      (has(object.spec.containers) && object.spec.containers.exists(c, has(c.resources) &&
-      ((has(c.resources.limits) && c.resources.limits.exists(r,
-      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))) ||
-      (has(c.resources.requests) && c.resources.requests.exists(r,
-      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-')))))) ||
-      (has(object.spec.initContainers) && object.spec.initContainers.exists(c, has(c.resources) &&
-      ((has(c.resources.limits) && c.resources.limits.exists(r,
-      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))) ||
-      (has(c.resources.requests) && c.resources.requests.exists(r,
+      (has(object.spec.containers) ? size(object.spec.containers) : 0) +
+      (has(object.spec.initContainers) ? size(object.spec.initContainers) : 0) > 64 ||
+      ((has(object.spec.containers) ? object.spec.containers : []) +
+      (has(object.spec.initContainers) ? object.spec.initContainers : [])).exists(c, has(c.resources) &&
+      ((has(c.resources.limits) && (size(c.resources.limits) > 32 || c.resources.limits.exists(r,
+      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-')))) ||
+      (has(c.resources.requests) && (size(c.resources.requests) > 32 || c.resources.requests.exists(r,
       !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))))))))
   # A core controller's pod template passes only when it asks for a device, as a pod
   # does above (limits, or DRA resourceClaims): their CPU workloads never wait on us.
@@ -136,10 +136,12 @@ matchConditions:
       has(object.spec.jobTemplate.spec.template) ? [object.spec.jobTemplate.spec.template] : []) :
       (has(object.spec.template) ? [object.spec.template] : [])).exists(t, has(t.spec) &&
       (has(t.spec.resourceClaims) ||
-      (has(t.spec.containers) ? t.spec.containers : []).exists(c, has(c.resources) &&
-      has(c.resources.limits) && c.resources.limits.exists(r, !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))) ||
-      (has(t.spec.initContainers) ? t.spec.initContainers : []).exists(c, has(c.resources) &&
-      has(c.resources.limits) && c.resources.limits.exists(r, !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-'))))))
+      (has(t.spec.containers) ? size(t.spec.containers) : 0) +
+      (has(t.spec.initContainers) ? size(t.spec.initContainers) : 0) > 64 ||
+      ((has(t.spec.containers) ? t.spec.containers : []) +
+      (has(t.spec.initContainers) ? t.spec.initContainers : [])).exists(c, has(c.resources) &&
+      has(c.resources.limits) && (size(c.resources.limits) > 32 || c.resources.limits.exists(r,
+      !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-')))))))
 {{- end -}}
 
 {{/* Never kube-system, kube-node-lease nor the release's namespace; then the values'. */}}
