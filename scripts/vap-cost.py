@@ -112,7 +112,7 @@ def main():
                     help="report the admission plugin's own time (its histogram) instead of the "
                          "API server's CPU above a run with no policy")
     a = ap.parse_args()
-    trainplace = os.path.join(ROOT, "target/release/trainplace")
+    trainplace = os.environ.get("TRAINPLACE_BIN") or os.path.join(ROOT, "target/release/trainplace")
     if not os.path.exists(trainplace):
         trainplace = os.path.join(ROOT, "target/debug/trainplace")
     sb = tempfile.mkdtemp(prefix="vap-cost-")

@@ -8,6 +8,11 @@
 //!
 //! The last line is the process's peak RSS (`VmHWM`): run one shape per process to
 //! read that shape's.
+//!
+//!   HOSTILE_WRITE=DIR target/release/examples/hostile_shapes
+//!
+//! writes each shape's AdmissionReview at 1 and 3 MiB to `DIR/KIND_FIELD-MIB.json`
+//! instead (what scripts/bench-hostile.sh sends to a running webhook).
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +33,21 @@ fn main() {
         Some("mutate") => Endpoint::Mutate,
         _ => Endpoint::Validate,
     };
+    if let Some(dir) = std::env::var_os("HOSTILE_WRITE") {
+        for shape in shapes::all()
+            .iter()
+            .filter(|s| only.as_deref().is_none_or(|o| o == s.name))
+        {
+            for mib in [1, 3] {
+                let path = std::path::Path::new(&dir).join(format!(
+                    "{}-{mib}.json",
+                    shape.label().replace(['/', ' '], "_")
+                ));
+                std::fs::write(&path, shape.review(mib * MIB)).expect("write the review");
+            }
+        }
+        return;
+    }
     let policy = Policy::embedded();
     let limits = Limits::default();
     println!(
