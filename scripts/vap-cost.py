@@ -116,7 +116,8 @@ def main():
     if not os.path.exists(trainplace):
         trainplace = os.path.join(ROOT, "target/debug/trainplace")
     sb = tempfile.mkdtemp(prefix="vap-cost-")
-    env = dict(os.environ, SANDBOX_DIR=sb, SANDBOX_WEBHOOK="0", SANDBOX_PROFILING="false", TRAINPLACE_BIN=trainplace,
+    env = dict(os.environ, SANDBOX_DIR=sb, SANDBOX_WEBHOOK="0", SANDBOX_PROFILING="false",
+               SANDBOX_OWNER_PID=str(os.getpid()), TRAINPLACE_BIN=trainplace,
                SANDBOX_FLEET=os.path.join(ROOT, "tests/sandbox/fleet.yaml"))
     up = run([os.path.join(ROOT, "scripts/sandbox.sh"), "up"], env=env)
     env["KUBECONFIG"] = up.stdout.strip().splitlines()[-1].split("=", 1)[1]

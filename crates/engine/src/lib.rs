@@ -51,6 +51,7 @@ pub use facts::node_index::NodeIndex;
 pub use facts::policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};
 pub use facts::requester::Requester;
 pub use facts::reservations::Reservations;
+pub use judge::bounds;
 pub use judge::finding::{Finding, Rule};
 pub use judge::update::judge_change;
 pub use judge::verdict::Verdict;

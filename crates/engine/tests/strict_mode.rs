@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
-use trainplace_engine::vap::{Check, RULE_LABEL, export};
+use trainplace_engine::vap::{Check, RULE_LABEL, export, policy_of};
 use trainplace_engine::{Mode, Policy, Requester, Verdict, evaluate, judge_change, judge_owned};
 use vap_support::corpus::{corpus, with_stack};
 use vap_support::fixture_env::{policy, repo_root};
@@ -190,13 +190,13 @@ fn vap_outcome(
 ) -> (Outcome, Option<String>) {
     let of_rule = |kind: &'static str| {
         exported.iter().filter(move |o| {
-            o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.rule()
+            o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.policy().rule()
         })
     };
-    let Some(policy) = of_rule("ValidatingAdmissionPolicy").next() else {
+    let Some(policy) = policy_of(exported, check) else {
         return (Outcome::Pass, None);
     };
-    match api.violates_update(policy, object, old, req) {
+    match api.violates_update(&policy, object, old, req) {
         Err(e) => (Outcome::Refused, Some(e)),
         Ok(None) => (Outcome::Pass, None),
         Ok(Some(message)) => {

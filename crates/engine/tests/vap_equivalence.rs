@@ -12,7 +12,7 @@ mod vap_support;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use trainplace_engine::vap::{Check, RULE_LABEL, export};
+use trainplace_engine::vap::{Check, RULE_LABEL, export, policy_of};
 use trainplace_engine::{Claims, Mode, Requester, evaluate};
 use vap_support::corpus::{Case, corpus, policy_for, with_stack};
 use vap_support::fixture_env::{cluster, repo_root};
@@ -909,13 +909,13 @@ fn vap_outcome(
 ) -> (Outcome, Option<String>) {
     let of_rule = |kind: &'static str| {
         exported.iter().filter(move |o| {
-            o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.rule()
+            o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.policy().rule()
         })
     };
-    let Some(policy) = of_rule("ValidatingAdmissionPolicy").next() else {
+    let Some(policy) = policy_of(exported, check) else {
         return (Outcome::Pass, None);
     };
-    match api.violates(policy, object, req) {
+    match api.violates(&policy, object, req) {
         Err(_) => (Outcome::Refused, None),
         Ok(None) => (Outcome::Pass, None),
         Ok(Some(message)) => {

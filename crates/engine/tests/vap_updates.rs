@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use trainplace_engine::Policy;
-use trainplace_engine::vap::{Check, RULE_LABEL, export};
+use trainplace_engine::vap::{Check, export, policy_of};
 use vap_support::corpus::{corpus, with_stack};
 use vap_support::fixture_env::policy;
 use vap_support::{Apiserver, Request};
@@ -63,13 +63,8 @@ fn refused(
     Check::ALL
         .into_iter()
         .filter(|check| {
-            exported
-                .iter()
-                .filter(|o| {
-                    o["kind"] == "ValidatingAdmissionPolicy"
-                        && o["metadata"]["labels"][RULE_LABEL] == check.rule()
-                })
-                .any(|p| !matches!(api.violates_update(p, object, old, &req), Ok(None)))
+            policy_of(&exported, *check)
+                .is_some_and(|p| !matches!(api.violates_update(&p, object, old, &req), Ok(None)))
         })
         .map(Check::rule)
         .collect()

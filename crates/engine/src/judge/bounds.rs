@@ -21,10 +21,9 @@ use serde_json::Value;
 
 use crate::facts::catalog::Catalog;
 use crate::judge::finding::{Finding, Rule};
-use crate::judge::strict::strict_templates;
 use crate::read::annotations::RES_EFA;
 use crate::read::json::items;
-use crate::read::templates::Template;
+use crate::read::templates::{Template, every_template};
 use crate::read::workload::{Kind, Site};
 
 /// Entries of one of an object's lists of templates (level 1).
@@ -285,7 +284,7 @@ pub(crate) fn too_large(
     if let Some(f) = template_lists(object) {
         return Some(f);
     }
-    let templates = strict_templates(object, kind, sites, node_pod());
+    let templates = every_template(object, kind, sites, node_pod());
     for t in &templates {
         if let Some(f) = template_shape(spec_of(t), &t.field) {
             return Some(f);

@@ -71,3 +71,21 @@ pub(crate) fn templates<'o>(object: &'o Value, kind: Kind, sites: &[Site]) -> Ve
         })
         .collect()
 }
+
+/// Every pod template judged in `object`: those [`templates`] finds, and a TrainJob's
+/// node pod as its patches give it (`node_pod`, assembled by the caller).
+pub(crate) fn every_template<'o>(
+    object: &'o Value,
+    kind: Kind,
+    sites: &[Site],
+    node_pod: Option<Value>,
+) -> Vec<Template<'o>> {
+    if let (Kind::TrainJob, Some(pod)) = (kind, node_pod) {
+        return vec![Template {
+            value: Cow::Owned(pod),
+            field: "spec.trainer".into(),
+            pointer: None,
+        }];
+    }
+    templates(object, kind, sites)
+}

@@ -106,7 +106,7 @@ fn template_shape() -> String {
 /// for devices is read by (`''`: within the bounds, or it asks for none).
 fn device_lists() -> String {
     let all = "(x.app + x.init)";
-    let env = format!("(has(r.c.env) ? size(r.c.env) : 0)");
+    let env = "(has(r.c.env) ? size(r.c.env) : 0)";
     let exprs = "(has(t.matchExpressions) ? size(t.matchExpressions) : 0)";
     let values = "(has(e.values) ? size(e.values) : 0)";
     let spread =

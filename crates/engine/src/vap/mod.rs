@@ -130,28 +130,31 @@ fn namespaced_rules(strict: bool) -> Value {
     )
 }
 
-/// Objects the webhook leaves alone: a granted `skip`, and pods a trusted controller
-/// makes from a template that carries trainplace's admission mark (their template
-/// was judged with the submitter's grants; CEL cannot verify the mark's HMAC). Strict
-/// mode trusts no mark: only the granted `skip`.
-fn match_conditions(policy: &Policy) -> Value {
+/// Whether the policy judges the object at all (the webhook leaves the rest alone): not
+/// a granted `skip`, and not a pod a trusted controller makes from a template that
+/// carries trainplace's admission mark (its template was judged with the submitter's
+/// grants; CEL cannot verify the mark's HMAC). Strict mode trusts no mark: only the
+/// granted `skip`.
+///
+/// A condition of the validation, not a `matchConditions` entry: the API server
+/// converts a typed object (a Pod) to the form CEL reads once for each list of
+/// expressions it evaluates (match conditions, validations, messages, audit
+/// annotations), and on a large pod that conversion is most of what a policy costs.
+fn judged(policy: &Policy) -> String {
     let ann = "has(object.metadata.annotations)";
     let skip = text::lit(SKIP);
     let admitted = text::lit(ADMITTED);
-    let not_skipped = json!({
-        "name": "not-skipped",
-        "expression": format!("!({ann} && {skip} in object.metadata.annotations && object.metadata.annotations[{skip}] == 'true' && {})", facts::skip_granted(policy)),
-    });
+    let not_skipped = format!(
+        "!({ann} && {skip} in object.metadata.annotations && object.metadata.annotations[{skip}] == 'true' && {})",
+        facts::skip_granted(policy)
+    );
     if policy.strict() {
-        return json!([not_skipped]);
+        return not_skipped;
     }
-    json!([
-        not_skipped,
-        {
-            "name": "not-a-pod-of-an-admitted-template",
-            "expression": format!("!(object.kind == 'Pod' && {ann} && {admitted} in object.metadata.annotations && has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {}))", text::list(&policy.controller_groups())),
-        },
-    ])
+    format!(
+        "{not_skipped} && !(object.kind == 'Pod' && {ann} && {admitted} in object.metadata.annotations && has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {}))",
+        text::list(&policy.controller_groups())
+    )
 }
 
 fn labels(check: Check) -> Value {
@@ -161,6 +164,43 @@ fn labels(check: Check) -> Value {
 /// Whether `check` is exported in its strict form.
 fn strict_check(policy: &Policy, check: Check) -> bool {
     policy.strict() && matches!(check, Check::PartialNode | Check::MultiAz)
+}
+
+/// One validation of a policy: `check`'s rule (strict mode's form when `strict`) and
+/// its message, each reading the bounds and the skip first, and holding on an UPDATE
+/// that brings nothing new (`renames`: the old object's variables).
+fn validation_entry(
+    policy: &Policy,
+    check: Check,
+    strict: bool,
+    renames: &[(String, String)],
+) -> Value {
+    let (validation, message) = if strict {
+        (strict::validation(check), strict::message(check))
+    } else {
+        (checks::validation(check), checks::message(check))
+    };
+    // An object past the bounds is the too-large check's; the others read nothing of
+    // it. The message too: the API server evaluates every messageExpression of a policy
+    // on every request, the validation passing or not (k8s.io/apiserver
+    // pkg/admission/plugin/policy/validating/validator.go, `messageFilter.ForInput`).
+    let (validation, message) = if check == Check::TooLarge {
+        (validation, message)
+    } else {
+        (
+            format!("variables.tooLarge != '' || ({validation})"),
+            format!("variables.tooLarge != '' ? '' : ({message})"),
+        )
+    };
+    let judged = judged(policy);
+    let validation = format!("!({judged}) || ({validation})");
+    let message = format!("!({judged}) ? '' : ({message})");
+    let validation = old::on_update(&validation, renames);
+    json!({
+        "expression": text::dyn_map_values(&validation),
+        "messageExpression": text::dyn_map_values(&message),
+        "reason": "Forbidden",
+    })
 }
 
 fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError> {
@@ -178,24 +218,17 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
         .into_iter()
         .map(|(name, expression)| json!({"name": name, "expression": text::dyn_map_values(&expression)}))
         .collect();
-    let (validation, message) = if strict {
-        (strict::validation(check), strict::message(check))
-    } else {
-        (checks::validation(check), checks::message(check))
+    // The too-large check rides in the impossible-request policy (both always
+    // enforced): one policy less is one conversion of the object less per list of
+    // expressions (see `judged`).
+    let checks: &[Check] = match check {
+        Check::ImpossibleRequest => &[Check::TooLarge, Check::ImpossibleRequest],
+        _ => std::slice::from_ref(&check),
     };
-    // An object past the bounds is the too-large policy's; the others read nothing of
-    // it. The message too: the API server evaluates every messageExpression of a policy
-    // on every request, the validation passing or not (k8s.io/apiserver
-    // pkg/admission/plugin/policy/validating/validator.go, `messageFilter.ForInput`).
-    let (validation, message) = if check == Check::TooLarge {
-        (validation, message)
-    } else {
-        (
-            format!("variables.tooLarge != '' || ({validation})"),
-            format!("variables.tooLarge != '' ? '' : ({message})"),
-        )
-    };
-    let validation = old::on_update(&validation, &renames);
+    let validations: Vec<Value> = checks
+        .iter()
+        .map(|c| validation_entry(policy, *c, strict, &renames))
+        .collect();
     Ok(json!({
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
@@ -211,15 +244,31 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
                 }]},
                 "resourceRules": resource_rules(policy.strict()),
             },
-            "matchConditions": match_conditions(policy),
             "variables": variables,
-            "validations": [{
-                "expression": text::dyn_map_values(&validation),
-                "messageExpression": text::dyn_map_values(&message),
-                "reason": "Forbidden",
-            }],
+            "validations": validations,
         },
     }))
+}
+
+/// `check`'s policy among `exported` (the objects [`export`] made), with only the
+/// validation that exports `check`; `None` when the rule is off everywhere.
+pub fn policy_of(exported: &[Value], check: Check) -> Option<Value> {
+    let mut found = exported
+        .iter()
+        .find(|o| {
+            o["kind"] == "ValidatingAdmissionPolicy"
+                && o["metadata"]["labels"][RULE_LABEL] == check.policy().rule()
+        })?
+        .clone();
+    let tag = format!("'[{}] '", check.rule());
+    if let Some(all) = found["spec"]["validations"].as_array_mut() {
+        all.retain(|v| {
+            v["messageExpression"]
+                .as_str()
+                .is_some_and(|m| m.contains(&tag))
+        });
+    }
+    Some(found)
 }
 
 /// Every policy and binding for `policy`, policies first.
@@ -227,6 +276,10 @@ pub fn export(policy: &Policy) -> Result<Vec<Value>, ExportError> {
     let mut policies = Vec::new();
     let mut out_bindings = Vec::new();
     for check in Check::ALL {
+        if check == Check::TooLarge {
+            // A validation of the impossible-request policy.
+            continue;
+        }
         let regions = bindings::regions(policy, check)?;
         if regions.is_empty() {
             continue;

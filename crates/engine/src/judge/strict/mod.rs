@@ -19,7 +19,6 @@ pub(crate) mod reach;
 pub(crate) mod update;
 pub(crate) mod zone;
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -33,7 +32,7 @@ use crate::judge::judgement::Ctx;
 use crate::judge::rules::{OptInState, opted_in, path_cost};
 use crate::read::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, LABEL_ZONE, RES_EFA};
 use crate::read::json::{annotation, items};
-use crate::read::templates::{Template, templates};
+use crate::read::templates::{Template, every_template, templates};
 use crate::read::workload::{Kind, Site};
 use zone::Pinned;
 
@@ -51,24 +50,6 @@ pub fn zone_fix(zone: Option<&str>) -> String {
             "set nodeSelector {LABEL_ZONE} to one zone; the policy names none for this namespace (defaults.zone)."
         ),
     }
-}
-
-/// The templates strict mode judges in `object`: those `templates` finds, and a
-/// TrainJob's node pod as its patches give it (`node_pod`, assembled by the caller).
-pub(crate) fn strict_templates<'o>(
-    object: &'o Value,
-    kind: Kind,
-    sites: &[Site],
-    node_pod: Option<Value>,
-) -> Vec<Template<'o>> {
-    if let (Kind::TrainJob, Some(pod)) = (kind, node_pod) {
-        return vec![Template {
-            value: Cow::Owned(pod),
-            field: "spec.trainer".into(),
-            pointer: None,
-        }];
-    }
-    templates(object, kind, sites)
 }
 
 /// Whether a template's lists are past the bounds strict mode judges within.
@@ -338,7 +319,7 @@ pub(crate) fn judge(
         }
         return Ok(out);
     }
-    for t in strict_templates(object, kind, sites, node_pod) {
+    for t in every_template(object, kind, sites, node_pod) {
         judge_template(&t, ctx, &mut out)?;
     }
     Ok(out)
