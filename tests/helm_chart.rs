@@ -1673,8 +1673,10 @@ fn promtool_bin() -> PathBuf {
 }
 
 /// The PrometheusRule's alerts (files/prometheus/alerts.yaml) pass `promtool check
-/// rules`, and four of them fire as their comments say under `promtool test rules`
-/// (series made up for the purpose).
+/// rules`, and six of them fire as their comments say under `promtool test rules`
+/// (series made up for the purpose): the inventory alert not for a replica started with
+/// `--inventory off`; the webhook alerts when the API server fails to call it while
+/// validation fails closed, and when no replica reports at all.
 #[test]
 fn prometheus_rule_alerts_pass_promtool() {
     let all = docs(&render(&[
@@ -1691,7 +1693,7 @@ fn prometheus_rule_alerts_pass_promtool() {
         .output()
         .unwrap();
     let said = ok("promtool check rules", out);
-    assert!(said.contains("SUCCESS: 9 rules found"), "{said}");
+    assert!(said.contains("SUCCESS: 11 rules found"), "{said}");
     // The same file as plain Prometheus loads it, and the PrometheusRule's spec is it.
     let file = chart().join("files/prometheus/alerts.yaml");
     let out = Command::new(promtool_bin())
@@ -1700,7 +1702,7 @@ fn prometheus_rule_alerts_pass_promtool() {
         .output()
         .unwrap();
     let said = ok("promtool check rules files/prometheus/alerts.yaml", out);
-    assert!(said.contains("SUCCESS: 9 rules found"), "{said}");
+    assert!(said.contains("SUCCESS: 11 rules found"), "{said}");
     let plain: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(rule["spec"], plain);
 
@@ -1711,6 +1713,13 @@ fn prometheus_rule_alerts_pass_promtool() {
             "interval": "1m",
             "input_series": [
                 {"series": "trainplace_inventory_up{pod=\"a\"}", "values": "0x15"},
+                // `--inventory off`: 0 by design, no alert.
+                {"series": "trainplace_inventory_up{pod=\"b\"}", "values": "0x15"},
+                {"series": "trainplace_inventory_enabled{pod=\"b\"}", "values": "0x15"},
+                {"series": "apiserver_admission_webhook_rejection_count{name=\"validate.trainplace.io\",error_type=\"calling_webhook_error\",operation=\"CREATE\",rejection_code=\"0\",type=\"validating\"}",
+                 "values": "0 0 0 3 6 9 12 15 18 21 24 27 30 33 36 39"},
+                {"series": "apiserver_admission_webhook_rejection_count{name=\"validate.trainplace.io\",error_type=\"no_error\",operation=\"CREATE\",rejection_code=\"403\",type=\"validating\"}",
+                 "values": "0+5x15"},
                 {"series": "trainplace_certificate_expiry_days{pod=\"a\"}", "values": "10x15"},
                 {"series": "trainplace_capacity_block_seconds_remaining{pod=\"a\",reservation=\"cr-1\"}",
                  "values": "3600x15"},
@@ -1730,6 +1739,13 @@ fn prometheus_rule_alerts_pass_promtool() {
                     "exp_labels": {"severity": "critical", "pod": "a"},
                     "exp_annotations": {"summary": "trainplace's serving certificate expires within 14 days"}
                 }]},
+                // Calls failing from minute 3 (denials, no_error, never count).
+                {"eval_time": "2m", "alertname": "TrainplaceWebhookUnreachable", "exp_alerts": []},
+                {"eval_time": "8m", "alertname": "TrainplaceWebhookUnreachable", "exp_alerts": [{
+                    "exp_labels": {"severity": "critical", "name": "validate.trainplace.io"},
+                    "exp_annotations": {"summary": "the API server cannot call trainplace's validating webhook and refused 15 requests in 5 minutes (failurePolicy Fail): GPU pods and training jobs are not admitted"}
+                }]},
+                {"eval_time": "11m", "alertname": "TrainplaceDown", "exp_alerts": []},
                 // A rotated mark key rejected.
                 {"eval_time": "1m", "alertname": "TrainplaceReloadFailing", "exp_alerts": []},
                 {"eval_time": "3m", "alertname": "TrainplaceReloadFailing", "exp_alerts": [{
@@ -1740,6 +1756,19 @@ fn prometheus_rule_alerts_pass_promtool() {
                 {"eval_time": "1m", "alertname": "CapacityBlockEndingSoon", "exp_alerts": [{
                     "exp_labels": {"severity": "warning", "reservation": "cr-1"},
                     "exp_annotations": {"summary": "Capacity Block cr-1 ends in 1h 0m 0s; Karpenter drains and EKS managed node groups scale to 0 at 40 min, EC2 terminates from 30 min before the end"}
+                }]}
+            ]
+        }, {
+            // No replica reports: TrainplaceDown after 5 minutes.
+            "interval": "1m",
+            "input_series": [
+                {"series": "up{job=\"apiserver\"}", "values": "1x10"}
+            ],
+            "alert_rule_test": [
+                {"eval_time": "4m", "alertname": "TrainplaceDown", "exp_alerts": []},
+                {"eval_time": "6m", "alertname": "TrainplaceDown", "exp_alerts": [{
+                    "exp_labels": {"severity": "critical"},
+                    "exp_annotations": {"summary": "no trainplace replica reports metrics; with the validating webhook registered the API server refuses what it judges"}
                 }]}
             ]
         }]
