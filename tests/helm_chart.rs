@@ -244,6 +244,7 @@ fn is_core(doc: &Value) -> bool {
     [
         "",
         "apps",
+        "batch",
         "policy",
         "rbac.authorization.k8s.io",
         "admissionregistration.k8s.io",
@@ -508,7 +509,13 @@ fn webhook_values_reach_both_configurations() {
                 {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
                  "values": ["kube-system", "kube-node-lease", "trainplace", "monitoring", "argo-cd"]},
                 {"key": "platform.example.com/trainplace", "operator": "NotIn", "values": ["disabled"]},
+                {"key": "platform.example.com/team", "operator": "Exists"},
             ]})
+        );
+        assert_eq!(
+            w["objectSelector"],
+            json!({"matchExpressions": [
+                {"key": "platform.example.com/exempt", "operator": "DoesNotExist"}]})
         );
         let ca = base64::engine::general_purpose::STANDARD
             .decode(w["clientConfig"]["caBundle"].as_str().unwrap())
@@ -517,10 +524,69 @@ fn webhook_values_reach_both_configurations() {
         assert_eq!(m["rules"], v["rules"]);
         assert_eq!(m["matchConditions"], v["matchConditions"]);
     }
+    // hostNetwork, its ports and the securityContext overrides reach the Deployment.
+    let d = find(&all, "Deployment", "trainplace");
+    let spec = &d["spec"]["template"]["spec"];
+    assert_eq!(
+        (&spec["hostNetwork"], &spec["dnsPolicy"]),
+        (&json!(true), &json!("ClusterFirstWithHostNet"))
+    );
+    assert_eq!(spec["securityContext"]["fsGroup"], 65532);
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    let c = &spec["containers"][0];
+    assert_eq!(c["ports"][0]["containerPort"], 10443);
+    assert!(
+        c["env"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "TRAINPLACE_ADDR", "value": "0.0.0.0:10443"}))
+    );
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    // The audit CronJob runs the audit with its own ServiceAccount.
+    let cron = find(&all, "CronJob", "trainplace-audit");
+    let pod = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "trainplace-audit");
+    assert_eq!(
+        pod["containers"][0]["args"],
+        json!(["audit", "--write-reports", "--exit-zero"])
+    );
+
+    // Self-managed (the default): no webhook configuration in the rendering; the server
+    // registers the ones of the ConfigMap, which are the chart's own rendering of them.
+    let default = docs(&render(&[]));
+    assert!(
+        !default
+            .iter()
+            .any(|d| d["kind"].as_str().unwrap().ends_with("WebhookConfiguration")),
+        "the default install renders no webhook configuration"
+    );
+    let file = find(&default, "ConfigMap", "trainplace-webhooks")["data"]["webhooks.yaml"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let by_chart = docs(&render(&["--set".into(), "webhooks.registeredBy=chart".into()]));
+    for (i, kind) in ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(docs(&file)[i], *find(&by_chart, kind, "trainplace"), "{kind}");
+    }
+    let env = find(&default, "Deployment", "trainplace")["spec"]["template"]["spec"]["containers"]
+        [0]["env"]
+        .clone();
+    for e in [
+        json!({"name": "TRAINPLACE_REGISTER_WEBHOOKS", "value": "/etc/trainplace/webhooks/webhooks.yaml"}),
+        json!({"name": "TRAINPLACE_WEBHOOK_OWNER", "value": "trainplace-certificates"}),
+    ] {
+        assert!(env.as_array().unwrap().contains(&e), "{e} in {env}");
+    }
+
     // kube-system stays excluded whatever the values say.
     let all = docs(&render(&[
         "--set".into(),
         "webhooks.excludeNamespaces={kube-system,ml-infra}".into(),
+        "--set".into(),
+        "webhooks.registeredBy=chart".into(),
     ]));
     let v = &find(&all, "ValidatingWebhookConfiguration", "trainplace")["webhooks"][0];
     assert_eq!(
