@@ -555,21 +555,32 @@ fn webhook_values_reach_both_configurations() {
     // registers the ones of the ConfigMap, which are the chart's own rendering of them.
     let default = docs(&render(&[]));
     assert!(
-        !default
-            .iter()
-            .any(|d| d["kind"].as_str().unwrap().ends_with("WebhookConfiguration")),
+        !default.iter().any(|d| d["kind"]
+            .as_str()
+            .unwrap()
+            .ends_with("WebhookConfiguration")),
         "the default install renders no webhook configuration"
     );
     let file = find(&default, "ConfigMap", "trainplace-webhooks")["data"]["webhooks.yaml"]
         .as_str()
         .unwrap()
         .to_string();
-    let by_chart = docs(&render(&["--set".into(), "webhooks.registeredBy=chart".into()]));
-    for (i, kind) in ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
-        .into_iter()
-        .enumerate()
+    let by_chart = docs(&render(&[
+        "--set".into(),
+        "webhooks.registeredBy=chart".into(),
+    ]));
+    for (i, kind) in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    .into_iter()
+    .enumerate()
     {
-        assert_eq!(docs(&file)[i], *find(&by_chart, kind, "trainplace"), "{kind}");
+        assert_eq!(
+            docs(&file)[i],
+            *find(&by_chart, kind, "trainplace"),
+            "{kind}"
+        );
     }
     let env = find(&default, "Deployment", "trainplace")["spec"]["template"]["spec"]["containers"]
         [0]["env"]
@@ -728,7 +739,8 @@ fn sb() -> &'static sandbox::Sandbox {
 /// cluster-wide), and the releases of these tests are such installs to each other.
 fn one_install_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[test]
@@ -1183,12 +1195,16 @@ impl LocalReplica {
             .unwrap()
             .port();
         let deploy = sb.json(&["-n", ns, "get", "deployment", full]);
-        let env: Vec<(String, String)> = deploy["spec"]["template"]["spec"]["containers"][0]
-            ["env"]
+        let env: Vec<(String, String)> = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
             .as_array()
             .unwrap()
             .iter()
-            .filter_map(|e| Some((e["name"].as_str()?.to_string(), e["value"].as_str()?.to_string())))
+            .filter_map(|e| {
+                Some((
+                    e["name"].as_str()?.to_string(),
+                    e["value"].as_str()?.to_string(),
+                ))
+            })
             .filter(|(k, _)| {
                 ![
                     "TRAINPLACE_ADDR",
@@ -1202,14 +1218,18 @@ impl LocalReplica {
             .collect();
         assert!(
             env.iter()
-                .any(|(k, v)| k == "TRAINPLACE_WEBHOOK_OWNER" && *v == format!("{full}-certificates")),
+                .any(|(k, v)| k == "TRAINPLACE_WEBHOOK_OWNER"
+                    && *v == format!("{full}-certificates")),
             "{env:?}"
         );
         let cm = sb.json(&["-n", ns, "get", "configmap", &format!("{full}-webhooks")]);
         let mut file = String::new();
         for mut doc in docs(cm["data"]["webhooks.yaml"].as_str().unwrap()) {
             for w in doc["webhooks"].as_array_mut().unwrap() {
-                let path = w["clientConfig"]["service"]["path"].as_str().unwrap().to_string();
+                let path = w["clientConfig"]["service"]["path"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
                 w["clientConfig"] = json!({"url": format!("https://127.0.0.1:{port}{path}")});
             }
             file.push_str("---\n");
@@ -1309,7 +1329,10 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
 
     // Installed, nothing serving: nothing registered, a compliant job admitted.
     for kind in WEBHOOK_KINDS {
-        assert!(not_found(sb, kind, &full), "{kind} {full} registered before any replica serves");
+        assert!(
+            not_found(sb, kind, &full),
+            "{kind} {full} registered before any replica serves"
+        );
     }
     let good = sandbox::corpus::placed(&example("workloads/job.yaml"), &work);
     let one_gpu = sandbox::corpus::placed(
@@ -1337,7 +1360,11 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
                 })
         })
     };
-    sandbox::wait_until(Duration::from_secs(60), "the replica registers both configurations", registered);
+    sandbox::wait_until(
+        Duration::from_secs(60),
+        "the replica registers both configurations",
+        registered,
+    );
     let vwc = sb.json(&["get", "validatingwebhookconfiguration", &full]);
     assert_eq!(vwc["webhooks"][0]["failurePolicy"], "Fail");
     assert_eq!(
@@ -1376,10 +1403,18 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
         err.contains("validate.trainplace.io") && err.contains("partial-node"),
         "{err}"
     );
-    assert!(!sb.kubectl(&["-n", &work, "get", "deployment", "trainer"]).status.success());
+    assert!(
+        !sb.kubectl(&["-n", &work, "get", "deployment", "trainer"])
+            .status
+            .success()
+    );
     // Drift: a deleted configuration is registered again.
     sb.ok(&["delete", "validatingwebhookconfiguration", &full]);
-    sandbox::wait_until(Duration::from_secs(30), "the configuration registered again", registered);
+    sandbox::wait_until(
+        Duration::from_secs(30),
+        "the configuration registered again",
+        registered,
+    );
 
     // Every replica down: the validating webhook fails closed (docs/install.md, "What
     // holds when"; the TrainplaceWebhookUnreachable alert).
@@ -1388,7 +1423,10 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
     assert!(refused.contains("failed calling webhook"), "{refused}");
 
     // Uninstall: the ClusterRole goes, and the garbage collector takes its dependents.
-    ok("helm uninstall", rel.helm(&["uninstall", rel.name, "--wait"]));
+    ok(
+        "helm uninstall",
+        rel.helm(&["uninstall", rel.name, "--wait"]),
+    );
     sandbox::wait_until(Duration::from_secs(60), "no configuration left", || {
         WEBHOOK_KINDS.iter().all(|kind| not_found(sb, kind, &full))
     });
@@ -1408,7 +1446,12 @@ fn installing_over_a_foreign_install_refuses_clearly() {
     // (failurePolicy Ignore, a namespaceSelector no namespace matches).
     let mut foreign: Vec<Value> = kustomize(&root().join("manifests/overlays/self-managed"))
         .into_iter()
-        .filter(|d| d["kind"].as_str().unwrap().ends_with("WebhookConfiguration"))
+        .filter(|d| {
+            d["kind"]
+                .as_str()
+                .unwrap()
+                .ends_with("WebhookConfiguration")
+        })
         .collect();
     assert_eq!(foreign.len(), 2);
     for doc in &mut foreign {

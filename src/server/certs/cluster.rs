@@ -172,7 +172,9 @@ impl Cluster {
 
     /// An ownerReference to the ClusterRole `name` (its uid as the API server has it).
     pub async fn owner(&self, name: &str) -> Result<OwnerReference, kube::Error> {
-        let role = Api::<ClusterRole>::all(self.client.clone()).get(name).await?;
+        let role = Api::<ClusterRole>::all(self.client.clone())
+            .get(name)
+            .await?;
         Ok(OwnerReference {
             api_version: "rbac.authorization.k8s.io/v1".to_string(),
             kind: "ClusterRole".to_string(),
@@ -189,12 +191,9 @@ impl Cluster {
             .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={name}")))
             .await?;
         Ok(slices.items.iter().any(|s| {
-            s.endpoints.iter().any(|e| {
-                e.conditions
-                    .as_ref()
-                    .and_then(|c| c.ready)
-                    .unwrap_or(false)
-            })
+            s.endpoints
+                .iter()
+                .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(false))
         }))
     }
 
@@ -223,8 +222,10 @@ impl Cluster {
             .await
             .map_err(|e| ("ValidatingWebhookConfiguration", v_name.clone(), e))?;
         let rv = |o: Option<&ObjectMeta>| o.and_then(|m| m.resource_version.clone());
-        Ok(rv(before.0.as_ref().map(|o| &o.metadata)) != rv(Some(&m.metadata))
-            || rv(before.1.as_ref().map(|o| &o.metadata)) != rv(Some(&v.metadata)))
+        Ok(
+            rv(before.0.as_ref().map(|o| &o.metadata)) != rv(Some(&m.metadata))
+                || rv(before.1.as_ref().map(|o| &o.metadata)) != rv(Some(&v.metadata)),
+        )
     }
 
     /// Set every webhook's caBundle of `hooks` to `bundle`, if the configuration is still

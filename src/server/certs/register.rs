@@ -254,7 +254,10 @@ webhooks:
         assert_eq!(w.client_config.ca_bundle.as_ref().unwrap().0, b"PEM");
         assert_eq!(w.failure_policy.as_deref(), Some("Fail"));
         let m = &f.mutating.metadata;
-        assert_eq!(m.labels.as_ref().unwrap()["app.kubernetes.io/instance"], "tp");
+        assert_eq!(
+            m.labels.as_ref().unwrap()["app.kubernetes.io/instance"],
+            "tp"
+        );
         assert_eq!(
             m.labels.as_ref().unwrap()["app.kubernetes.io/managed-by"],
             "trainplace"
@@ -270,7 +273,8 @@ webhooks:
         assert!(problem(FILE, "tp", "other").contains("--validating-webhook is \"other\""));
         let only_one = FILE.split("---").next().unwrap();
         assert!(problem(only_one, "tp", "tp").contains("needs one"));
-        let extra = format!("{FILE}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\n");
+        let extra =
+            format!("{FILE}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\n");
         assert!(problem(&extra, "tp", "tp").contains("another kind"));
         assert!(problem("a: [", "tp", "tp").starts_with("yaml"));
     }

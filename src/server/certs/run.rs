@@ -256,12 +256,17 @@ impl Manager {
             }
         }
         let owner = match &registration.owner {
-            Some(name) => Some(self.cluster.owner(name).await.map_err(|source| {
-                RegisterError::Owner {
-                    name: name.clone(),
-                    source,
-                }
-            })?),
+            Some(name) => {
+                Some(
+                    self.cluster
+                        .owner(name)
+                        .await
+                        .map_err(|source| RegisterError::Owner {
+                            name: name.clone(),
+                            source,
+                        })?,
+                )
+            }
             None => None,
         };
         let done = register::finished(&desired, bundle, owner.as_ref());

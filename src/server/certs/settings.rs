@@ -68,11 +68,7 @@ pub struct SelfManagedArgs {
     pub register_webhooks: Option<PathBuf>,
     /// The ClusterRole the registered configurations belong to (their ownerReference):
     /// when it is deleted (`helm uninstall`), the garbage collector deletes them.
-    #[arg(
-        long,
-        env = "TRAINPLACE_WEBHOOK_OWNER",
-        requires = "register_webhooks"
-    )]
+    #[arg(long, env = "TRAINPLACE_WEBHOOK_OWNER", requires = "register_webhooks")]
     pub webhook_owner: Option<String>,
     /// Lifetime of the CA (5s to 3650d; units s, m, h, d). A new CA is made at 2/3 of it
     /// and trusted next to the old one until the old one ends.
