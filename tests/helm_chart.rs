@@ -1177,13 +1177,21 @@ fn impersonating_kubeconfig(sb: &sandbox::Sandbox, ns: &str, name: &str, path: &
 
 /// A replica of an installed release, outside a pod: `trainplace serve` with the
 /// Deployment's environment, as its ServiceAccount, registering the release's webhook
-/// file with clientConfig rewritten to call it on 127.0.0.1 (kwok runs no container).
+/// file, with clientConfig rewritten to call it on 127.0.0.1 when `by_url` (kwok runs
+/// no container), else as the chart has it (the Service).
 struct LocalReplica {
     child: std::process::Child,
+    log: PathBuf,
 }
 
 impl LocalReplica {
-    fn start(sb: &sandbox::Sandbox, ns: &str, full: &str, dir: &Path) -> LocalReplica {
+    fn start(
+        sb: &sandbox::Sandbox,
+        ns: &str,
+        full: &str,
+        dir: &Path,
+        by_url: bool,
+    ) -> LocalReplica {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -1230,7 +1238,9 @@ impl LocalReplica {
                     .as_str()
                     .unwrap()
                     .to_string();
-                w["clientConfig"] = json!({"url": format!("https://127.0.0.1:{port}{path}")});
+                if by_url {
+                    w["clientConfig"] = json!({"url": format!("https://127.0.0.1:{port}{path}")});
+                }
             }
             file.push_str("---\n");
             file.push_str(&serde_yaml_ng::to_string(&doc).unwrap());
@@ -1239,7 +1249,8 @@ impl LocalReplica {
         std::fs::write(&hooks, file).unwrap();
         let kubeconfig = dir.join("replica.kubeconfig");
         impersonating_kubeconfig(sb, ns, full, &kubeconfig);
-        let log = std::fs::File::create(sb.dir.join(format!("{full}-replica.log"))).unwrap();
+        let log_path = sb.dir.join(format!("{full}-replica-{port}.log"));
+        let log = std::fs::File::create(&log_path).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
             .envs(env)
             // Checks every 5 s (the serving lifetime / 30) instead of every minute.
@@ -1257,7 +1268,14 @@ impl LocalReplica {
             .stderr(log)
             .spawn()
             .unwrap();
-        LocalReplica { child }
+        LocalReplica {
+            child,
+            log: log_path,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
 
@@ -1343,16 +1361,76 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
         panic!("a compliant job refused right after helm install: {e}");
     }
 
-    // A replica serves: it registers both configurations with its CA.
-    let tmp = tempfile::tempdir().unwrap();
-    let replica = LocalReplica::start(sb, &ns, &full, tmp.path());
+    // What the release's ServiceAccount may do to webhook configurations: create and
+    // patch its own two by name, nothing else.
+    let sa = format!("system:serviceaccount:{ns}:{full}");
+    let can = |verb: &str, what: &str| {
+        sb.kubectl(&["auth", "can-i", verb, what, "--as", &sa])
+            .stdout
+            .starts_with(b"yes")
+    };
+    for kind in WEBHOOK_KINDS {
+        assert!(can("create", &format!("{kind}/{full}")), "{kind}");
+        assert!(can("patch", &format!("{kind}/{full}")), "{kind}");
+        assert!(!can("create", &format!("{kind}/other")), "{kind}/other");
+        assert!(!can("delete", &format!("{kind}/{full}")), "{kind} delete");
+    }
+    assert!(!can("create", "validatingwebhookconfigurations"));
+
+    // A replica that serves while its Service has no ready endpoint (every pod gone)
+    // registers nothing: the API server would find no one to call.
     let owner = format!("{full}-certificates");
+    sb.ok(&["-n", &ns, "scale", "deployment", &full, "--replicas=0"]);
+    sandbox::wait_until(Duration::from_secs(60), "no replica pod", || {
+        sb.pods(&ns, "app.kubernetes.io/component=webhook")
+            .is_empty()
+    });
+    let gated_dir = tempfile::tempdir().unwrap();
+    let gated = LocalReplica::start(sb, &ns, &full, gated_dir.path(), false);
+    sandbox::wait_until(
+        Duration::from_secs(30),
+        "the replica waiting for an endpoint",
+        || {
+            gated
+                .log()
+                .contains("the Service has no ready endpoint yet")
+        },
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    for kind in WEBHOOK_KINDS {
+        assert!(
+            not_found(sb, kind, &full),
+            "{kind} registered with no endpoint"
+        );
+    }
+    // Endpoints again (kwok's pods are ready): registered, calling the Service.
+    sb.ok(&["-n", &ns, "scale", "deployment", &full, "--replicas=3"]);
+    sandbox::wait_until(
+        Duration::from_secs(60),
+        "registered once the Service has endpoints",
+        || {
+            let out = sb.kubectl(&["get", "validatingwebhookconfiguration", &full, "-o", "json"]);
+            out.status.success()
+                && serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|w| {
+                    w["webhooks"][0]["clientConfig"]["service"]["name"] == full.as_str()
+                        && w["metadata"]["ownerReferences"][0]["name"] == owner.as_str()
+                })
+        },
+    );
+    drop(gated);
+
+    // A replica the API server can reach serves: it registers both configurations with
+    // its CA (calling it by URL here).
+    let tmp = tempfile::tempdir().unwrap();
+    let replica = LocalReplica::start(sb, &ns, &full, tmp.path(), true);
     let registered = || {
         WEBHOOK_KINDS.iter().all(|kind| {
             let out = sb.kubectl(&["get", kind, &full, "-o", "json"]);
             out.status.success()
                 && serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|w| {
                     w["metadata"]["ownerReferences"][0]["name"] == owner.as_str()
+                        && w["webhooks"][0]["clientConfig"]["url"].is_string()
+                        && w["webhooks"][0]["clientConfig"].get("service").is_none()
                         && w["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainplace"
                         && w["webhooks"][0]["clientConfig"]["caBundle"]
                             .as_str()
