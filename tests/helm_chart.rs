@@ -1302,8 +1302,10 @@ fn not_found(sb: &sandbox::Sandbox, kind: &str, name: &str) -> bool {
 /// trainplace serves, no webhook configuration is registered and a compliant GPU job is
 /// admitted. Once a replica serves, it registers both with its CA and owned by the
 /// release's ClusterRole: a 1-GPU Job and a 1-GPU training Deployment are refused at
-/// apply time, and a deleted configuration comes back. With every replica down the
-/// validating webhook fails closed. `helm uninstall` leaves no configuration behind.
+/// apply time, and a deleted configuration comes back (no replica registers while its
+/// Service has no ready endpoint). The audit CronJob's ServiceAccount can run `audit
+/// --write-reports`. With every replica down the validating webhook fails closed. `helm
+/// uninstall` leaves no configuration behind.
 #[test]
 fn the_default_install_refuses_nothing_until_a_replica_serves() {
     let sb = sb();
@@ -1328,6 +1330,8 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
             chart.to_str().unwrap(),
             "--set",
             "webhooks.namespaceSelector.matchLabels.trainplace-test=first",
+            "--set",
+            "audit.cronJob.enabled=true",
             "--wait",
             "--timeout",
             "90s",
@@ -1492,6 +1496,33 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
         Duration::from_secs(30),
         "the configuration registered again",
         registered,
+    );
+
+    // The audit CronJob's ServiceAccount may do what `trainplace audit --write-reports`
+    // does: run as it, the audit reads the cluster and writes the reports.
+    sb.ok(&["-n", &ns, "get", "cronjob", &format!("{full}-audit")]);
+    let mut suspended = good.clone();
+    suspended["spec"]["suspend"] = json!(true);
+    suspended["metadata"]["name"] = json!("suspended");
+    let created = sb.kubectl_stdin(&["create", "-f", "-"], Some(&suspended.to_string()));
+    assert!(created.status.success(), "{}", sandbox::stderr(&created));
+    let auditor = tmp.path().join("audit.kubeconfig");
+    impersonating_kubeconfig(sb, &ns, &format!("{full}-audit"), &auditor);
+    let audit = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["audit", "--write-reports", "--exit-zero", "-n", &work])
+        .env("KUBECONFIG", &auditor)
+        .env_remove("TRAINPLACE_POLICY_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        audit.status.success(),
+        "audit as the CronJob's ServiceAccount: {}",
+        sandbox::stderr(&audit)
+    );
+    assert!(
+        sandbox::stderr(&audit).contains(&format!("policyreport {work}/trainplace: written")),
+        "{}",
+        sandbox::stderr(&audit)
     );
 
     // Every replica down: the validating webhook fails closed (docs/install.md, "What
