@@ -1546,7 +1546,8 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
 
 /// Issue 41: the documented `helm install --take-ownership` over an existing kustomize
 /// install (the sandbox's: its namespace and RBAC, and here its webhook configurations)
-/// refuses before it creates or takes anything, and says what to do.
+/// refuses before it creates or takes anything, and says what to do; without the
+/// webhook configurations, it still refuses to take the install's ClusterRole.
 #[test]
 fn installing_over_a_foreign_install_refuses_clearly() {
     let sb = sb();
@@ -1594,6 +1595,23 @@ fn installing_over_a_foreign_install_refuses_clearly() {
         err.contains("trainplace is already installed in this cluster")
             && err.contains("WebhookConfiguration \"trainplace\"")
             && err.contains("Remove that install first"),
+        "{err}"
+    );
+    // Without its webhook configurations (the sandbox's own kustomize install has only
+    // its namespace and RBAC here), the install still refuses to take its ClusterRole.
+    let out = rel.helm(&[
+        "install",
+        rel.name,
+        chart.to_str().unwrap(),
+        "--take-ownership",
+        "--set",
+        "namespace.manage=true",
+    ]);
+    let err = sandbox::stderr(&out);
+    assert!(!out.status.success(), "took over the kustomize RBAC");
+    assert!(
+        err.contains("trainplace is already installed in this cluster: ClusterRole \"trainplace\"")
+            && err.contains("whose uninstall would then delete it"),
         "{err}"
     );
     let list = ok("helm list", rel.helm(&["list", "-a", "-q"]));

@@ -15,7 +15,8 @@ chart
 Refuse to install over another trainplace install (kustomize, the sandbox, another
 release): a webhook named *.trainplace.io in a configuration that is neither this
 release's (Helm's release annotations) nor registered by this release's server (owned by
-its ClusterRole). `lookup` sees the cluster on install and upgrade only (helm template
+its ClusterRole); or the release's ClusterRole or ClusterRoleBinding name held by a
+trainplace object (label app.kubernetes.io/part-of) of another install. `lookup` sees the cluster on install and upgrade only (helm template
 and --dry-run=client see nothing, so they never fail here).
 */}}
 {{- define "trainplace.refuseForeignInstall" -}}
@@ -42,6 +43,21 @@ and --dry-run=client see nothing, so they never fail here).
 {{- $release := get $annotations "meta.helm.sh/release-name" -}}
 {{- fail (printf `trainplace is already installed in this cluster: %s %q (webhook %s, managed-by %s%s) belongs to another install. Two installs would judge every pod twice, and taking its objects over (--take-ownership) leaves enforcement half-registered when either is removed. Remove that install first (kustomize: kubectl delete -k <overlay>; Helm: helm uninstall), then install; docs/install.md, "Replacing an existing install".` $kind $c.metadata.name (join ", " $hooks) $by (ternary (printf ", Helm release %s/%s" (get $annotations "meta.helm.sh/release-namespace") $release) "" (ne $release ""))) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- /* The release's own cluster-scoped names, held by another trainplace install (a
+kustomize install without webhooks, such as the sandbox's): taking them over would
+hand them to this release, and its uninstall would delete them. */ -}}
+{{- $fullname := include "trainplace.fullname" . -}}
+{{- range $kind := list "ClusterRole" "ClusterRoleBinding" -}}
+{{- $o := lookup "rbac.authorization.k8s.io/v1" $kind "" $fullname -}}
+{{- if $o -}}
+{{- $annotations := dig "metadata" "annotations" dict $o -}}
+{{- $labels := dig "metadata" "labels" dict $o -}}
+{{- $ours := and (eq (get $annotations "meta.helm.sh/release-name") $.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") $.Release.Namespace) -}}
+{{- if and (not $ours) (eq (get $labels "app.kubernetes.io/part-of") "trainplace") -}}
+{{- fail (printf `trainplace is already installed in this cluster: %s %q (managed-by %s) belongs to another install, and --take-ownership would hand it to this release, whose uninstall would then delete it. Remove that install first (kustomize: kubectl delete -k <overlay>; Helm: helm uninstall), or install under another release name; docs/install.md, "Replacing an existing install".` $kind $fullname (get $labels "app.kubernetes.io/managed-by" | default "unknown")) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
