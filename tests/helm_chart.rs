@@ -1182,6 +1182,7 @@ fn impersonating_kubeconfig(sb: &sandbox::Sandbox, ns: &str, name: &str, path: &
 struct LocalReplica {
     child: std::process::Child,
     log: PathBuf,
+    probe: u16,
 }
 
 impl LocalReplica {
@@ -1271,7 +1272,20 @@ impl LocalReplica {
         LocalReplica {
             child,
             log: log_path,
+            probe,
         }
+    }
+
+    /// What /readyz says about the registration (`detail.webhooks`).
+    fn registration(&self) -> String {
+        let out = Command::new("curl")
+            .args(["-s", &format!("http://127.0.0.1:{}/readyz", self.probe)])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v["detail"]["webhooks"].as_str().map(str::to_string))
+            .unwrap_or_default()
     }
 
     fn log(&self) -> String {
@@ -1398,6 +1412,8 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
             gated
                 .log()
                 .contains("the Service has no ready endpoint yet")
+                && gated.registration()
+                    == "not registered yet: the Service has no ready endpoint yet"
         },
     );
     std::thread::sleep(Duration::from_secs(3));
@@ -1446,6 +1462,13 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
         Duration::from_secs(60),
         "the replica registers both configurations",
         registered,
+    );
+    assert!(
+        replica
+            .registration()
+            .starts_with("registered: MutatingWebhookConfiguration"),
+        "{}",
+        replica.registration()
     );
     let vwc = sb.json(&["get", "validatingwebhookconfiguration", &full]);
     assert_eq!(vwc["webhooks"][0]["failurePolicy"], "Fail");

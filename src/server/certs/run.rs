@@ -52,8 +52,9 @@ pub struct Manager {
     served: Option<Vec<u8>>,
     /// `--register-webhooks`: applied at least once by this replica.
     registered: bool,
-    /// Why the last round did not register (logged once per reason).
-    waiting: Option<&'static str>,
+    /// What the last registration round came to (logged and put on /readyz when it
+    /// changes).
+    said: String,
 }
 
 /// How a registration round ended.
@@ -119,7 +120,7 @@ impl Manager {
             state,
             served: None,
             registered: false,
-            waiting: None,
+            said: String::new(),
         }
     }
 
@@ -198,7 +199,7 @@ impl Manager {
     /// every Service they call has a ready endpoint (before that, the API server would
     /// find no one to call and the validating webhook's failurePolicy would refuse).
     async fn register(&mut self, registration: &Registration, bundle: &[u8]) {
-        match self.try_register(registration, bundle).await {
+        let said = match self.try_register(registration, bundle).await {
             Ok(Registered::Applied { changed }) => {
                 if changed || !self.registered {
                     tracing::info!(
@@ -209,18 +210,34 @@ impl Manager {
                     );
                 }
                 self.registered = true;
-                self.waiting = None;
+                format!(
+                    "registered: MutatingWebhookConfiguration {}, ValidatingWebhookConfiguration {}",
+                    self.settings.mutating_webhook, self.settings.validating_webhook
+                )
             }
             Ok(Registered::Waiting(why)) => {
-                if self.waiting != Some(why) {
+                let text = format!("not registered yet: {why}");
+                if self.said != text {
                     tracing::info!(why, "webhook configurations not registered yet");
                 }
-                self.waiting = Some(why);
-                return;
+                text
             }
             Err(error) => {
-                tracing::warn!(%error, "cannot register the webhook configurations");
+                let text = format!("cannot register: {error}");
+                // Once per distinct error: a missing file or RBAC is retried every second.
+                if self.said != text {
+                    tracing::warn!(%error, "cannot register the webhook configurations");
+                }
+                text
             }
+        };
+        if self.said != said {
+            self.state.detail.rcu(|d| {
+                let mut d = (**d).clone();
+                d.webhooks.clone_from(&said);
+                d
+            });
+            self.said = said;
         }
         self.state
             .metrics
