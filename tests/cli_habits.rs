@@ -236,6 +236,47 @@ fn recursive_reads_subdirectories_and_says_what_it_did_not_read() {
     );
 }
 
+/// Issue 41: one file of a directory that is not Kubernetes (a Helm values.yaml) is
+/// reported and the others are judged, as `kubectl apply -f DIR` goes on past a bad file
+/// (exit 2 says something was not read); trainplace's own Policy file is not judged as a
+/// workload but named as configuration.
+#[test]
+fn a_directory_with_a_values_file_and_a_policy_judges_the_manifests() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (from, to) in [
+        ("examples/workloads/pytorchjob-one-gpu.yaml", "denied.yaml"),
+        ("charts/trainplace/values.yaml", "values.yaml"),
+        ("policies/default.yaml", "policy.yaml"),
+        ("examples/workloads/pytorchjob.yaml", "z-allowed.yaml"),
+    ] {
+        std::fs::copy(root().join(from), d.join(to)).unwrap();
+    }
+    let o = run(&["check", "-f", d.to_str().unwrap()]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(code(&o), 2, "a file was not read: {err}");
+    assert!(out.contains("PyTorchJob ml/bert: DENIED"), "{out}");
+    assert!(
+        out.matches("PyTorchJob ").count() == 2,
+        "both manifests judged, nothing else: {out}"
+    );
+    assert!(!out.contains("Policy"), "the Policy is not judged: {out}");
+    assert!(
+        err.contains("values.yaml: document 1") && err.contains("(the other files are judged)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "policy.yaml: document 1: a trainplace Policy, configuration rather than a workload"
+        ),
+        "{err}"
+    );
+    // Named on its own, an unreadable file still stops the command.
+    let o = run(&["check", "-f", d.join("values.yaml").to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert!(text(&o.stdout).is_empty());
+}
+
 /// The README's `trainplace check -f examples/ -R` reads every file under examples/ as
 /// manifests: none is refused as unreadable (exit 2); the denied examples give exit 1.
 #[test]

@@ -72,6 +72,11 @@ fn chart_env() -> Vec<(String, String)> {
             "certificates.selfManaged.caLifetime=15s",
             "--set",
             "certificates.selfManaged.certLifetime=6s",
+            // The sandbox registered the configurations (as kustomize does): the
+            // replicas keep their caBundle (tests/helm_chart.rs has the server
+            // registering them itself).
+            "--set",
+            "webhooks.registeredBy=chart",
         ],
     );
     let deploy: Value = serde_yaml_ng::from_str(&yaml).unwrap();

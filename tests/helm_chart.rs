@@ -244,6 +244,7 @@ fn is_core(doc: &Value) -> bool {
     [
         "",
         "apps",
+        "batch",
         "policy",
         "rbac.authorization.k8s.io",
         "admissionregistration.k8s.io",
@@ -508,7 +509,13 @@ fn webhook_values_reach_both_configurations() {
                 {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
                  "values": ["kube-system", "kube-node-lease", "trainplace", "monitoring", "argo-cd"]},
                 {"key": "platform.example.com/trainplace", "operator": "NotIn", "values": ["disabled"]},
+                {"key": "platform.example.com/team", "operator": "Exists"},
             ]})
+        );
+        assert_eq!(
+            w["objectSelector"],
+            json!({"matchExpressions": [
+                {"key": "platform.example.com/exempt", "operator": "DoesNotExist"}]})
         );
         let ca = base64::engine::general_purpose::STANDARD
             .decode(w["clientConfig"]["caBundle"].as_str().unwrap())
@@ -517,10 +524,80 @@ fn webhook_values_reach_both_configurations() {
         assert_eq!(m["rules"], v["rules"]);
         assert_eq!(m["matchConditions"], v["matchConditions"]);
     }
+    // hostNetwork, its ports and the securityContext overrides reach the Deployment.
+    let d = find(&all, "Deployment", "trainplace");
+    let spec = &d["spec"]["template"]["spec"];
+    assert_eq!(
+        (&spec["hostNetwork"], &spec["dnsPolicy"]),
+        (&json!(true), &json!("ClusterFirstWithHostNet"))
+    );
+    assert_eq!(spec["securityContext"]["fsGroup"], 65532);
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    let c = &spec["containers"][0];
+    assert_eq!(c["ports"][0]["containerPort"], 10443);
+    assert!(
+        c["env"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "TRAINPLACE_ADDR", "value": "0.0.0.0:10443"}))
+    );
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    // The audit CronJob runs the audit with its own ServiceAccount.
+    let cron = find(&all, "CronJob", "trainplace-audit");
+    let pod = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "trainplace-audit");
+    assert_eq!(
+        pod["containers"][0]["args"],
+        json!(["audit", "--write-reports", "--exit-zero"])
+    );
+
+    // Self-managed (the default): no webhook configuration in the rendering; the server
+    // registers the ones of the ConfigMap, which are the chart's own rendering of them.
+    let default = docs(&render(&[]));
+    assert!(
+        !default.iter().any(|d| d["kind"]
+            .as_str()
+            .unwrap()
+            .ends_with("WebhookConfiguration")),
+        "the default install renders no webhook configuration"
+    );
+    let file = find(&default, "ConfigMap", "trainplace-webhooks")["data"]["webhooks.yaml"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let by_chart = docs(&render(&[
+        "--set".into(),
+        "webhooks.registeredBy=chart".into(),
+    ]));
+    for (i, kind) in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_eq!(
+            docs(&file)[i],
+            *find(&by_chart, kind, "trainplace"),
+            "{kind}"
+        );
+    }
+    let env = find(&default, "Deployment", "trainplace")["spec"]["template"]["spec"]["containers"]
+        [0]["env"]
+        .clone();
+    for e in [
+        json!({"name": "TRAINPLACE_REGISTER_WEBHOOKS", "value": "/etc/trainplace/webhooks/webhooks.yaml"}),
+        json!({"name": "TRAINPLACE_WEBHOOK_OWNER", "value": "trainplace-certificates"}),
+    ] {
+        assert!(env.as_array().unwrap().contains(&e), "{e} in {env}");
+    }
+
     // kube-system stays excluded whatever the values say.
     let all = docs(&render(&[
         "--set".into(),
         "webhooks.excludeNamespaces={kube-system,ml-infra}".into(),
+        "--set".into(),
+        "webhooks.registeredBy=chart".into(),
     ]));
     let v = &find(&all, "ValidatingWebhookConfiguration", "trainplace")["webhooks"][0];
     assert_eq!(
@@ -657,9 +734,19 @@ fn sb() -> &'static sandbox::Sandbox {
     sandbox::shared_with("helm_chart", &[("SANDBOX_WEBHOOK", "0")])
 }
 
+/// The tests that install a release into the sandbox run one at a time: a release
+/// refuses to install beside another trainplace install (webhook configurations are
+/// cluster-wide), and the releases of these tests are such installs to each other.
+fn one_install_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn install_upgrade_uninstall_in_the_sandbox() {
     let sb = sb();
+    let _one = one_install_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let provided = provided_values(tmp.path());
     let provided = provided.to_str().unwrap();
@@ -911,6 +998,7 @@ fn install_upgrade_uninstall_in_the_sandbox() {
 #[test]
 fn a_values_typo_fails_install_and_creates_nothing() {
     let sb = sb();
+    let _one = one_install_at_a_time();
     let ns = sb.namespace("tp-typo");
     let chart = chart();
     let rel = Release {
@@ -961,13 +1049,15 @@ fn a_values_typo_fails_install_and_creates_nothing() {
     );
 }
 
-/// The default install is self-managed: its RBAC objects are there, the webhook
-/// configurations carry no caBundle and no cainjector annotation (the server writes the
-/// caBundle), and a caBundle written into them, as the server does, survives `helm
-/// upgrade` (the chart never sets the field, so Helm's three-way merge leaves it).
+/// Self-managed with the chart registering the webhooks (webhooks.registeredBy=chart, as
+/// the kustomize overlay has it): its RBAC objects are there, the webhook configurations
+/// carry no caBundle and no cainjector annotation (the server writes the caBundle), and a
+/// caBundle written into them, as the server does, survives `helm upgrade` (the chart
+/// never sets the field, so Helm's three-way merge leaves it).
 #[test]
 fn the_default_self_managed_install_keeps_the_ca_bundle_through_an_upgrade() {
     let sb = sb();
+    let _one = one_install_at_a_time();
     let ns = sb.namespace("tp-self");
     let chart = chart();
     let chart = chart.to_str().unwrap();
@@ -989,6 +1079,8 @@ fn the_default_self_managed_install_keeps_the_ca_bundle_through_an_upgrade() {
             "replicas=1",
             "--set",
             "webhooks.validate.failurePolicy=Ignore",
+            "--set",
+            "webhooks.registeredBy=chart",
             "--wait",
             "--timeout",
             "120s",
@@ -1059,6 +1151,501 @@ fn the_default_self_managed_install_keeps_the_ca_bundle_through_an_upgrade() {
         rel.helm(&["uninstall", rel.name, "--wait"]),
     );
     assert!(!sb.kubectl(&["get", "clusterrole", &certs]).status.success());
+}
+
+/// The objects of a YAML file under examples/.
+fn example(name: &str) -> Value {
+    let text = std::fs::read_to_string(root().join("examples").join(name)).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap()
+}
+
+/// A kubeconfig that is the sandbox admin impersonating the ServiceAccount `ns/name`
+/// with its groups: a local `trainplace serve` then has exactly the release's RBAC.
+fn impersonating_kubeconfig(sb: &sandbox::Sandbox, ns: &str, name: &str, path: &Path) {
+    let mut k: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&sb.kubeconfig).unwrap()).unwrap();
+    for user in k["users"].as_array_mut().unwrap() {
+        user["user"]["as"] = json!(format!("system:serviceaccount:{ns}:{name}"));
+        user["user"]["as-groups"] = json!([
+            "system:serviceaccounts",
+            format!("system:serviceaccounts:{ns}"),
+            "system:authenticated"
+        ]);
+    }
+    std::fs::write(path, serde_yaml_ng::to_string(&k).unwrap()).unwrap();
+}
+
+/// A replica of an installed release, outside a pod: `trainplace serve` with the
+/// Deployment's environment, as its ServiceAccount, registering the release's webhook
+/// file, with clientConfig rewritten to call it on 127.0.0.1 when `by_url` (kwok runs
+/// no container), else as the chart has it (the Service).
+struct LocalReplica {
+    child: std::process::Child,
+    log: PathBuf,
+    probe: u16,
+}
+
+impl LocalReplica {
+    fn start(
+        sb: &sandbox::Sandbox,
+        ns: &str,
+        full: &str,
+        dir: &Path,
+        by_url: bool,
+    ) -> LocalReplica {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let probe = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let deploy = sb.json(&["-n", ns, "get", "deployment", full]);
+        let env: Vec<(String, String)> = deploy["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| {
+                Some((
+                    e["name"].as_str()?.to_string(),
+                    e["value"].as_str()?.to_string(),
+                ))
+            })
+            .filter(|(k, _)| {
+                ![
+                    "TRAINPLACE_ADDR",
+                    "TRAINPLACE_PROBE_ADDR",
+                    "TRAINPLACE_POLICY_DIR",
+                    "TRAINPLACE_MARK_KEYS",
+                    "TRAINPLACE_REGISTER_WEBHOOKS",
+                ]
+                .contains(&k.as_str())
+            })
+            .collect();
+        assert!(
+            env.iter()
+                .any(|(k, v)| k == "TRAINPLACE_WEBHOOK_OWNER"
+                    && *v == format!("{full}-certificates")),
+            "{env:?}"
+        );
+        let cm = sb.json(&["-n", ns, "get", "configmap", &format!("{full}-webhooks")]);
+        let mut file = String::new();
+        for mut doc in docs(cm["data"]["webhooks.yaml"].as_str().unwrap()) {
+            for w in doc["webhooks"].as_array_mut().unwrap() {
+                let path = w["clientConfig"]["service"]["path"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                if by_url {
+                    w["clientConfig"] = json!({"url": format!("https://127.0.0.1:{port}{path}")});
+                }
+            }
+            file.push_str("---\n");
+            file.push_str(&serde_yaml_ng::to_string(&doc).unwrap());
+        }
+        let hooks = dir.join("webhooks.yaml");
+        std::fs::write(&hooks, file).unwrap();
+        let kubeconfig = dir.join("replica.kubeconfig");
+        impersonating_kubeconfig(sb, ns, full, &kubeconfig);
+        let log_path = sb.dir.join(format!("{full}-replica-{port}.log"));
+        let log = std::fs::File::create(&log_path).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .envs(env)
+            // Checks every 5 s (the serving lifetime / 30) instead of every minute.
+            .env("TRAINPLACE_CERT_LIFETIME", "150s")
+            .env("TRAINPLACE_LOG", "info")
+            .env("KUBECONFIG", &kubeconfig)
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(["--probe-addr", &format!("127.0.0.1:{probe}")])
+            .args(["--cert-extra-names", "127.0.0.1"])
+            .arg("--mark-keys")
+            .arg(sb.dir.join("pki/mark-keys"))
+            .arg("--register-webhooks")
+            .arg(&hooks)
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        LocalReplica {
+            child,
+            log: log_path,
+            probe,
+        }
+    }
+
+    /// What /readyz says about the registration (`detail.webhooks`).
+    fn registration(&self) -> String {
+        let out = Command::new("curl")
+            .args(["-s", &format!("http://127.0.0.1:{}/readyz", self.probe)])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v["detail"]["webhooks"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for LocalReplica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const WEBHOOK_KINDS: [&str; 2] = [
+    "mutatingwebhookconfiguration",
+    "validatingwebhookconfiguration",
+];
+
+fn not_found(sb: &sandbox::Sandbox, kind: &str, name: &str) -> bool {
+    let out = sb.kubectl(&["get", kind, name]);
+    !out.status.success() && sandbox::stderr(&out).contains("NotFound")
+}
+
+/// Issue 41, the first hour. The default install (self-managed certificates, three
+/// replicas, no nodeSelector) with two untainted system nodes and tainted GPU nodes:
+/// `helm install --wait` completes (the hostname spread counts no tainted node). While no
+/// trainplace serves, no webhook configuration is registered and a compliant GPU job is
+/// admitted. Once a replica serves, it registers both with its CA and owned by the
+/// release's ClusterRole: a 1-GPU Job and a 1-GPU training Deployment are refused at
+/// apply time, and a deleted configuration comes back (no replica registers while its
+/// Service has no ready endpoint). The audit CronJob's ServiceAccount can run `audit
+/// --write-reports`. With every replica down the validating webhook fails closed. `helm
+/// uninstall` leaves no configuration behind.
+#[test]
+fn the_default_install_refuses_nothing_until_a_replica_serves() {
+    let sb = sb();
+    let _one = one_install_at_a_time();
+    let ns = sb.namespace("tp-first");
+    let chart = chart();
+    let rel = Release {
+        sb,
+        name: "first",
+        ns: &ns,
+    };
+    let full = rel.fullname();
+    // The webhooks judge only the namespace labelled for this test (a
+    // webhooks.namespaceSelector term), so no other test's pod reaches them.
+    let work = sb.namespace("first-work");
+    sb.ok(&["label", "namespace", &work, "trainplace-test=first"]);
+    ok(
+        "helm install (defaults) --wait",
+        rel.helm(&[
+            "install",
+            rel.name,
+            chart.to_str().unwrap(),
+            "--set",
+            "webhooks.namespaceSelector.matchLabels.trainplace-test=first",
+            "--set",
+            "audit.cronJob.enabled=true",
+            "--wait",
+            "--timeout",
+            "90s",
+        ]),
+    );
+    let pods = sb.pods(&ns, "app.kubernetes.io/component=webhook");
+    assert_eq!(pods.len(), 3, "the default three replicas");
+    let nodes: std::collections::BTreeSet<&str> = pods
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap_or("<pending>"))
+        .collect();
+    assert_eq!(
+        nodes,
+        ["system-us-east-1a-0", "system-us-east-1b-0"].into(),
+        "all three on the two system nodes"
+    );
+
+    // Installed, nothing serving: nothing registered, a compliant job admitted.
+    for kind in WEBHOOK_KINDS {
+        assert!(
+            not_found(sb, kind, &full),
+            "{kind} {full} registered before any replica serves"
+        );
+    }
+    let good = sandbox::corpus::placed(&example("workloads/job.yaml"), &work);
+    let one_gpu = sandbox::corpus::placed(
+        &sandbox::corpus::fixture("workloads/job-one-gpu.yaml"),
+        &work,
+    );
+    if let Err(e) = sandbox::corpus::dry_run(sb, &good) {
+        panic!("a compliant job refused right after helm install: {e}");
+    }
+
+    // What the release's ServiceAccount may do to webhook configurations: create and
+    // patch its own two by name, nothing else.
+    let sa = format!("system:serviceaccount:{ns}:{full}");
+    let can = |verb: &str, what: &str| {
+        sb.kubectl(&["auth", "can-i", verb, what, "--as", &sa])
+            .stdout
+            .starts_with(b"yes")
+    };
+    for kind in WEBHOOK_KINDS {
+        assert!(can("create", &format!("{kind}/{full}")), "{kind}");
+        assert!(can("patch", &format!("{kind}/{full}")), "{kind}");
+        assert!(!can("create", &format!("{kind}/other")), "{kind}/other");
+        assert!(!can("delete", &format!("{kind}/{full}")), "{kind} delete");
+    }
+    assert!(!can("create", "validatingwebhookconfigurations"));
+
+    // A replica that serves while its Service has no ready endpoint (every pod gone)
+    // registers nothing: the API server would find no one to call.
+    let owner = format!("{full}-certificates");
+    sb.ok(&["-n", &ns, "scale", "deployment", &full, "--replicas=0"]);
+    sandbox::wait_until(Duration::from_secs(60), "no replica pod", || {
+        sb.pods(&ns, "app.kubernetes.io/component=webhook")
+            .is_empty()
+    });
+    let gated_dir = tempfile::tempdir().unwrap();
+    let gated = LocalReplica::start(sb, &ns, &full, gated_dir.path(), false);
+    sandbox::wait_until(
+        Duration::from_secs(30),
+        "the replica waiting for an endpoint",
+        || {
+            gated
+                .log()
+                .contains("the Service has no ready endpoint yet")
+                && gated.registration()
+                    == "not registered yet: the Service has no ready endpoint yet"
+        },
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    for kind in WEBHOOK_KINDS {
+        assert!(
+            not_found(sb, kind, &full),
+            "{kind} registered with no endpoint"
+        );
+    }
+    // Endpoints again (kwok's pods are ready): registered, calling the Service.
+    sb.ok(&["-n", &ns, "scale", "deployment", &full, "--replicas=3"]);
+    sandbox::wait_until(
+        Duration::from_secs(60),
+        "registered once the Service has endpoints",
+        || {
+            let out = sb.kubectl(&["get", "validatingwebhookconfiguration", &full, "-o", "json"]);
+            out.status.success()
+                && serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|w| {
+                    w["webhooks"][0]["clientConfig"]["service"]["name"] == full.as_str()
+                        && w["metadata"]["ownerReferences"][0]["name"] == owner.as_str()
+                })
+        },
+    );
+    drop(gated);
+
+    // A replica the API server can reach serves: it registers both configurations with
+    // its CA (calling it by URL here).
+    let tmp = tempfile::tempdir().unwrap();
+    let replica = LocalReplica::start(sb, &ns, &full, tmp.path(), true);
+    let registered = || {
+        WEBHOOK_KINDS.iter().all(|kind| {
+            let out = sb.kubectl(&["get", kind, &full, "-o", "json"]);
+            out.status.success()
+                && serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|w| {
+                    w["metadata"]["ownerReferences"][0]["name"] == owner.as_str()
+                        && w["webhooks"][0]["clientConfig"]["url"].is_string()
+                        && w["webhooks"][0]["clientConfig"].get("service").is_none()
+                        && w["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "trainplace"
+                        && w["webhooks"][0]["clientConfig"]["caBundle"]
+                            .as_str()
+                            .is_some_and(|b| !b.is_empty())
+                })
+        })
+    };
+    sandbox::wait_until(
+        Duration::from_secs(60),
+        "the replica registers both configurations",
+        registered,
+    );
+    assert!(
+        replica
+            .registration()
+            .starts_with("registered: MutatingWebhookConfiguration"),
+        "{}",
+        replica.registration()
+    );
+    let vwc = sb.json(&["get", "validatingwebhookconfiguration", &full]);
+    assert_eq!(vwc["webhooks"][0]["failurePolicy"], "Fail");
+    assert_eq!(
+        vwc["webhooks"][0]["namespaceSelector"]["matchLabels"],
+        json!({"trainplace-test": "first"})
+    );
+    let mut last = String::new();
+    sandbox::wait_until(Duration::from_secs(30), "the 1-GPU job refused", || {
+        match sandbox::corpus::dry_run(sb, &one_gpu) {
+            Ok(_) => false,
+            Err(e) => {
+                last = e;
+                last.contains("partial-node")
+            }
+        }
+    });
+    if let Err(e) = sandbox::corpus::dry_run(sb, &good) {
+        panic!("a compliant job refused while a replica serves: {e}");
+    }
+    // A 1-GPU training Deployment is refused by `kubectl apply` itself, not after its
+    // ReplicaSet fails to make pods.
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "trainer", "namespace": work},
+        "spec": {"replicas": 8, "selector": {"matchLabels": {"app": "trainer"}},
+            "template": {"metadata": {"labels": {"app": "trainer"}},
+                "spec": {"nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+                    "containers": [{"name": "trainer", "image": "pytorch",
+                        "command": ["torchrun"], "args": ["--nnodes=8", "train.py"],
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}
+    });
+    let applied = sb.apply(&work, &deployment.to_string());
+    assert!(!applied.status.success(), "a 1-GPU Deployment applied");
+    let err = sandbox::stderr(&applied);
+    assert!(
+        err.contains("validate.trainplace.io") && err.contains("partial-node"),
+        "{err}"
+    );
+    assert!(
+        !sb.kubectl(&["-n", &work, "get", "deployment", "trainer"])
+            .status
+            .success()
+    );
+    // Drift: a deleted configuration is registered again.
+    sb.ok(&["delete", "validatingwebhookconfiguration", &full]);
+    sandbox::wait_until(
+        Duration::from_secs(30),
+        "the configuration registered again",
+        registered,
+    );
+
+    // The audit CronJob's ServiceAccount may do what `trainplace audit --write-reports`
+    // does: run as it, the audit reads the cluster and writes the reports.
+    sb.ok(&["-n", &ns, "get", "cronjob", &format!("{full}-audit")]);
+    let mut suspended = good.clone();
+    suspended["spec"]["suspend"] = json!(true);
+    suspended["metadata"]["name"] = json!("suspended");
+    let created = sb.kubectl_stdin(&["create", "-f", "-"], Some(&suspended.to_string()));
+    assert!(created.status.success(), "{}", sandbox::stderr(&created));
+    let auditor = tmp.path().join("audit.kubeconfig");
+    impersonating_kubeconfig(sb, &ns, &format!("{full}-audit"), &auditor);
+    let audit = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["audit", "--write-reports", "--exit-zero", "-n", &work])
+        .env("KUBECONFIG", &auditor)
+        .env_remove("TRAINPLACE_POLICY_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        audit.status.success(),
+        "audit as the CronJob's ServiceAccount: {}",
+        sandbox::stderr(&audit)
+    );
+    assert!(
+        sandbox::stderr(&audit).contains(&format!("policyreport {work}/trainplace: written")),
+        "{}",
+        sandbox::stderr(&audit)
+    );
+
+    // Every replica down: the validating webhook fails closed (docs/install.md, "What
+    // holds when"; the TrainplaceWebhookUnreachable alert).
+    drop(replica);
+    let refused = sandbox::corpus::dry_run(sb, &good).expect_err("fails closed with no replica");
+    assert!(refused.contains("failed calling webhook"), "{refused}");
+
+    // Uninstall: the ClusterRole goes, and the garbage collector takes its dependents.
+    ok(
+        "helm uninstall",
+        rel.helm(&["uninstall", rel.name, "--wait"]),
+    );
+    sandbox::wait_until(Duration::from_secs(60), "no configuration left", || {
+        WEBHOOK_KINDS.iter().all(|kind| not_found(sb, kind, &full))
+    });
+    if let Err(e) = sandbox::corpus::dry_run(sb, &good) {
+        panic!("a compliant job refused after helm uninstall: {e}");
+    }
+}
+
+/// Issue 41: the documented `helm install --take-ownership` over an existing kustomize
+/// install (the sandbox's: its namespace and RBAC, and here its webhook configurations)
+/// refuses before it creates or takes anything, and says what to do; without the
+/// webhook configurations, it still refuses to take the install's ClusterRole.
+#[test]
+fn installing_over_a_foreign_install_refuses_clearly() {
+    let sb = sb();
+    let _one = one_install_at_a_time();
+    // manifests/overlays/self-managed's webhook configurations, judging nothing here
+    // (failurePolicy Ignore, a namespaceSelector no namespace matches).
+    let mut foreign: Vec<Value> = kustomize(&root().join("manifests/overlays/self-managed"))
+        .into_iter()
+        .filter(|d| {
+            d["kind"]
+                .as_str()
+                .unwrap()
+                .ends_with("WebhookConfiguration")
+        })
+        .collect();
+    assert_eq!(foreign.len(), 2);
+    for doc in &mut foreign {
+        for w in doc["webhooks"].as_array_mut().unwrap() {
+            w["failurePolicy"] = json!("Ignore");
+            w["namespaceSelector"] = json!({"matchLabels": {"trainplace-test": "none"}});
+        }
+        let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&doc.to_string()));
+        assert!(out.status.success(), "{}", sandbox::stderr(&out));
+    }
+    let rel = Release {
+        sb,
+        name: "trainplace",
+        ns: "trainplace",
+    };
+    let chart = chart();
+    let out = rel.helm(&[
+        "install",
+        rel.name,
+        chart.to_str().unwrap(),
+        "--take-ownership",
+        "--set",
+        "namespace.manage=true",
+    ]);
+    let err = sandbox::stderr(&out);
+    for kind in WEBHOOK_KINDS {
+        let _ = sb.kubectl(&["delete", kind, "trainplace"]);
+    }
+    assert!(!out.status.success(), "installed over a kustomize install");
+    assert!(
+        err.contains("trainplace is already installed in this cluster")
+            && err.contains("WebhookConfiguration \"trainplace\"")
+            && err.contains("Remove that install first"),
+        "{err}"
+    );
+    // Without its webhook configurations (the sandbox's own kustomize install has only
+    // its namespace and RBAC here), the install still refuses to take its ClusterRole.
+    let out = rel.helm(&[
+        "install",
+        rel.name,
+        chart.to_str().unwrap(),
+        "--take-ownership",
+        "--set",
+        "namespace.manage=true",
+    ]);
+    let err = sandbox::stderr(&out);
+    assert!(!out.status.success(), "took over the kustomize RBAC");
+    assert!(
+        err.contains("trainplace is already installed in this cluster: ClusterRole \"trainplace\"")
+            && err.contains("whose uninstall would then delete it"),
+        "{err}"
+    );
+    let list = ok("helm list", rel.helm(&["list", "-a", "-q"]));
+    assert_eq!(list.trim(), "", "no release recorded");
+    let role = sb.json(&["get", "clusterrole", "trainplace"]);
+    assert!(
+        role["metadata"]["annotations"]
+            .get("meta.helm.sh/release-name")
+            .is_none(),
+        "the kustomize ClusterRole was taken over: {role}"
+    );
 }
 
 /// The CRD-backed objects (cert-manager's Issuers and Certificates, the Prometheus
@@ -1141,6 +1728,7 @@ fn crd_objects_pass_their_crds_and_the_cert_manager_mode_installs() {
         sandbox::stderr(&out)
     );
 
+    let _one = one_install_at_a_time();
     // cert-manager mode. No cert-manager runs here, so the Secret is
     // never written (kwok starts the pods regardless) and caBundle stays empty; the
     // objects are created and the webhooks carry cainjector's annotation. failurePolicy
@@ -1344,8 +1932,10 @@ fn promtool_bin() -> PathBuf {
 }
 
 /// The PrometheusRule's alerts (files/prometheus/alerts.yaml) pass `promtool check
-/// rules`, and four of them fire as their comments say under `promtool test rules`
-/// (series made up for the purpose).
+/// rules`, and six of them fire as their comments say under `promtool test rules`
+/// (series made up for the purpose): the inventory alert not for a replica started with
+/// `--inventory off`; the webhook alerts when the API server fails to call it while
+/// validation fails closed, and when no replica reports at all.
 #[test]
 fn prometheus_rule_alerts_pass_promtool() {
     let all = docs(&render(&[
@@ -1362,7 +1952,7 @@ fn prometheus_rule_alerts_pass_promtool() {
         .output()
         .unwrap();
     let said = ok("promtool check rules", out);
-    assert!(said.contains("SUCCESS: 9 rules found"), "{said}");
+    assert!(said.contains("SUCCESS: 11 rules found"), "{said}");
     // The same file as plain Prometheus loads it, and the PrometheusRule's spec is it.
     let file = chart().join("files/prometheus/alerts.yaml");
     let out = Command::new(promtool_bin())
@@ -1371,7 +1961,7 @@ fn prometheus_rule_alerts_pass_promtool() {
         .output()
         .unwrap();
     let said = ok("promtool check rules files/prometheus/alerts.yaml", out);
-    assert!(said.contains("SUCCESS: 9 rules found"), "{said}");
+    assert!(said.contains("SUCCESS: 11 rules found"), "{said}");
     let plain: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(rule["spec"], plain);
 
@@ -1382,6 +1972,13 @@ fn prometheus_rule_alerts_pass_promtool() {
             "interval": "1m",
             "input_series": [
                 {"series": "trainplace_inventory_up{pod=\"a\"}", "values": "0x15"},
+                // `--inventory off`: 0 by design, no alert.
+                {"series": "trainplace_inventory_up{pod=\"b\"}", "values": "0x15"},
+                {"series": "trainplace_inventory_enabled{pod=\"b\"}", "values": "0x15"},
+                {"series": "apiserver_admission_webhook_rejection_count{name=\"validate.trainplace.io\",error_type=\"calling_webhook_error\",operation=\"CREATE\",rejection_code=\"0\",type=\"validating\"}",
+                 "values": "0 0 0 3 6 9 12 15 18 21 24 27 30 33 36 39"},
+                {"series": "apiserver_admission_webhook_rejection_count{name=\"validate.trainplace.io\",error_type=\"no_error\",operation=\"CREATE\",rejection_code=\"403\",type=\"validating\"}",
+                 "values": "0+5x15"},
                 {"series": "trainplace_certificate_expiry_days{pod=\"a\"}", "values": "10x15"},
                 {"series": "trainplace_capacity_block_seconds_remaining{pod=\"a\",reservation=\"cr-1\"}",
                  "values": "3600x15"},
@@ -1401,6 +1998,13 @@ fn prometheus_rule_alerts_pass_promtool() {
                     "exp_labels": {"severity": "critical", "pod": "a"},
                     "exp_annotations": {"summary": "trainplace's serving certificate expires within 14 days"}
                 }]},
+                // Calls failing from minute 3 (denials, no_error, never count).
+                {"eval_time": "2m", "alertname": "TrainplaceWebhookUnreachable", "exp_alerts": []},
+                {"eval_time": "8m", "alertname": "TrainplaceWebhookUnreachable", "exp_alerts": [{
+                    "exp_labels": {"severity": "critical", "name": "validate.trainplace.io"},
+                    "exp_annotations": {"summary": "the API server cannot call trainplace's validating webhook and refused 15 requests in 5 minutes (failurePolicy Fail): GPU pods and training jobs are not admitted"}
+                }]},
+                {"eval_time": "11m", "alertname": "TrainplaceDown", "exp_alerts": []},
                 // A rotated mark key rejected.
                 {"eval_time": "1m", "alertname": "TrainplaceReloadFailing", "exp_alerts": []},
                 {"eval_time": "3m", "alertname": "TrainplaceReloadFailing", "exp_alerts": [{
@@ -1411,6 +2015,19 @@ fn prometheus_rule_alerts_pass_promtool() {
                 {"eval_time": "1m", "alertname": "CapacityBlockEndingSoon", "exp_alerts": [{
                     "exp_labels": {"severity": "warning", "reservation": "cr-1"},
                     "exp_annotations": {"summary": "Capacity Block cr-1 ends in 1h 0m 0s; Karpenter drains and EKS managed node groups scale to 0 at 40 min, EC2 terminates from 30 min before the end"}
+                }]}
+            ]
+        }, {
+            // No replica reports: TrainplaceDown after 5 minutes.
+            "interval": "1m",
+            "input_series": [
+                {"series": "up{job=\"apiserver\"}", "values": "1x10"}
+            ],
+            "alert_rule_test": [
+                {"eval_time": "4m", "alertname": "TrainplaceDown", "exp_alerts": []},
+                {"eval_time": "6m", "alertname": "TrainplaceDown", "exp_alerts": [{
+                    "exp_labels": {"severity": "critical"},
+                    "exp_annotations": {"summary": "no trainplace replica reports metrics; with the validating webhook registered the API server refuses what it judges"}
                 }]}
             ]
         }]

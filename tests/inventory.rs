@@ -70,6 +70,10 @@ async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
     );
     let metrics = metrics_text(format!("127.0.0.1:{probe}")).await;
     assert!(metrics.contains("trainplace_inventory_up 0"), "{metrics}");
+    assert!(
+        metrics.contains("trainplace_inventory_enabled 1"),
+        "a broken watch is not `--inventory off`: {metrics}"
+    );
     // Reviews still work, from the embedded catalog.
     let c = reqwest::Client::builder()
         .danger_accept_invalid_certs(true)

@@ -61,6 +61,11 @@ async fn series_exist_from_the_start_and_reviews_carry_rule_kind_and_verdict() {
         }
     }
     assert!(text.contains("trainplace_mark_verification_failures_total 0"));
+    // `--inventory off`: the embedded catalog by choice, so TrainplaceInventoryDown
+    // (inventory_up 0 unless inventory_enabled 0) stays quiet.
+    assert!(text.contains("trainplace_inventory_up 0"), "{text}");
+    assert!(text.contains("trainplace_inventory_enabled 0"), "{text}");
+    assert!(text.contains("trainplace_webhooks_registered 0"), "{text}");
     for outcome in ["published", "failed", "rate_limited", "queue_full"] {
         let series = format!("trainplace_events_total{{outcome=\"{outcome}\"}} 0");
         assert!(text.contains(&series), "{series} at start");

@@ -61,6 +61,11 @@ pub struct AuditArgs {
     /// one named `trainplace` per namespace, updated in place on each run (live mode).
     #[arg(long, conflicts_with = "from")]
     pub write_reports: bool,
+    /// Exit 0 when objects are denied (their results are in the output and the
+    /// reports); unreadable input still exits 2. For a CronJob, whose Job would
+    /// otherwise fail on every run that finds a denied object.
+    #[arg(long)]
+    pub exit_zero: bool,
     /// Audit as of this time (RFC 3339); default: now.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<jiff::Timestamp>,
@@ -128,7 +133,7 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
     for n in notes {
         stderr!("note: {n}");
     }
-    Ok(if verdicts.iter().any(|v| !v.allowed) {
+    Ok(if !args.exit_zero && verdicts.iter().any(|v| !v.allowed) {
         ExitCode::Denied
     } else {
         ExitCode::Ok

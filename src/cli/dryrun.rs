@@ -11,7 +11,7 @@ use super::annotation_names;
 use super::judge::{Submitter, judge};
 use super::out;
 use super::render::{self, ObjectReport};
-use super::{ExitCode, Inputs, PolicyArgs};
+use super::{ExitCode, Inputs, PolicyArgs, input};
 
 /// `-o`: what is printed on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -134,18 +134,42 @@ pub struct JsonEntry<'a> {
 }
 
 pub fn run(args: &DryRunArgs, mutate: bool) -> anyhow::Result<ExitCode> {
-    let (Inputs { policy, docs, .. }, inventory) = match inputs(args) {
+    let (
+        Inputs {
+            policy,
+            docs,
+            unreadable,
+            ..
+        },
+        inventory,
+    ) = match inputs(args) {
         Ok(i) => i,
         Err(code) => return Ok(code),
     };
+    let code = run_judged(args, mutate, &policy, &docs, inventory.as_ref())?;
+    // Files of a directory that could not be read: the rest was judged, the exit says so.
+    Ok(if unreadable > 0 {
+        ExitCode::BadInput
+    } else {
+        code
+    })
+}
+
+fn run_judged(
+    args: &DryRunArgs,
+    mutate: bool,
+    policy: &trainplace_engine::Policy,
+    docs: &[input::Document],
+    inventory: Option<&trainplace_engine::Snapshot>,
+) -> anyhow::Result<ExitCode> {
     let submitter = Submitter {
         default_namespace: &args.namespace,
         namespace_labels: args.namespace_labels.as_ref(),
         groups: &args.groups,
-        inventory: inventory.as_ref(),
+        inventory,
         now: Some(args.now.unwrap_or_else(jiff::Timestamp::now)),
     };
-    let verdicts = judge(&docs, &policy, &submitter);
+    let verdicts = judge(docs, policy, &submitter);
     let mut annotation_warnings = 0;
     for (d, v) in docs.iter().zip(&verdicts) {
         for w in annotation_names::warnings(&d.object) {

@@ -37,11 +37,25 @@ pub struct Document {
 }
 
 /// What `-f PATH...` read: the documents, in order, and the subdirectories left out
-/// (a directory's subdirectories are read only with `-R`, as kubectl does).
+/// (a directory's subdirectories are read only with `-R`, as kubectl does); the files of
+/// a directory that could not be read (the others are read, as `kubectl apply -f DIR`
+/// goes on past a bad file); and trainplace's own configuration objects, left out.
 #[derive(Debug, Default)]
 pub struct ReadFiles {
     pub docs: Vec<Document>,
     pub not_read: Vec<String>,
+    pub unreadable: Vec<InputError>,
+    pub not_workloads: Vec<String>,
+}
+
+/// trainplace's own configuration kinds (a policy directory's files, the sandbox fleet):
+/// never judged as workloads.
+const OWN_KINDS: [&str; 3] = ["Policy", "InstanceCatalog", "SandboxFleet"];
+
+fn own_configuration(object: &Value) -> Option<&str> {
+    let api = object.get("apiVersion").and_then(Value::as_str)?;
+    let kind = object.get("kind").and_then(Value::as_str)?;
+    (api.starts_with("trainplace.io/") && OWN_KINDS.contains(&kind)).then_some(kind)
 }
 
 /// Read every path of `-f` (repeatable), in order; `recursive` walks directories into
@@ -50,6 +64,12 @@ pub fn read_all(paths: &[String], recursive: bool) -> Result<ReadFiles, InputErr
     let mut read = ReadFiles::default();
     for path in paths {
         read_into(path, recursive, &mut read)?;
+    }
+    if read.docs.is_empty()
+        && read.not_workloads.is_empty()
+        && let Some(first) = read.unreadable.drain(..).next()
+    {
+        return Err(first);
     }
     Ok(read)
 }
@@ -81,7 +101,15 @@ fn read_into(path: &str, recursive: bool, read: &mut ReadFiles) -> Result<(), In
         source_name: source_name.clone(),
         message: e.to_string(),
     })?;
-    read.docs.extend(parse(&text, &source_name)?);
+    for d in parse(&text, &source_name)? {
+        match own_configuration(&d.object) {
+            Some(kind) => read.not_workloads.push(format!(
+                "{source_name}: document {}: a trainplace {kind}, configuration rather than a workload: not judged (a Policy is given with --policy-dir)",
+                d.doc
+            )),
+            None => read.docs.push(d),
+        }
+    }
     Ok(())
 }
 
@@ -107,8 +135,11 @@ fn read_dir(dir: &str, recursive: bool, read: &mut ReadFiles) -> Result<(), Inpu
             message: format!("a directory with no .yaml, .yml or .json files{hint}"),
         });
     }
+    // A file that cannot be read is reported and the others are judged.
     for file in files {
-        read_into(&file.to_string_lossy(), false, read)?;
+        if let Err(e) = read_into(&file.to_string_lossy(), false, read) {
+            read.unreadable.push(e);
+        }
     }
     Ok(())
 }

@@ -80,6 +80,9 @@ pub enum AdvisorSub {
 pub struct Inputs {
     pub policy: Policy,
     pub docs: Vec<input::Document>,
+    /// Files of a directory that could not be read (each said on stderr): the command
+    /// judges the rest and exits 2.
+    pub unreadable: usize,
     pub inventory: Option<trainplace_engine::Snapshot>,
 }
 
@@ -102,8 +105,15 @@ impl Inputs {
         for dir in &read.not_read {
             stderr!("note: {dir}: a subdirectory, not read (-R reads subdirectories)");
         }
+        for note in &read.not_workloads {
+            stderr!("note: {note}");
+        }
+        for error in &read.unreadable {
+            stderr!("error: {error} (the other files are judged)");
+        }
         Ok(Inputs {
             policy,
+            unreadable: read.unreadable.len(),
             docs: read.docs,
             inventory: cluster
                 .map(|d| usable(crate::inventory::files::load_dir(d)))

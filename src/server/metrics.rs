@@ -76,6 +76,11 @@ pub struct Metrics {
     pub http_errors: Family<ReviewLabels, Counter>,
     /// 1 when cluster inventory data is live (or loaded from files).
     pub inventory_up: Gauge,
+    /// 1 unless started with `--inventory off` (so an alert on inventory_up can tell a
+    /// broken watch from none asked for).
+    pub inventory_enabled: Gauge,
+    /// 1 once this replica registered the webhook configurations (`--register-webhooks`).
+    pub webhooks_registered: Gauge,
     /// Seconds since the watched objects last changed (the snapshot is rebuilt on
     /// change only); -1 when there is none.
     pub inventory_age: Gauge,
@@ -120,6 +125,8 @@ impl Metrics {
             self_signed: Gauge::default(),
             http_errors: Family::default(),
             inventory_up: Gauge::default(),
+            inventory_enabled: Gauge::default(),
+            webhooks_registered: Gauge::default(),
             inventory_age: Gauge::default(),
             saturated: Counter::default(),
             connections: Gauge::default(),
@@ -250,6 +257,16 @@ impl Metrics {
             "inventory_up",
             "1 when cluster inventory is live; 0 = embedded catalog only",
             self.inventory_up.clone(),
+        );
+        registry.register(
+            "inventory_enabled",
+            "1 unless started with --inventory off (inventory_up is 0 then by design)",
+            self.inventory_enabled.clone(),
+        );
+        registry.register(
+            "webhooks_registered",
+            "1 once this replica registered the webhook configurations (--register-webhooks)",
+            self.webhooks_registered.clone(),
         );
         registry.register(
             "inventory_snapshot_age_seconds",

@@ -67,7 +67,11 @@ async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    let (up, age) = match state.inventory.status() {
+    let status = state.inventory.status();
+    // `--inventory off` (or no client config): the embedded catalog by choice.
+    let enabled = !matches!(status, Status::Disabled);
+    state.metrics.inventory_enabled.set(i64::from(enabled));
+    let (up, age) = match status {
         Status::Live { age_seconds, .. } => (1, age_seconds as i64),
         Status::Static { .. } => (1, 0),
         _ => (0, -1),

@@ -51,6 +51,9 @@ pub struct Detail {
     /// Why that file's current content was rejected; the last good blocks still count.
     #[serde(rename = "reservationsError", skip_serializing_if = "Option::is_none")]
     pub reservations_error: Option<String>,
+    /// `--register-webhooks`: registered, or why not (yet).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub webhooks: String,
 }
 
 impl AppState {

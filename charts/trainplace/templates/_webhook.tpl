@@ -1,4 +1,123 @@
 {{/*
+Who registers the webhook configurations: the server (webhooks.registeredBy=server, only
+with self-managed certificates, whose CA the server knows) or the chart (every other
+mode, and registeredBy=chart).
+*/}}
+{{- define "trainplace.registeredBy" -}}
+{{- if and (eq (include "trainplace.certMode" .) "self-managed") (eq .Values.webhooks.registeredBy "server") -}}
+server
+{{- else -}}
+chart
+{{- end -}}
+{{- end -}}
+
+{{/*
+Refuse to install over another trainplace install (kustomize, the sandbox, another
+release): a webhook named *.trainplace.io in a configuration that is neither this
+release's (Helm's release annotations) nor registered by this release's server (owned by
+its ClusterRole); or the release's ClusterRole or ClusterRoleBinding name held by a
+trainplace object (label app.kubernetes.io/part-of) of another install. `lookup` sees the cluster on install and upgrade only (helm template
+and --dry-run=client see nothing, so they never fail here).
+*/}}
+{{- define "trainplace.refuseForeignInstall" -}}
+{{- $owner := printf "%s-certificates" (include "trainplace.fullname" .) -}}
+{{- range $kind := list "MutatingWebhookConfiguration" "ValidatingWebhookConfiguration" -}}
+{{- $all := lookup "admissionregistration.k8s.io/v1" $kind "" "" -}}
+{{- range $c := (dig "items" list $all) -}}
+{{- $hooks := list -}}
+{{- range $w := (dig "webhooks" list $c) -}}
+{{- if hasSuffix ".trainplace.io" $w.name -}}
+{{- $hooks = append $hooks $w.name -}}
+{{- end -}}
+{{- end -}}
+{{- if $hooks -}}
+{{- $annotations := dig "metadata" "annotations" dict $c -}}
+{{- $ours := and (eq (get $annotations "meta.helm.sh/release-name") $.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") $.Release.Namespace) -}}
+{{- range $ref := (dig "metadata" "ownerReferences" list $c) -}}
+{{- if and (eq $ref.kind "ClusterRole") (eq $ref.name $owner) -}}
+{{- $ours = true -}}
+{{- end -}}
+{{- end -}}
+{{- if not $ours -}}
+{{- $by := get (dig "metadata" "labels" dict $c) "app.kubernetes.io/managed-by" | default "unknown" -}}
+{{- $release := get $annotations "meta.helm.sh/release-name" -}}
+{{- fail (printf `trainplace is already installed in this cluster: %s %q (webhook %s, managed-by %s%s) belongs to another install. Two installs would judge every pod twice, and taking its objects over (--take-ownership) leaves enforcement half-registered when either is removed. Remove that install first (kustomize: kubectl delete -k <overlay>; Helm: helm uninstall), then install; docs/install.md, "Replacing an existing install".` $kind $c.metadata.name (join ", " $hooks) $by (ternary (printf ", Helm release %s/%s" (get $annotations "meta.helm.sh/release-namespace") $release) "" (ne $release ""))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- /* The release's own cluster-scoped names, held by another trainplace install (a
+kustomize install without webhooks, such as the sandbox's): taking them over would
+hand them to this release, and its uninstall would delete them. */ -}}
+{{- $fullname := include "trainplace.fullname" . -}}
+{{- range $kind := list "ClusterRole" "ClusterRoleBinding" -}}
+{{- $o := lookup "rbac.authorization.k8s.io/v1" $kind "" $fullname -}}
+{{- if $o -}}
+{{- $annotations := dig "metadata" "annotations" dict $o -}}
+{{- $labels := dig "metadata" "labels" dict $o -}}
+{{- $ours := and (eq (get $annotations "meta.helm.sh/release-name") $.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") $.Release.Namespace) -}}
+{{- if and (not $ours) (eq (get $labels "app.kubernetes.io/part-of") "trainplace") -}}
+{{- fail (printf `trainplace is already installed in this cluster: %s %q (managed-by %s) belongs to another install, and --take-ownership would hand it to this release, whose uninstall would then delete it. Remove that install first (kustomize: kubectl delete -k <overlay>; Helm: helm uninstall), or install under another release name; docs/install.md, "Replacing an existing install".` $kind $fullname (get $labels "app.kubernetes.io/managed-by" | default "unknown")) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The two webhook configurations. failurePolicy and timeoutSeconds per webhook (values
+webhooks.mutate, webhooks.validate): mutate Ignore by default (a pod admitted without the
+layout is slower, not broken), validate Fail (a layout that wastes the interconnect is not
+admitted unseen).
+*/}}
+{{- define "trainplace.webhookConfigurations" -}}
+{{- $mode := include "trainplace.certMode" . -}}
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: {{ include "trainplace.fullname" . }}
+  labels:
+    {{- include "trainplace.labels" . | nindent 4 }}
+  {{- if eq $mode "cert-manager" }}
+  annotations:
+    # cainjector copies the CA of the serving Certificate into caBundle.
+    cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "trainplace.fullname" . }}-serving
+  {{- end }}
+webhooks:
+  - name: mutate.trainplace.io
+    admissionReviewVersions: ["v1"]
+    sideEffects: None
+    timeoutSeconds: {{ .Values.webhooks.mutate.timeoutSeconds }}
+    failurePolicy: {{ .Values.webhooks.mutate.failurePolicy }}
+    # Another mutating webhook (or ours) may change the pod after us: call again.
+    reinvocationPolicy: IfNeeded
+    matchPolicy: Equivalent
+    {{- include "trainplace.clientConfig" (dict "root" . "path" "/mutate" "mode" $mode) | nindent 4 }}
+    {{- include "trainplace.namespaceSelector" . | nindent 4 }}
+    {{- include "trainplace.webhookRules" . | nindent 4 }}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: {{ include "trainplace.fullname" . }}
+  labels:
+    {{- include "trainplace.labels" . | nindent 4 }}
+  {{- if eq $mode "cert-manager" }}
+  annotations:
+    cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "trainplace.fullname" . }}-serving
+  {{- end }}
+webhooks:
+  - name: validate.trainplace.io
+    admissionReviewVersions: ["v1"]
+    sideEffects: None
+    timeoutSeconds: {{ .Values.webhooks.validate.timeoutSeconds }}
+    failurePolicy: {{ .Values.webhooks.validate.failurePolicy }}
+    matchPolicy: Equivalent
+    {{- include "trainplace.clientConfig" (dict "root" . "path" "/validate" "mode" $mode) | nindent 4 }}
+    {{- include "trainplace.namespaceSelector" . | nindent 4 }}
+    {{- include "trainplace.webhookRules" . | nindent 4 }}
+{{- end -}}
+
+{{/*
 What reaches the webhook, the same for mutate and validate: the rules (CREATE of pods;
 CREATE and UPDATE of the workload kinds, whose pod templates can change on UPDATE;
 DELETE in no rule) and the matchConditions (CEL, evaluated by the API server before it
@@ -144,9 +263,15 @@ matchConditions:
       !(r in ['cpu', 'memory', 'ephemeral-storage']) && !r.startsWith('hugepages-')))))))
 {{- end -}}
 
-{{/* Never kube-system, kube-node-lease nor the release's namespace; then the values'. */}}
+{{/* Never kube-system, kube-node-lease nor the release's namespace; then the values'
+(excludeNamespaces, excludeNamespaceLabel, and namespaceSelector's terms added to these);
+objectSelector as given. */}}
 {{- define "trainplace.namespaceSelector" -}}
 namespaceSelector:
+  {{- with .Values.webhooks.namespaceSelector.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
@@ -158,6 +283,13 @@ namespaceSelector:
       values: {{ .values | toJson }}
     {{- end }}
     {{- end }}
+    {{- with .Values.webhooks.namespaceSelector.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- with .Values.webhooks.objectSelector }}
+objectSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{- define "trainplace.clientConfig" -}}

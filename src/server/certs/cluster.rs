@@ -1,6 +1,8 @@
 //! The API calls of the self-managed mode, and nothing more (the chart's RBAC grants
 //! exactly these): get, create and update of one Secret; get and patch of one
-//! MutatingWebhookConfiguration and one ValidatingWebhookConfiguration.
+//! MutatingWebhookConfiguration and one ValidatingWebhookConfiguration; and when the
+//! server registers them (`--register-webhooks`), their server-side apply, list of the
+//! Service's EndpointSlices and get of the owner ClusterRole.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +11,10 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use super::material::Material;
@@ -37,6 +42,7 @@ pub enum Written {
 }
 
 pub struct Cluster {
+    client: kube::Client,
     secrets: Api<Secret>,
     mutating: Api<MutatingWebhookConfiguration>,
     validating: Api<ValidatingWebhookConfiguration>,
@@ -65,6 +71,7 @@ impl Cluster {
         validating: &str,
     ) -> Self {
         Cluster {
+            client: client.clone(),
             secrets: Api::namespaced(client.clone(), namespace),
             mutating: Api::all(client.clone()),
             validating: Api::all(client),
@@ -128,11 +135,16 @@ impl Cluster {
         }
     }
 
-    /// Both webhook configurations, mutating first.
-    pub async fn read_hooks(&self) -> Result<[Hooks; 2], kube::Error> {
-        let m = self.mutating.get(&self.mutating_name).await?;
-        let v = self.validating.get(&self.validating_name).await?;
-        Ok([
+    /// Both webhook configurations, mutating first; `None` while either is not there
+    /// (not registered yet, or removed).
+    pub async fn read_hooks(&self) -> Result<Option<[Hooks; 2]>, kube::Error> {
+        let Some(m) = self.mutating.get_opt(&self.mutating_name).await? else {
+            return Ok(None);
+        };
+        let Some(v) = self.validating.get_opt(&self.validating_name).await? else {
+            return Ok(None);
+        };
+        Ok(Some([
             Hooks {
                 kind: "MutatingWebhookConfiguration",
                 name: self.mutating_name.clone(),
@@ -155,7 +167,65 @@ impl Cluster {
                     .map(|w| (w.name.clone(), bundle_of(&w.client_config)))
                     .collect(),
             },
-        ])
+        ]))
+    }
+
+    /// An ownerReference to the ClusterRole `name` (its uid as the API server has it).
+    pub async fn owner(&self, name: &str) -> Result<OwnerReference, kube::Error> {
+        let role = Api::<ClusterRole>::all(self.client.clone())
+            .get(name)
+            .await?;
+        Ok(OwnerReference {
+            api_version: "rbac.authorization.k8s.io/v1".to_string(),
+            kind: "ClusterRole".to_string(),
+            name: name.to_string(),
+            uid: role.metadata.uid.unwrap_or_default(),
+            ..OwnerReference::default()
+        })
+    }
+
+    /// Whether the Service `namespace/name` has a ready endpoint (an EndpointSlice
+    /// endpoint whose ready condition is true), i.e. whether the API server can call it.
+    pub async fn service_ready(&self, namespace: &str, name: &str) -> Result<bool, kube::Error> {
+        let slices = Api::<EndpointSlice>::namespaced(self.client.clone(), namespace)
+            .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={name}")))
+            .await?;
+        Ok(slices.items.iter().any(|s| {
+            s.endpoints
+                .iter()
+                .any(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(false))
+        }))
+    }
+
+    /// Server-side apply of both configurations (field manager `trainplace`, forced: the
+    /// server owns every field it sets). Whether either changed.
+    pub async fn apply_hooks(
+        &self,
+        mutating: &MutatingWebhookConfiguration,
+        validating: &ValidatingWebhookConfiguration,
+    ) -> Result<bool, (&'static str, String, kube::Error)> {
+        let pp = PatchParams::apply("trainplace").force();
+        let m_name = mutating.metadata.name.clone().unwrap_or_default();
+        let v_name = validating.metadata.name.clone().unwrap_or_default();
+        let before = (
+            self.mutating.get_opt(&m_name).await.ok().flatten(),
+            self.validating.get_opt(&v_name).await.ok().flatten(),
+        );
+        let m = self
+            .mutating
+            .patch(&m_name, &pp, &Patch::Apply(mutating))
+            .await
+            .map_err(|e| ("MutatingWebhookConfiguration", m_name.clone(), e))?;
+        let v = self
+            .validating
+            .patch(&v_name, &pp, &Patch::Apply(validating))
+            .await
+            .map_err(|e| ("ValidatingWebhookConfiguration", v_name.clone(), e))?;
+        let rv = |o: Option<&ObjectMeta>| o.and_then(|m| m.resource_version.clone());
+        Ok(
+            rv(before.0.as_ref().map(|o| &o.metadata)) != rv(Some(&m.metadata))
+                || rv(before.1.as_ref().map(|o| &o.metadata)) != rv(Some(&v.metadata)),
+        )
     }
 
     /// Set every webhook's caBundle of `hooks` to `bundle`, if the configuration is still

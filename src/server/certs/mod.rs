@@ -12,6 +12,7 @@ mod cluster;
 pub mod issue;
 pub mod material;
 pub mod plan;
+pub mod register;
 mod run;
 pub mod settings;
 

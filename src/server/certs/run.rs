@@ -11,6 +11,7 @@ use thiserror::Error;
 use super::cluster::{Cluster, Hooks, Written};
 use super::material::{CA_BUNDLE, Material, TLS_CRT, TLS_KEY, normalised};
 use super::plan::{Inputs, Step, plan};
+use super::register::{self, RegisterError, Registration};
 use super::settings::Settings;
 use crate::server::state::AppState;
 use crate::server::tls::{self, CertStore};
@@ -49,6 +50,17 @@ pub struct Manager {
     pub state: AppState,
     /// The tls.crt now served (to reload only on change).
     served: Option<Vec<u8>>,
+    /// `--register-webhooks`: applied at least once by this replica.
+    registered: bool,
+    /// What the last registration round came to (logged and put on /readyz when it
+    /// changes).
+    said: String,
+}
+
+/// How a registration round ended.
+enum Registered {
+    Applied { changed: bool },
+    Waiting(&'static str),
 }
 
 /// The serving certificate's names: the Service's four forms, then the extra names.
@@ -107,6 +119,8 @@ impl Manager {
             store,
             state,
             served: None,
+            registered: false,
+            said: String::new(),
         }
     }
 
@@ -123,7 +137,7 @@ impl Manager {
         // The configurations first, then the Secret: a replica that sees a newer caBundle
         // also sees the Secret it came from.
         let hooks = match self.cluster.read_hooks().await {
-            Ok(h) => Some(h),
+            Ok(h) => h,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the webhook configurations; their caBundle is not kept current");
                 None
@@ -172,10 +186,113 @@ impl Manager {
             }
         };
         self.serve(&material)?;
-        if let Some(hooks) = hooks {
+        if let Some(registration) = self.settings.register.clone() {
+            self.register(&registration, material.bundle().as_bytes())
+                .await;
+        } else if let Some(hooks) = hooks {
             self.inject(&hooks, material.bundle().as_bytes()).await;
         }
         Ok(material)
+    }
+
+    /// `--register-webhooks`: apply both configurations once this replica is ready and
+    /// every Service they call has a ready endpoint (before that, the API server would
+    /// find no one to call and the validating webhook's failurePolicy would refuse).
+    async fn register(&mut self, registration: &Registration, bundle: &[u8]) {
+        let said = match self.try_register(registration, bundle).await {
+            Ok(Registered::Applied { changed }) => {
+                if changed || !self.registered {
+                    tracing::info!(
+                        mutating = %self.settings.mutating_webhook,
+                        validating = %self.settings.validating_webhook,
+                        changed,
+                        "webhook configurations registered"
+                    );
+                }
+                self.registered = true;
+                format!(
+                    "registered: MutatingWebhookConfiguration {}, ValidatingWebhookConfiguration {}",
+                    self.settings.mutating_webhook, self.settings.validating_webhook
+                )
+            }
+            Ok(Registered::Waiting(why)) => {
+                let text = format!("not registered yet: {why}");
+                if self.said != text {
+                    tracing::info!(why, "webhook configurations not registered yet");
+                }
+                text
+            }
+            Err(error) => {
+                let text = format!("cannot register: {error}");
+                // Once per distinct error: a missing file or RBAC is retried every second.
+                if self.said != text {
+                    tracing::warn!(%error, "cannot register the webhook configurations");
+                }
+                text
+            }
+        };
+        if self.said != said {
+            self.state.detail.rcu(|d| {
+                let mut d = (**d).clone();
+                d.webhooks.clone_from(&said);
+                d
+            });
+            self.said = said;
+        }
+        self.state
+            .metrics
+            .webhooks_registered
+            .set(i64::from(self.registered));
+    }
+
+    async fn try_register(
+        &self,
+        registration: &Registration,
+        bundle: &[u8],
+    ) -> Result<Registered, RegisterError> {
+        if !self.state.ready.load(Ordering::Acquire) {
+            return Ok(Registered::Waiting("this replica is not ready"));
+        }
+        let desired = register::read(
+            &registration.file,
+            &self.settings.mutating_webhook,
+            &self.settings.validating_webhook,
+        )?;
+        for (namespace, name) in register::services(&desired) {
+            let ready = self
+                .cluster
+                .service_ready(&namespace, &name)
+                .await
+                .map_err(|source| RegisterError::Endpoints {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    source,
+                })?;
+            if !ready {
+                return Ok(Registered::Waiting("the Service has no ready endpoint yet"));
+            }
+        }
+        let owner = match &registration.owner {
+            Some(name) => {
+                Some(
+                    self.cluster
+                        .owner(name)
+                        .await
+                        .map_err(|source| RegisterError::Owner {
+                            name: name.clone(),
+                            source,
+                        })?,
+                )
+            }
+            None => None,
+        };
+        let done = register::finished(&desired, bundle, owner.as_ref());
+        let changed = self
+            .cluster
+            .apply_hooks(&done.mutating, &done.validating)
+            .await
+            .map_err(|(kind, name, source)| RegisterError::Apply { kind, name, source })?;
+        Ok(Registered::Applied { changed })
     }
 
     /// Serve the Secret's certificate if it is not the one served already.
@@ -256,7 +373,9 @@ pub fn start(settings: Settings, store: Arc<CertStore>, state: AppState) {
             }
             let serving = m.served.is_some() && store_valid(&store);
             state.certificate_ready.store(serving, Ordering::Release);
-            let pause = if serving {
+            // Until registered, look again every second (as until serving).
+            let waiting = m.settings.register.is_some() && !m.registered;
+            let pause = if serving && !waiting {
                 every
             } else {
                 every.min(Duration::from_secs(1))

@@ -1,8 +1,11 @@
 //! `trainplace serve --self-managed-certs` flags, validated into `Settings`.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+
+use super::register::Registration;
 
 /// Largest number of `--cert-extra-names`.
 pub const MAX_EXTRA_NAMES: usize = 16;
@@ -51,6 +54,22 @@ pub struct SelfManagedArgs {
         default_value = "trainplace"
     )]
     pub validating_webhook: String,
+    /// Register the webhook configurations of this file (YAML: one
+    /// MutatingWebhookConfiguration named --mutating-webhook and one
+    /// ValidatingWebhookConfiguration named --validating-webhook; the chart renders it)
+    /// with the self-managed CA as caBundle, once this replica serves and the Service they
+    /// call has a ready endpoint; applied again (server-side apply) at every check, which
+    /// undoes drift. Without it, only the caBundle of existing configurations is kept.
+    #[arg(
+        long,
+        env = "TRAINPLACE_REGISTER_WEBHOOKS",
+        requires = "self_managed_certs"
+    )]
+    pub register_webhooks: Option<PathBuf>,
+    /// The ClusterRole the registered configurations belong to (their ownerReference):
+    /// when it is deleted (`helm uninstall`), the garbage collector deletes them.
+    #[arg(long, env = "TRAINPLACE_WEBHOOK_OWNER", requires = "register_webhooks")]
+    pub webhook_owner: Option<String>,
     /// Lifetime of the CA (5s to 3650d; units s, m, h, d). A new CA is made at 2/3 of it
     /// and trusted next to the old one until the old one ends.
     #[arg(long, env = "TRAINPLACE_CA_LIFETIME", default_value = "365d", value_parser = parse_lifetime)]
@@ -70,6 +89,8 @@ pub struct Settings {
     pub extra_names: Vec<String>,
     pub mutating_webhook: String,
     pub validating_webhook: String,
+    /// `--register-webhooks`: the server registers the configurations itself.
+    pub register: Option<Registration>,
     pub lifetimes: Lifetimes,
 }
 
@@ -101,6 +122,8 @@ impl SelfManagedArgs {
             cert_extra_names,
             mutating_webhook,
             validating_webhook,
+            register_webhooks,
+            webhook_owner,
             ca_lifetime,
             cert_lifetime,
         } = self;
@@ -115,6 +138,7 @@ impl SelfManagedArgs {
         ]
         .into_iter()
         .chain(cert_namespace.as_deref().map(|n| ("--cert-namespace", n)))
+        .chain(webhook_owner.as_deref().map(|n| ("--webhook-owner", n)))
         {
             check_name(flag, name)?;
         }
@@ -146,6 +170,10 @@ impl SelfManagedArgs {
             extra_names,
             mutating_webhook,
             validating_webhook,
+            register: register_webhooks.map(|file| Registration {
+                file,
+                owner: webhook_owner,
+            }),
             lifetimes: Lifetimes {
                 ca: ca_lifetime,
                 serving: cert_lifetime,

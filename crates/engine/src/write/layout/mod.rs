@@ -180,7 +180,11 @@ impl Edit<'_> {
     }
 }
 
-/// The /dev/shm size for a pod: annotation, else policy, else the instance default.
+/// The /dev/shm size for a pod: annotation, else policy, else the instance default, which
+/// is lowered to half the smallest memory limit of the pod's device containers when it
+/// would not fit under it (tmpfs pages count against the limit: the shm-memory check
+/// would warn about trainplace's own change). An annotation or policy size is written as
+/// asked, and warned about if it does not fit.
 pub fn shm_size(
     view: &PodView<'_>,
     eff: &Effective<'_>,
@@ -190,11 +194,23 @@ pub fn shm_size(
         crate::read::quantity::parse_bytes(v)?;
         return Ok(v.to_string());
     }
-    Ok(eff
-        .defaults
-        .shm_size
-        .clone()
-        .unwrap_or_else(|| instance.shm_default.clone()))
+    if let Some(size) = &eff.defaults.shm_size {
+        return Ok(size.clone());
+    }
+    let default = instance.shm_default.clone();
+    let limit = view
+        .device_containers()
+        .filter_map(|c| view.memory_limit(c.index))
+        .filter_map(|m| crate::read::quantity::parse_bytes(m).ok())
+        .min();
+    Ok(
+        match (limit, crate::read::quantity::parse_bytes(&default)) {
+            (Some(limit), Ok(bytes)) if bytes > limit => {
+                format!("{}Mi", ((limit / 2) >> 20).max(1))
+            }
+            _ => default,
+        },
+    )
 }
 
 /// Write the `trainplace.io/mutated` annotation (see [`mutated_text`]) on the object
