@@ -181,14 +181,14 @@ fn annotations(o: &mut Value, n: usize) {
         .collect();
     target["metadata"]["annotations"] = Value::Object(map);
 }
-/// `$(VAR)` references in args: a fifth of the elements are env entries, the rest
-/// references to them (each name looked up in the container's env).
+/// `$(VAR)` references in args to an env as long as the bound allows (each name
+/// looked up in the container's env).
 fn var_refs(o: &mut Value, n: usize) {
-    let vars = (n / 5).max(1);
+    // As many names as the env bound lets through (past it the pod is too-large and
+    // nothing is looked up); the references grow with the body.
+    let vars = trainplace_engine::bounds::MAX_ENV;
     container(o)["env"] = list(vars, |i| json!({"name": format!("V{i:06}"), "value": "4"}));
-    container(o)["args"] = list(n - n / 5, |i| {
-        json!(format!("$(V{:06})$(V000000)", i % vars))
-    });
+    container(o)["args"] = list(n, |i| json!(format!("$(V{:06})$(V000000)", i % vars)));
 }
 /// `$(VAR)` references that amplify: one 4 KiB value referenced from every arg.
 fn var_amplify(o: &mut Value, n: usize) {
@@ -214,11 +214,9 @@ fn trainer_args(o: &mut Value, n: usize) {
     trainer(o)["args"] = list(n, |i| json!(format!("--opt-{i:06}=x")));
 }
 fn trainer_var_refs(o: &mut Value, n: usize) {
-    let vars = (n / 5).max(1);
+    let vars = trainplace_engine::bounds::MAX_ENV;
     trainer(o)["env"] = list(vars, |i| json!({"name": format!("V{i:06}"), "value": "4"}));
-    trainer(o)["args"] = list(n - n / 5, |i| {
-        json!(format!("$(V{:06})$(V000000)", i % vars))
-    });
+    trainer(o)["args"] = list(n, |i| json!(format!("$(V{:06})$(V000000)", i % vars)));
 }
 /// A runtime patch for the `node` job with `spec` as its pod spec.
 fn patch(i: usize, spec: Value) -> Value {

@@ -10,6 +10,7 @@
 mod counts;
 mod launchers;
 
+use std::cell::{Cell, OnceCell};
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -59,14 +60,21 @@ impl JobSize {
 }
 
 /// A container's env as the kubelet builds it: entries in order, the last of a name
-/// wins. `valueFrom` entries have no literal value. Each name is looked up in a map
-/// built once, so reading a command line costs time linear in it and in the env.
+/// wins. `valueFrom` entries have no literal value. The first few names are found by
+/// reading the entries from the end (the usual review looks up a handful); past
+/// [`SCANS_BEFORE_MAP`] lookups a map is built once, so a command line of many `$(VAR)`
+/// references costs time linear in it and in the env.
 pub(crate) struct Env<'a> {
-    values: HashMap<&'a str, EnvValue<'a>>,
+    entries: &'a [Value],
+    values: OnceCell<HashMap<&'a str, EnvValue<'a>>>,
+    scans: Cell<u32>,
     /// Variables the command line itself sets (`export N=4; ...`, `N=4 torchrun ...`,
     /// `env N=4 ...`): they win over the container's env for what follows.
     assigned: HashMap<String, String>,
 }
+
+/// Lookups answered by reading the env from its end before the map is built.
+const SCANS_BEFORE_MAP: u32 = 8;
 
 /// One env var as the container sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,27 +90,52 @@ pub(crate) enum EnvValue<'a> {
 /// trainplace cannot derive.
 pub(crate) const EXPANDED_LIMIT: usize = 128 * 1024;
 
+/// An env entry's name and value (`None`: it has no name).
+fn entry(e: &Value) -> Option<(&str, EnvValue<'_>)> {
+    let name = e.get("name").and_then(Value::as_str)?;
+    let value = match e.get("value").and_then(Value::as_str) {
+        Some(v) => EnvValue::Literal(v),
+        None if e.get("valueFrom").is_some() => EnvValue::Elsewhere,
+        None => EnvValue::Literal(""),
+    };
+    Some((name, value))
+}
+
 impl<'a> Env<'a> {
     pub(crate) fn of(container: &'a Value) -> Self {
-        let entries = items(container, &["env"]);
-        let mut values = HashMap::with_capacity(entries.len());
-        if crate::budget::draw_len(ENV, entries.len()) {
-            for e in entries {
-                let Some(name) = e.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
-                let value = match e.get("value").and_then(Value::as_str) {
-                    Some(v) => EnvValue::Literal(v),
-                    None if e.get("valueFrom").is_some() => EnvValue::Elsewhere,
-                    None => EnvValue::Literal(""),
-                };
-                values.insert(name, value);
-            }
-        }
         Env {
-            values,
+            entries: items(container, &["env"]),
+            values: OnceCell::new(),
+            scans: Cell::new(0),
             assigned: HashMap::new(),
         }
+    }
+
+    /// The container's own entry for `name`: the last one.
+    fn own(&self, name: &str) -> Option<EnvValue<'a>> {
+        if self.values.get().is_none() && self.scans.get() < SCANS_BEFORE_MAP {
+            self.scans.set(self.scans.get() + 1);
+            if !crate::budget::draw_len(ENV, self.entries.len()) {
+                return None;
+            }
+            return self
+                .entries
+                .iter()
+                .rev()
+                .filter_map(entry)
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v);
+        }
+        self.values
+            .get_or_init(|| {
+                let mut values = HashMap::with_capacity(self.entries.len());
+                if crate::budget::draw_len(ENV, self.entries.len()) {
+                    values.extend(self.entries.iter().filter_map(entry));
+                }
+                values
+            })
+            .get(name)
+            .copied()
     }
 
     /// This env with the assignments a shell command line makes (the last one of a
@@ -116,7 +149,7 @@ impl<'a> Env<'a> {
         if let Some(v) = self.assigned.get(name) {
             return Some(EnvValue::Literal(v));
         }
-        self.values.get(name).copied()
+        self.own(name)
     }
 
     pub(crate) fn literal(&self, name: &str) -> Option<&str> {
@@ -220,8 +253,9 @@ fn container_size(
     per_pod: u32,
     on: &Recognizers,
 ) -> Option<JobSize> {
-    let line = Env::of(container).expand(&command_line(container));
-    let env = Env::of(container).with_assignments(&line);
+    let env = Env::of(container);
+    let line = env.expand(&command_line(container));
+    let env = env.with_assignments(&line);
     let launched = on
         .command_line
         .unwrap_or(true)
