@@ -149,7 +149,11 @@ fn template_shape(spec: &Value, field: &str) -> Option<Finding> {
     }
     for c in containers(spec) {
         for which in ["limits", "requests"] {
-            let n = len_at(c, &format!("resources.{which}"));
+            let n = c
+                .get("resources")
+                .and_then(|r| r.get(which))
+                .and_then(Value::as_object)
+                .map_or(0, serde_json::Map::len);
             if n > MAX_LIMITS {
                 return Some(found(
                     field.into(),

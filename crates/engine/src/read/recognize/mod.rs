@@ -122,8 +122,8 @@ impl<'a> Env<'a> {
                 .entries
                 .iter()
                 .rev()
-                .filter_map(entry)
-                .find(|(n, _)| *n == name)
+                .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
+                .and_then(entry)
                 .map(|(_, v)| v);
         }
         self.values
