@@ -22,7 +22,7 @@ pub(crate) fn path_cost(inst: &InstanceProfile, efa: u32) -> String {
         Some(gbps) if efa > 0 => {
             let share = gbps * f64::from(efa);
             format!(
-                "ranks on one node talk over EFA (NET/Libfabric with GPUDirect RDMA, {efa} of the node's {} interfaces: {share:.0} Gbps, {:.0} GB/s, per pod) instead of {} (one pod with all its GPUs reached 338.7 GB/s all-reduce over NVLink on 4 x H200). Measured on this path: four 1-GPU pods with one EFA each on a p4d.24xlarge trained in 28:15, against 30:00 for one pod with the four GPUs whose NVLink ran P2P/CUMEM/read; that job was not bandwidth-bound (docs/measurements.md)",
+                "ranks on one node talk over EFA (NET/Libfabric with GPUDirect RDMA, {efa} of the node's {} interfaces: {share:.0} Gbps, {:.0} GB/s, per pod) instead of {}: tensor- and pipeline-parallel traffic inside the node and small messages lose the most (the runs: docs/measurements.md)",
                 inst.max_efa,
                 share / 8.0,
                 inst.intra_node
@@ -35,7 +35,7 @@ pub(crate) fn path_cost(inst: &InstanceProfile, efa: u32) -> String {
     }
 }
 
-pub const MEASURED: &str = "measured on 4 x H200: one pod with all GPUs reaches 338.7 GB/s all-reduce over NVLink, 1-GPU pods ~3.3 GB/s over TCP, ~100x slower, with or without hostIPC; docs/measurements.md";
+pub const MEASURED: &str = "measured on another host, 4 x H200: one pod with all GPUs reached 338.7 GB/s all-reduce over NVLink, 1-GPU pods ~3.3 GB/s over TCP, with or without hostIPC; docs/measurements.md";
 
 pub(super) fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
     let s = input.shape;
