@@ -273,6 +273,38 @@ fn spec_of<'t>(t: &'t Template<'_>) -> &'t Value {
     t.value.get("spec").unwrap_or(&NULL)
 }
 
+/// A TrainJob's runtime patches, each pod spec on its own, before they are merged into
+/// the node pod (which copies them): the same bounds, so a patch past them costs no
+/// merge. Only the engine merges patches' containers; the exported policies read
+/// nothing of them but node selection, which the merged pod's bounds cover.
+fn patch_specs(object: &Value, strict: bool) -> Option<Finding> {
+    if object.get("kind").and_then(Value::as_str) != Some("TrainJob") {
+        return None;
+    }
+    let field = format!("spec.runtimePatches[].{PATCH_JOBS}[].template.spec.template.spec");
+    for p in items(object, &["spec", "runtimePatches"]) {
+        let jobs = p
+            .pointer("/trainingRuntimeSpec/template/spec/replicatedJobs")
+            .and_then(Value::as_array);
+        for job in jobs.into_iter().flatten() {
+            let Some(spec) = job.pointer("/template/spec/template/spec") else {
+                continue;
+            };
+            let f = template_shape(spec, &field).or_else(|| {
+                if strict {
+                    None
+                } else {
+                    device_lists(spec, &field)
+                }
+            });
+            if f.is_some() {
+                return f;
+            }
+        }
+    }
+    None
+}
+
 /// The finding on an object past the bounds, if it is: its lists of templates, then
 /// each template's containers, then (precise mode) the lists of the templates that
 /// ask for devices. `node_pod` assembles a TrainJob's node pod, once its patches are
@@ -286,6 +318,9 @@ pub(crate) fn too_large(
     strict: bool,
 ) -> Option<Finding> {
     if let Some(f) = template_lists(object) {
+        return Some(f);
+    }
+    if let Some(f) = patch_specs(object, strict) {
         return Some(f);
     }
     let templates = every_template(object, kind, sites, node_pod());
