@@ -205,7 +205,9 @@ fn validation_entry(
 
 fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError> {
     let strict = strict_check(policy, check);
-    let named: Vec<(String, String)> = if strict {
+    // Strict mode's variables in every policy of a strict export: its `tooLarge` reads
+    // no env (the impossible-request policy carries the too-large check).
+    let named: Vec<(String, String)> = if policy.strict() {
         strict::variables(policy, facts::variables(policy)?)?
     } else {
         facts::variables(policy)?
