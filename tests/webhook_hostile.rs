@@ -56,9 +56,9 @@ async fn oversized_objects_and_patches_are_denied_with_the_reason() {
     );
     assert!(r.get("patch").is_none());
 
-    // Under the limit: the patch is a base64 string (not one number per byte) that
-    // applies to the object.
-    let pod = wide_pod(200);
+    // Within the bounds (64 containers a template): the patch is a base64 string (not
+    // one number per byte) that applies to the object.
+    let pod = wide_pod(trainplace_engine::bounds::MAX_CONTAINERS);
     let (_, body) = post(&c, &url, &review_for(&pod, "wide")).await;
     assert!(
         body["response"]["patch"].is_string(),
