@@ -273,13 +273,29 @@ fn spec_of<'t>(t: &'t Template<'_>) -> &'t Value {
     t.value.get("spec").unwrap_or(&NULL)
 }
 
-/// A TrainJob's runtime patches, each pod spec on its own, before they are merged into
-/// the node pod (which copies them): the same bounds, so a patch past them costs no
-/// merge. Only the engine merges patches' containers; the exported policies read
+/// A TrainJob's trainer env and runtime patches, each pod spec on its own, before they
+/// are merged into the node pod (which copies them): the same bounds, so a list past
+/// them costs no merge. Only the engine merges patches' containers; the exported policies read
 /// nothing of them but node selection, which the merged pod's bounds cover.
-fn patch_specs(object: &Value, strict: bool) -> Option<Finding> {
+fn patch_specs(object: &Value, catalog: &Catalog, strict: bool) -> Option<Finding> {
     if object.get("kind").and_then(Value::as_str) != Some("TrainJob") {
         return None;
+    }
+    // The trainer's own env, before the node pod copies it (precise mode reads it when
+    // the trainer asks for devices, as the policies read `spec.trainer.env`).
+    if !strict && let Some(trainer) = object.pointer("/spec/trainer") {
+        let resources = trainer
+            .get("resourcesPerNode")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let asks = serde_json::json!({"containers": [{"resources": resources}]});
+        let env = items(trainer, &["env"]).len();
+        if env > MAX_ENV && asks_for_devices(&asks, catalog) {
+            return Some(found(
+                "spec.trainer".into(),
+                format!("{env} env entries in one container (at most {MAX_ENV})"),
+            ));
+        }
     }
     let field = format!("spec.runtimePatches[].{PATCH_JOBS}[].template.spec.template.spec");
     for p in items(object, &["spec", "runtimePatches"]) {
@@ -320,7 +336,7 @@ pub(crate) fn too_large(
     if let Some(f) = template_lists(object) {
         return Some(f);
     }
-    if let Some(f) = patch_specs(object, strict) {
+    if let Some(f) = patch_specs(object, catalog, strict) {
         return Some(f);
     }
     let templates = every_template(object, kind, sites, node_pod());
