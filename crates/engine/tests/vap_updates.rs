@@ -63,7 +63,7 @@ fn refused(
     Check::ALL
         .into_iter()
         .filter(|check| {
-            policy_of(&exported, *check)
+            policy_of(exported, *check)
                 .is_some_and(|p| !matches!(api.violates_update(&p, object, old, &req), Ok(None)))
         })
         .map(Check::rule)
