@@ -225,3 +225,37 @@ fn a_trainjob_patch_past_the_env_bound_is_refused_before_the_merge() {
     assert!(f.found.contains("513 env entries"), "{}", f.found);
     assert!(!verdict.allowed);
 }
+
+/// A TrainJob trainer's env past the bound is refused before the node pod copies it.
+#[test]
+fn a_trainer_env_past_the_bound_is_refused_before_the_node_pod_is_built() {
+    let env: Vec<Value> = (0..=trainplace_engine::bounds::MAX_ENV)
+        .map(|i| serde_json::json!({"name": format!("E{i}"), "value": "1"}))
+        .collect();
+    let job = serde_json::json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "trainer-env", "namespace": "ml"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 4, "env": env,
+                "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}}});
+    let body = serde_json::to_vec(&shapes::admission(job)).unwrap();
+    let r = review_bytes(
+        &body,
+        Endpoint::Validate,
+        &Policy::embedded(),
+        None,
+        None,
+        &Limits::default(),
+        None,
+    )
+    .unwrap();
+    let Outcome::Judged { verdict, .. } = &r.outcome else {
+        panic!("{}", short(&r));
+    };
+    let f = verdict
+        .findings
+        .iter()
+        .find(|f| f.rule.as_str() == "too-large")
+        .unwrap_or_else(|| panic!("{:?}", verdict.findings));
+    assert_eq!(f.site, "spec.trainer");
+    assert!(f.found.contains("513 env entries"), "{}", f.found);
+}
