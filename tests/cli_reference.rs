@@ -4,6 +4,8 @@
 
 mod common;
 
+#[path = "common/golden.rs"]
+mod golden;
 use clap::CommandFactory;
 use trainplace::cli::Cli;
 
@@ -54,7 +56,7 @@ fn walk(cmd: &mut clap::Command, path: &str, depth: usize, toc: &mut String, out
 fn docs_cli_md_is_the_generated_reference() {
     let path = common::root().join("docs/cli.md");
     let want = render();
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+    if golden::update() {
         std::fs::write(&path, &want).unwrap();
         return;
     }

@@ -12,6 +12,8 @@
 mod common;
 mod sandbox;
 
+#[path = "common/golden.rs"]
+mod golden;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -209,7 +211,7 @@ fn lint_passes_strict_with_every_values_file() {
 #[test]
 fn golden_template_output() {
     let dir = root().join("tests/fixtures/helm");
-    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let update = golden::update();
     for (name, args) in renderings() {
         let got = golden_form(&render(&args));
         let path = dir.join(format!("{name}.yaml"));
