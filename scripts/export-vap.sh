@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates manifests/overlays/guardrails/validating-admission-policies.yaml from the
-# embedded policy (policies/). tests/vap_export.rs fails when the file is stale.
+# embedded policy (policies/), and the chart's copy of it. tests/vap_export.rs and
+# tests/helm_chart.rs fail when either is stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo run --quiet --locked -- policy export --format vap \
-  > manifests/overlays/guardrails/validating-admission-policies.yaml
-echo "wrote manifests/overlays/guardrails/validating-admission-policies.yaml"
+out=manifests/overlays/guardrails/validating-admission-policies.yaml
+cargo run --quiet --locked -- policy export --format vap >"$out"
+cp "$out" charts/trainplace/files/validating-admission-policies.yaml
+echo "wrote $out and its copy in charts/trainplace/files/"

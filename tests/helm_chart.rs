@@ -315,12 +315,13 @@ fn find<'a>(all: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} {name} in the rendering"))
 }
 
-/// The chart reads the policy files and the guardrail policies through links into the
-/// repository (helm follows them and packages their contents), so there is no copy to
-/// drift.
+/// The chart carries copies of the policy files and the guardrail policies (links made
+/// helm warn on every command), each equal to its source in the repository: a copy that
+/// drifts fails here. `scripts/export-vap.sh` writes both policies files; the policy
+/// files are copied with `cp policies/*.yaml charts/trainplace/files/policies/`.
 #[test]
-fn chart_files_are_links_to_the_repository_sources() {
-    let links = [
+fn chart_files_equal_the_repository_sources_and_helm_warns_of_nothing() {
+    let copies = [
         ("files/policies/default.yaml", "policies/default.yaml"),
         ("files/policies/instances.yaml", "policies/instances.yaml"),
         (
@@ -328,29 +329,35 @@ fn chart_files_are_links_to_the_repository_sources() {
             "manifests/overlays/guardrails/validating-admission-policies.yaml",
         ),
     ];
-    for (link, source) in links {
-        let path = chart().join(link);
+    for (copy, source) in copies {
+        let path = chart().join(copy);
         assert!(
-            std::fs::symlink_metadata(&path)
+            !std::fs::symlink_metadata(&path)
                 .unwrap()
                 .file_type()
                 .is_symlink(),
-            "charts/trainplace/{link} is a link"
+            "charts/trainplace/{copy} is a file, not a link (helm warns of links)"
         );
-        assert_eq!(
-            std::fs::canonicalize(&path).unwrap(),
-            std::fs::canonicalize(root().join(source)).unwrap(),
-            "charts/trainplace/{link} points at {source}"
+        assert!(
+            std::fs::read(&path).unwrap() == std::fs::read(root().join(source)).unwrap(),
+            "charts/trainplace/{copy} differs from {source}: copy it again"
         );
     }
-    let names: Vec<String> = std::fs::read_dir(chart().join("files/policies"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(
-        names.len(),
-        2,
-        "only the two shipped policy files: {names:?}"
+    let out = helm(
+        &[
+            "template",
+            "trainplace",
+            chart().to_str().unwrap(),
+            "-n",
+            "trainplace",
+        ],
+        &offline(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("symbolic link"),
+        "helm warns: {}",
+        text(&out.stderr)
     );
 }
 
