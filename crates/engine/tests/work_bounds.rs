@@ -188,74 +188,63 @@ fn a_review_past_its_budget_is_denied_at_validate_and_admitted_unlaid_at_mutate(
     assert!(warning.contains("without a layout"), "{warning}");
 }
 
+/// One env entry more than the bound.
+fn env_past_the_bound() -> Vec<Value> {
+    (0..=trainplace_engine::bounds::MAX_ENV)
+        .map(|i| serde_json::json!({"name": format!("E{i}"), "value": "1"}))
+        .collect()
+}
+
+/// `object` reviewed at /validate: refused, and its too-large finding.
+fn too_large_finding(object: Value) -> trainplace_engine::Finding {
+    let body = serde_json::to_vec(&shapes::admission(object)).unwrap();
+    let r = review_bytes(
+        &body,
+        Endpoint::Validate,
+        &Policy::embedded(),
+        None,
+        None,
+        &Limits::default(),
+        None,
+    )
+    .unwrap();
+    let Outcome::Judged { verdict, .. } = &r.outcome else {
+        panic!("{}", short(&r));
+    };
+    assert!(!verdict.allowed);
+    verdict
+        .findings
+        .iter()
+        .find(|f| f.rule.as_str() == "too-large")
+        .cloned()
+        .unwrap_or_else(|| panic!("{:?}", verdict.findings))
+}
+
 /// A TrainJob's runtime patch past a bound is refused before the patches are merged
 /// into the node pod (the merge copies them): the finding names the patches.
 #[test]
 fn a_trainjob_patch_past_the_env_bound_is_refused_before_the_merge() {
-    let env: Vec<Value> = (0..=trainplace_engine::bounds::MAX_ENV)
-        .map(|i| serde_json::json!({"name": format!("E{i}"), "value": "1"}))
-        .collect();
     let job = serde_json::json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
         "metadata": {"name": "patched", "namespace": "ml"},
         "spec": {"runtimeRef": {"name": "torch-distributed"},
             "trainer": {"numNodes": 4, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}},
             "runtimePatches": [{"manager": "tenant.example.com/m", "trainingRuntimeSpec": {"template": {"spec": {
                 "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {
-                    "containers": [{"name": "node", "env": env}]}}}}}]}}}}]}});
-    let body = serde_json::to_vec(&shapes::admission(job)).unwrap();
-    let r = review_bytes(
-        &body,
-        Endpoint::Validate,
-        &Policy::embedded(),
-        None,
-        None,
-        &Limits::default(),
-        None,
-    )
-    .unwrap();
-    let Outcome::Judged { verdict, .. } = &r.outcome else {
-        panic!("{}", short(&r));
-    };
-    let f = verdict
-        .findings
-        .iter()
-        .find(|f| f.rule.as_str() == "too-large")
-        .unwrap_or_else(|| panic!("{:?}", verdict.findings));
+                    "containers": [{"name": "node", "env": env_past_the_bound()}]}}}}}]}}}}]}});
+    let f = too_large_finding(job);
     assert!(f.site.starts_with("spec.runtimePatches[]"), "{}", f.site);
     assert!(f.found.contains("513 env entries"), "{}", f.found);
-    assert!(!verdict.allowed);
 }
 
 /// A TrainJob trainer's env past the bound is refused before the node pod copies it.
 #[test]
 fn a_trainer_env_past_the_bound_is_refused_before_the_node_pod_is_built() {
-    let env: Vec<Value> = (0..=trainplace_engine::bounds::MAX_ENV)
-        .map(|i| serde_json::json!({"name": format!("E{i}"), "value": "1"}))
-        .collect();
     let job = serde_json::json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
         "metadata": {"name": "trainer-env", "namespace": "ml"},
         "spec": {"runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": 4, "env": env,
+            "trainer": {"numNodes": 4, "env": env_past_the_bound(),
                 "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}}});
-    let body = serde_json::to_vec(&shapes::admission(job)).unwrap();
-    let r = review_bytes(
-        &body,
-        Endpoint::Validate,
-        &Policy::embedded(),
-        None,
-        None,
-        &Limits::default(),
-        None,
-    )
-    .unwrap();
-    let Outcome::Judged { verdict, .. } = &r.outcome else {
-        panic!("{}", short(&r));
-    };
-    let f = verdict
-        .findings
-        .iter()
-        .find(|f| f.rule.as_str() == "too-large")
-        .unwrap_or_else(|| panic!("{:?}", verdict.findings));
+    let f = too_large_finding(job);
     assert_eq!(f.site, "spec.trainer");
     assert!(f.found.contains("513 env entries"), "{}", f.found);
 }
