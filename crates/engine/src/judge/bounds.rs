@@ -193,6 +193,38 @@ fn asks_for_devices(spec: &Value, catalog: &Catalog) -> bool {
     })
 }
 
+/// What is past the bounds in a template's required node-selector terms: their count,
+/// then any term's expressions, then any expression's values (strict mode reads them
+/// too, `judge::strict`).
+pub(crate) fn node_terms_past(spec: &Value) -> Option<String> {
+    let terms = items(
+        spec,
+        &[
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+        ],
+    );
+    if terms.len() > MAX_TERMS {
+        let n = terms.len();
+        return Some(format!(
+            "{n} required node-selector terms (at most {MAX_TERMS})"
+        ));
+    }
+    let exprs = || terms.iter().map(|t| items(t, &["matchExpressions"]));
+    if let Some(n) = exprs().map(<[Value]>::len).find(|n| *n > MAX_EXPRESSIONS) {
+        return Some(format!(
+            "{n} match expressions in one node-selector term (at most {MAX_EXPRESSIONS})"
+        ));
+    }
+    exprs()
+        .flatten()
+        .map(|e| items(e, &["values"]).len())
+        .find(|n| *n > MAX_VALUES)
+        .map(|n| format!("{n} values in one node-selector expression (at most {MAX_VALUES})"))
+}
+
 /// Level 3: the lists precise mode reads on a template that asks for devices.
 fn device_lists(spec: &Value, field: &str) -> Option<Finding> {
     for c in containers(spec) {
@@ -204,44 +236,8 @@ fn device_lists(spec: &Value, field: &str) -> Option<Finding> {
             ));
         }
     }
-    let terms = items(
-        spec,
-        &[
-            "affinity",
-            "nodeAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-            "nodeSelectorTerms",
-        ],
-    );
-    if terms.len() > MAX_TERMS {
-        return Some(found(
-            field.into(),
-            format!(
-                "{} required node-selector terms (at most {MAX_TERMS})",
-                terms.len()
-            ),
-        ));
-    }
-    if let Some(n) = terms
-        .iter()
-        .map(|t| items(t, &["matchExpressions"]).len())
-        .find(|n| *n > MAX_EXPRESSIONS)
-    {
-        return Some(found(
-            field.into(),
-            format!("{n} match expressions in one node-selector term (at most {MAX_EXPRESSIONS})"),
-        ));
-    }
-    if let Some(n) = terms
-        .iter()
-        .flat_map(|t| items(t, &["matchExpressions"]))
-        .map(|e| items(e, &["values"]).len())
-        .find(|n| *n > MAX_VALUES)
-    {
-        return Some(found(
-            field.into(),
-            format!("{n} values in one node-selector expression (at most {MAX_VALUES})"),
-        ));
+    if let Some(what) = node_terms_past(spec) {
+        return Some(found(field.into(), what));
     }
     let spread = items(spec, &["topologySpreadConstraints"]).len();
     let anti = items(

@@ -8,7 +8,7 @@
 
 use crate::facts::policy::{OptIn, Policy};
 use crate::facts::whole_node::offers;
-use crate::judge::bounds::{MAX_CONTAINERS, MAX_EXPRESSIONS, MAX_LIMITS, MAX_TERMS, MAX_VALUES};
+use crate::judge::bounds::{MAX_EXPRESSIONS, MAX_TERMS, MAX_VALUES};
 use crate::judge::strict::PARTIAL_FIX;
 use crate::judge::strict::claims::{CLAIM_FIX, whole_node_count};
 use crate::read::annotations::{
@@ -114,10 +114,12 @@ fn parts() -> String {
 }
 
 /// Template `x` is past the bounds strict mode judges within (the engine's `too_large`):
-/// checked in an order that reads only sizes of lists already bounded.
+/// its node-selector terms, checked in an order that reads only sizes of lists already
+/// bounded (its containers and resource names are `tooLarge`'s, read before any of
+/// this).
 fn big() -> String {
     format!(
-        "size(x.app) + size(x.init) > {MAX_CONTAINERS} || (x.app + x.init).exists(c, has(c.resources) && has(c.resources.limits) && size(c.resources.limits) > {MAX_LIMITS}) || size(x.terms) > {MAX_TERMS} || x.terms.exists(t, has(t.matchExpressions) && (size(t.matchExpressions) > {MAX_EXPRESSIONS} || t.matchExpressions.exists(e, has(e.values) && size(e.values) > {MAX_VALUES})))"
+        "size(x.terms) > {MAX_TERMS} || x.terms.exists(t, has(t.matchExpressions) && (size(t.matchExpressions) > {MAX_EXPRESSIONS} || t.matchExpressions.exists(e, has(e.values) && size(e.values) > {MAX_VALUES})))"
     )
 }
 

@@ -52,57 +52,12 @@ pub fn zone_fix(zone: Option<&str>) -> String {
     }
 }
 
-/// Whether a template's lists are past the bounds strict mode judges within.
+/// Whether a template's lists are past the bounds strict mode judges within. Its
+/// containers and resource names are held to theirs before any rule runs
+/// (`judge::bounds`, the too-large rule); what strict mode reads beyond them is the
+/// node-selector terms.
 fn too_large(spec: &Value) -> Option<String> {
-    let containers = items(spec, &["containers"]).len() + items(spec, &["initContainers"]).len();
-    if containers > bounds::MAX_CONTAINERS {
-        return Some(format!(
-            "{containers} containers and init containers (strict mode judges at most {})",
-            bounds::MAX_CONTAINERS
-        ));
-    }
-    let limits = items(spec, &["containers"])
-        .iter()
-        .chain(items(spec, &["initContainers"]))
-        .filter_map(|c| c.pointer("/resources/limits").and_then(Value::as_object))
-        .map(serde_json::Map::len)
-        .max()
-        .unwrap_or(0);
-    if limits > bounds::MAX_LIMITS {
-        return Some(format!(
-            "{limits} resource names in one container's limits (at most {})",
-            bounds::MAX_LIMITS
-        ));
-    }
-    let terms = reach::terms(spec);
-    if terms.len() > bounds::MAX_TERMS {
-        return Some(format!(
-            "{} required node-selector terms (at most {})",
-            terms.len(),
-            bounds::MAX_TERMS
-        ));
-    }
-    for t in terms {
-        let exprs = items(t, &["matchExpressions"]);
-        if exprs.len() > bounds::MAX_EXPRESSIONS {
-            return Some(format!(
-                "{} match expressions in one node-selector term (at most {})",
-                exprs.len(),
-                bounds::MAX_EXPRESSIONS
-            ));
-        }
-        if let Some(e) = exprs
-            .iter()
-            .find(|e| items(e, &["values"]).len() > bounds::MAX_VALUES)
-        {
-            return Some(format!(
-                "{} values in one node-selector expression (at most {})",
-                items(e, &["values"]).len(),
-                bounds::MAX_VALUES
-            ));
-        }
-    }
-    None
+    bounds::node_terms_past(spec)
 }
 
 /// What one template asks for: its accelerators and whether it claims devices.
