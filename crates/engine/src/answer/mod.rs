@@ -3,5 +3,4 @@
 //! were admitted with their job.
 
 pub(crate) mod admission;
-pub(crate) mod mark;
 pub(crate) mod response;

@@ -5,10 +5,11 @@ use serde_json::Value;
 
 mod children;
 mod sites;
+pub(crate) mod update;
 mod write;
 
-use crate::answer::mark::ADMITTED;
 use crate::error::ObjectError;
+use crate::facts::mark::ADMITTED;
 use crate::facts::policy::{Mode, OptIn, Policy};
 use crate::facts::requester::Requester;
 use crate::judge::finding::{Finding, Rule};
@@ -16,9 +17,9 @@ use crate::judge::judgement::Ctx;
 use crate::judge::rules::{OptInState, opt_in_state};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::SKIP;
-use crate::read::edit::Ops;
 use crate::read::json::annotation;
 use crate::read::workload::{Kind, Site, locate};
+use crate::write::edit::Ops;
 use sites::judge_sites;
 use write::write_site;
 

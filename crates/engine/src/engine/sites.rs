@@ -75,7 +75,7 @@ fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
 /// larger), and never read for a pod of one: the owner only ever adds pods.
 fn owned_pods(object: &Value, ctx: &Ctx<'_, '_>) -> Option<u32> {
     let inv = ctx.who.inventory?;
-    crate::read::owner::owner_pods(object, inv)?.filter(|n| *n > 1)
+    crate::judge::owner::owner_pods(object, inv)?.filter(|n| *n > 1)
 }
 
 /// A zone to pin templates to, and the pointers of the templates to pin.
@@ -104,7 +104,9 @@ pub(super) fn judge_sites<'s, 'a>(
         ));
     }
     if let (Kind::Pod, Some((_, view))) = (ctx.kind, views.first()) {
-        verdict.notes.extend(crate::read::owner::note(object, view));
+        verdict
+            .notes
+            .extend(crate::judge::owner::note(object, view));
     }
     let total = job_pods(ctx.kind, &views);
     absurd_size(&views, verdict);

@@ -3,16 +3,16 @@
 
 use serde_json::Value;
 
-use crate::answer::mark::{ADMITTED, Claim};
 use crate::error::ObjectError;
+use crate::facts::mark::{ADMITTED, Claim};
 use crate::judge::judgement::{Ctx, Judgement};
+use crate::judge::plan::Change;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE};
-use crate::read::edit::{Cursor, Ops};
 use crate::read::json::annotation;
 use crate::read::podspec::PodView;
 use crate::read::workload::Site;
-use crate::write::layout::Change;
+use crate::write::edit::{Cursor, Ops};
 
 /// Write one judged template's layout, the Kueue topology ask and the explanation; and,
 /// when the object is `admitted`, the mark that says so.
@@ -122,7 +122,7 @@ fn mark_admitted(
         namespace,
         identity: (key, value),
         owner_kind,
-        digest: crate::answer::mark::digest(&view),
+        digest: crate::facts::mark::digest(&view),
         pods: judgement.pods().unwrap_or(0),
     };
     let kept = annotation(template, ADMITTED)

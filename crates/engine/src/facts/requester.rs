@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::answer::mark::MarkKeys;
 use crate::facts::dra::Claims;
 use crate::facts::inventory::Snapshot;
+use crate::facts::mark::MarkKeys;
 
 /// Who is asking, and where: what the policy needs to resolve modes and grants.
 #[derive(Debug, Clone, Default)]

@@ -8,20 +8,20 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::facts::catalog::InstanceProfile;
-use crate::facts::dra::{self, Claims, PodDevices};
+use crate::facts::dra::{self, Claims};
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::{Effective, Mode, OptIn};
 use crate::facts::requester::Requester;
 use crate::judge::classify::{Class, InstanceSource, Shape, SiteHints, Target, classify};
 use crate::judge::finding::{Finding, Rule};
+use crate::judge::plan::{Plan, shm_size};
 use crate::judge::rules::{OptInState, RuleInput, Unheld, check, opt_in_state, shm_memory};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, SHM_SIZE};
-use crate::read::edit::{Cursor, Ops};
+use crate::read::devices::PodDevices;
 use crate::read::json::str_at;
 use crate::read::podspec::PodView;
 use crate::read::workload::Kind;
-use crate::write::layout::{Change, Plan, shm_size};
 
 /// What every template of one object is judged with.
 pub(crate) struct Ctx<'a, 'p> {
@@ -64,7 +64,7 @@ struct Layout<'p> {
 
 impl<'p> Judgement<'p> {
     /// The layout plan, on a known instance type.
-    fn plan<'a>(&'a self, eff: &'a Effective<'a>) -> Option<Plan<'a>> {
+    pub(crate) fn plan<'a>(&'a self, eff: &'a Effective<'a>) -> Option<Plan<'a>> {
         let l = self.layout.as_ref()?;
         Some(Plan {
             shape: &self.shape,
@@ -110,11 +110,6 @@ impl<'p> Judgement<'p> {
     /// Whether the instance type is known, so there is a layout to write.
     pub fn has_layout(&self) -> bool {
         self.layout.is_some()
-    }
-
-    /// Write the layout into the template under `site`; returns the changes made.
-    pub fn write(&self, eff: &Effective<'_>, site: Cursor<'_>, ops: &mut Ops) -> Vec<Change> {
-        self.plan(eff).map_or_else(Vec::new, |p| p.apply(site, ops))
     }
 }
 

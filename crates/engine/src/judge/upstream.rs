@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use crate::answer::mark::{ADMITTED, Claim, MarkKeys};
+use crate::facts::mark::{ADMITTED, Claim, MarkKeys};
 use crate::facts::policy::Policy;
 use crate::facts::requester::Requester;
 use crate::read::annotations::JOB_IDENTITY_LABELS;
@@ -41,7 +41,7 @@ pub(crate) fn made_from_admitted(
     }
     let namespace = str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
     let Some(owner_kind) =
-        crate::read::owner::controller(object).and_then(|o| str_at(o, &["kind"]))
+        crate::judge::owner::controller(object).and_then(|o| str_at(o, &["kind"]))
     else {
         return false;
     };
@@ -81,7 +81,7 @@ fn owner_larger(object: &Value, signed: u32, who: &Requester<'_>) -> bool {
         return true;
     }
     who.inventory
-        .and_then(|inv| crate::read::owner::owner_pods(object, inv))
+        .and_then(|inv| crate::judge::owner::owner_pods(object, inv))
         .is_some_and(|pods| pods.is_none_or(|n| n > signed))
 }
 
@@ -125,7 +125,7 @@ fn verified<'v>(
 ) -> Option<(&'static str, &'v str, u32)> {
     let mark = str_at(object, &["metadata", "annotations", ADMITTED])?;
     let view = PodView::read(object, "spec", &policy.catalog).ok()?;
-    let digest = crate::answer::mark::digest(&view);
+    let digest = crate::facts::mark::digest(&view);
     let found = JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
         let value = str_at(object, &["metadata", "labels", key])?;
         let claim = Claim {

@@ -7,9 +7,9 @@ use serde_json::Value;
 use crate::facts::policy::Mode;
 use crate::facts::requester::Requester;
 use crate::judge::finding::Finding;
+use crate::judge::plan::Change;
 use crate::read::json::str_at;
 use crate::read::workload::Kind;
-use crate::write::layout::Change;
 
 /// The engine's answer for one object.
 #[derive(Debug, Clone, Serialize)]

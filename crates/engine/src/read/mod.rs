@@ -4,10 +4,9 @@
 //! Nothing here decides anything.
 
 pub mod annotations;
-pub(crate) mod edit;
+pub(crate) mod devices;
 pub(crate) mod incoming;
 pub(crate) mod json;
-pub(crate) mod owner;
 pub(crate) mod podspec;
 pub(crate) mod quantity;
 pub(crate) mod recognize;

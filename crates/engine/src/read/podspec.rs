@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::facts::catalog::Catalog;
-use crate::facts::dra::PodDevices;
 use crate::read::annotations::RES_EFA;
+use crate::read::devices::PodDevices;
 use crate::read::json::{items, str_at};
 use crate::read::quantity::parse_count;
 

@@ -24,7 +24,7 @@ mod text;
 
 use serde_json::{Value, json};
 
-use crate::answer::mark::ADMITTED;
+use crate::facts::mark::ADMITTED;
 use crate::facts::policy::Policy;
 use crate::read::annotations::SKIP;
 

@@ -2,6 +2,7 @@
 //! memory, NCCL env, tolerations, the zone), the reshape of a workload's sizes to whole
 //! nodes, and a TrainJob's patches, all as edits on the raw JSON.
 
+pub(crate) mod edit;
 pub(crate) mod layout;
 pub(crate) mod reshape;
 pub(crate) mod trainjob;

@@ -7,12 +7,13 @@ use serde_json::Value;
 use crate::error::ObjectError;
 use crate::facts::policy::OptIn;
 use crate::judge::judgement::Ctx;
+use crate::judge::plan::Change;
 use crate::judge::strict::Asks;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::LABEL_ZONE;
-use crate::read::edit::{Cursor, Ops};
 use crate::read::json::annotation;
-use crate::write::layout::{Change, write_mutated};
+use crate::write::edit::{Cursor, Ops};
+use crate::write::layout::write_mutated;
 
 fn pin_change(zone: &str) -> Change {
     Change::new(

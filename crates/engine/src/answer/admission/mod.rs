@@ -9,12 +9,12 @@ use kube_core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube_core::{DynamicObject, TypeMeta};
 use serde_json::Value;
 
-use crate::answer::mark::MarkKeys;
 use crate::answer::response::{EncodeError, EncodedPatch, Limits, answer_bytes, encode_patch};
 use crate::budget::{Budget, OverBudget, Work, metered};
 use crate::engine::{evaluate_owned, judge_owned};
 use crate::error::ObjectError;
 use crate::facts::inventory::Snapshot;
+use crate::facts::mark::MarkKeys;
 use crate::facts::policy::Policy;
 use crate::facts::requester::Requester;
 use crate::judge::verdict::Verdict;
@@ -252,7 +252,7 @@ fn judge(
         && let Ok(old) = serde_json::from_str::<Value>(old.get())
         && !old.is_null()
     {
-        crate::judge::update::judge_change(old, &mut verdict, policy, who);
+        crate::engine::update::judge_change(old, &mut verdict, policy, who);
     }
     Ok(verdict)
 }

@@ -12,46 +12,14 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::facts::catalog::{Catalog, Counts};
+use crate::read::devices::{Accelerators, Channel, Count, Domain, PodDevices};
 use crate::read::json::{items, str_at};
-
-/// How many devices of a class a request asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Count {
-    Exact(u32),
-    /// `allocationMode: All`: every device of the class on the node.
-    All,
-}
-
-impl Count {
-    fn plus(self, other: Count) -> Count {
-        match (self, other) {
-            (Count::Exact(a), Count::Exact(b)) => Count::Exact(a.saturating_add(b)),
-            _ => Count::All,
-        }
-    }
-
-    /// The count on a node that has `all` devices of the class.
-    pub fn on(self, all: u32) -> u32 {
-        match self {
-            Count::Exact(n) => n,
-            Count::All => all,
-        }
-    }
-}
 
 /// One device request of a claim: its class and count, or why it cannot be counted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Request {
     class: String,
     count: Result<Count, String>,
-}
-
-/// A ComputeDomain, found through the channel ResourceClaimTemplate it generates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Domain {
-    pub name: String,
-    /// `spec.numNodes` (0: not set; deprecated upstream, then only a status hint).
-    pub num_nodes: u32,
 }
 
 /// ResourceClaimTemplates, ResourceClaims and ComputeDomains by (namespace, name), in
@@ -240,38 +208,6 @@ enum Lookup<'a> {
     Requests(&'a [Request]),
     Domain(&'a Domain),
     Missing(String),
-}
-
-/// Accelerators claimed through DRA.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accelerators {
-    /// The extended resource the class stands for (`nvidia.com/gpu`).
-    pub resource: String,
-    pub count: Count,
-    pub shared: bool,
-}
-
-/// A ComputeDomain IMEX channel claimed by the pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Channel {
-    /// The pod's claim entry name.
-    pub claim: String,
-    /// The ComputeDomain, when the input or inventory holds it.
-    pub domain: Option<Domain>,
-    /// Some container lists the claim in `resources.claims` (only those get the channel).
-    pub used: bool,
-}
-
-/// What a pod's DRA claims ask for.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodDevices {
-    pub accelerators: Option<Accelerators>,
-    pub efa: Option<Count>,
-    pub channel: Option<Channel>,
-    /// Claims that could not be counted, each with why.
-    pub unresolved: Vec<String>,
-    /// Names of the pod's claims that give accelerators or EFA.
-    pub device_claims: Vec<String>,
 }
 
 /// Containers (indices into `spec.containers`) that list one of `claims`.

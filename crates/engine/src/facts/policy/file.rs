@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::read::recognize::Recognizers;
+
 /// What a rule does when it fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -108,21 +110,6 @@ pub struct Mutations {
     pub zone_affinity: Option<bool>,
     pub node_anti_affinity: Option<bool>,
     pub torchrun_env: Option<bool>,
-}
-
-/// Recognisers of multi-pod training jobs beyond the operators' labels; each is on
-/// unless switched off.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Recognizers {
-    /// `torchrun --nnodes`, `deepspeed --num_nodes`, `mpirun -np` in command or args.
-    pub command_line: Option<bool>,
-    /// `PET_NNODES` / `WORLD_SIZE` set through `valueFrom`.
-    pub env_value_from: Option<bool>,
-    /// KubeRay pods (`ray.io/cluster`).
-    pub ray: Option<bool>,
-    /// Volcano pods (`volcano.sh/job-name`).
-    pub volcano: Option<bool>,
 }
 
 /// Who may use an opt-in annotation: the namespace must be listed (or `*`) and the

@@ -6,7 +6,8 @@ mod target;
 mod zones;
 
 pub(crate) use crate::read::podspec::required_node_terms;
-pub use shape::{Class, InstanceSource, Shape, SiteHints, Target};
+pub use crate::read::workload::SiteHints;
+pub use shape::{Class, InstanceSource, Shape, Target};
 use zones::Zones;
 pub use zones::zones;
 pub(crate) use zones::{Allowed, affinity_values};
@@ -16,13 +17,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::facts::catalog::InstanceProfile;
-use crate::facts::dra::Count;
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::{Effective, Recognizers};
 use crate::read::annotations::{
     JOB_IDENTITY_LABELS, LABEL_CLIQUE, LABEL_COMPLETION_INDEX, LABEL_RAY_CLUSTER, LABEL_RENDEZVOUS,
     LABEL_VOLCANO_JOB, TRAINING,
 };
+use crate::read::devices::Count;
 use crate::read::podspec::PodView;
 use crate::read::recognize::{JobSize, job_size, rendezvous_label};
 use target::target;

@@ -3,7 +3,7 @@
 
 use super::zones::Zones;
 use crate::facts::catalog::InstanceProfile;
-use crate::facts::dra::Channel;
+use crate::read::devices::Channel;
 
 /// Where the target instance type came from (shown in explanations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,21 +51,6 @@ pub enum Target<'c> {
     None,
 }
 
-/// What the surrounding workload knows about this template (empty for a bare Pod).
-#[derive(Debug, Clone, Default)]
-pub struct SiteHints {
-    /// How many pods the workload creates from this template, when known.
-    pub pods: Option<u32>,
-    /// The job identity label the operator will put on the pods.
-    pub identity: Option<(String, String)>,
-    /// `trainplace.io/instance-type` on the workload's own metadata: used when the
-    /// template names no instance type itself.
-    pub instance_type: Option<String>,
-    /// A label whose value splits the workload into independent jobs (a LeaderWorkerSet
-    /// group): affinity terms match it with `matchLabelKeys`.
-    pub group_label: Option<String>,
-}
-
 #[derive(Debug, Clone)]
 pub struct Shape<'c> {
     pub accel_resource: String,
@@ -78,7 +63,7 @@ pub struct Shape<'c> {
     pub pods: Option<u32>,
     pub multi_pod: bool,
     pub identity: Option<(String, String)>,
-    /// See [`SiteHints::group_label`].
+    /// See [`SiteHints::group_label`](crate::read::workload::SiteHints::group_label).
     pub group_label: Option<String>,
     pub target: Target<'c>,
     pub zones: Zones,

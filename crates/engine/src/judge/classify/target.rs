@@ -2,7 +2,7 @@
 //! required node affinity, annotation, the types its node selection reaches, an NVLink domain, the policy
 //! default, or the cluster's only GPU type.
 
-use super::shape::{InstanceSource, SiteHints, Target};
+use super::shape::{InstanceSource, Target};
 use super::zones::{Allowed, affinity_values};
 use crate::facts::catalog::{Catalog, InstanceProfile};
 use crate::facts::inventory::Snapshot;
@@ -10,6 +10,7 @@ use crate::facts::policy::Effective;
 use crate::read::annotations::{INSTANCE_TYPE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA};
 use crate::read::json::str_at;
 use crate::read::podspec::PodView;
+use crate::read::workload::SiteHints;
 
 pub(super) fn target<'c>(
     view: &PodView<'_>,

@@ -16,7 +16,6 @@
 pub(crate) mod claims;
 pub(crate) mod held;
 pub(crate) mod reach;
-pub(crate) mod update;
 pub(crate) mod zone;
 
 use std::collections::BTreeMap;

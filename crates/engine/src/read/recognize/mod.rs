@@ -13,12 +13,28 @@ mod launchers;
 use std::cell::{Cell, OnceCell};
 use std::collections::HashMap;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::facts::policy::Recognizers;
 use crate::read::annotations::LABEL_VOLCANO_JOB;
 use crate::read::json::items;
 use crate::read::podspec::{PodView, command_line};
+
+/// Recognisers of multi-pod training jobs beyond the operators' labels; each is on
+/// unless switched off.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Recognizers {
+    /// `torchrun --nnodes`, `deepspeed --num_nodes`, `mpirun -np` in command or args.
+    pub command_line: Option<bool>,
+    /// `PET_NNODES` / `WORLD_SIZE` set through `valueFrom`.
+    pub env_value_from: Option<bool>,
+    /// KubeRay pods (`ray.io/cluster`).
+    pub ray: Option<bool>,
+    /// Volcano pods (`volcano.sh/job-name`).
+    pub volcano: Option<bool>,
+}
 
 const ENV: &str = "spec.containers[].env";
 const ARGS: &str = "spec.containers[].command and args";

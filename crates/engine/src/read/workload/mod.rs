@@ -10,9 +10,23 @@ pub(crate) use controllers::TRAINER_NODE_JOB;
 use serde_json::Value;
 
 use crate::error::ObjectError;
-use crate::judge::classify::SiteHints;
 use crate::read::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_JOB};
 use crate::read::json::str_at;
+
+/// What the surrounding workload knows about this template (empty for a bare Pod).
+#[derive(Debug, Clone, Default)]
+pub struct SiteHints {
+    /// How many pods the workload creates from this template, when known.
+    pub pods: Option<u32>,
+    /// The job identity label the operator will put on the pods.
+    pub identity: Option<(String, String)>,
+    /// `trainplace.io/instance-type` on the workload's own metadata: used when the
+    /// template names no instance type itself.
+    pub instance_type: Option<String>,
+    /// A label whose value splits the workload into independent jobs (a LeaderWorkerSet
+    /// group): affinity terms match it with `matchLabelKeys`.
+    pub group_label: Option<String>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

@@ -5,7 +5,7 @@
 use super::steps::push_required;
 use super::{Edit, Plan};
 use crate::read::annotations::LABEL_CLIQUE;
-use crate::read::edit::Cursor;
+use crate::write::edit::Cursor;
 
 impl Plan<'_> {
     /// Required pod affinity on `nvidia.com/gpu.clique` over the job's pods, when the

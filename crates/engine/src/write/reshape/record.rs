@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
+use crate::judge::plan::Change;
 use crate::judge::verdict::Verdict;
-use crate::read::edit::{Cursor, Ops};
-use crate::write::layout::Change;
+use crate::write::edit::{Cursor, Ops};
 
 /// Explain a reshape on the workload itself: every rewritten field and why.
 pub(super) fn record(

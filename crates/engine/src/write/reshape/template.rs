@@ -7,9 +7,9 @@ use super::refusal::refuse;
 use crate::error::ObjectError;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{RES_EFA, RES_NVIDIA_GPU};
-use crate::read::edit::{Cursor, Ops};
 use crate::read::json::items;
 use crate::read::workload::Site;
+use crate::write::edit::{Cursor, Ops};
 
 /// The torchrun flags reshape rewrites when they stand as literal tokens.
 const NPROC_FLAGS: [&str; 2] = ["--nproc_per_node", "--nproc-per-node"];

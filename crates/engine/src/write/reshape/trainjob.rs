@@ -7,14 +7,15 @@ use super::record::record;
 use crate::error::ObjectError;
 use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
-use crate::judge::classify::{Class, SiteHints, Target, classify};
+use crate::judge::classify::{Class, Target, classify};
 use crate::judge::finding::{Finding, Rule};
 use crate::judge::judgement::Ctx;
 use crate::judge::rules::count;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{RES_EFA, RES_NVIDIA_GPU, RESHAPE};
-use crate::read::edit::{Cursor, Ops};
 use crate::read::podspec::PodView;
+use crate::read::workload::SiteHints;
+use crate::write::edit::{Cursor, Ops};
 use crate::write::trainjob::{FIELD, synthetic_pod};
 
 /// Reshape a TrainJob: numNodes, numProcPerNode and resourcesPerNode.

@@ -14,13 +14,13 @@ pub(crate) use patches::synthetic_pod;
 use patches::{delta, layout_spec, our_patch_index, patch_view, patched_layout};
 
 use crate::error::ObjectError;
-use crate::judge::classify::SiteHints;
 use crate::judge::judgement::{Ctx, judge};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::MUTATED;
-use crate::read::edit::{Cursor, Ops};
 use crate::read::json::{items, str_at};
 use crate::read::podspec::PodView;
+use crate::read::workload::SiteHints;
+use crate::write::edit::{Cursor, Ops};
 
 pub const MANAGER: &str = "trainplace.io/webhook";
 /// The replicated job and container names of Trainer's torch runtimes.
@@ -140,7 +140,7 @@ fn write_back(
     runtime: Option<&Value>,
     before: &Value,
     after: &Value,
-    changes: &[crate::write::layout::Change],
+    changes: &[crate::judge::plan::Change],
     ops: &mut Ops,
 ) {
     let c_before = &before["spec"]["containers"][0];
@@ -192,7 +192,7 @@ fn runtime_patch(
     object: &Value,
     runtime: Option<&Value>,
     after: &Value,
-    changes: &[crate::write::layout::Change],
+    changes: &[crate::judge::plan::Change],
 ) -> Value {
     let base_pod = json!({"spec": layout_spec(&patched_layout(object, false, runtime), &[])});
     let added = delta(&patch_view(after), &patch_view(&base_pod)).unwrap_or_else(|| json!({}));

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use super::spec::{container, container_name, reborrow};
 use crate::read::annotations::RES_EFA;
-use crate::read::edit::Cursor;
 use crate::read::json::items;
+use crate::write::edit::Cursor;
 use crate::write::layout::{Edit, Plan, SHM_VOLUME};
 
 impl Plan<'_> {

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use super::spec::{container, container_name};
 use crate::read::annotations::NCCL_DEBUG;
-use crate::read::edit::Cursor;
 use crate::read::json::items;
 use crate::read::podspec::{command_line, env_entry};
+use crate::write::edit::Cursor;
 use crate::write::layout::{Edit, Plan};
 
 impl Plan<'_> {

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use super::spec::{push_required, reborrow};
 use crate::judge::classify::InstanceSource;
 use crate::read::annotations::{LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA};
-use crate::read::edit::Cursor;
 use crate::read::json::items;
+use crate::write::edit::Cursor;
 use crate::write::layout::{Edit, Plan};
 
 impl Plan<'_> {

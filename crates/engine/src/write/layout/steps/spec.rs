@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::read::edit::{Cursor, Ops};
 use crate::read::json::items;
+use crate::write::edit::{Cursor, Ops};
 
 /// A short-lived cursor on the same place, so `spec` can be walked again later.
 pub(super) fn reborrow<'a>(c: &'a mut Cursor<'_>) -> Cursor<'a> {

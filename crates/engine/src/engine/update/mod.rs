@@ -19,10 +19,12 @@ use crate::judge::verdict::Verdict;
 use crate::read::annotations::JOB_IDENTITY_LABELS;
 use crate::read::json::str_at;
 
+mod strict;
+
 /// Judge an UPDATE: `verdict` is the new object's; `old` the object before the update.
 pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Requester<'_>) {
     if policy.strict() {
-        return crate::judge::strict::update::judge_change(old, verdict, policy, who);
+        return strict::judge_change(old, verdict, policy, who);
     }
     let relabelled = relabelled(&old, &verdict.object, policy);
     let (was, is) = (

@@ -14,7 +14,7 @@ use crate::judge::finding::Rule;
 use crate::judge::verdict::Verdict;
 
 /// Soften the strict findings of `verdict` (the new object's) that `old` had too.
-pub(crate) fn judge_change(
+pub(super) fn judge_change(
     old: Value,
     verdict: &mut Verdict,
     policy: &Policy,
