@@ -8,8 +8,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const CRATES: [&str; 4] = [
+const CRATES: [&str; 5] = [
     "src",
+    "crates/catalog/src",
     "crates/engine/src",
     "crates/advisor/src",
     "crates/diagnose/src",
@@ -308,4 +309,105 @@ fn the_parser_sees_grouped_and_super_paths() {
         BTreeSet::from([vec!["p".to_string()]]),
     );
     assert_eq!(loops(&edges).len(), 1);
+}
+
+/// The engine's stage folders, in the order one review flows through them: the object
+/// is read, the facts it is judged against are gathered (policy, catalog, cluster),
+/// judged (judging builds the layout plan), the plan is written as edits, `engine`
+/// runs those stages for one object, `answer` turns a review into its response, and
+/// `vap` exports the rules CEL can hold. `budget` and `error` are the ground every
+/// stage stands on. An import may run to its own stage or an earlier one.
+const ENGINE_STAGES: [&str; 9] = [
+    "budget", "error", "read", "facts", "judge", "write", "engine", "answer", "vap",
+];
+
+/// Imports allowed to run back up the flow, each with its reason. Empty today: add an
+/// entry only with a reason a reviewer accepts.
+const BACK_EDGES_ALLOWED: [(&str, &str, &str); 0] = [];
+
+fn stage_of(module: &Module) -> Option<usize> {
+    let first = module.first()?;
+    ENGINE_STAGES.iter().position(|s| s == first)
+}
+
+/// Every import of the engine that runs from a stage to a later one, as `from -> to`.
+fn back_edges(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    let mut back = Vec::new();
+    for (from, targets) in edges {
+        for to in targets {
+            if let (Some(a), Some(b)) = (stage_of(from), stage_of(to))
+                && b > a
+                && !BACK_EDGES_ALLOWED
+                    .iter()
+                    .any(|(f, t, _)| *f == from.join("::") && *t == to.join("::"))
+            {
+                back.push(format!("{} -> {}", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    back
+}
+
+#[test]
+fn engine_imports_run_down_the_flow() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/engine/src");
+    let edges = graph(&root);
+    let top: BTreeSet<&str> = edges
+        .keys()
+        .filter_map(|m| m.first())
+        .map(String::as_str)
+        .collect();
+    let unplaced: Vec<&&str> = top.iter().filter(|t| !ENGINE_STAGES.contains(t)).collect();
+    assert!(
+        unplaced.is_empty(),
+        "engine modules in no stage (add them to ENGINE_STAGES): {unplaced:?}"
+    );
+    let back = back_edges(&edges);
+    assert!(
+        back.is_empty(),
+        "imports running back up the flow (move the item to the stage that owns it, or list the import in BACK_EDGES_ALLOWED with a reason):\n    {}",
+        back.join("\n    ")
+    );
+}
+
+#[test]
+fn a_back_edge_is_caught() {
+    let mut edges = BTreeMap::new();
+    edges.insert(
+        vec!["judge".to_string(), "verdict".to_string()],
+        BTreeSet::from([
+            vec!["write".to_string(), "layout".to_string()],
+            vec!["read".to_string(), "json".to_string()],
+        ]),
+    );
+    assert_eq!(back_edges(&edges), ["judge::verdict -> write::layout"]);
+}
+
+/// The `trainplace-*` crates a workspace crate's manifest depends on.
+fn workspace_deps(manifest: &str) -> Vec<String> {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(manifest)).unwrap();
+    let deps = text.split("[dependencies]").nth(1).unwrap_or("");
+    let deps = deps.split("\n[").next().unwrap_or("");
+    deps.lines()
+        .filter_map(|l| l.split(['.', ' ', '=']).next())
+        .filter(|name| name.starts_with("trainplace-"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_catalog_stands_alone_and_diagnose_reads_only_it() {
+    assert_eq!(
+        workspace_deps("crates/catalog/Cargo.toml"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        workspace_deps("crates/engine/Cargo.toml"),
+        ["trainplace-catalog"]
+    );
+    assert_eq!(
+        workspace_deps("crates/diagnose/Cargo.toml"),
+        ["trainplace-catalog"]
+    );
 }

@@ -65,7 +65,7 @@ pub struct DiagnoseArgs {
     pub aws_ofi_nccl_version: Option<Version>,
 
     /// A YAML expectation table replacing the embedded one (same shape as
-    /// crates/engine/data/expected-busbw.yaml), e.g. with your own measurements.
+    /// crates/catalog/data/expected-busbw.yaml), e.g. with your own measurements.
     #[arg(long, value_name = "FILE")]
     pub expectations: Option<PathBuf>,
 }

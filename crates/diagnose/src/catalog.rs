@@ -1,6 +1,6 @@
 //! The instance facts the diagnosis judges against. Base facts (GPU model and count,
 //! NVLink/NVSwitch, max EFA, network Gbps, RDMA) come from the project's one instance
-//! catalog, `policies/instances.yaml` via [`trainplace_engine::Catalog::embedded`];
+//! catalog, `policies/instances.yaml` via [`trainplace_catalog::Catalog::embedded`];
 //! the few facts only the diagnosis needs (NVLink bandwidth, whether aws-ofi-nccl ships a
 //! topology file, the GPU names nvidia-smi prints) come from `data/diagnosis-facts.yaml`.
 //! A type is known here when it is in both.
@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use serde::Deserialize;
-use trainplace_engine::{Catalog, InstanceProfile, Rdma as CatalogRdma};
+use trainplace_catalog::{Catalog, InstanceProfile, Rdma as CatalogRdma};
 
 const FACTS_YAML: &str = include_str!("../data/diagnosis-facts.yaml");
 

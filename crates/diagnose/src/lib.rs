@@ -42,6 +42,6 @@ pub use options::Options;
 pub use render::render_text;
 pub use report::Report;
 pub use topo::{GpuAffinity, PairLink, TopoSummary};
-pub use trainplace_engine::bandwidth::{Basis, Expectation, Expectations, ExpectationsError};
+pub use trainplace_catalog::bandwidth::{Basis, Expectation, Expectations, ExpectationsError};
 pub use transport::TransportClass;
 pub use version::Version;

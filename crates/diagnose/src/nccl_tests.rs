@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
-use trainplace_engine::bandwidth::Expectation;
+use trainplace_catalog::bandwidth::Expectation;
 
 use crate::catalog;
 use crate::finding::{Evidence, Finding, Severity};

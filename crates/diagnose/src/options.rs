@@ -1,6 +1,6 @@
 //! What the caller knows that the input may not say. A leaf the rules read.
 
-use trainplace_engine::bandwidth::Expectations;
+use trainplace_catalog::bandwidth::Expectations;
 
 use crate::catalog::{self, Instance};
 use crate::version::Version;

@@ -13,6 +13,16 @@ pub enum PolicyError {
     Io { path: String, message: String },
 }
 
+impl From<trainplace_catalog::CatalogError> for PolicyError {
+    fn from(e: trainplace_catalog::CatalogError) -> Self {
+        use trainplace_catalog::CatalogError;
+        match e {
+            CatalogError::Parse { origin, message } => PolicyError::Parse { origin, message },
+            CatalogError::Invalid { origin, message } => PolicyError::Invalid { origin, message },
+        }
+    }
+}
+
 /// An object the engine cannot judge. The webhook answers these with a denial that
 /// carries the message; the CLI prints it and exits non-zero.
 #[derive(Debug, Error, Clone, PartialEq)]

@@ -32,9 +32,9 @@ mod read;
 pub mod vap;
 mod write;
 
-pub use facts::bandwidth;
 pub use facts::cluster_objects;
 pub use read::annotations;
+pub use trainplace_catalog::bandwidth;
 
 pub use answer::admission::{Endpoint, Outcome, Reviewed, review, review_bytes};
 pub use answer::response::{DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, Limits};
@@ -42,7 +42,6 @@ pub use budget::{Budget, OverBudget, Work};
 pub use engine::update::judge_change;
 pub use engine::{evaluate, evaluate_owned, judge_owned};
 pub use error::PolicyError;
-pub use facts::catalog::{Catalog, InstanceProfile, Rdma};
 pub use facts::dra::Claims;
 pub use facts::ending::{EndingJob, ending_within};
 pub use facts::inventory::{OwnerSize, Snapshot};
@@ -57,4 +56,5 @@ pub use judge::finding::{Finding, Rule};
 pub use judge::plan::Change;
 pub use judge::verdict::Verdict;
 pub use read::workload::Kind;
+pub use trainplace_catalog::{Catalog, InstanceProfile, Rdma};
 pub use write::layout::MUTATED_TEXT_LIMIT;

@@ -3,7 +3,7 @@
 //! same selectors), each running nccl-tests `all_reduce_perf` over its node's GPUs in
 //! one process (`-g`), NVLink or PCIe only. A pod fails when its peak out-of-place
 //! busbw is below the low end of the single-node range in the engine's
-//! expected-bandwidth table (`crates/engine/data/expected-busbw.yaml`, the range
+//! expected-bandwidth table (`crates/catalog/data/expected-busbw.yaml`, the range
 //! `trainplace diagnose` judges by), so one slow or broken node is named before the
 //! multi-node check and the job spend the block's hours on it. Types without a
 //! single-node row are judged by nccl-tests' own data check only (`-c 1`: a wrong

@@ -1,6 +1,5 @@
-//! Answering: the AdmissionReview in and its response out (allowed, warnings, the
-//! patch within its limits), and the signed marks that tell a controller's pods they
-//! were admitted with their job.
+//! Answering: an AdmissionReview through the engine and its response out (allowed,
+//! warnings, the patch within its limits).
 
 pub(crate) mod admission;
 pub(crate) mod response;

@@ -1,5 +1,6 @@
 //! The pipeline: parse -> locate templates -> classify -> plan + apply -> rules ->
-//! verdict. Synchronous and pure; the same call serves webhook, CLI and advisor.
+//! verdict, for one object; `update` judges both sides of an UPDATE through it.
+//! Synchronous and pure; the same call serves webhook, CLI and advisor.
 
 use serde_json::Value;
 

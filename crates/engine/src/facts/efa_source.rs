@@ -3,9 +3,9 @@
 //! nodes advertise no such resource. Adding it to a pod there leaves the pod Pending.
 //! <https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html>
 
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::Effective;
+use trainplace_catalog::InstanceProfile;
 
 /// Why nodes of `p` cannot grant `vpc.amazonaws.com/efa`, when so: the policy says the
 /// cluster gives EFA through DRA, or the cluster's nodes of the type advertise none.

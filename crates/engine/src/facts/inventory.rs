@@ -14,7 +14,6 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::facts::block_nodes::BlockNodes;
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::cluster_objects::{NamespaceFacts, NodeFacts, PodFacts};
 use crate::facts::job_index::{JobIndex, JobRef, JobZones};
 use crate::facts::node_index::{NodeIndex, NodeView};
@@ -22,6 +21,7 @@ use crate::facts::node_types::NodeType;
 use crate::facts::reservations::Reservations;
 use crate::read::annotations::RES_NVIDIA_GPU;
 use crate::read::json::items;
+use trainplace_catalog::InstanceProfile;
 
 mod objects;
 mod owners;

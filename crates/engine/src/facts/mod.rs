@@ -1,10 +1,9 @@
-//! The facts a verdict rests on, all handed in by the caller: the instance catalog, the
-//! policy, the cluster inventory with its node types, Capacity Blocks and the nodes on
-//! them, DRA claims, the index of running jobs, and who is asking.
+//! The facts a verdict rests on, all handed in by the caller: the policy (with the
+//! instance catalog from `trainplace-catalog`), the cluster inventory with its node
+//! types, Capacity Blocks and the nodes on them, DRA claims, the index of running jobs,
+//! the signed admission marks and their keys, and who is asking.
 
-pub mod bandwidth;
 pub(crate) mod block_nodes;
-pub(crate) mod catalog;
 pub mod cluster_objects;
 pub(crate) mod dra;
 pub(crate) mod efa_source;

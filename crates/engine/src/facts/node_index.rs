@@ -12,12 +12,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::facts::block_nodes::{BlockNode, BlockNodes, LABEL_NODEGROUP, LABEL_NODEPOOL};
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::cluster_objects::NodeFacts;
 use crate::facts::node_types::{NodeType, POOL_LABELS, learned_profile};
 use crate::read::annotations::{
     ACCELERATOR_RESOURCES, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA, ZONE_KEYS,
 };
+use trainplace_catalog::InstanceProfile;
 
 type Fold = foldhash::fast::RandomState;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::facts::catalog::{InstanceProfile, Rdma};
+use trainplace_catalog::{InstanceProfile, Rdma};
 
 /// Labels that say which node group / pool / reservation a node belongs to.
 pub(crate) const POOL_LABELS: [&str; 3] = [

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::facts::catalog::{Catalog, InstanceProfile};
+use trainplace_catalog::{Catalog, InstanceProfile};
 
 /// How many of `resource` a whole `inst` node holds, when it offers that resource.
 pub(crate) fn holds(catalog: &Catalog, inst: &InstanceProfile, resource: &str) -> Option<u32> {

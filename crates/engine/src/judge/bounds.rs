@@ -19,12 +19,12 @@
 
 use serde_json::Value;
 
-use crate::facts::catalog::Catalog;
 use crate::judge::finding::{Finding, Rule};
 use crate::read::annotations::RES_EFA;
 use crate::read::json::items;
 use crate::read::templates::{Template, every_template};
 use crate::read::workload::{Kind, Site};
+use trainplace_catalog::Catalog;
 
 /// Entries of one of an object's lists of templates (level 1).
 pub const MAX_TEMPLATES: usize = 64;

@@ -7,7 +7,6 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::error::ObjectError;
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::dra::{self, Claims};
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::{Effective, Mode, OptIn};
@@ -22,6 +21,7 @@ use crate::read::devices::PodDevices;
 use crate::read::json::str_at;
 use crate::read::podspec::PodView;
 use crate::read::workload::Kind;
+use trainplace_catalog::InstanceProfile;
 
 /// What every template of one object is judged with.
 pub(crate) struct Ctx<'a, 'p> {

@@ -1,8 +1,9 @@
 //! Judging: what a pod template is (classify, with the instance types its selection
-//! reaches), the rules and their findings, the per-template judgement, the checks that
-//! span a whole job (zones, placement, NVLink domains, Capacity Block ends), what an
-//! UPDATE changes (and the sizes it compares findings by), what a trusted controller made from an admitted template, and the
-//! verdict that gathers them.
+//! reaches), the rules and their findings, the per-template judgement, the layout plan, the
+//! bounds every walk stays within, strict mode, the checks that span a whole job (zones,
+//! placement, NVLink domains, Capacity Block ends), the sizes an UPDATE compares findings
+//! by, which controller made a pod and what a trusted controller made from an admitted
+//! template, and the verdict that gathers them.
 
 pub mod bounds;
 pub(crate) mod capacity_block;

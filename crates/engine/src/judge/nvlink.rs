@@ -7,12 +7,12 @@
 //! affinity on `nvidia.com/gpu.clique`.
 //! <https://github.com/NVIDIA/k8s-dra-driver-gpu> (ComputeDomain CRD, demo/specs/imex)
 
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
 use crate::judge::classify::Shape;
 use crate::judge::finding::{Finding, Rule};
 use crate::judge::rules::{RuleInput, count, count64};
 use crate::read::annotations::LABEL_CLIQUE;
+use trainplace_catalog::InstanceProfile;
 
 pub(crate) fn check(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec<Finding>) {
     let s = input.shape;

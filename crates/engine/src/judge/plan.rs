@@ -3,11 +3,11 @@
 //! Security level forbids), and the changes it reports. Judging builds the plan;
 //! `write::layout` carries it out.
 
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Effective;
 use crate::judge::classify::{InstanceSource, Shape};
 use crate::read::annotations::SHM_SIZE;
 use crate::read::podspec::PodView;
+use trainplace_catalog::InstanceProfile;
 
 /// One change, as written into the `trainplace.io/mutated` annotation.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -7,11 +7,11 @@
 
 use serde_json::Value;
 
-use crate::facts::catalog::{Catalog, InstanceProfile};
 use crate::facts::inventory::Snapshot;
 use crate::read::annotations::RES_NVIDIA_GPU;
 use crate::read::json::items;
 use crate::read::podspec::required_node_terms;
+use trainplace_catalog::{Catalog, InstanceProfile};
 
 const FAMILY: &str = "karpenter.k8s.aws/instance-family";
 const SIZE: &str = "karpenter.k8s.aws/instance-size";

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::facts::catalog::Catalog;
 use crate::read::podspec::PodView;
 use crate::read::workload::{Kind, locate};
+use trainplace_catalog::Catalog;
 
 /// One template: the pods it makes (`None`: unknown, many) and what each asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

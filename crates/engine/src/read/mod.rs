@@ -1,7 +1,7 @@
-//! Reading the object: its raw JSON and the edits made on it, quantities and YAML, the
-//! AdmissionReview as it arrives, pod specs, the workload kinds and where their pod
-//! templates sit, what a launcher's command line says, and which controller made a pod.
-//! Nothing here decides anything.
+//! Reading the object: its raw JSON, quantities and YAML, the AdmissionReview as it
+//! arrives, pod specs and what their DRA claims ask for, the workload kinds and where
+//! their pod templates sit, and what a launcher's command line says. Nothing here
+//! decides anything.
 
 pub mod annotations;
 pub(crate) mod devices;

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::error::ObjectError;
-use crate::facts::catalog::Catalog;
 use crate::read::annotations::RES_EFA;
 use crate::read::devices::PodDevices;
 use crate::read::json::{items, str_at};
 use crate::read::quantity::parse_count;
+use trainplace_catalog::Catalog;
 
 const VOLUMES: &str = "spec.volumes and volumeMounts";
 

@@ -155,9 +155,9 @@ pub(crate) fn regions(policy: &Policy, check: Check) -> Result<Vec<Region>, Expo
 #[cfg(test)]
 mod tests {
     use super::regions;
-    use crate::facts::catalog::Catalog;
     use crate::facts::policy::{Mode, Policy};
     use crate::vap::checks::Check;
+    use trainplace_catalog::Catalog;
 
     fn policy(namespaces: &str) -> Policy {
         let text =

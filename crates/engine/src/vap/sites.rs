@@ -10,11 +10,11 @@
 //! - `devices`: the same with the device counts (`n`, `efa`) read as the scheduler
 //!   reads them, and the required node-affinity terms (`terms`).
 
-use crate::facts::catalog::Catalog;
 use crate::read::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, RES_EFA, ZONE_KEYS};
 use crate::vap::controllers;
 use crate::vap::ident::{active_pods, workload_id};
 use crate::vap::text::lit;
+use trainplace_catalog::Catalog;
 
 const POD_ID: &str = "((has(object.metadata.labels) && variables.podJobLabels.exists(k, k in object.metadata.labels)) ? [variables.podJobLabels.filter(k, k in object.metadata.labels)[0], object.metadata.labels[variables.podJobLabels.filter(k, k in object.metadata.labels)[0]]] : [])";
 

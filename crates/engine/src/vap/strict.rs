@@ -45,7 +45,7 @@ fn classes(policy: &Policy) -> String {
         .device_classes()
         .iter()
         .map(|d| {
-            let accel = d.counts == crate::facts::catalog::Counts::Accelerator;
+            let accel = d.counts == trainplace_catalog::Counts::Accelerator;
             let need = d
                 .resource
                 .as_deref()

@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::facts::catalog::{Catalog, Counts};
 use crate::read::devices::{Accelerators, Channel, Count, Domain, PodDevices};
 use crate::read::json::{items, str_at};
+use trainplace_catalog::{Catalog, Counts};
 
 /// One device request of a claim: its class and count, or why it cannot be counted.
 #[derive(Debug, Clone, PartialEq, Eq)]

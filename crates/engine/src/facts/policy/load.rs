@@ -7,8 +7,8 @@ use kube_core::Selector;
 
 use super::{Defaults, Document, EMBEDDED_POLICY, LabelSelectorSpec, Policy, PolicyFile};
 use crate::error::PolicyError;
-use crate::facts::catalog::{Catalog, CatalogFile};
 use crate::read::yaml::{API_VERSION, parse_yaml};
+use trainplace_catalog::{Catalog, CatalogFile};
 
 impl Policy {
     /// The embedded default policy and catalog.

@@ -15,8 +15,8 @@ pub use file::{
     OptInGrant, PolicyFile, Recognizers, RuleModes,
 };
 
-use crate::facts::catalog::Catalog;
 use crate::facts::requester::Requester;
+use trainplace_catalog::Catalog;
 
 /// The policy compiled into the binary (`policies/default.yaml`).
 pub const EMBEDDED_POLICY: &str = include_str!("../../../../../policies/default.yaml");

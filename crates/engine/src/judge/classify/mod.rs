@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::{Effective, Recognizers};
 use crate::read::annotations::{
@@ -27,6 +26,7 @@ use crate::read::devices::Count;
 use crate::read::podspec::PodView;
 use crate::read::recognize::{JobSize, job_size, rendezvous_label};
 use target::target;
+use trainplace_catalog::InstanceProfile;
 use zones::required_pod_terms;
 
 /// Ray and Volcano job labels count unless policy switches their recogniser off.

@@ -2,8 +2,8 @@
 //! target instance type), and where the target came from.
 
 use super::zones::Zones;
-use crate::facts::catalog::InstanceProfile;
 use crate::read::devices::Channel;
+use trainplace_catalog::InstanceProfile;
 
 /// Where the target instance type came from (shown in explanations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

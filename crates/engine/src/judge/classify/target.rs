@@ -4,13 +4,13 @@
 
 use super::shape::{InstanceSource, Target};
 use super::zones::{Allowed, affinity_values};
-use crate::facts::catalog::{Catalog, InstanceProfile};
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::Effective;
 use crate::read::annotations::{INSTANCE_TYPE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA};
 use crate::read::json::str_at;
 use crate::read::podspec::PodView;
 use crate::read::workload::SiteHints;
+use trainplace_catalog::{Catalog, InstanceProfile};
 
 pub(super) fn target<'c>(
     view: &PodView<'_>,

@@ -2,10 +2,10 @@
 //! multi-pod job left with no EFA.
 
 use super::input::{OptInState, RuleInput};
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
 use crate::judge::finding::{Finding, Rule};
 use crate::read::annotations::{DRA_CLASS_EFA, RES_EFA};
+use trainplace_catalog::InstanceProfile;
 
 /// A pod of a multi-pod job on an EFA instance that gets no EFA interface (too few
 /// GPUs for a share, or the EFA mutation is off): its inter-node traffic uses TCP.

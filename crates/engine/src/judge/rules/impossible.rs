@@ -3,10 +3,10 @@
 
 use super::efa::{efa_count, no_efa};
 use super::input::RuleInput;
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
 use crate::judge::finding::{Finding, Rule};
 use crate::read::annotations::RES_EFA;
+use trainplace_catalog::InstanceProfile;
 
 fn impossible_finding(site: &str, found: String, fix: String) -> Finding {
     Finding {

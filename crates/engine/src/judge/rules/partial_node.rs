@@ -2,11 +2,11 @@
 
 use super::input::{OptInState, RuleInput, opted_in};
 use super::words::{count, count64};
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
 use crate::judge::classify::Shape;
 use crate::judge::finding::{Finding, Rule};
 use crate::read::annotations::{ALLOW_PARTIAL_NODE, RES_NVIDIA_GPU, RESHAPE};
+use trainplace_catalog::InstanceProfile;
 
 /// The measured cost of the wrong layout (docs/measurements.md: 4 x H200, NCCL all-reduce busbw).
 /// What ranks on one node lose when they are separate pods, for the path they take:

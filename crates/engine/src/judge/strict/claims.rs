@@ -8,9 +8,9 @@
 
 use serde_json::Value;
 
-use crate::facts::catalog::{Catalog, Counts};
 use crate::facts::whole_node::holds;
 use crate::read::json::{items, str_at};
+use trainplace_catalog::{Catalog, Counts};
 
 /// The fix strict mode's claim finding gives (also in the exported policy).
 pub const CLAIM_FIX: &str = "ask for the class's devices with allocationMode: All and no selectors, or for at least the count of the largest instance type in the catalog, or ask the platform team for the opt-in.";

@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::facts::catalog::Catalog;
 use crate::read::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA};
 use crate::read::json::items;
+use trainplace_catalog::Catalog;
 
 const KEYS: [&str; 2] = [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA];
 

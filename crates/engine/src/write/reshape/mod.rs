@@ -13,7 +13,6 @@ mod trainjob;
 use serde_json::Value;
 
 use crate::error::ObjectError;
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::OptIn;
 use crate::judge::judgement::Ctx;
 use crate::judge::rules::{OptInState, count, count64, opt_in_state};
@@ -27,6 +26,7 @@ use refusal::{not_whole_nodes, refuse};
 use sites::{GpuSite, gpu_sites};
 use sizes::distribute;
 use template::{commands_are_literal, rewrite_template};
+use trainplace_catalog::InstanceProfile;
 
 /// A reshape's sizes: `pods` x `per_pod` GPUs (`gpus` in all) become `new_pods` pods of
 /// a whole node each.

@@ -1,12 +1,12 @@
 //! Why a reshape is refused: an enforced reshape finding, and the whole-node shapes
 //! nearest to a size that does not fill whole nodes.
 
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
 use crate::judge::finding::{Finding, Rule};
 use crate::judge::rules::{count, count64};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::RESHAPE;
+use trainplace_catalog::InstanceProfile;
 
 pub(super) fn refuse(verdict: &mut Verdict, site: &str, found: String, fix: String) {
     verdict.findings.push(Finding {

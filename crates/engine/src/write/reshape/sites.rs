@@ -5,13 +5,13 @@ use serde_json::Value;
 
 use super::refusal::refuse;
 use crate::error::ObjectError;
-use crate::facts::catalog::InstanceProfile;
 use crate::judge::classify::{Class, Target, classify};
 use crate::judge::judgement::Ctx;
 use crate::judge::verdict::Verdict;
 use crate::read::podspec::PodView;
 use crate::read::workload::Site;
 use crate::read::workload::SiteHints;
+use trainplace_catalog::InstanceProfile;
 
 pub(super) struct GpuSite<'s> {
     pub(super) site: &'s Site,

@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 
 use super::record::record;
 use crate::error::ObjectError;
-use crate::facts::catalog::InstanceProfile;
 use crate::facts::policy::Mode;
 use crate::judge::classify::{Class, Target, classify};
 use crate::judge::finding::{Finding, Rule};
@@ -17,6 +16,7 @@ use crate::read::podspec::PodView;
 use crate::read::workload::SiteHints;
 use crate::write::edit::{Cursor, Ops};
 use crate::write::trainjob::{FIELD, synthetic_pod};
+use trainplace_catalog::InstanceProfile;
 
 /// Reshape a TrainJob: numNodes, numProcPerNode and resourcesPerNode.
 pub(super) fn reshape(

@@ -1,16 +1,16 @@
 //! Expected all_reduce bus bandwidth per instance type and node count, with where each
 //! number comes from: a domain fact next to the instance catalog. `trainplace diagnose`
 //! judges nccl-tests output against it and `trainplace advise` quotes it, so the plan and
-//! the check afterwards agree. The embedded table is `crates/engine/data/expected-busbw.yaml`
+//! the check afterwards agree. The embedded table is `crates/catalog/data/expected-busbw.yaml`
 //! (each row sourced: a measurement in docs/measurements.md or a formula whose public
 //! inputs the file cites); `trainplace diagnose --expectations FILE` replaces it.
 
 use serde::{Deserialize, Serialize};
 
-const EMBEDDED_YAML: &str = include_str!("../../data/expected-busbw.yaml");
+const EMBEDDED_YAML: &str = include_str!("../data/expected-busbw.yaml");
 
 /// Where the embedded table lives, for messages and `--help`.
-pub const EMBEDDED_PATH: &str = "crates/engine/data/expected-busbw.yaml";
+pub const EMBEDDED_PATH: &str = "crates/catalog/data/expected-busbw.yaml";
 
 /// A table that does not parse or has a row with an impossible range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -125,9 +125,9 @@ impl Default for Expectations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::catalog::Catalog;
+    use crate::instances::Catalog;
 
-    const MEASUREMENTS: &str = include_str!("../../../../docs/measurements.md");
+    const MEASUREMENTS: &str = include_str!("../../../docs/measurements.md");
 
     #[test]
     fn embedded_table_parses_and_every_row_names_its_source() {

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::PolicyError;
+use crate::error::CatalogError;
 
 /// The catalog compiled into the binary (`policies/instances.yaml`).
-pub const EMBEDDED_CATALOG: &str = include_str!("../../../../policies/instances.yaml");
+pub const EMBEDDED_CATALOG: &str = include_str!("../../../policies/instances.yaml");
 
 /// RDMA support of an instance's EFA devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,12 +190,12 @@ impl Catalog {
     }
 
     /// The DRA device classes, in catalog order.
-    pub(crate) fn device_classes(&self) -> &[DeviceClass] {
+    pub fn device_classes(&self) -> &[DeviceClass] {
         &self.device_classes
     }
 
     /// The resource names that ask for accelerators, in catalog order.
-    pub(crate) fn accelerator_resources(&self) -> &[AcceleratorResource] {
+    pub fn accelerator_resources(&self) -> &[AcceleratorResource] {
         &self.accelerator_resources
     }
 
@@ -210,8 +210,8 @@ impl Catalog {
             .expect("embedded catalog is validated by the test suite")
     }
 
-    pub fn from_yaml(text: &str, origin: &str) -> Result<Self, PolicyError> {
-        let file: CatalogFile = crate::read::yaml::parse_yaml(text, origin)?;
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Self, CatalogError> {
+        let file: CatalogFile = crate::yaml::parse_yaml(text, origin)?;
         let mut catalog = Catalog {
             instances: BTreeMap::new(),
             accelerator_resources: Vec::new(),
@@ -223,13 +223,13 @@ impl Catalog {
     }
 
     /// Add or replace entries from another catalog file (a policy directory's own).
-    pub fn merge(&mut self, file: CatalogFile, origin: &str) -> Result<(), PolicyError> {
-        if file.api_version != crate::read::yaml::API_VERSION || file.kind != "InstanceCatalog" {
-            return Err(PolicyError::Invalid {
+    pub fn merge(&mut self, file: CatalogFile, origin: &str) -> Result<(), CatalogError> {
+        if file.api_version != crate::yaml::API_VERSION || file.kind != "InstanceCatalog" {
+            return Err(CatalogError::Invalid {
                 origin: origin.to_string(),
                 message: format!(
                     "expected apiVersion {} kind InstanceCatalog, found {} {}",
-                    crate::read::yaml::API_VERSION,
+                    crate::yaml::API_VERSION,
                     file.api_version,
                     file.kind
                 ),
@@ -249,7 +249,7 @@ impl Catalog {
                 Counts::Efa | Counts::ImexChannel => c.resource.is_none(),
             };
             if !resource_ok {
-                return Err(PolicyError::Invalid {
+                return Err(CatalogError::Invalid {
                     origin: origin.to_string(),
                     message: format!(
                         "deviceClasses {}: an accelerator class needs `resource` naming one of acceleratorResources; efa and imex-channel classes take none",
@@ -262,13 +262,13 @@ impl Catalog {
         }
         for profile in file.instances {
             if profile.accelerators == 0 {
-                return Err(PolicyError::Invalid {
+                return Err(CatalogError::Invalid {
                     origin: origin.to_string(),
                     message: format!("instance {}: accelerators must be at least 1", profile.name),
                 });
             }
-            crate::read::quantity::parse_bytes(&profile.shm_default).map_err(|e| {
-                PolicyError::Invalid {
+            crate::quantity::parse_bytes(&profile.shm_default).map_err(|e| {
+                CatalogError::Invalid {
                     origin: origin.to_string(),
                     message: format!("instance {}: shmDefault: {e}", profile.name),
                 }
@@ -280,7 +280,7 @@ impl Catalog {
             for rule in file.nccl_env {
                 let req = match &rule.when.plugin {
                     Some(text) => Some(semver::VersionReq::parse(text).map_err(|e| {
-                        PolicyError::Invalid {
+                        CatalogError::Invalid {
                             origin: origin.to_string(),
                             message: format!(
                                 "ncclEnv {}: when.plugin {text:?} is not a version requirement: {e}",
