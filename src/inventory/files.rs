@@ -55,7 +55,8 @@ const DRA_FILES: [&str; 3] = [
 /// `statefulsets.json` (the size of a marked pod's owner), `ec2nodeclasses.json`
 /// (Karpenter's Capacity Blocks in `status.capacityReservations`), `trainingruntimes.json` /
 /// `clustertrainingruntimes.json` (the runtimes TrainJobs inherit their pod template
-/// from) and the `DRA_FILES` from `dir`; all but nodes optional.
+/// from), `topologies.json` (`kubectl get topologies.kueue.x-k8s.io -o json`: Kueue's
+/// Topologies) and the `DRA_FILES` from `dir`; all but nodes optional.
 pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
     let nodes_path = dir.join("nodes.json");
     if !nodes_path.exists() {
@@ -84,6 +85,8 @@ pub fn load_dir(dir: &Path) -> Result<Snapshot, FilesError> {
         let runtimes = read_list(&dir.join(file), false)?;
         snap.add_runtimes(runtimes["items"].as_array().into_iter().flatten());
     }
+    let topologies = read_list(&dir.join("topologies.json"), false)?;
+    snap.add_topologies(topologies["items"].as_array().into_iter().flatten());
     Ok(snap)
 }
 

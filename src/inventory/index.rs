@@ -89,8 +89,10 @@ impl<K: kube::Resource + Clone> Listed<K> {
 /// resourceClaims are counted through (resource.k8s.io/v1 from Kubernetes 1.34;
 /// NVIDIA's ComputeDomain CRD where its DRA driver runs), and batch Jobs and
 /// StatefulSets, of which the snapshot keeps only uid and size: what a marked pod's
-/// owner runs, against the count its mark states.
-pub const OBJECT_CRDS: [(&str, &str, &str); 9] = [
+/// owner runs, against the count its mark states; and Kueue's Topologies (whether Kueue
+/// places queued jobs by the EKS network layer labels; v1beta2, served from Kueue 0.15:
+/// https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/).
+pub const OBJECT_CRDS: [(&str, &str, &str); 10] = [
     ("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"),
     ("kubeflow.org/v1", "PaddleJob", "paddlejobs"),
     (
@@ -116,6 +118,7 @@ pub const OBJECT_CRDS: [(&str, &str, &str); 9] = [
     ),
     ("batch/v1", "Job", "jobs"),
     ("apps/v1", "StatefulSet", "statefulsets"),
+    ("kueue.x-k8s.io/v1beta2", "Topology", "topologies"),
 ];
 
 /// Karpenter's EC2NodeClasses, whose statuses name Capacity Blocks.

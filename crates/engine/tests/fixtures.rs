@@ -81,13 +81,16 @@ fn policy_for(case: &Case) -> Policy {
     fixture_env::policy(case.policy_file.as_deref(), case.policy.as_ref())
 }
 
-/// The cluster directory, with the Trainer runtimes a TrainJob inherits from.
+/// The cluster directory, with the Trainer runtimes a TrainJob inherits from and the
+/// Kueue Topologies.
 fn cluster(name: &str) -> Snapshot {
     let mut snapshot = fixture_env::cluster(name);
     for file in ["trainingruntimes.json", "clustertrainingruntimes.json"] {
         let runtimes = fixture_env::cluster_list(name, file);
         snapshot.add_runtimes(runtimes["items"].as_array().into_iter().flatten());
     }
+    let topologies = fixture_env::cluster_list(name, "topologies.json");
+    snapshot.add_topologies(topologies["items"].as_array().into_iter().flatten());
     snapshot
 }
 

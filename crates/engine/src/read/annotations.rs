@@ -29,6 +29,29 @@ pub const LABEL_ZONE_ID: &str = "topology.k8s.aws/zone-id";
 /// Every node label that names a zone.
 pub const ZONE_KEYS: [&str; 3] = [LABEL_ZONE, LABEL_ZONE_BETA, LABEL_ZONE_ID];
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+/// A node's place in the EC2 network hierarchy, as EKS labels it: layer 1 is the
+/// broadest (least selective) network node, layer 3 the bottom for most instance types,
+/// and layer 4 exists only on types whose topology has four layers, where it is the
+/// bottom. Nodes that share a value are under the same network node.
+/// <https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html>,
+/// <https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/how-ec2-instance-topology-works.html>
+pub const NETWORK_LAYERS: [&str; 4] = [
+    "topology.k8s.aws/network-node-layer-1",
+    "topology.k8s.aws/network-node-layer-2",
+    "topology.k8s.aws/network-node-layer-3",
+    "topology.k8s.aws/network-node-layer-4",
+];
+/// The label that queues a workload in Kueue (its LocalQueue's name).
+/// <https://kueue.sigs.k8s.io/docs/concepts/local_queue/>
+pub const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";
+/// Kueue Topology Aware Scheduling's pod-template annotations: place the PodSet in one
+/// domain of this level (required), or in the smallest domain that fits, from this
+/// level up (preferred); a template carries at most one of the three.
+/// <https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/>,
+/// kubernetes-sigs/kueue apis/kueue/v1beta2/topology_types.go
+pub const KUEUE_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
+pub const KUEUE_PREFERRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-preferred-topology";
+pub const KUEUE_UNCONSTRAINED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-unconstrained-topology";
 
 pub const RES_NVIDIA_GPU: &str = "nvidia.com/gpu";
 pub const RES_NEURON: &str = "aws.amazon.com/neuron";

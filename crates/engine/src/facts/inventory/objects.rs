@@ -1,7 +1,8 @@
 //! The objects of CRDs a snapshot holds, set and removed one by one: workloads with a
 //! scale subresource (what a Scale review is judged against), Kubeflow Trainer runtimes
 //! (what a TrainJob inherits its pods from), DRA objects (what pods' claims count) and
-//! the sizes of training pods' owners (`owners.rs`).
+//! the sizes of training pods' owners (`owners.rs`), and Kueue's Topologies (which
+//! node labels Kueue places whole jobs by).
 
 use std::sync::Arc;
 
@@ -28,7 +29,13 @@ pub(super) struct Objects {
     /// The owners of training pods, by (namespace, group, kind, name): their uid and
     /// size, what an admission mark's pod count is compared with (`owners.rs`).
     pub(super) owners: imbl::HashMap<super::owners::OwnerKey, Arc<super::owners::OwnerSize>>,
+    /// Kueue Topologies by name: the node label of each level, broadest first.
+    pub(super) topologies: imbl::HashMap<String, Arc<Vec<String>>>,
 }
+
+/// Kueue's Topology kind (cluster-scoped; `spec.levels[].nodeLabel`, broadest first).
+/// <https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/>
+const KUEUE_GROUP: &str = "kueue.x-k8s.io";
 
 /// Workloads whose CRD has a scale subresource: (API group, kind, plural resource, JSON
 /// Pointer of the CRD's `specReplicasPath`). A Scale review writes its count there.
@@ -77,6 +84,36 @@ impl Snapshot {
         self.add_runtimes(one);
         self.add_claims(one);
         self.add_owners(one);
+        self.add_topologies(one);
+    }
+
+    /// Index Kueue Topologies (other objects are ignored).
+    pub fn add_topologies<'v>(&mut self, objects: impl IntoIterator<Item = &'v Value>) {
+        for o in objects {
+            let group = str_at(o, &["apiVersion"]).and_then(|a| a.split('/').next());
+            let (Some(KUEUE_GROUP), Some("Topology"), Some(name)) = (
+                group,
+                str_at(o, &["kind"]),
+                str_at(o, &["metadata", "name"]),
+            ) else {
+                continue;
+            };
+            let levels = crate::read::json::items(o, &["spec", "levels"])
+                .iter()
+                .filter_map(|l| str_at(l, &["nodeLabel"]).map(String::from))
+                .collect();
+            Arc::make_mut(&mut self.objects)
+                .topologies
+                .insert(name.to_string(), Arc::new(levels));
+        }
+    }
+
+    /// Whether some Kueue Topology in the cluster has a level on node label `label`.
+    pub fn kueue_has_level(&self, label: &str) -> bool {
+        self.objects
+            .topologies
+            .values()
+            .any(|levels| levels.iter().any(|l| l == label))
     }
 
     /// Remove the object `apiVersion`/`kind` `namespace`/`name` that
@@ -100,6 +137,9 @@ impl Snapshot {
             objects.runtimes.remove(&key);
         }
         objects.claims.remove(group, kind, namespace, name);
+        if group == KUEUE_GROUP && kind == "Topology" {
+            objects.topologies.remove(name);
+        }
         self.remove_owner(namespace, api_version, kind, name);
     }
 

@@ -32,6 +32,10 @@ impl Policy {
                 &ns.defaults.capacity_block_horizon,
             );
             merge_opt(&mut defaults.zone, &ns.defaults.zone);
+            merge_opt(
+                &mut defaults.network_proximity,
+                &ns.defaults.network_proximity,
+            );
             merge_opt(&mut modes.partial_node, &ns.rules.partial_node);
             merge_opt(&mut modes.multi_az, &ns.rules.multi_az);
             merge_opt(

@@ -62,6 +62,35 @@ pub struct Defaults {
     /// mutating webhook writes the pin; the validating webhook and the exported policies
     /// refuse an accelerator pod pinned anywhere else.
     pub zone: Option<String>,
+    /// How a multi-node job's pods are held close in the AWS network, under the same
+    /// network nodes (EKS's `topology.k8s.aws/network-node-layer-N` node labels).
+    pub network_proximity: Option<NetworkProximity>,
+}
+
+/// Placement by network proximity (docs/guardrails.md, "Network proximity").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkProximity {
+    /// `preferred` (default): weighted preferences from the most selective layer up, so
+    /// a job that does not fit under one network node spills to the next layer.
+    /// `required`: jobs of at most `requiredUpToPods` pods must be under one network
+    /// node of `requiredLayer` (they stay Pending while no such node has room); larger
+    /// jobs get the preferences. `off`: neither.
+    pub placement: Option<Placement>,
+    /// The layer `required` holds a job under: 1 (broadest) to 4; default 3.
+    pub required_layer: Option<u8>,
+    /// The largest job, in pods, that `required` applies to; default 16.
+    pub required_up_to_pods: Option<u32>,
+}
+
+/// See [`NetworkProximity::placement`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    Off,
+    #[default]
+    Preferred,
+    Required,
 }
 
 /// What the deny rules rest on. `precise` (the default) reads a job's size and identity
@@ -243,6 +272,7 @@ impl PolicyFile {
         keep(&mut d.efa_through_dra, &b.efa_through_dra);
         keep(&mut d.capacity_block_horizon, &b.capacity_block_horizon);
         keep(&mut d.zone, &b.zone);
+        keep(&mut d.network_proximity, &b.network_proximity);
         let (r, b) = (&mut self.rules, &base.rules);
         keep(&mut r.partial_node, &b.partial_node);
         keep(&mut r.multi_az, &b.multi_az);

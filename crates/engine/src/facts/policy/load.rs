@@ -62,6 +62,16 @@ impl Policy {
                     )
                 })?;
             }
+            if let Some(layer) = d.network_proximity.as_ref().and_then(|n| n.required_layer)
+                && !(1..=4).contains(&layer)
+            {
+                return Err(invalid(
+                    origin,
+                    format!(
+                        "{at}defaults.networkProximity.requiredLayer {layer}: EKS labels network layers 1 to 4"
+                    ),
+                ));
+            }
             if let Some(v) = &d.aws_ofi_nccl_version {
                 semver::Version::parse(v).map_err(|e| {
                     invalid(origin, format!("{at}defaults.awsOfiNcclVersion {v:?}: {e}"))

@@ -12,7 +12,7 @@ use kube_core::{Selector, SelectorExt};
 
 pub use file::{
     Defaults, Guarantee, LabelSelectorSpec, Mode, Mutations, NamespaceMatch, NamespaceOverride,
-    OptInGrant, PolicyFile, Recognizers, RuleModes,
+    NetworkProximity, OptInGrant, Placement, PolicyFile, Recognizers, RuleModes,
 };
 
 use crate::facts::requester::Requester;

@@ -92,6 +92,7 @@ pub fn classify<'c>(
         efa_resource_absent,
         channel: dra.channel.clone(),
         clique_held,
+        kueue_layers: kueue_layers(hints, inventory),
     }))
 }
 
@@ -218,5 +219,18 @@ fn device_counts(
         per_pod,
         shared,
         efa,
+    }
+}
+
+/// The network layer labels of the cluster's Kueue Topologies, for a job Kueue queues:
+/// Kueue places such a job whole, by these levels, so its layout asks Kueue instead of
+/// the scheduler. Empty when the job is not queued or no Topology has these levels.
+fn kueue_layers(hints: &SiteHints, inventory: Option<&Snapshot>) -> Vec<&'static str> {
+    match inventory {
+        Some(inv) if hints.queued => crate::read::annotations::NETWORK_LAYERS
+            .into_iter()
+            .filter(|l| inv.kueue_has_level(l))
+            .collect(),
+        _ => Vec::new(),
     }
 }

@@ -78,6 +78,9 @@ pub struct Shape<'c> {
     pub channel: Option<Channel>,
     /// A required pod affinity on the NVLink clique label already holds the job.
     pub clique_held: bool,
+    /// The EKS network layer labels Kueue places this job by: the levels of a Kueue
+    /// Topology in the cluster, when the job is queued by Kueue (else empty).
+    pub kueue_layers: Vec<&'static str>,
 }
 
 #[derive(Debug, Clone)]

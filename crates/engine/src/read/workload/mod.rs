@@ -10,7 +10,7 @@ pub(crate) use controllers::TRAINER_NODE_JOB;
 use serde_json::Value;
 
 use crate::error::ObjectError;
-use crate::read::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_JOB};
+use crate::read::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, KUEUE_QUEUE, LABEL_JOB};
 use crate::read::json::str_at;
 
 /// What the surrounding workload knows about this template (empty for a bare Pod).
@@ -26,6 +26,9 @@ pub struct SiteHints {
     /// A label whose value splits the workload into independent jobs (a LeaderWorkerSet
     /// group): affinity terms match it with `matchLabelKeys`.
     pub group_label: Option<String>,
+    /// The workload (or bare pod) carries Kueue's queue label: Kueue admits and places
+    /// it whole.
+    pub queued: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,6 +225,7 @@ pub(crate) fn site(
             instance_type: str_at(obj, &["metadata", "annotations", INSTANCE_TYPE])
                 .map(String::from),
             group_label: None,
+            queued: false,
         },
         pods,
         requested,
@@ -240,6 +244,20 @@ const UNNAMED: &str = "trainplace.io/unnamed";
 /// [`LABEL_JOB`] instead, with a value derived from the object (written on the
 /// templates with the layout, so every pod of the job carries it).
 pub fn locate(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
+    let (kind, mut sites) = locate_unqueued(obj)?;
+    let queued = queued(obj);
+    for s in &mut sites {
+        s.hints.queued = queued;
+    }
+    Ok((kind, sites))
+}
+
+/// Whether `obj` carries Kueue's queue label.
+pub(crate) fn queued(obj: &Value) -> bool {
+    str_at(obj, &["metadata", "labels", KUEUE_QUEUE]).is_some_and(|q| !q.is_empty())
+}
+
+fn locate_unqueued(obj: &Value) -> Result<(Kind, Vec<Site>), ObjectError> {
     let kind = kind_of(obj)?;
     let unnamed = kind.is_workload()
         && str_at(obj, &["metadata", "name"]).is_none()

@@ -75,13 +75,18 @@ impl<'a> Plan<'a> {
     }
 
     /// Apply the layout to the pod template at `site`, recording each edit in `ops`.
-    pub fn apply(&self, site: Cursor<'_>, ops: &mut Ops) -> Vec<Change> {
+    pub fn apply(&self, mut site: Cursor<'_>, ops: &mut Ops) -> Vec<Change> {
         let mut out = Vec::new();
+        if site.value.get("spec").is_none() {
+            return out;
+        }
+        let mut ed = Edit { ops, out: &mut out };
+        self.kueue_topology(&mut site, &mut ed);
         let Some(mut spec) = site.get("spec") else {
             return out;
         };
-        let mut ed = Edit { ops, out: &mut out };
-        let steps: [(Switch, Step<'a>); 11] = [
+        // Network proximity is switched by `defaults.networkProximity`, not a mutation.
+        let steps: [(Switch, Step<'a>); 12] = [
             (|m| m.efa, Plan::efa),
             (|m| m.host_ipc, Plan::host_ipc),
             (|m| m.ipc_lock, Plan::ipc_lock),
@@ -92,6 +97,7 @@ impl<'a> Plan<'a> {
             (|m| m.pin_instance_type, Plan::pin_instance),
             (|m| m.zone_affinity, Plan::zone_affinity),
             (|m| m.zone_affinity, Plan::clique_affinity),
+            (|_| None, Plan::network_proximity),
             (|m| m.node_anti_affinity, Plan::anti_affinity),
         ];
         for (switch, step) in steps {

@@ -89,6 +89,7 @@ fn trainer_shape<'c>(
             )
             .map(String::from),
             group_label: None,
+            queued: false,
         },
         ctx.eff,
         ctx.who.inventory,

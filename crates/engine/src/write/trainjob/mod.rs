@@ -101,6 +101,9 @@ pub(crate) fn evaluate(
         )
         .map(String::from),
         group_label: None,
+        // A TrainJob's pods are laid out through its runtime patch, where trainplace
+        // writes pod affinity; Kueue's topology annotations are not written there.
+        queued: false,
     };
     let Some(judgement) = judge(&view, &hints, object, ctx, verdict)? else {
         return Ok(false);

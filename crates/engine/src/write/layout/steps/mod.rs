@@ -3,6 +3,7 @@
 
 mod devices;
 mod env;
+mod network;
 mod scheduling;
 mod spec;
 
