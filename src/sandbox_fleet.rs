@@ -11,6 +11,9 @@
 //!   (`eks.amazonaws.com/nodegroup`, `eks.amazonaws.com/capacityType`)
 //! - Karpenter: <https://karpenter.sh/docs/reference/instance-types/> (`karpenter.sh/nodepool`,
 //!   `karpenter.sh/capacity-type`, `karpenter.k8s.aws/instance-family`)
+//! - network topology: <https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html>
+//!   (`topology.k8s.aws/network-node-layer-1` to `-3`: a node's network nodes in the EC2
+//!   network hierarchy, broadest first; simulated here from a group's `network` shape)
 //! - device resources: the NVIDIA, Neuron and EFA device plugins advertise
 //!   `nvidia.com/gpu`, `aws.amazon.com/neuron` and `vpc.amazonaws.com/efa`.
 
@@ -97,6 +100,42 @@ struct Group {
     /// `aws.amazon.com/neuron`), as GPU node groups usually are. Default: true when the
     /// instance type has accelerators.
     taint_devices: Option<bool>,
+    /// A simulated EC2 instance topology for the group's nodes in each zone: how many
+    /// nodes share a layer-3 network node, how many layer-3 nodes a layer-2 node holds,
+    /// and how many layer-2 nodes a layer-1 node holds. Absent: no network labels.
+    network: Option<Network>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Network {
+    nodes_per_layer3: u32,
+    #[serde(default = "two")]
+    layer3_per_layer2: u32,
+    #[serde(default = "two")]
+    layer2_per_layer1: u32,
+}
+
+fn two() -> u32 {
+    2
+}
+
+impl Network {
+    /// The `topology.k8s.aws/network-node-layer-N` labels of node `i` of the group in
+    /// `zone`: node ids in the form EKS shows (`nn-` and 17 hex digits), distinct per
+    /// zone, group and position.
+    fn labels(&self, zone: &Zone, group: &str, i: u32) -> [(String, String); 3] {
+        let l3 = i / self.nodes_per_layer3.max(1);
+        let l2 = l3 / self.layer3_per_layer2.max(1);
+        let l1 = l2 / self.layer2_per_layer1.max(1);
+        [(1, l1), (2, l2), (3, l3)].map(|(layer, index)| {
+            let id = fake_instance_id(&format!("{}/{group}/{layer}/{index}", zone.id));
+            (
+                format!("topology.k8s.aws/network-node-layer-{layer}"),
+                format!("nn-{id:017x}"),
+            )
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +256,11 @@ fn node(
         "topology.k8s.aws/zone-id": zone.id,
         "type": "kwok",
     });
+    if let Some(network) = &group.network {
+        for (key, value) in network.labels(zone, &group.name, i) {
+            labels[key] = json!(value);
+        }
+    }
     match group.provisioner {
         Provisioner::Nodegroup => {
             labels["eks.amazonaws.com/nodegroup"] = json!(group.name);
@@ -277,6 +321,36 @@ nodeGroups:
     cpu: '8'
     memory: 32Gi
 ";
+
+    #[test]
+    fn a_network_shape_labels_nodes_with_their_network_nodes() {
+        let fleet = FLEET.replace(
+            "    nodes: {us-east-1a: 2, us-east-1b: 1}\n",
+            "    nodes: {us-east-1a: 5, us-east-1b: 1}\n    network: {nodesPerLayer3: 2, layer3PerLayer2: 2}\n",
+        );
+        let list = nodes(&fleet, "fleet.yaml", &Catalog::embedded()).unwrap();
+        let items = list["items"].as_array().unwrap();
+        let layer = |i: usize, l: u8| {
+            items[i]["metadata"]["labels"][format!("topology.k8s.aws/network-node-layer-{l}")]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        // us-east-1a: nodes 0,1 | 2,3 under one layer-2 node; node 4 under the next.
+        assert_eq!(layer(0, 3), layer(1, 3));
+        assert_ne!(layer(1, 3), layer(2, 3));
+        assert_eq!(layer(0, 2), layer(3, 2));
+        assert_ne!(layer(3, 2), layer(4, 2));
+        assert_eq!(layer(0, 1), layer(4, 1));
+        assert!(
+            layer(0, 3).starts_with("nn-") && layer(0, 3).len() == 20,
+            "{}",
+            layer(0, 3)
+        );
+        // Another zone has network nodes of its own; a group without a shape has none.
+        assert_ne!(layer(5, 1), layer(0, 1));
+        assert!(items[6]["metadata"]["labels"]["topology.k8s.aws/network-node-layer-3"].is_null());
+    }
 
     #[test]
     fn gpu_nodes_carry_catalog_devices_taints_and_zone_labels() {

@@ -42,7 +42,7 @@ fn check_exit_codes() {
         None,
     );
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
-    assert!(text(&ok.stdout).contains("Pod team-a/llama3-8b-node-0-0-x0k2p: allowed (11 changes)"));
+    assert!(text(&ok.stdout).contains("Pod team-a/llama3-8b-node-0-0-x0k2p: allowed (12 changes)"));
 
     let denied = run(&["check", "-f", "examples/pods/one-gpu-per-pod.yaml"], None);
     assert_eq!(denied.status.code(), Some(1));
@@ -135,7 +135,7 @@ fn mutate_yaml_and_diff() {
     assert_eq!(docs.len(), 2);
     assert_eq!(docs[0]["spec"]["hostIPC"], true);
     assert!(
-        text(&o.stderr).contains("allowed (11 changes)"),
+        text(&o.stderr).contains("allowed (12 changes)"),
         "summary goes to stderr"
     );
 
@@ -319,7 +319,7 @@ fn kubectl_plugin_through_real_kubectl() {
         "examples/pods/llama3-jobset-pods.yaml",
     ]);
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
-    assert!(text(&ok.stdout).contains("allowed (11 changes)"));
+    assert!(text(&ok.stdout).contains("allowed (12 changes)"));
     let denied = kubectl(&[
         "trainplace",
         "check",

@@ -447,7 +447,8 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
     }
 
     // RBAC: read nodes, pods, namespaces, PyTorchJobs, Jobs and StatefulSets (the owners
-    // of marked pods), EC2NodeClasses and DRA claims, and write Events; nothing else.
+    // of marked pods), EC2NodeClasses, DRA claims and Kueue Topologies, and write Events;
+    // nothing else.
     let role = object(&docs, "ClusterRole", Some("trainplace"));
     assert_eq!(
         role["rules"],
@@ -460,6 +461,7 @@ fn deployment_is_highly_available_least_privileged_and_hardened() {
             {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates", "resourceclaims"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["resource.nvidia.com"], "resources": ["computedomains"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["topologies"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]}
         ])
     );

@@ -5,7 +5,9 @@
 
 use serde_json::{Value, json};
 
-use trainplace_engine::annotations::{DRA_CLASS_EFA, LABEL_CLIQUE, LABEL_RESERVATION_ID};
+use trainplace_engine::annotations::{
+    DRA_CLASS_EFA, LABEL_CLIQUE, LABEL_RESERVATION_ID, NETWORK_LAYER_WEIGHTS, NETWORK_LAYERS,
+};
 
 use crate::recommend::{CapacityPlan, Recommendation};
 
@@ -244,6 +246,20 @@ impl PodParts<'_> {
                 "labelSelector": {"matchLabels": {JOB_LABEL: self.job()}},
                 "topologyKey": LABEL_CLIQUE,
             }]});
+        }
+        if self.rec.shape.nodes > 1 {
+            // The job's pods under the same network nodes, most selective layer first, as
+            // trainplace's webhook writes them (the EKS network-node-layer labels).
+            let terms: Vec<Value> = (0..NETWORK_LAYERS.len())
+                .rev()
+                .map(|i| {
+                    json!({"weight": NETWORK_LAYER_WEIGHTS[i], "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {JOB_LABEL: self.job()}},
+                        "topologyKey": NETWORK_LAYERS[i],
+                    }})
+                })
+                .collect();
+            a["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = json!(terms);
         }
         a
     }

@@ -41,6 +41,10 @@ pub const NETWORK_LAYERS: [&str; 4] = [
     "topology.k8s.aws/network-node-layer-3",
     "topology.k8s.aws/network-node-layer-4",
 ];
+/// The weight of the scheduler preference for sharing each layer's network node
+/// (layers 1 to 4): the more selective the layer, the more it counts; a node under the
+/// same layer-3 node as a job's pods also shares layers 2 and 1, so scores add up.
+pub const NETWORK_LAYER_WEIGHTS: [u8; 4] = [10, 20, 40, 80];
 /// The label that queues a workload in Kueue (its LocalQueue's name).
 /// <https://kueue.sigs.k8s.io/docs/concepts/local_queue/>
 pub const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";

@@ -15,10 +15,7 @@ use crate::read::json::items;
 use crate::write::edit::Cursor;
 use crate::write::layout::{Edit, Plan};
 
-/// The weight of the preference for each layer (1 to 4): the more selective the layer,
-/// the more a shared network node counts. A node under the same layer-3 node as the
-/// job's pods also shares layers 2 and 1, so the scores add up from the bottom.
-const WEIGHTS: [u8; 4] = [10, 20, 40, 80];
+use crate::read::annotations::NETWORK_LAYER_WEIGHTS as WEIGHTS;
 
 const DEFAULT_LAYER: u8 = 3;
 const DEFAULT_UP_TO_PODS: u32 = 16;

@@ -1,0 +1,95 @@
+//! Network proximity through the sandbox's real API server, webhook and kube-scheduler:
+//! on a fleet of twelve p5 nodes under three layer-3 network nodes
+//! (tests/sandbox/network-fleet.yaml, with its own control plane because it needs that
+//! fleet), a job that fits under one layer-3 node is packed there, and a job that does
+//! not fit spills to the next layer with every pod scheduled, none left Pending.
+
+mod sandbox;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use sandbox::{Sandbox, stderr, wait_until};
+use serde_json::{Value, json};
+
+fn sb() -> &'static Sandbox {
+    let fleet =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sandbox/network-fleet.yaml");
+    sandbox::shared_with(
+        "cluster_network",
+        &[("SANDBOX_FLEET", fleet.to_str().unwrap())],
+    )
+}
+
+/// An Indexed Job `name` of `pods` whole-node p5 pods in `ns`, once all are bound.
+fn whole_node_job(sb: &Sandbox, ns: &str, name: &str, pods: u32) -> Vec<Value> {
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"parallelism": pods, "completions": pods, "completionMode": "Indexed",
+            "template": {"spec": {"restartPolicy": "Never",
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+                "containers": [{"name": "c", "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
+    let out = sb.apply(ns, &job.to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let selector = format!("batch.kubernetes.io/job-name={name}");
+    wait_until(
+        Duration::from_secs(90),
+        &format!("{pods} pods of {name} bound"),
+        || {
+            let listed = sb.pods(ns, &selector);
+            listed.len() == pods as usize
+                && listed.iter().all(|p| p["spec"]["nodeName"].is_string())
+        },
+    );
+    sb.pods(ns, &selector)
+}
+
+/// The network nodes of `layer` that `pods` run under.
+fn spanned(sb: &Sandbox, pods: &[Value], layer: u8) -> BTreeSet<String> {
+    let key = format!("topology.k8s.aws/network-node-layer-{layer}");
+    pods.iter()
+        .map(|p| {
+            let node = p["spec"]["nodeName"].as_str().unwrap();
+            sb.node_labels(node)[&key]
+                .as_str()
+                .unwrap_or_else(|| panic!("{node} has no {key}"))
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_job_is_packed_under_one_layer3_node_when_it_fits_and_spills_up_a_layer_when_not() {
+    let sb = sb();
+    let ns = sb.namespace("network");
+    let first = whole_node_job(sb, &ns, "fits", 4);
+    let mutated = first[0]["metadata"]["annotations"]["trainplace.io/mutated"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        mutated.contains("network-node layer-4 (weight 80), layer-3 (weight 40)"),
+        "the change annotation explains the preference: {mutated}"
+    );
+    let l3 = spanned(sb, &first, 3);
+    assert_eq!(
+        l3.len(),
+        1,
+        "4 pods fit under one layer-3 node of 4: {l3:?}"
+    );
+
+    // Eight nodes are left, four under each of the two other layer-3 nodes: six pods
+    // cannot share one, so they take two, and all six run.
+    let second = whole_node_job(sb, &ns, "spills", 6);
+    let l3 = spanned(sb, &second, 3);
+    assert_eq!(
+        l3.len(),
+        2,
+        "6 pods over the two free layer-3 nodes: {l3:?}"
+    );
+    assert!(
+        spanned(sb, &second, 3).is_disjoint(&spanned(sb, &first, 3)),
+        "the first job's layer-3 node is full"
+    );
+    let _ = sb.kubectl(&["delete", "namespace", &ns, "--wait=false"]);
+}
