@@ -449,3 +449,150 @@ fn node_check_lands_one_pod_per_gpu_node(sb: &Sandbox, emitted: &Path, gpu: &[St
         || sb.pods(NAMESPACE, &format!("job-name={name}")).is_empty(),
     );
 }
+
+/// The GB200 plan (one u-p6e-gb200x72 UltraServer block in the Dallas Local Zone),
+/// emitted into a fresh directory, in its own namespace.
+fn emit_gb200() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let offerings = repo().join("crates/advisor/fixtures/gb200-offerings.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["advise", "--gpus", "72", "--family", "gb200", "--days", "7"])
+        .args([
+            "--capacity",
+            "capacity-block",
+            "--now",
+            "2026-11-22T00:00:00Z",
+        ])
+        .args(["--namespace", GB200_NAMESPACE, "--job-name", JOB, "--emit"])
+        .arg(dir.path())
+        .arg("--offerings")
+        .arg(&offerings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "advise: {}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("18 x p6e-gb200.36xlarge in us-east-1-dfw-2a"),
+        "{text}"
+    );
+    dir
+}
+
+const GB200_NAMESPACE: &str = "advisor-gb200";
+
+/// Every Kubernetes object in the emitted files: YAML documents with an apiVersion and a
+/// kind, less eksctl's ClusterConfig and the kustomization (inputs of eksctl and kustomize,
+/// not objects); Helm values files have neither.
+fn emitted_objects(dir: &Path) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in walk(dir) {
+        if entry.extension().is_some_and(|e| e == "yaml") {
+            files.push(entry);
+        }
+    }
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v: Value = serde::Deserialize::deserialize(doc).unwrap();
+            let api = v["apiVersion"].as_str().unwrap_or_default();
+            if v["kind"].is_string()
+                && !api.is_empty()
+                && !api.starts_with("eksctl.io/")
+                && !api.starts_with("kustomize.config.k8s.io/")
+            {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                out.push((name, v));
+            }
+        }
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Every object of the GB200 plan is created by the real API server with
+/// `--dry-run=server` (its validation, defaulting, the CRDs' schemas and the admission
+/// chain, the trainplace webhook included), not only checked against a schema. The same
+/// pod with the job's hugepages but without its cpu and memory requests is refused, as
+/// the issue found every GB200 pod refused before.
+#[test]
+fn every_object_of_the_gb200_plan_is_accepted_by_the_api_server() {
+    let sb = sandbox();
+    let emitted = emit_gb200();
+    sb.ok(&["create", "namespace", GB200_NAMESPACE]);
+    let objects = emitted_objects(emitted.path());
+    let kinds: Vec<String> = objects
+        .iter()
+        .map(|(f, v)| format!("{f}: {}", v["kind"].as_str().unwrap()))
+        .collect();
+    for kind in [
+        "ComputeDomain",
+        "PyTorchJob",
+        "MPIJob",
+        "Job",
+        "StorageClass",
+        "PersistentVolumeClaim",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k.ends_with(&format!(": {kind}"))),
+            "{kind} missing from {kinds:?}"
+        );
+    }
+    assert!(
+        !kinds.iter().any(|k| k.contains("karpenter")),
+        "GB200 has no Karpenter route: {kinds:?}"
+    );
+    for (file, object) in &objects {
+        let out = sb.kubectl_stdin(
+            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
+            Some(&object.to_string()),
+        );
+        assert!(
+            out.status.success(),
+            "{file}: the API server refuses {} {}: {}",
+            object["kind"],
+            object["metadata"]["name"],
+            stderr(&out)
+        );
+    }
+    // The check can fail: the job's pod without cpu and memory is refused for its
+    // hugepages.
+    let job = objects
+        .iter()
+        .find(|(_, v)| v["kind"] == "PyTorchJob")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let mut spec = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"].clone();
+    let requests = &mut spec["containers"][0]["resources"]["requests"];
+    assert!(
+        requests.get("hugepages-2Mi").is_some(),
+        "the job asks for hugepages: {requests}"
+    );
+    requests.as_object_mut().unwrap().remove("cpu");
+    requests.as_object_mut().unwrap().remove("memory");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "no-cpu-or-memory", "namespace": GB200_NAMESPACE},
+        "spec": spec});
+    let out = sb.kubectl_stdin(
+        &["create", "--dry-run=server", "-f", "-"],
+        Some(&pod.to_string()),
+    );
+    assert!(
+        !out.status.success() && stderr(&out).contains("HugePages require cpu or memory"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -9,6 +9,17 @@
 //!   entry with `localZones: [zone]`, and the cluster's own zones and the system
 //!   nodegroup stay in the region's Availability Zones
 //!   (<https://docs.aws.amazon.com/eks/latest/userguide/local-zones.html>).
+//! - eksctl (v0.215.0) checks a new cluster's nodegroup instance types against the
+//!   cluster's regional zones, never a nodegroup's `localZones`: `eksctl create cluster`
+//!   of the whole file answers "none of the provided AZs ... support instance type
+//!   p6e-gb200.36xlarge" (`CheckInstanceAvailability`,
+//!   <https://github.com/eksctl-io/eksctl/blob/v0.215.0/pkg/eks/api.go>, run from
+//!   `createOrImportVPC` in pkg/ctl/create/cluster.go on the nodegroups left after
+//!   `--without-nodegroup`). So the script creates the cluster `--without-nodegroup`
+//!   (its VPC still gets the Local Zone's subnets, from `localZones`), then its
+//!   nodegroups with `eksctl create nodegroup`, which runs no such check
+//!   (pkg/actions/nodegroup/create.go). tests/advisor_eksctl.rs runs both `create cluster`
+//!   forms with the real eksctl.
 //! - A Local Zone is used only once the account opted in to its zone group
 //!   (`aws ec2 modify-availability-zone-group`,
 //!   <https://docs.aws.amazon.com/cli/latest/reference/ec2/modify-availability-zone-group.html>);
@@ -114,4 +125,16 @@ pub fn opt_in_lines(rec: &Recommendation, out: &mut Vec<String>) {
         "if [ \"$(aws ec2 describe-availability-zones --region \"$REGION\" --all-availability-zones --filters Name=zone-name,Values={zone} --query 'AvailabilityZones[0].OptInStatus' --output text)\" = opted-in ]; then echo \"Local Zone group $LZ_GROUP: opted in\"; else aws ec2 modify-availability-zone-group --region \"$REGION\" --group-name \"$LZ_GROUP\" --opt-in-status opted-in; fi"
     ));
     out.push(String::new());
+}
+
+/// The `else` branch of the script's cluster step for a Local Zone plan (the cluster does
+/// not exist yet): the cluster without nodegroups, then its nodegroups; `None` for other
+/// plans.
+pub fn create_cluster_lines(rec: &Recommendation) -> Option<Vec<String>> {
+    local_zone(rec)?;
+    Some(vec![
+        "  # eksctl checks a new cluster's nodegroup types against its regional zones, not localZones: the nodegroups come after the cluster.".into(),
+        "  eksctl create cluster -f eksctl-cluster.yaml --without-nodegroup".into(),
+        "  eksctl create nodegroup -f eksctl-cluster.yaml".into(),
+    ])
 }
