@@ -202,8 +202,7 @@ fn eksctl_accepts_the_two_block_p5_plan() {
     let reserved: Vec<&str> = groups
         .iter()
         .filter_map(|g| {
-            g["capacityReservation"]["capacityReservationTarget"]["capacityReservationID"]
-                .as_str()
+            g["capacityReservation"]["capacityReservationTarget"]["capacityReservationID"].as_str()
         })
         .collect();
     assert_eq!(

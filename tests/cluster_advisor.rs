@@ -331,6 +331,7 @@ fn the_emitted_set_for_16_h100_runs_in_the_sandbox() {
     efa_plugin_lands_on_the_gpu_nodes(sb, emitted.path(), &gpu);
     operators_land_on_the_system_nodes(sb, emitted.path(), &system);
     dcgm_exporter_lands_on_the_gpu_nodes(sb, emitted.path(), &gpu, &system);
+    gpu_feature_discovery_lands_on_the_gpu_nodes(sb, &gpu, &system);
     checkpoint_claim_binds(sb, emitted.path());
     node_check_lands_one_pod_per_gpu_node(sb, emitted.path(), &gpu);
     nccl_check_lands(sb, emitted.path(), &gpu, &system);
@@ -595,4 +596,77 @@ fn every_object_of_the_gb200_plan_is_accepted_by_the_api_server() {
         "{}",
         stderr(&out)
     );
+}
+
+/// GPU Feature Discovery, as a GB200 plan installs it: NVIDIA's device plugin chart
+/// (vendored, rendered by the real helm) with the emitted `gpu-feature-discovery-values.yaml`
+/// puts GFD and the Node Feature Discovery worker, which publishes GFD's
+/// `nvidia.com/gpu.clique` label, on every GPU node. The GB200 plan's GPU nodes carry the
+/// same taint and label as these (`plugins::node_taints`, `node_labels`). With the
+/// chart's defaults for the worker (toleration `nvidia.com/gpu=present`) the worker lands
+/// on no GPU node, so no label would be written.
+fn gpu_feature_discovery_lands_on_the_gpu_nodes(sb: &Sandbox, gpu: &[String], system: &[String]) {
+    let emitted = emit_gb200();
+    let values = emitted.path().join("gpu-feature-discovery-values.yaml");
+    let chart = repo().join("tests/fixtures/baseline/charts/nvidia-device-plugin");
+    let ns = "gpu-feature-discovery";
+    sb.ok(&["create", "namespace", ns]);
+    let render = |release: &str, args: &[&std::ffi::OsStr]| -> String {
+        let out = Command::new(helm())
+            .args(["template", release])
+            .arg(&chart)
+            .args(["-n", ns, "--include-crds", "--no-hooks"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "helm template: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let manifest = render("gfd", &["-f".as_ref(), values.as_os_str()]);
+    let out = sb.kubectl_stdin(
+        &["apply", "--server-side", "-n", ns, "-f", "-"],
+        Some(&manifest),
+    );
+    assert!(out.status.success(), "GFD: {}", stderr(&out));
+    let on = bound(
+        sb,
+        ns,
+        "app.kubernetes.io/instance=gfd,app.kubernetes.io/name=nvidia-device-plugin",
+        gpu.len(),
+    );
+    assert_eq!(on, gpu, "GFD on every GPU node");
+    // The worker runs on every node, the untainted system nodes too.
+    let workers: Vec<String> = bound(
+        sb,
+        ns,
+        "app.kubernetes.io/instance=gfd,app.kubernetes.io/name=node-feature-discovery,role=worker",
+        gpu.len() + system.len(),
+    )
+    .into_iter()
+    .filter(|n| gpu.contains(n))
+    .collect();
+    assert_eq!(workers, gpu, "the NFD worker on every GPU node");
+    // The chart's own worker toleration does not match the GPU nodes' taint.
+    let defaults = render(
+        "gfd-default",
+        &[
+            "--set".as_ref(),
+            "devicePlugin.enabled=false".as_ref(),
+            "--set".as_ref(),
+            "gfd.enabled=true".as_ref(),
+        ],
+    );
+    let worker: Value = serde_yaml_ng::Deserializer::from_str(&defaults)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .find(|d: &Value| {
+            d["kind"] == "DaemonSet"
+                && d["metadata"]["name"] == "gfd-default-node-feature-discovery-worker"
+        })
+        .expect("the default worker DaemonSet");
+    let tolerations = worker["spec"]["template"]["spec"]["tolerations"].to_string();
+    assert!(
+        tolerations.contains("\"value\":\"present\"") && !tolerations.contains("Exists"),
+        "{tolerations}"
+    );
+    sb.ok(&["delete", "namespace", ns, "--wait=false"]);
 }

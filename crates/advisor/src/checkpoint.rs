@@ -74,7 +74,9 @@ pub fn sizing(req: &Request, p: &InstanceProfile, shape: &Shape) -> Sizing {
             let bytes = (b * 1e9).ceil() as u64 * BYTES_PER_PARAM;
             (
                 bytes.div_ceil(GIB),
-                format!("{b} B parameters x {BYTES_PER_PARAM} bytes (mixed-precision Adam states, ZeRO §3.1)"),
+                format!(
+                    "{b} B parameters x {BYTES_PER_PARAM} bytes (mixed-precision Adam states, ZeRO §3.1)"
+                ),
                 true,
             )
         }

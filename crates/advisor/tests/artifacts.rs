@@ -196,7 +196,10 @@ fn run_script_at(
         .env("PATH", path)
         .env_remove("CONFIRM_PURCHASE_USD");
     // The user's confirmation of the fee the script names (none when it buys nothing).
-    if let Some(fee) = files.get("aws-cli.sh").and_then(|s| common::confirmation(s)) {
+    if let Some(fee) = files
+        .get("aws-cli.sh")
+        .and_then(|s| common::confirmation(s))
+    {
         cmd.env("CONFIRM_PURCHASE_USD", fee);
     }
     let out = cmd.output().unwrap();

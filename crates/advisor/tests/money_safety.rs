@@ -45,29 +45,31 @@ fn the_script_asks_for_the_fee_and_buys_nothing_without_it() {
     assert_eq!(fee, "45308.16");
     let (out, calls) = run_in_env(dir.path(), None, &[], &[]);
     assert!(!out.status.success());
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 0, "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
+    );
     assert!(
         stderr(&out).contains("run again with CONFIRM_PURCHASE_USD=45308.16"),
         "{}",
         stderr(&out)
     );
     // Another figure is no confirmation either.
-    let (out, calls) = run_in_env(
-        dir.path(),
-        None,
-        &[],
-        &[("CONFIRM_PURCHASE_USD", "yes")],
-    );
+    let (out, calls) = run_in_env(dir.path(), None, &[], &[("CONFIRM_PURCHASE_USD", "yes")]);
     assert!(!out.status.success());
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 0, "{calls}");
-    let (out, calls) = run_in_env(
-        dir.path(),
-        None,
-        &[],
-        &[("CONFIRM_PURCHASE_USD", &fee)],
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
     );
+    let (out, calls) = run_in_env(dir.path(), None, &[], &[("CONFIRM_PURCHASE_USD", &fee)]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 2, "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        2,
+        "{calls}"
+    );
 }
 
 #[test]
@@ -82,7 +84,11 @@ fn a_sold_out_second_block_stops_the_script_before_the_first_purchase() {
         &[("CONFIRM_PURCHASE_USD", &fee), ("SOLD_OUT", &ids[1])],
     );
     assert!(!out.status.success());
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 0, "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
+    );
     // Both offerings were read again, the first still for sale.
     assert_eq!(
         count(&calls, "aws ec2 describe-capacity-block-offerings"),
@@ -105,10 +111,17 @@ fn a_purchase_without_an_id_stops_and_says_what_was_bought() {
         dir.path(),
         None,
         &[],
-        &[("CONFIRM_PURCHASE_USD", &fee), ("PURCHASE_ANSWERS_NONE", "2")],
+        &[
+            ("CONFIRM_PURCHASE_USD", &fee),
+            ("PURCHASE_ANSWERS_NONE", "2"),
+        ],
     );
     assert!(!out.status.success());
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 2, "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        2,
+        "{calls}"
+    );
     let err = stderr(&out);
     assert!(
         err.contains("the purchase of block 2") && err.contains("answered no reservation id"),
@@ -137,7 +150,11 @@ fn an_fsx_quota_too_small_for_the_checkpoints_stops_before_buying() {
         &[("CONFIRM_PURCHASE_USD", &fee), ("FSX_QUOTA_GIB", "2400.0")],
     );
     assert!(!out.status.success());
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 0, "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
+    );
     assert!(
         calls.contains("aws service-quotas list-service-quotas")
             && calls.contains("aws fsx describe-file-systems"),
@@ -165,7 +182,11 @@ fn checkpoint_storage_is_made_in_the_run_stage_not_at_set_up() {
     let fee = confirmation(&script).unwrap();
     let (out, calls) = run_in_env(dir.path(), None, &[], &[("CONFIRM_PURCHASE_USD", &fee)]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 2, "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        2,
+        "{calls}"
+    );
     assert!(!calls.contains("checkpoint-storage.yaml"), "{calls}");
     // Once it started, `run` makes it, before the NCCL check.
     stand_ins(dir.path(), 0, AFTER_BLOCK_START);
@@ -174,6 +195,8 @@ fn checkpoint_storage_is_made_in_the_run_stage_not_at_set_up() {
     let storage = calls
         .find("kubectl apply -f checkpoint-storage.yaml")
         .unwrap_or_else(|| panic!("{calls}"));
-    let check = calls.find("kubectl apply -f nccl-tests-mpijob.yaml").unwrap();
+    let check = calls
+        .find("kubectl apply -f nccl-tests-mpijob.yaml")
+        .unwrap();
     assert!(storage < check, "{calls}");
 }

@@ -333,8 +333,10 @@ fn the_gb200_script_runs_again_without_buying_or_opting_in_twice() {
     );
     assert_eq!(count(&calls, "eksctl create cluster"), 1, "{calls}");
     let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    // The stand-in numbers its ids by the lines it has recorded: the opt-in came first,
+    // before the purchase.
     assert!(
-        !config.contains("REPLACE-WITH") && config.contains("cr-0123456789abcde1"),
+        !config.contains("REPLACE-WITH") && config.contains("cr-0123456789abcde2"),
         "{config}"
     );
 }
@@ -436,7 +438,10 @@ fn every_gb200_pod_that_asks_for_hugepages_asks_for_memory_too() {
             }
         }
     }
-    assert!(checked >= 3, "the job, the node check and nccl-tests: {checked}");
+    assert!(
+        checked >= 3,
+        "the job, the node check and nccl-tests: {checked}"
+    );
 }
 
 #[test]
@@ -454,9 +459,11 @@ fn gb200_has_no_karpenter_route() {
 #[test]
 fn gb200_installs_what_writes_the_clique_label_and_checks_it_before_the_job() {
     let advice = planned();
-    let values: Value =
-        serde_yaml_ng::from_str(common::emitted(&advice, "gpu-feature-discovery-values.yaml"))
-            .unwrap();
+    let values: Value = serde_yaml_ng::from_str(common::emitted(
+        &advice,
+        "gpu-feature-discovery-values.yaml",
+    ))
+    .unwrap();
     assert_eq!(values["gfd"]["enabled"], true);
     assert_eq!(values["devicePlugin"]["enabled"], false);
     assert_eq!(
@@ -472,7 +479,10 @@ fn gb200_installs_what_writes_the_clique_label_and_checks_it_before_the_job() {
         .unwrap_or_else(|| panic!("{script}"));
     let domain = script.find("kubectl apply -f compute-domain.yaml").unwrap();
     let job = script.find("kubectl apply -f job-").unwrap();
-    assert!(install < check && check < domain && domain < job, "{script}");
+    assert!(
+        install < check && check < domain && domain < job,
+        "{script}"
+    );
     // The job's pods keep together by that label.
     let job: Value =
         serde_yaml_ng::from_str(common::emitted(&advice, "job-pytorchjob.yaml")).unwrap();
@@ -564,4 +574,36 @@ fn checkpoint_storage_follows_the_model_size_and_is_in_the_cost_line() {
         text.contains("+ checkpoint storage $249.08 for the run ($1082.33 a month until deleted)"),
         "{text}"
     );
+}
+
+#[test]
+fn the_run_stops_before_the_job_when_the_clique_label_is_missing_or_split() {
+    let dir = workdir();
+    common::stand_ins(dir.path(), 0, 1_796_124_660);
+    for (env, says) in [
+        (
+            [("CLIQUE_NODES", "17"), ("CLIQUES", "c1.0")],
+            "fewer than 18 of the job's nodes carry nvidia.com/gpu.clique",
+        ),
+        (
+            [("CLIQUE_NODES", "18"), ("CLIQUES", "c1.0 c2.0")],
+            "the job's nodes are in more than one NVLink clique",
+        ),
+    ] {
+        let (out, calls) = common::run_in_env(dir.path(), None, &["run"], &env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{err}");
+        assert!(
+            !calls.contains("compute-domain.yaml") && !calls.contains("job-pytorchjob.yaml"),
+            "{calls}"
+        );
+    }
+    let (out, calls) = common::run_in_env(
+        dir.path(),
+        None,
+        &["run"],
+        &[("CLIQUE_NODES", "18"), ("CLIQUES", "c1.0")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(calls.contains("kubectl apply -f job-pytorchjob.yaml"), "{calls}");
 }

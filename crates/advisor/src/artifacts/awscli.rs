@@ -8,8 +8,6 @@ use crate::capacity::BlockPlan;
 use crate::recommend::{CapacityPlan, Recommendation};
 use crate::request::Demand;
 
-use super::eksctl::reservation_placeholder;
-use super::karpenter::{RESERVATION_TAG, reservation_tag_value};
 use super::plugins::efa_install;
 
 pub use super::offering_queries::OFFERINGS_FILE;
@@ -178,7 +176,7 @@ fn capacity_block_steps(
         }
         Some(plan) => {
             super::purchase::bought_lines(rec, plan, out);
-            super::purchase::recheck_lines(rec, plan, block_hours, out);
+            super::purchase::recheck_lines(rec, plan, out);
             // The FSx quota before the purchase: a block bought for a job whose
             // checkpoint storage cannot be made is money spent on a plan that cannot
             // finish. (Capacity Block nodes need no On-Demand vCPU quota: `quota.rs`.)

@@ -69,7 +69,9 @@ pub fn install_lines(rec: &Recommendation, out: &mut Vec<String>) {
     out.push(format!(
         "# {{STEP}} GPU Feature Discovery ({VALUES_FILE}): it labels each GPU node {CLIQUE_LABEL}, which the job's pods require."
     ));
-    out.push(format!("helm repo add nvdp {NVIDIA_CHART_REPO} --force-update"));
+    out.push(format!(
+        "helm repo add nvdp {NVIDIA_CHART_REPO} --force-update"
+    ));
     out.push(format!(
         "helm upgrade --install {RELEASE} nvdp/nvidia-device-plugin --version {NVIDIA_CHART_VERSION} -n {NAMESPACE} --create-namespace -f {VALUES_FILE} --wait"
     ));

@@ -62,21 +62,14 @@ pub fn bought_lines(rec: &Recommendation, plan: &BlockPlan, out: &mut Vec<String
             "CR_{i}=$(aws ec2 describe-capacity-reservations --region \"$REGION\" --filters Name=instance-type,Values={} Name=availability-zone,Values={} Name=state,Values={LIVE_BLOCK_STATES} --query \"{query}\" --output text)",
             rec.instance.name, o.availability_zone
         ));
-        out.push(format!(
-            "if [ \"$CR_{i}\" = None ]; then CR_{i}=; fi"
-        ));
+        out.push(format!("if [ \"$CR_{i}\" = None ]; then CR_{i}=; fi"));
     }
     out.push(String::new());
 }
 
 /// Lines that read every offering still to buy again and stop, before any purchase, when
 /// one is no longer sold.
-pub fn recheck_lines(
-    rec: &Recommendation,
-    plan: &BlockPlan,
-    block_hours: u32,
-    out: &mut Vec<String>,
-) {
+pub fn recheck_lines(rec: &Recommendation, plan: &BlockPlan, out: &mut Vec<String>) {
     out.push(format!(
         "# {{STEP}} Read every offering still to buy again: buy none unless all {} are still for sale.",
         plan.offerings.len()
@@ -84,7 +77,8 @@ pub fn recheck_lines(
     out.push("GONE=".into());
     for (i, o) in plan.offerings.iter().enumerate() {
         let slot = i + 1;
-        let what = offering_query(rec, o.instance_count, block_hours);
+        // Queried as sold: its count (or UltraServer) and its own length.
+        let what = offering_query(rec, o.instance_count, o.duration_hours);
         out.push(format!(
             "if [ -z \"$CR_{i}\" ] && [ \"$(aws ec2 describe-capacity-block-offerings --region \"$REGION\" {what} --query \"length(CapacityBlockOfferings[?CapacityBlockOfferingId=='{id}'])\" --output text)\" != 1 ]; then GONE=\"$GONE block {slot} ({id})\"; fi",
             id = o.id
@@ -117,7 +111,7 @@ pub fn buy_lines(rec: &Recommendation, plan: &BlockPlan, out: &mut Vec<String>) 
         plan.availability_zone
     ));
     out.push(format!(
-        "if {{ {}; }} && [ \"${{{CONFIRM_VAR}:-}}\" != {fee} ]; then echo \"Capacity Blocks cannot be cancelled or refunded once bought. To buy this plan's {n} block(s) for ${fee} upfront, run again with {CONFIRM_VAR}={fee}\" >&2; exit 1; fi",
+        "if {{ {}; }} && [ \"${{{CONFIRM_VAR}:-}}\" != {fee} ]; then echo 'Capacity Blocks cannot be cancelled or refunded once bought. To buy this plan'\"'\"'s {n} block(s) for USD {fee} upfront, run again with {CONFIRM_VAR}={fee}' >&2; exit 1; fi",
         empties.join(" || ")
     ));
     out.push("BOUGHT=".into());

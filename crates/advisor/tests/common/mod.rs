@@ -269,7 +269,9 @@ esac"#;
             "eksctl" => eksctl.to_string(),
             "trainplace" => format!("exit {diagnose_exit}"),
             // A Job's conditions (the per-node check's wait): Complete.
-            "kubectl" => "case \"$*\" in *conditions*) echo Complete;; esac".to_string(),
+            // The GB200 clique check: CLIQUE_NODES nodes (default 64) labelled with
+            // CLIQUES' cliques in turn (default one).
+            "kubectl" => "case \"$*\" in *conditions*) echo Complete;; *clique*) i=0; set -- ${CLIQUES:-c1.0}; while [ $i -lt ${CLIQUE_NODES:-64} ]; do eval echo \\${$(( i % $# + 1 ))}; i=$((i + 1)); done;; esac".to_string(),
             _ => String::new(),
         };
         let path = bin.join(tool);
@@ -311,7 +313,11 @@ pub fn run_in(
 pub fn confirmation(script: &str) -> Option<String> {
     let at = script.find("run again with CONFIRM_PURCHASE_USD=")?;
     let rest = &script[at + "run again with CONFIRM_PURCHASE_USD=".len()..];
-    Some(rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect())
+    Some(
+        rest.chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect(),
+    )
 }
 
 /// `run_in` with `env` set (and no confirmation unless `env` gives one).
