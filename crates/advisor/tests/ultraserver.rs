@@ -604,6 +604,13 @@ fn the_run_stops_before_the_job_when_the_clique_label_is_missing_or_split() {
         &["run"],
         &[("CLIQUE_NODES", "18"), ("CLIQUES", "c1.0")],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(calls.contains("kubectl apply -f job-pytorchjob.yaml"), "{calls}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        calls.contains("kubectl apply -f job-pytorchjob.yaml"),
+        "{calls}"
+    );
 }
