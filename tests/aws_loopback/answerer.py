@@ -11,6 +11,16 @@ cannot answer, which this answers itself in the EC2 Query API's XML
   Capacity Blocks are sold in, us-east-1-dfw-2a
   (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html).
 
+- Capacity Blocks: DescribeCapacityBlockOfferings (from the offerings file named by
+  LOOPBACK_OFFERINGS, shaped like `describe-capacity-block-offerings --output json`, less the
+  ids listed in the file LOOPBACK_SOLD_OUT, read on every request), PurchaseCapacityBlock
+  (a reservation in state `scheduled`, with the request's tags) and
+  DescribeCapacityReservations of what was bought here (filters instance-type,
+  availability-zone, state). moto models On-Demand Capacity Reservations, not blocks.
+- Service Quotas ListServiceQuotas for `fsx` (moto serves only default VPC quotas): one
+  quota, LOOPBACK_FSX_QUOTA_GIB GiB (default 100800), under the name this answerer gives it,
+  "Lustre Persistent SSD storage capacity (GiB)". That name is an assumption, the same
+  one `aws-cli.sh` matches by; the real one is for a human to check (docs/advisor.md).
 - EKS DescribeClusterVersions (GET /cluster-versions), which eksctl calls before anything
   else: moto has no such route. It lists Kubernetes 1.30 to 1.35 as supported, so eksctl
   accepts the plan's version; which versions EKS supports on a given day is EKS's
@@ -24,8 +34,11 @@ usage: python answerer.py LISTEN_PORT UPSTREAM_URL LOG_FILE
 """
 
 import http.server
+import itertools
 import json
+import os
 import sys
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -64,9 +77,158 @@ def zone_xml(name):
     )
 
 
+BLOCKS = []  # reservations bought here: dicts
+LOCK = threading.Lock()
+IDS = itertools.count(1)
+
+
+def offerings():
+    path = os.environ.get("LOOPBACK_OFFERINGS")
+    if not path:
+        return []
+    with open(path, encoding="utf-8") as f:
+        listed = json.load(f)["CapacityBlockOfferings"]
+    sold = set()
+    sold_path = os.environ.get("LOOPBACK_SOLD_OUT")
+    if sold_path and os.path.exists(sold_path):
+        with open(sold_path, encoding="utf-8") as f:
+            sold = set(f.read().split())
+    return [o for o in listed if o["CapacityBlockOfferingId"] not in sold]
+
+
+def offering_matches(o, form):
+    if "UltraserverType" in form:
+        if o.get("UltraserverType") != form["UltraserverType"]:
+            return False
+        if str(o.get("UltraserverCount")) != form.get("UltraserverCount", "1"):
+            return False
+    else:
+        if o["InstanceType"] != form.get("InstanceType"):
+            return False
+        if str(o["InstanceCount"]) != form.get("InstanceCount"):
+            return False
+    return str(o["CapacityBlockDurationHours"]) == form.get("CapacityDurationHours")
+
+
+def offering_xml(o):
+    fields = [
+        ("capacityBlockOfferingId", o["CapacityBlockOfferingId"]),
+        ("instanceType", o["InstanceType"]),
+        ("availabilityZone", o["AvailabilityZone"]),
+        ("instanceCount", o["InstanceCount"]),
+        ("startDate", o["StartDate"]),
+        ("endDate", o["EndDate"]),
+        ("capacityBlockDurationHours", o["CapacityBlockDurationHours"]),
+        ("upfrontFee", o["UpfrontFee"]),
+        ("currencyCode", o["CurrencyCode"]),
+        ("tenancy", o["Tenancy"]),
+    ]
+    for key, tag in (("UltraserverType", "ultraserverType"), ("UltraserverCount", "ultraserverCount")):
+        if key in o:
+            fields.append((tag, o[key]))
+    return "<item>" + "".join(f"<{k}>{v}</{k}>" for k, v in fields) + "</item>"
+
+
+def tags_of(form):
+    tags = []
+    for n in itertools.count(1):
+        key = form.get(f"TagSpecification.1.Tag.{n}.Key")
+        if key is None:
+            return tags
+        tags.append((key, form.get(f"TagSpecification.1.Tag.{n}.Value", "")))
+
+
+def filters_of(form):
+    out = {}
+    for n in itertools.count(1):
+        name = form.get(f"Filter.{n}.Name")
+        if name is None:
+            return out
+        out[name] = [v for k, v in form.items() if k.startswith(f"Filter.{n}.Value.")]
+
+
+def reservation_xml(b):
+    tags = "".join(f"<item><key>{k}</key><value>{v}</value></item>" for k, v in b["tags"])
+    return (
+        "<item>"
+        f"<capacityReservationId>{b['id']}</capacityReservationId>"
+        f"<instanceType>{b['type']}</instanceType><availabilityZone>{b['zone']}</availabilityZone>"
+        f"<totalInstanceCount>{b['count']}</totalInstanceCount><state>{b['state']}</state>"
+        f"<startDate>{b['start']}</startDate><endDate>{b['end']}</endDate>"
+        f"<reservationType>capacity-block</reservationType><tagSet>{tags}</tagSet>"
+        "</item>"
+    )
+
+
+def answer_capacity_blocks(action, form):
+    if action == "DescribeCapacityBlockOfferings":
+        items = "".join(offering_xml(o) for o in offerings() if offering_matches(o, form))
+        return (
+            f'<DescribeCapacityBlockOfferingsResponse xmlns="{EC2_NS}">'
+            f"<requestId>loopback-cb</requestId><capacityBlockOfferingSet>{items}</capacityBlockOfferingSet>"
+            "</DescribeCapacityBlockOfferingsResponse>"
+        )
+    if action == "PurchaseCapacityBlock":
+        wanted = form.get("CapacityBlockOfferingId")
+        o = next((o for o in offerings() if o["CapacityBlockOfferingId"] == wanted), None)
+        if o is None:
+            return None  # moto then answers with its own error
+        with LOCK:
+            b = {
+                "id": f"cr-{next(IDS):017x}",
+                "type": o["InstanceType"],
+                "zone": o["AvailabilityZone"],
+                "count": o["InstanceCount"],
+                "state": "scheduled",
+                "start": o["StartDate"],
+                "end": o["EndDate"],
+                "tags": tags_of(form),
+            }
+            BLOCKS.append(b)
+        return (
+            f'<PurchaseCapacityBlockResponse xmlns="{EC2_NS}"><requestId>loopback-cb</requestId>'
+            f"<capacityReservation>{reservation_xml(b)[6:-7]}</capacityReservation>"
+            "</PurchaseCapacityBlockResponse>"
+        )
+    if action == "DescribeCapacityReservations":
+        filters = filters_of(form)
+        keys = {"instance-type": "type", "availability-zone": "zone", "state": "state"}
+        with LOCK:
+            chosen = [
+                b for b in BLOCKS
+                if all(b[keys[name]] in values for name, values in filters.items() if name in keys)
+            ]
+        items = "".join(reservation_xml(b) for b in chosen)
+        return (
+            f'<DescribeCapacityReservationsResponse xmlns="{EC2_NS}"><requestId>loopback-cb</requestId>'
+            f"<capacityReservationSet>{items}</capacityReservationSet>"
+            "</DescribeCapacityReservationsResponse>"
+        )
+    return None
+
+
+def answer_json(target, body):
+    """The JSON body for an AWS JSON-protocol request this answers itself, or None."""
+    if target == "ServiceQuotasV20190624.ListServiceQuotas" and body.get("ServiceCode") == "fsx":
+        gib = float(os.environ.get("LOOPBACK_FSX_QUOTA_GIB", "100800"))
+        return json.dumps({"Quotas": [{
+            "ServiceCode": "fsx",
+            "QuotaCode": "L-LOOPBACK",
+            "QuotaName": "Lustre Persistent SSD storage capacity (GiB)",
+            "Value": gib,
+            "Unit": "None",
+            "Adjustable": True,
+            "GlobalQuota": False,
+        }]})
+    return None
+
+
 def answer(form):
     """The XML body for a request this answers itself, or None to pass it to moto."""
     action = form.get("Action")
+    mine = answer_capacity_blocks(action, form)
+    if mine is not None:
+        return mine
     if action == "DescribeAvailabilityZones":
         asked = local_zones_asked(form)
         if not asked:
@@ -133,7 +295,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             form = dict(urllib.parse.parse_qsl(body.decode("utf-8"), keep_blank_values=True))
         target = self.headers.get("X-Amz-Target", "")
         mine, kind = (answer(form), "text/xml") if form else (None, "")
-        if mine is None and not form:
+        if mine is None and target:
+            try:
+                request = json.loads(body or b"{}")
+            except ValueError:
+                request = {}
+            mine, kind = answer_json(target, request), "application/x-amz-json-1.1"
+        if mine is None and not form and not target:
             mine, kind = answer_rest(method, self.path), "application/json"
         if mine is not None:
             self._record("answerer", form, target)

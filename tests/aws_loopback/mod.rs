@@ -59,6 +59,11 @@ fn wait_listening(port: u16, what: &str, child: &mut Child) {
 
 impl Aws {
     pub fn start() -> Aws {
+        Self::start_with(&[])
+    }
+
+    /// Started with the answerer's `LOOPBACK_*` settings in `env` (answerer.py).
+    pub fn start_with(env: &[(&str, &str)]) -> Aws {
         let dir = tempfile::tempdir().unwrap();
         let moto_port = free_port();
         let mut moto = Command::new(venv_tool("moto_server"))
@@ -75,6 +80,7 @@ impl Aws {
             .arg(port.to_string())
             .arg(format!("http://127.0.0.1:{moto_port}"))
             .arg(&log)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .spawn()
             .expect("start the answerer");
@@ -127,6 +133,16 @@ impl Aws {
     /// The requests seen so far.
     pub fn requests(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// How many requests so far were `who ACTION` (`who`: moto or answerer).
+    pub fn count(&self, who_action: &str) -> usize {
+        self.requests().lines().filter(|l| *l == who_action).count()
+    }
+
+    /// Forget the requests seen so far.
+    pub fn clear(&self) {
+        let _ = std::fs::remove_file(&self.log);
     }
 }
 
