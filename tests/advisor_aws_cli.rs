@@ -212,6 +212,11 @@ fn the_gb200_plan_opts_in_before_it_buys_and_once() {
         .unwrap();
     let buy = requests.find("answerer PurchaseCapacityBlock").unwrap();
     assert!(opt_in < reread && reread < buy, "{requests}");
+    // The nodes' AMI was read (before the purchase) and written into the config.
+    let ami = requests.find("answerer AmazonSSM.GetParameter").unwrap();
+    assert!(ami < buy, "{requests}");
+    let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    assert!(config.contains("ami: ami-0f0e0d0c0b0a09080"), "{config}");
     // Again: opted in already, the block found: no opt-in, no purchase.
     aws.clear();
     let out = run(&aws, dir.path(), &[("CONFIRM_PURCHASE_USD", &fee)]);

@@ -116,8 +116,18 @@ fn eksctl_accepts_the_gb200_plan_as_the_script_creates_it() {
         "--offerings",
         &gb200,
     ]);
-    let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    let path = dir.path().join("eksctl-cluster.yaml");
+    let config = std::fs::read_to_string(&path).unwrap();
     assert!(config.contains("us-east-1-dfw-2a"), "{config}");
+    // As aws-cli.sh fills in the block's id and the nodes' AMI before eksctl runs.
+    let filled = config
+        .replace(
+            "REPLACE-WITH-cr-ID-OF-cb-0gb2000000000001",
+            "cr-0123456789abcdef1",
+        )
+        .replace("REPLACE-WITH-AMI-ID", "ami-0f0e0d0c0b0a09080");
+    assert!(!filled.contains("REPLACE-WITH"), "{filled}");
+    std::fs::write(&path, filled).unwrap();
     // The whole file, as eksctl would take it in one step: refused for the reason the
     // script works around.
     let whole = run_eksctl(

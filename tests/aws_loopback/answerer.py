@@ -21,6 +21,10 @@ cannot answer, which this answers itself in the EC2 Query API's XML
   quota, LOOPBACK_FSX_QUOTA_GIB GiB (default 100800), under the name this answerer gives it,
   "Lustre Persistent SSD storage capacity (GiB)". That name is an assumption, the same
   one `aws-cli.sh` matches by; the real one is for a human to check (docs/advisor.md).
+- SSM GetParameter of an EKS-optimized AMI's public parameter
+  (/aws/service/eks/optimized-ami/..., https://docs.aws.amazon.com/eks/latest/userguide/retrieve-ami-id.html):
+  moto holds only the Amazon Linux parameters. The id it answers, ami-0f0e0d0c0b0a09080, is
+  made up.
 - EKS DescribeClusterVersions (GET /cluster-versions), which eksctl calls before anything
   else: moto has no such route. It lists Kubernetes 1.30 to 1.35 as supported, so eksctl
   accepts the plan's version; which versions EKS supports on a given day is EKS's
@@ -209,6 +213,12 @@ def answer_capacity_blocks(action, form):
 
 def answer_json(target, body):
     """The JSON body for an AWS JSON-protocol request this answers itself, or None."""
+    name = body.get("Name", "")
+    if target == "AmazonSSM.GetParameter" and name.startswith("/aws/service/eks/optimized-ami/"):
+        return json.dumps({"Parameter": {
+            "Name": name, "Type": "String", "Value": "ami-0f0e0d0c0b0a09080",
+            "Version": 1, "DataType": "aws:ec2:image",
+        }})
     if target == "ServiceQuotasV20190624.ListServiceQuotas" and body.get("ServiceCode") == "fsx":
         gib = float(os.environ.get("LOOPBACK_FSX_QUOTA_GIB", "100800"))
         return json.dumps({"Quotas": [{

@@ -614,3 +614,32 @@ fn the_run_stops_before_the_job_when_the_clique_label_is_missing_or_split() {
         "{calls}"
     );
 }
+
+#[test]
+fn the_gb200_nodes_get_the_arm64_nvidia_ami_read_before_anything_is_bought() {
+    let advice = planned();
+    let config: Value =
+        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
+    assert_eq!(config["nodeGroups"][0]["ami"], "REPLACE-WITH-AMI-ID");
+    assert_eq!(config["nodeGroups"][0]["amiFamily"], "AmazonLinux2023");
+    let script = common::emitted(&advice, "aws-cli.sh");
+    let read = script
+        .find("aws ssm get-parameter --region \"$REGION\" --name /aws/service/eks/optimized-ami/1.35/amazon-linux-2023/arm64/nvidia/recommended/image_id")
+        .unwrap_or_else(|| panic!("{script}"));
+    let buy = script.find("aws ec2 purchase-capacity-block").unwrap();
+    assert!(read < buy, "{script}");
+    // Run: the id is written into the config before eksctl runs.
+    let dir = workdir();
+    common::stand_ins(dir.path(), 0, 1_796_124_660);
+    let (out, _) = common::run_in(dir.path(), None, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    assert!(
+        config.contains("ami: ami-0123456789abcdef0") && !config.contains("REPLACE-WITH"),
+        "{config}"
+    );
+}

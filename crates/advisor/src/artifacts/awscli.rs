@@ -94,6 +94,7 @@ fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
         // Free and undoable, and what the offerings' Local Zone needs: before anything
         // is bought.
         super::local_zone::opt_in_lines(rec, out);
+        super::local_zone::ami_lines(rec, out);
     }
     match &rec.capacity {
         CapacityPlan::CapacityBlock {

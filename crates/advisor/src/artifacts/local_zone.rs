@@ -73,6 +73,9 @@ pub fn self_managed(mut ng: Value, zone: &str, rec: &Recommendation) -> Value {
     map.remove("availabilityZones");
     map.remove("nodeRepairConfig");
     map.insert("localZones".into(), json!([zone]));
+    if needs_ami(rec) {
+        map.insert("ami".into(), json!(AMI_PLACEHOLDER));
+    }
     let name = map.get("name").cloned().unwrap_or(Value::Null);
     if let Some(labels) = map.get_mut("labels").and_then(Value::as_object_mut) {
         labels.insert(LABEL_EKS_NODEGROUP.into(), name);
@@ -137,4 +140,46 @@ pub fn create_cluster_lines(rec: &Recommendation) -> Option<Vec<String>> {
         "  eksctl create cluster -f eksctl-cluster.yaml --without-nodegroup".into(),
         "  eksctl create nodegroup -f eksctl-cluster.yaml".into(),
     ])
+}
+
+/// Stands in for the GB200 nodes' AMI id until `aws-cli.sh` reads it ([`ami_lines`]).
+pub const AMI_PLACEHOLDER: &str = "REPLACE-WITH-AMI-ID";
+
+/// Whether the nodegroup needs its AMI named: eksctl v0.215.0's instance table has no
+/// p6e-gb200.36xlarge (<https://github.com/eksctl-io/eksctl/blob/v0.215.0/pkg/utils/instance/instance_types.go>),
+/// so it takes the type for neither ARM nor NVIDIA and resolves the AL2023 x86_64
+/// standard AMI for it (`MakeSSMParameterName`, pkg/ami/ssm_resolver.go), on which a
+/// Grace (arm64) GB200 node does not run. The EKS guide recommends the AL2023 ARM NVIDIA
+/// variant of the EKS-optimized accelerated AMI
+/// (<https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html>).
+pub fn needs_ami(rec: &Recommendation) -> bool {
+    rec.instance.name.starts_with("p6e-gb200")
+}
+
+/// The AL2023 ARM64 NVIDIA AMI's public SSM parameter for the plan's Kubernetes version
+/// (<https://docs.aws.amazon.com/eks/latest/userguide/retrieve-ami-id.html>).
+pub fn ami_parameter(rec: &Recommendation) -> String {
+    format!(
+        "/aws/service/eks/optimized-ami/{}/amazon-linux-2023/arm64/nvidia/recommended/image_id",
+        rec.request.eks_version
+    )
+}
+
+/// `aws-cli.sh` lines that read that AMI's id and write it into eksctl-cluster.yaml,
+/// before anything is bought: a region or Kubernetes version without the AMI stops the
+/// script there.
+pub fn ami_lines(rec: &Recommendation, out: &mut Vec<String>) {
+    if !needs_ami(rec) || local_zone(rec).is_none() {
+        return;
+    }
+    let parameter = ami_parameter(rec);
+    let version = &rec.request.eks_version;
+    out.push(format!(
+        "# {{STEP}} The {} nodes' AMI: the EKS-optimized AL2023 ARM64 NVIDIA AMI for Kubernetes {version} (eksctl would pick an x86_64 one for this type); read before anything is bought.",
+        rec.instance.name
+    ));
+    out.push(format!(
+        "if grep -q {AMI_PLACEHOLDER} eksctl-cluster.yaml; then AMI=$(aws ssm get-parameter --region \"$REGION\" --name {parameter} --query Parameter.Value --output text); case \"$AMI\" in ami-*) ;; *) echo \"no AL2023 ARM64 NVIDIA AMI for Kubernetes {version} in $REGION ({parameter}: $AMI)\" >&2; exit 1;; esac; sed \"s/{AMI_PLACEHOLDER}/$AMI/\" eksctl-cluster.yaml > eksctl-cluster.yaml.new && mv eksctl-cluster.yaml.new eksctl-cluster.yaml; fi"
+    ));
+    out.push(String::new());
 }

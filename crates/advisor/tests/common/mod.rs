@@ -216,6 +216,7 @@ describe-capacity-block-offerings)
   *) echo '{"CapacityBlockOfferings": []}';;
   esac;;
 list-service-quotas) echo "${FSX_QUOTA_GIB:-1000000.0}";;
+get-parameter) echo ami-0123456789abcdef0;;
 describe-file-systems) echo 0;;
 describe-capacity-reservations)
   slot=$(printf '%s\n' "$*" | sed -n "s/.*Key=='trainplace.io\/block' \&\& Value=='\([0-9]*\)'.*/\1/p")
