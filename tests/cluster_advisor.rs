@@ -10,7 +10,10 @@
 //! launcher and workers (as Jobs: the MPI Operator is not on the Go module proxy, so its
 //! controller cannot be built here) land on a system node and one per GPU node; the real
 //! Training Operator v1.9.4 controller (tools/training-operator) runs the emitted
-//! PyTorchJob, whose two pods land one per GPU node in one zone. Vendored sources:
+//! PyTorchJob, whose two pods land one per GPU node in one zone; GPU Feature Discovery,
+//! as a GB200 plan installs it (NVIDIA's device plugin chart, vendored, rendered by helm
+//! with the emitted values), lands with its NFD worker on every GPU node. And every object
+//! of the GB200 plan is created with `--dry-run=server`. Vendored sources:
 //! tests/fixtures/baseline/README.md.
 
 #[path = "cluster_advisor/nodes.rs"]
