@@ -13,7 +13,8 @@
 //! PyTorchJob, whose two pods land one per GPU node in one zone; GPU Feature Discovery,
 //! as a GB200 plan installs it (NVIDIA's device plugin chart, vendored, rendered by helm
 //! with the emitted values), lands with its NFD worker on every GPU node. And every object
-//! of the GB200 plan is created with `--dry-run=server`. Vendored sources:
+//! of the GB200 plan and of a two-block p5 plan is created with `--dry-run=server`.
+//! Vendored sources:
 //! tests/fixtures/baseline/README.md.
 
 #[path = "cluster_advisor/nodes.rs"]
@@ -559,19 +560,7 @@ fn every_object_of_the_gb200_plan_is_accepted_by_the_api_server() {
         !kinds.iter().any(|k| k.contains("karpenter")),
         "GB200 has no Karpenter route: {kinds:?}"
     );
-    for (file, object) in &objects {
-        let out = sb.kubectl_stdin(
-            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
-            Some(&object.to_string()),
-        );
-        assert!(
-            out.status.success(),
-            "{file}: the API server refuses {} {}: {}",
-            object["kind"],
-            object["metadata"]["name"],
-            stderr(&out)
-        );
-    }
+    dry_run_all(sb, &objects);
     // The check can fail: the job's pod without cpu and memory is refused for its
     // hugepages.
     let job = objects
@@ -672,4 +661,63 @@ fn gpu_feature_discovery_lands_on_the_gpu_nodes(sb: &Sandbox, gpu: &[String], sy
         "{tolerations}"
     );
     sb.ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
+/// `kubectl create --dry-run=server` of each object: the API server accepts every one.
+fn dry_run_all(sb: &Sandbox, objects: &[(String, Value)]) {
+    for (file, object) in objects {
+        let out = sb.kubectl_stdin(
+            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
+            Some(&object.to_string()),
+        );
+        assert!(
+            out.status.success(),
+            "{file}: the API server refuses {} {}: {}",
+            object["kind"],
+            object["metadata"]["name"],
+            stderr(&out)
+        );
+    }
+}
+
+const P5_NAMESPACE: &str = "advisor-p5";
+
+/// Every object of the two-block plan (64 x H100: 8 x p5.48xlarge on two Capacity Blocks,
+/// both routes, the Karpenter one included) is created by the API server with
+/// `--dry-run=server`.
+#[test]
+fn every_object_of_the_two_block_p5_plan_is_accepted_by_the_api_server() {
+    let sb = sandbox();
+    let dir = tempfile::tempdir().unwrap();
+    let offerings = repo().join("crates/advisor/fixtures/capacity-block-offerings.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["advise", "--gpus", "64", "--family", "h100", "--days", "7"])
+        .args([
+            "--capacity",
+            "capacity-block",
+            "--now",
+            "2026-11-22T00:00:00Z",
+        ])
+        .args(["--namespace", P5_NAMESPACE, "--job-name", JOB, "--emit"])
+        .arg(dir.path())
+        .arg("--offerings")
+        .arg(&offerings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "advise: {}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("cb-0f1a2b3c4d5e60001 + cb-0f1a2b3c4d5e60002"),
+        "two blocks: {text}"
+    );
+    sb.ok(&["create", "namespace", P5_NAMESPACE]);
+    let objects = emitted_objects(dir.path());
+    let kinds: Vec<&str> = objects
+        .iter()
+        .map(|(_, v)| v["kind"].as_str().unwrap())
+        .collect();
+    for kind in ["EC2NodeClass", "NodePool", "PyTorchJob", "MPIJob", "Job"] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+    dry_run_all(sb, &objects);
 }
