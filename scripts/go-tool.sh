@@ -11,11 +11,12 @@
 # TOOL: helm (the chart's tests), krew (the kubectl plugin manifest's test), promtool
 # (the chart's PrometheusRule alerts), training-operator (the PyTorchJob controller the
 # advisor's sandbox test runs), crane (the container image, scripts/image.sh) and actionlint
-# (the release workflow's lint).
+# (the release workflow's lint) and eksctl (the advisor's cluster configs, checked with
+# `eksctl create cluster --dry-run`).
 # Progress goes to stderr. TRAINPLACE_CACHE overrides ~/.cache/trainplace.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-tool="${1:?usage: $0 helm|krew|promtool|training-operator|crane|actionlint [build|path]}"
+tool="${1:?usage: $0 helm|krew|promtool|training-operator|crane|actionlint|eksctl [build|path]}"
 pin="$root/tools/$tool"
 
 module_version() { # module_version MODULE -> the version tools/TOOL/go.mod requires
@@ -86,7 +87,20 @@ case "$tool" in
     version="$(module_version "$module")"
     ldflags="-s -w -X github.com/rhysd/actionlint.version=$version"
     ;;
-  *) echo "unknown tool $tool (helm, krew, promtool, training-operator, crane, actionlint)" >&2; exit 2 ;;
+  eksctl)
+    # The version variables eksctl's release build sets (PreReleaseID is "dev" in the
+    # module's source and empty in a release; gitCommit, a commit hash there, is the
+    # module's version here: the module proxy's zip carries no commit), from
+    # https://github.com/eksctl-io/eksctl/blob/v0.215.0/Makefile and
+    # https://github.com/eksctl-io/eksctl/blob/v0.215.0/pkg/version/release.go
+    module=github.com/weaveworks/eksctl
+    cold="10 minutes"
+    package=github.com/weaveworks/eksctl/cmd/eksctl
+    version="$(module_version "$module")"
+    ldflags="-s -w -X github.com/weaveworks/eksctl/pkg/version.PreReleaseID="
+    ldflags+=" -X github.com/weaveworks/eksctl/pkg/version.gitCommit=$version"
+    ;;
+  *) echo "unknown tool $tool (helm, krew, promtool, training-operator, crane, actionlint, eksctl)" >&2; exit 2 ;;
 esac
 
 pins_hash="$(cat "$pin/go.mod" "$pin/go.sum" | sha256sum | cut -c1-12)"
@@ -124,5 +138,5 @@ build() {
 case "${2:-build}" in
   build) build ;;
   path) echo "$bin" ;;
-  *) echo "usage: $0 helm|krew|promtool|training-operator|crane|actionlint [build|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 helm|krew|promtool|training-operator|crane|actionlint|eksctl [build|path]" >&2; exit 2 ;;
 esac

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs besides Rust: PyPI kubernetes-validate (official
-# Kubernetes schemas, strict mode) and PyYAML (a YAML 1.1 reader for the YAML
-# round-trip tests) in .venv, Debian chromium for the advisor's browser test and HAProxy
+# Kubernetes schemas, strict mode), PyYAML (a YAML 1.1 reader for the YAML
+# round-trip tests), the AWS CLI and moto's server (the advisor's AWS calls and eksctl
+# run against them on loopback, tests/aws_loopback) in .venv, Debian chromium for the advisor's browser test and HAProxy
 # for the sandbox's two-replica test, and the sandbox's control plane (kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubectl, etcd, kwok), built from pinned
 # sources by scripts/control-plane.sh into ~/.cache/trainplace (once; later runs reuse it),
-# and helm, krew, promtool, the Training Operator, crane and actionlint (the chart's, the
-# kubectl plugin's, the chart's alert tests, the advisor's sandbox test's PyTorchJob
-# controller, the image's and the release workflow's lint), built the same way by
+# and helm, krew, promtool, the Training Operator, crane, actionlint and eksctl (the chart's,
+# the kubectl plugin's, the chart's alert tests, the advisor's sandbox test's PyTorchJob
+# controller, the image's, the release workflow's lint and the advisor's cluster configs'
+# `eksctl create cluster --dry-run`), built the same way by
 # scripts/go-tool.sh, and mdBook (tests/docs_book.rs builds docs/ with it), installed
 # with cargo from crates.io into the same cache, keyed by version.
 # Also: git and procps (`kill`), which tests run, shellcheck (actionlint runs it), and an
@@ -19,6 +21,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBERNETES_VALIDATE=1.37.0
 PYYAML=6.0.3
+# The AWS CLI v1 (botocore validates every flag and parameter it sends) and moto's server.
+AWSCLI=1.45.11
+MOTO=5.2.1
 # mdBook for docs/ (tests/docs_book.rs reads this pin).
 MDBOOK=0.5.4
 # tests/burst_memory.rs: 2,000 connections at once plus room (its OPEN_FILES).
@@ -51,9 +56,12 @@ fi
 
 if [ ! -x .venv/bin/kubernetes-validate ] \
   || [ "$(.venv/bin/kubernetes-validate --version 2>/dev/null)" != "$KUBERNETES_VALIDATE" ] \
-  || ! .venv/bin/python -c "import yaml; assert yaml.__version__ == '$PYYAML'" 2>/dev/null; then
+  || ! .venv/bin/python -c "import yaml; assert yaml.__version__ == '$PYYAML'" 2>/dev/null \
+  || ! .venv/bin/python -c "import awscli, moto; assert awscli.__version__ == '$AWSCLI' and moto.__version__ == '$MOTO'" 2>/dev/null \
+  || [ ! -x .venv/bin/moto_server ] || [ ! -x .venv/bin/aws ]; then
   python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE" "pyyaml==$PYYAML"
+  .venv/bin/pip install --quiet --disable-pip-version-check "kubernetes-validate==$KUBERNETES_VALIDATE" "pyyaml==$PYYAML" \
+    "awscli==$AWSCLI" "moto[server]==$MOTO"
 fi
 
 hard=$(ulimit -Hn)
@@ -72,6 +80,7 @@ scripts/go-tool.sh promtool >/dev/null
 scripts/go-tool.sh training-operator >/dev/null
 scripts/go-tool.sh crane >/dev/null
 scripts/go-tool.sh actionlint >/dev/null
+scripts/go-tool.sh eksctl >/dev/null
 mdbook_root="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/mdbook-$MDBOOK"
 if [ ! -x "$mdbook_root/bin/mdbook" ]; then
   echo "test-deps: installing mdbook $MDBOOK into $mdbook_root (once; a few minutes)" >&2

@@ -10,7 +10,11 @@
 //! launcher and workers (as Jobs: the MPI Operator is not on the Go module proxy, so its
 //! controller cannot be built here) land on a system node and one per GPU node; the real
 //! Training Operator v1.9.4 controller (tools/training-operator) runs the emitted
-//! PyTorchJob, whose two pods land one per GPU node in one zone. Vendored sources:
+//! PyTorchJob, whose two pods land one per GPU node in one zone; GPU Feature Discovery,
+//! as a GB200 plan installs it (NVIDIA's device plugin chart, vendored, rendered by helm
+//! with the emitted values), lands with its NFD worker on every GPU node. And every object
+//! of the GB200 plan and of a two-block p5 plan is created with `--dry-run=server`.
+//! Vendored sources:
 //! tests/fixtures/baseline/README.md.
 
 #[path = "cluster_advisor/nodes.rs"]
@@ -331,6 +335,7 @@ fn the_emitted_set_for_16_h100_runs_in_the_sandbox() {
     efa_plugin_lands_on_the_gpu_nodes(sb, emitted.path(), &gpu);
     operators_land_on_the_system_nodes(sb, emitted.path(), &system);
     dcgm_exporter_lands_on_the_gpu_nodes(sb, emitted.path(), &gpu, &system);
+    gpu_feature_discovery_lands_on_the_gpu_nodes(sb, &gpu, &system);
     checkpoint_claim_binds(sb, emitted.path());
     node_check_lands_one_pod_per_gpu_node(sb, emitted.path(), &gpu);
     nccl_check_lands(sb, emitted.path(), &gpu, &system);
@@ -448,4 +453,271 @@ fn node_check_lands_one_pod_per_gpu_node(sb: &Sandbox, emitted: &Path, gpu: &[St
         "the node check's pods gone",
         || sb.pods(NAMESPACE, &format!("job-name={name}")).is_empty(),
     );
+}
+
+/// The GB200 plan (one u-p6e-gb200x72 UltraServer block in the Dallas Local Zone),
+/// emitted into a fresh directory, in its own namespace.
+fn emit_gb200() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let offerings = repo().join("crates/advisor/fixtures/gb200-offerings.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["advise", "--gpus", "72", "--family", "gb200", "--days", "7"])
+        .args([
+            "--capacity",
+            "capacity-block",
+            "--now",
+            "2026-11-22T00:00:00Z",
+        ])
+        .args(["--namespace", GB200_NAMESPACE, "--job-name", JOB, "--emit"])
+        .arg(dir.path())
+        .arg("--offerings")
+        .arg(&offerings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "advise: {}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("18 x p6e-gb200.36xlarge in us-east-1-dfw-2a"),
+        "{text}"
+    );
+    dir
+}
+
+const GB200_NAMESPACE: &str = "advisor-gb200";
+
+/// Every Kubernetes object in the emitted files: YAML documents with an apiVersion and a
+/// kind, less eksctl's ClusterConfig and the kustomization (inputs of eksctl and kustomize,
+/// not objects); Helm values files have neither.
+fn emitted_objects(dir: &Path) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in walk(dir) {
+        if entry.extension().is_some_and(|e| e == "yaml") {
+            files.push(entry);
+        }
+    }
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v: Value = serde::Deserialize::deserialize(doc).unwrap();
+            let api = v["apiVersion"].as_str().unwrap_or_default();
+            if v["kind"].is_string()
+                && !api.is_empty()
+                && !api.starts_with("eksctl.io/")
+                && !api.starts_with("kustomize.config.k8s.io/")
+            {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                out.push((name, v));
+            }
+        }
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Every object of the GB200 plan is created by the real API server with
+/// `--dry-run=server` (its validation, defaulting, the CRDs' schemas and the admission
+/// chain, the trainplace webhook included), not only checked against a schema. The same
+/// pod with the job's hugepages but without its cpu and memory requests is refused, as
+/// the issue found every GB200 pod refused before.
+#[test]
+fn every_object_of_the_gb200_plan_is_accepted_by_the_api_server() {
+    let sb = sandbox();
+    let emitted = emit_gb200();
+    sb.ok(&["create", "namespace", GB200_NAMESPACE]);
+    let objects = emitted_objects(emitted.path());
+    let kinds: Vec<String> = objects
+        .iter()
+        .map(|(f, v)| format!("{f}: {}", v["kind"].as_str().unwrap()))
+        .collect();
+    for kind in [
+        "ComputeDomain",
+        "PyTorchJob",
+        "MPIJob",
+        "Job",
+        "StorageClass",
+        "PersistentVolumeClaim",
+    ] {
+        assert!(
+            kinds.iter().any(|k| k.ends_with(&format!(": {kind}"))),
+            "{kind} missing from {kinds:?}"
+        );
+    }
+    assert!(
+        !kinds.iter().any(|k| k.contains("karpenter")),
+        "GB200 has no Karpenter route: {kinds:?}"
+    );
+    dry_run_all(sb, &objects);
+    // The check can fail: the job's pod without cpu and memory is refused for its
+    // hugepages.
+    let job = objects
+        .iter()
+        .find(|(_, v)| v["kind"] == "PyTorchJob")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let mut spec = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"].clone();
+    let requests = &mut spec["containers"][0]["resources"]["requests"];
+    assert!(
+        requests.get("hugepages-2Mi").is_some(),
+        "the job asks for hugepages: {requests}"
+    );
+    requests.as_object_mut().unwrap().remove("cpu");
+    requests.as_object_mut().unwrap().remove("memory");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "no-cpu-or-memory", "namespace": GB200_NAMESPACE},
+        "spec": spec});
+    let out = sb.kubectl_stdin(
+        &["create", "--dry-run=server", "-f", "-"],
+        Some(&pod.to_string()),
+    );
+    assert!(
+        !out.status.success() && stderr(&out).contains("HugePages require cpu or memory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// GPU Feature Discovery, as a GB200 plan installs it: NVIDIA's device plugin chart
+/// (vendored, rendered by the real helm) with the emitted `gpu-feature-discovery-values.yaml`
+/// puts GFD and the Node Feature Discovery worker, which publishes GFD's
+/// `nvidia.com/gpu.clique` label, on every GPU node. The GB200 plan's GPU nodes carry the
+/// same taint and label as these (`plugins::node_taints`, `node_labels`). With the
+/// chart's defaults for the worker (toleration `nvidia.com/gpu=present`) the worker lands
+/// on no GPU node, so no label would be written.
+fn gpu_feature_discovery_lands_on_the_gpu_nodes(sb: &Sandbox, gpu: &[String], system: &[String]) {
+    let emitted = emit_gb200();
+    let values = emitted.path().join("gpu-feature-discovery-values.yaml");
+    let chart = repo().join("tests/fixtures/baseline/charts/nvidia-device-plugin");
+    let ns = "gpu-feature-discovery";
+    sb.ok(&["create", "namespace", ns]);
+    let render = |release: &str, args: &[&std::ffi::OsStr]| -> String {
+        let out = Command::new(helm())
+            .args(["template", release])
+            .arg(&chart)
+            .args(["-n", ns, "--include-crds", "--no-hooks"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "helm template: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let manifest = render("gfd", &["-f".as_ref(), values.as_os_str()]);
+    let out = sb.kubectl_stdin(
+        &["apply", "--server-side", "-n", ns, "-f", "-"],
+        Some(&manifest),
+    );
+    assert!(out.status.success(), "GFD: {}", stderr(&out));
+    let on = bound(
+        sb,
+        ns,
+        "app.kubernetes.io/instance=gfd,app.kubernetes.io/name=nvidia-device-plugin",
+        gpu.len(),
+    );
+    assert_eq!(on, gpu, "GFD on every GPU node");
+    // The worker runs on every node, the untainted system nodes too.
+    let workers: Vec<String> = bound(
+        sb,
+        ns,
+        "app.kubernetes.io/instance=gfd,app.kubernetes.io/name=node-feature-discovery,role=worker",
+        gpu.len() + system.len(),
+    )
+    .into_iter()
+    .filter(|n| gpu.contains(n))
+    .collect();
+    assert_eq!(workers, gpu, "the NFD worker on every GPU node");
+    // The chart's own worker toleration does not match the GPU nodes' taint.
+    let defaults = render(
+        "gfd-default",
+        &[
+            "--set".as_ref(),
+            "devicePlugin.enabled=false".as_ref(),
+            "--set".as_ref(),
+            "gfd.enabled=true".as_ref(),
+        ],
+    );
+    let worker: Value = serde_yaml_ng::Deserializer::from_str(&defaults)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .find(|d: &Value| {
+            d["kind"] == "DaemonSet"
+                && d["metadata"]["name"] == "gfd-default-node-feature-discovery-worker"
+        })
+        .expect("the default worker DaemonSet");
+    let tolerations = worker["spec"]["template"]["spec"]["tolerations"].to_string();
+    assert!(
+        tolerations.contains("\"value\":\"present\"") && !tolerations.contains("Exists"),
+        "{tolerations}"
+    );
+    sb.ok(&["delete", "namespace", ns, "--wait=false"]);
+}
+
+/// `kubectl create --dry-run=server` of each object: the API server accepts every one.
+fn dry_run_all(sb: &Sandbox, objects: &[(String, Value)]) {
+    for (file, object) in objects {
+        let out = sb.kubectl_stdin(
+            &["create", "--dry-run=server", "-o", "name", "-f", "-"],
+            Some(&object.to_string()),
+        );
+        assert!(
+            out.status.success(),
+            "{file}: the API server refuses {} {}: {}",
+            object["kind"],
+            object["metadata"]["name"],
+            stderr(&out)
+        );
+    }
+}
+
+const P5_NAMESPACE: &str = "advisor-p5";
+
+/// Every object of the two-block plan (64 x H100: 8 x p5.48xlarge on two Capacity Blocks,
+/// both routes, the Karpenter one included) is created by the API server with
+/// `--dry-run=server`.
+#[test]
+fn every_object_of_the_two_block_p5_plan_is_accepted_by_the_api_server() {
+    let sb = sandbox();
+    let dir = tempfile::tempdir().unwrap();
+    let offerings = repo().join("crates/advisor/fixtures/capacity-block-offerings.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .args(["advise", "--gpus", "64", "--family", "h100", "--days", "7"])
+        .args([
+            "--capacity",
+            "capacity-block",
+            "--now",
+            "2026-11-22T00:00:00Z",
+        ])
+        .args(["--namespace", P5_NAMESPACE, "--job-name", JOB, "--emit"])
+        .arg(dir.path())
+        .arg("--offerings")
+        .arg(&offerings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "advise: {}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("cb-0f1a2b3c4d5e60001 + cb-0f1a2b3c4d5e60002"),
+        "two blocks: {text}"
+    );
+    sb.ok(&["create", "namespace", P5_NAMESPACE]);
+    let objects = emitted_objects(dir.path());
+    let kinds: Vec<&str> = objects
+        .iter()
+        .map(|(_, v)| v["kind"].as_str().unwrap())
+        .collect();
+    for kind in ["EC2NodeClass", "NodePool", "PyTorchJob", "MPIJob", "Job"] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+    dry_run_all(sb, &objects);
 }

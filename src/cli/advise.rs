@@ -73,6 +73,10 @@ pub struct AdviseArgs {
     /// chosen when --from-cluster nodes of the type advertise no EFA).
     #[arg(long)]
     pub efa_dra: bool,
+    /// The model's size in billions of parameters: sizes the checkpoint storage
+    /// (params x 16 bytes a checkpoint, 3 kept); without it, the job's GPU memory bounds it.
+    #[arg(long, value_name = "BILLIONS")]
+    pub model_params_billions: Option<f64>,
     #[arg(long)]
     pub cluster_name: Option<String>,
     #[arg(long)]
@@ -250,6 +254,7 @@ fn overlay(req: &mut AdviceRequest, a: &AdviseArgs) {
     set(&mut req.image, &a.image);
     set(&mut req.eks_version, &a.eks_version);
     set(&mut req.now, &a.now);
+    set(&mut req.model_params_billions, &a.model_params_billions);
     if a.efa_dra {
         req.efa_dra = Some(true);
     }

@@ -58,11 +58,21 @@ fn mebibytes(q: &str) -> Option<u64> {
 pub fn extra_resources(p: &InstanceProfile) -> (Map<String, Value>, Map<String, Value>) {
     let mut requests = Map::new();
     let mut limits = Map::new();
+    let want = mebibytes(&p.shm_default).unwrap_or(0) + PROCESS_MEMORY_MI;
     if let Some((cpu, mem)) = allocatable(&p.name) {
         let cpu_cores = cpu * SHARE_PERCENT / 100 / 1000;
         requests.insert("cpu".into(), json!(cpu_cores.max(1).to_string()));
-        let want = mebibytes(&p.shm_default).unwrap_or(0) + PROCESS_MEMORY_MI;
         let cap = mem * SHARE_PERCENT / 100;
+        requests.insert("memory".into(), json!(format!("{}Mi", want.min(cap))));
+    } else if p.max_efa > 0 {
+        // A type the table lacks (p6e-gb200): the API server refuses a pod that asks for
+        // hugepages without cpu or memory ("HugePages require cpu or memory",
+        // https://github.com/kubernetes/kubernetes/blob/v1.34.4/pkg/apis/core/validation/validation.go),
+        // so it still asks for the memory its processes and /dev/shm use, capped at
+        // [`SHARE_PERCENT`] of the instance's memory when the catalog has it.
+        let cap = p
+            .memory_gi_b
+            .map_or(u64::MAX, |g| u64::from(g) * 1024 * SHARE_PERCENT / 100);
         requests.insert("memory".into(), json!(format!("{}Mi", want.min(cap))));
     }
     if p.max_efa > 0 {

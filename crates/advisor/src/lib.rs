@@ -6,6 +6,7 @@
 
 pub mod aws;
 pub mod capacity;
+pub mod checkpoint;
 pub mod error;
 pub mod regions;
 pub mod request;

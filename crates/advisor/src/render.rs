@@ -32,9 +32,20 @@ pub fn text(advice: &Advice) -> String {
                 "cluster placement group {pg}"
             ))
     );
+    let storage = match (
+        r.cost.checkpoint_storage_usd,
+        r.cost.checkpoint_storage_usd_per_month,
+    ) {
+        (Some(run), Some(month)) => format!(
+            " + checkpoint storage {} for the run ({} a month until deleted)",
+            money(Some(run)),
+            money(Some(month))
+        ),
+        _ => String::new(),
+    };
     let _ = writeln!(
         s,
-        "cost:       {} (on-demand reference {})",
+        "cost:       {} (on-demand reference {}){storage}",
         money(r.cost.estimate_usd),
         money(r.cost.on_demand_usd)
     );

@@ -189,13 +189,20 @@ fn run_script_at(
         dir.path().join("bin").display(),
         std::env::var("PATH").unwrap()
     );
-    let out = Command::new("sh")
-        .arg("aws-cli.sh")
+    let mut cmd = Command::new("sh");
+    cmd.arg("aws-cli.sh")
         .args(args)
         .current_dir(dir.path())
         .env("PATH", path)
-        .output()
-        .unwrap();
+        .env_remove("CONFIRM_PURCHASE_USD");
+    // The user's confirmation of the fee the script names (none when it buys nothing).
+    if let Some(fee) = files
+        .get("aws-cli.sh")
+        .and_then(|s| common::confirmation(s))
+    {
+        cmd.env("CONFIRM_PURCHASE_USD", fee);
+    }
+    let out = cmd.output().unwrap();
     let calls = std::fs::read_to_string(dir.path().join("calls.log")).unwrap_or_default();
     (out, calls, dir)
 }

@@ -333,8 +333,10 @@ fn the_gb200_script_runs_again_without_buying_or_opting_in_twice() {
     );
     assert_eq!(count(&calls, "eksctl create cluster"), 1, "{calls}");
     let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    // The stand-in numbers its ids by the lines it has recorded: the opt-in came first,
+    // before the purchase.
     assert!(
-        !config.contains("REPLACE-WITH") && config.contains("cr-0123456789abcde1"),
+        !config.contains("REPLACE-WITH") && config.contains("cr-0123456789abcde2"),
         "{config}"
     );
 }
@@ -396,4 +398,248 @@ fn the_self_managed_gb200_nodegroup_scales_in_an_hour_before_the_block_ends_once
     let (out, calls) = common::run_in(dir.path(), None, &[]);
     assert!(out.status.success(), "{calls}");
     assert!(puts(&calls).is_empty(), "{calls}");
+}
+
+/// The job's pod templates (objects holding `containers`) in `v`.
+fn pod_specs<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
+    match v {
+        Value::Object(m) if m.get("containers").is_some_and(Value::is_array) => out.push(v),
+        Value::Object(m) => m.values().for_each(|c| pod_specs(c, out)),
+        Value::Array(a) => a.iter().for_each(|c| pod_specs(c, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_gb200_pod_that_asks_for_hugepages_asks_for_memory_too() {
+    let advice = planned();
+    let mut checked = 0;
+    for artifact in &advice.artifacts {
+        if !artifact.name.ends_with(".yaml") {
+            continue;
+        }
+        for doc in serde_yaml_ng::Deserializer::from_str(&artifact.content) {
+            let v: Value = serde::Deserialize::deserialize(doc).unwrap();
+            let mut specs = Vec::new();
+            pod_specs(&v, &mut specs);
+            for spec in specs {
+                for c in spec["containers"].as_array().unwrap() {
+                    let requests = &c["resources"]["requests"];
+                    if requests.get("hugepages-2Mi").is_some() {
+                        // kube-apiserver: "HugePages require cpu or memory".
+                        assert!(
+                            requests.get("memory").is_some() || requests.get("cpu").is_some(),
+                            "{}: {requests}",
+                            artifact.name
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        checked >= 3,
+        "the job, the node check and nccl-tests: {checked}"
+    );
+}
+
+#[test]
+fn gb200_has_no_karpenter_route() {
+    let advice = planned();
+    let names: Vec<&str> = advice.artifacts.iter().map(|a| a.name.as_str()).collect();
+    assert!(
+        !names.iter().any(|n| n.contains("karpenter")),
+        "Karpenter does not support DRA, which GB200's ComputeDomain needs: {names:?}"
+    );
+    let script = common::emitted(&advice, "aws-cli.sh");
+    assert!(!script.contains("Karpenter instead"), "{script}");
+}
+
+#[test]
+fn gb200_installs_what_writes_the_clique_label_and_checks_it_before_the_job() {
+    let advice = planned();
+    let values: Value = serde_yaml_ng::from_str(common::emitted(
+        &advice,
+        "gpu-feature-discovery-values.yaml",
+    ))
+    .unwrap();
+    assert_eq!(values["gfd"]["enabled"], true);
+    assert_eq!(values["devicePlugin"]["enabled"], false);
+    assert_eq!(
+        values["nfd"]["worker"]["tolerations"][0],
+        json!({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"})
+    );
+    let script = common::emitted(&advice, "aws-cli.sh");
+    let install = script
+        .find("helm upgrade --install gfd nvdp/nvidia-device-plugin --version 0.20.0")
+        .unwrap_or_else(|| panic!("{script}"));
+    let check = script
+        .find("carry nvidia.com/gpu.clique")
+        .unwrap_or_else(|| panic!("{script}"));
+    let domain = script.find("kubectl apply -f compute-domain.yaml").unwrap();
+    let job = script.find("kubectl apply -f job-").unwrap();
+    assert!(
+        install < check && check < domain && domain < job,
+        "{script}"
+    );
+    // The job's pods keep together by that label.
+    let job: Value =
+        serde_yaml_ng::from_str(common::emitted(&advice, "job-pytorchjob.yaml")).unwrap();
+    assert!(job.to_string().contains("nvidia.com/gpu.clique"));
+}
+
+#[test]
+fn the_local_zone_is_opted_in_and_its_offerings_listed_before_anything_is_bought() {
+    let advice = planned();
+    let script = common::emitted(&advice, "aws-cli.sh");
+    let opt_in = script
+        .find("modify-availability-zone-group")
+        .unwrap_or_else(|| panic!("{script}"));
+    let reread = script
+        .find("aws ec2 describe-capacity-block-offerings")
+        .unwrap();
+    let buy = script.find("aws ec2 purchase-capacity-block").unwrap();
+    assert!(opt_in < reread && reread < buy, "{script}");
+    for line in script
+        .lines()
+        .filter(|l| l.contains("describe-capacity-block-offerings"))
+    {
+        assert!(line.contains("--all-availability-zones"), "{line}");
+        assert!(
+            line.contains("--ultraserver-type u-p6e-gb200x72 --ultraserver-count 1"),
+            "{line}"
+        );
+    }
+    // Without offerings the listing sees the Local Zone too.
+    let listing = advise(
+        &request(),
+        &RawFacts::default(),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    let script = common::emitted(&listing, "aws-cli.sh");
+    assert!(
+        script
+            .lines()
+            .filter(|l| l.contains("describe-capacity-block-offerings"))
+            .all(|l| l.contains("--all-availability-zones")),
+        "{script}"
+    );
+}
+
+#[test]
+fn the_cluster_is_created_without_its_nodegroups_then_they_are_added() {
+    let advice = planned();
+    let script = common::emitted(&advice, "aws-cli.sh");
+    let cluster = script
+        .find("eksctl create cluster -f eksctl-cluster.yaml --without-nodegroup")
+        .unwrap_or_else(|| panic!("{script}"));
+    let groups = script[cluster..]
+        .find("eksctl create nodegroup -f eksctl-cluster.yaml")
+        .unwrap();
+    assert!(groups > 0);
+}
+
+#[test]
+fn checkpoint_storage_follows_the_model_size_and_is_in_the_cost_line() {
+    // 72 GB200 without a model size: bounded by GPU memory.
+    let advice = planned();
+    assert!(advice.recommendation.cost.checkpoint_storage_usd.is_some());
+    // A 70 B-parameter model: 70e9 x 16 bytes = 1,044 GiB a checkpoint (rounded up), 3 kept =
+    // 3,132 GiB, in 4,800 GiB.
+    let sized = advise(
+        &AdviceRequest {
+            model_params_billions: Some(70.0),
+            ..request()
+        },
+        &offering(192),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    let storage = common::emitted(&sized, "checkpoint-storage.yaml");
+    assert!(storage.contains("storage: 4800Gi"), "{storage}");
+    assert!(
+        storage.contains("one checkpoint = 70 B parameters x 16 bytes"),
+        "{storage}"
+    );
+    let cost = &sized.recommendation.cost;
+    // 4,800 GiB x 1.073741824 GB/GiB x $0.21 = $1,082.33 a month; 168 h of 730.
+    assert_eq!(cost.checkpoint_storage_usd_per_month, Some(1082.33));
+    assert_eq!(cost.checkpoint_storage_usd, Some(249.08));
+    let text = trainplace_advisor::render::text(&sized);
+    assert!(
+        text.contains("+ checkpoint storage $249.08 for the run ($1082.33 a month until deleted)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_run_stops_before_the_job_when_the_clique_label_is_missing_or_split() {
+    let dir = workdir();
+    common::stand_ins(dir.path(), 0, 1_796_124_660);
+    for (env, says) in [
+        (
+            [("CLIQUE_NODES", "17"), ("CLIQUES", "c1.0")],
+            "fewer than 18 of the job's nodes carry nvidia.com/gpu.clique",
+        ),
+        (
+            [("CLIQUE_NODES", "18"), ("CLIQUES", "c1.0 c2.0")],
+            "the job's nodes are in more than one NVLink clique",
+        ),
+    ] {
+        let (out, calls) = common::run_in_env(dir.path(), None, &["run"], &env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{err}");
+        assert!(
+            !calls.contains("compute-domain.yaml") && !calls.contains("job-pytorchjob.yaml"),
+            "{calls}"
+        );
+    }
+    let (out, calls) = common::run_in_env(
+        dir.path(),
+        None,
+        &["run"],
+        &[("CLIQUE_NODES", "18"), ("CLIQUES", "c1.0")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        calls.contains("kubectl apply -f job-pytorchjob.yaml"),
+        "{calls}"
+    );
+}
+
+#[test]
+fn the_gb200_nodes_get_the_arm64_nvidia_ami_read_before_anything_is_bought() {
+    let advice = planned();
+    let config: Value =
+        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
+    assert_eq!(config["nodeGroups"][0]["ami"], "REPLACE-WITH-AMI-ID");
+    assert_eq!(config["nodeGroups"][0]["amiFamily"], "AmazonLinux2023");
+    let script = common::emitted(&advice, "aws-cli.sh");
+    let read = script
+        .find("aws ssm get-parameter --region \"$REGION\" --name /aws/service/eks/optimized-ami/1.35/amazon-linux-2023/arm64/nvidia/recommended/image_id")
+        .unwrap_or_else(|| panic!("{script}"));
+    let buy = script.find("aws ec2 purchase-capacity-block").unwrap();
+    assert!(read < buy, "{script}");
+    // Run: the id is written into the config before eksctl runs.
+    let dir = workdir();
+    common::stand_ins(dir.path(), 0, 1_796_124_660);
+    let (out, _) = common::run_in(dir.path(), None, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    assert!(
+        config.contains("ami: ami-0123456789abcdef0") && !config.contains("REPLACE-WITH"),
+        "{config}"
+    );
 }

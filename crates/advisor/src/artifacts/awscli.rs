@@ -8,8 +8,6 @@ use crate::capacity::BlockPlan;
 use crate::recommend::{CapacityPlan, Recommendation};
 use crate::request::Demand;
 
-use super::eksctl::reservation_placeholder;
-use super::karpenter::{RESERVATION_TAG, reservation_tag_value};
 use super::plugins::efa_install;
 
 pub use super::offering_queries::OFFERINGS_FILE;
@@ -92,6 +90,12 @@ fn header(region: &str) -> Vec<String> {
 /// existing nodes, or make a placement group.
 fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
     let t = &rec.instance.name;
+    if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
+        // Free and undoable, and what the offerings' Local Zone needs: before anything
+        // is bought.
+        super::local_zone::opt_in_lines(rec, out);
+        super::local_zone::ami_lines(rec, out);
+    }
     match &rec.capacity {
         CapacityPlan::CapacityBlock {
             block_hours,
@@ -127,9 +131,16 @@ fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
         }
     }
     if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
-        super::quota::quota_check(rec, out);
+        quota_lines(rec, out);
     }
     Next::Continue
+}
+
+/// The account's quotas the plan needs: vCPUs, and FSx for Lustre storage when the plan
+/// makes checkpoint storage.
+fn quota_lines(rec: &Recommendation, out: &mut Vec<String>) {
+    super::quota::quota_check(rec, out);
+    super::storage::quota_lines(rec, out);
 }
 
 /// Capacity Blocks: the offerings for this shape, then the held blocks to check, the
@@ -141,8 +152,10 @@ fn capacity_block_steps(
     out: &mut Vec<String>,
 ) -> Next {
     let held = blocks.is_some_and(|p| p.offerings.iter().all(|o| o.held));
-    super::offering_queries::list_offerings(rec, block_hours, blocks, held, out);
-    out.push(String::new());
+    if blocks.is_none() {
+        super::offering_queries::list_offerings(rec, block_hours, blocks, held, out);
+        out.push(String::new());
+    }
     match blocks {
         Some(plan) if held => {
             let ids: Vec<&str> = plan.offerings.iter().map(|o| o.id.as_str()).collect();
@@ -163,7 +176,14 @@ fn capacity_block_steps(
             ));
         }
         Some(plan) => {
-            purchase_steps(rec, plan, out);
+            super::purchase::bought_lines(rec, plan, out);
+            super::purchase::recheck_lines(rec, plan, out);
+            // The FSx quota before the purchase: a block bought for a job whose
+            // checkpoint storage cannot be made is money spent on a plan that cannot
+            // finish. (Capacity Block nodes need no On-Demand vCPU quota: `quota.rs`.)
+            super::storage::quota_lines(rec, out);
+            out.push(String::new());
+            super::purchase::buy_lines(rec, plan, out);
             let vars: Vec<String> = (0..plan.offerings.len())
                 .map(|i| format!("$CR_{i}"))
                 .collect();
@@ -194,55 +214,7 @@ fn capacity_block_steps(
     Next::Continue
 }
 
-/// States of a bought Capacity Block that still holds, or will hold, its capacity
-/// (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-view.html>):
-/// a block in one of them is not bought again; `payment-failed` and `expired` are.
-pub const LIVE_BLOCK_STATES: &str = "payment-pending,scheduled,active";
-
-/// Tag naming which of the plan's blocks (1-based, as the nodegroup `-cbN`) a bought
-/// Capacity Block is.
-pub const BLOCK_TAG: &str = "trainplace.io/block";
-
-/// Buy each chosen block, tagged for Karpenter and with its place in the plan, and write
-/// its id into eksctl-cluster.yaml. `purchase-capacity-block` takes no client token
-/// (https://docs.aws.amazon.com/cli/latest/reference/ec2/purchase-capacity-block.html),
-/// so each purchase first looks for a live block carrying the plan's tag and the block's
-/// number (describe-capacity-reservations,
-/// https://docs.aws.amazon.com/cli/latest/reference/ec2/describe-capacity-reservations.html):
-/// a rerun after any failure reuses what was bought instead of buying it again. The
-/// documented filters (instance-type, availability-zone, state) narrow the list; the
-/// tags are matched in the `--query`, client-side.
-fn purchase_steps(rec: &Recommendation, plan: &BlockPlan, out: &mut Vec<String>) {
-    let plan_tag = reservation_tag_value(rec);
-    out.push(format!(
-        "# {{STEP}} Buy the chosen block(s) in {} (upfront ${:.2}), tagged for Karpenter. A block already bought for this plan (tag {RESERVATION_TAG}={plan_tag}, state {LIVE_BLOCK_STATES}) is reused, never bought twice.",
-        plan.availability_zone, plan.total_fee_usd
-    ));
-    for (i, o) in plan.offerings.iter().enumerate() {
-        let slot = i + 1;
-        let var = format!("CR_{i}");
-        let query = format!(
-            "CapacityReservations[?Tags[?Key=='{RESERVATION_TAG}' && Value=='{plan_tag}'] && Tags[?Key=='{BLOCK_TAG}' && Value=='{slot}']].CapacityReservationId | [0]"
-        );
-        out.push(format!(
-            "{var}=$(aws ec2 describe-capacity-reservations --region \"$REGION\" --filters Name=instance-type,Values={} Name=availability-zone,Values={} Name=state,Values={LIVE_BLOCK_STATES} --query \"{query}\" --output text)",
-            rec.instance.name, o.availability_zone
-        ));
-        let tags = format!(
-            "ResourceType=capacity-reservation,Tags=[{{Key={RESERVATION_TAG},Value={plan_tag}}},{{Key={BLOCK_TAG},Value={slot}}},{{Key=trainplace.io/offering,Value={}}}]",
-            o.id
-        );
-        out.push(format!(
-            "if [ -z \"${var}\" ] || [ \"${var}\" = None ]; then {var}=$(aws ec2 purchase-capacity-block --region \"$REGION\" --capacity-block-offering-id {} --instance-platform Linux/UNIX --tag-specifications '{tags}' --query CapacityReservation.CapacityReservationId --output text); else echo \"block {slot} of this plan is already bought: ${var}\"; fi",
-            o.id
-        ));
-        // Portable (no `sed -i`): BSD and GNU sed differ there. A no-op once replaced.
-        out.push(format!(
-            "sed \"s/{}/${var}/\" eksctl-cluster.yaml > eksctl-cluster.yaml.new && mv eksctl-cluster.yaml.new eksctl-cluster.yaml",
-            reservation_placeholder(&o.id)
-        ));
-    }
-}
+pub use super::purchase::{BLOCK_TAG, LIVE_BLOCK_STATES};
 
 /// Create the cluster with its nodegroups, or (the cluster exists: a rerun, or a
 /// cluster of one's own) only the nodegroups it lacks; nothing when all exist.
@@ -262,7 +234,10 @@ fn cluster_steps(rec: &Recommendation, out: &mut Vec<String>) {
         "  if [ -n \"$MISSING\" ]; then eksctl create nodegroup -f eksctl-cluster.yaml --include \"$MISSING\"; else echo 'cluster {cluster} and its nodegroups exist'; fi"
     ));
     out.push("else".into());
-    out.push("  eksctl create cluster -f eksctl-cluster.yaml".into());
+    match super::local_zone::create_cluster_lines(rec) {
+        Some(lines) => out.extend(lines),
+        None => out.push("  eksctl create cluster -f eksctl-cluster.yaml".into()),
+    }
     out.push("fi".into());
 }
 
@@ -270,7 +245,6 @@ fn cluster_steps(rec: &Recommendation, out: &mut Vec<String>) {
 /// stop until a bought block starts.
 fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
     if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
-        super::local_zone::opt_in_lines(rec, out);
         out.push(format!("# {{STEP}} Nodes: the cluster with the {} nodegroup(s); on an existing cluster (or a rerun) only the nodegroups it lacks.", rec.instance.name));
         if super::karpenter_route(rec) {
             out.push(format!(
@@ -307,7 +281,7 @@ fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
             .into(),
     );
     out.extend(super::operators::install_lines(rec));
-    super::storage::install_lines(rec, out);
+    super::gpu_discovery::install_lines(rec, out);
     super::health::install_lines(rec, out);
     if let CapacityPlan::CapacityBlock {
         blocks: Some(plan), ..

@@ -5,6 +5,7 @@
 pub mod awscli;
 pub mod block_events;
 pub mod eksctl;
+pub mod gpu_discovery;
 pub mod health;
 pub mod jobs;
 pub mod karpenter;
@@ -18,6 +19,7 @@ pub mod operators;
 pub mod plugins;
 pub mod pod;
 pub mod prereqs;
+pub mod purchase;
 pub mod quota;
 pub mod run_steps;
 pub mod schedule;
@@ -86,11 +88,21 @@ pub fn nccl_env(rec: &Recommendation, policy: &Policy) -> Vec<(String, String)> 
         .collect()
 }
 
-/// Whether the plan has a Karpenter route: it makes nodes, and EFA does not come
-/// through the EFA DRA driver, which "is not supported with Karpenter or EKS Auto Mode"
-/// (<https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html>).
+/// Whether the plan has a Karpenter route: it makes nodes, and nothing it needs comes
+/// through DRA. The EFA DRA driver "is not supported with Karpenter or EKS Auto Mode"
+/// (<https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html>), and
+/// neither is the NVIDIA DRA driver whose ComputeDomain a multi-node NVLink job (GB200)
+/// claims: the EKS guide to P6e-GB200 UltraServers says Karpenter and EKS Auto Mode do not
+/// support DRA and recommends self-managed or managed node groups
+/// (<https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html>).
 pub fn karpenter_route(rec: &Recommendation) -> bool {
-    !rec.efa_dra && !matches!(rec.capacity, CapacityPlan::Existing { .. })
+    !needs_dra(rec) && !matches!(rec.capacity, CapacityPlan::Existing { .. })
+}
+
+/// Whether the job claims a device through DRA: EFA through the EFA DRA driver, or the
+/// IMEX channel of a ComputeDomain (an NVLink domain that spans instances).
+pub fn needs_dra(rec: &Recommendation) -> bool {
+    rec.efa_dra || rec.instance.nvlink_domain_instances.is_some()
 }
 
 pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
@@ -158,7 +170,7 @@ fn setup_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
         name: "eksctl-cluster.yaml".into(),
         content: yaml(&eksctl_notes, &[&o.cluster_config]),
     }];
-    if !rec.efa_dra {
+    if !needs_dra(rec) {
         let pools = karpenter::pools(rec);
         let docs: Vec<&Value> = pools.iter().flat_map(|(c, p)| [c, p]).collect();
         out.push(Artifact {
@@ -189,6 +201,14 @@ fn setup_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
                 ],
                 &[&operators::training_operator_kustomization()],
             ),
+        });
+    }
+    if gpu_discovery::needed(rec) {
+        let notes = gpu_discovery::notes();
+        let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
+        out.push(Artifact {
+            name: gpu_discovery::VALUES_FILE.into(),
+            content: yaml(&notes, &[&gpu_discovery::values(rec)]),
         });
     }
     if let Some(claim) = &o.efa_claim {

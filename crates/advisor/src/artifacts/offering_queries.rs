@@ -16,7 +16,6 @@ pub fn list_offerings(
     held: bool,
     out: &mut Vec<String>,
 ) {
-    let t = &rec.instance.name;
     let counts: Vec<u32> = match blocks {
         // Held blocks: nothing to list or buy.
         Some(_) if held => Vec::new(),
@@ -30,20 +29,18 @@ pub fn list_offerings(
     if !held {
         out.push("# {STEP} Capacity Block offerings for this shape (the advisor picks with --offerings FILE).".into());
     }
-    let range = date_range(rec);
     let mut seen = Vec::new();
     let listing = blocks.is_none();
     if listing {
         out.push(format!("rm -f {OFFERINGS_FILE}"));
     }
     for n in counts {
-        let what = match ultraserver(rec, n) {
-            // Smaller UltraServers are separate NVLink domains: the job's pods keep to
-            // one (nvidia.com/gpu.clique), so only the UltraServer that holds it is listed.
-            Some(_) if n < rec.shape.nodes => continue,
-            Some((kind, count)) => format!("--ultraserver-type {kind} --ultraserver-count {count}"),
-            None => format!("--instance-type {t} --instance-count {n}"),
-        };
+        // Smaller UltraServers are separate NVLink domains: the job's pods keep to one
+        // (nvidia.com/gpu.clique), so only the UltraServer that holds it is listed.
+        if ultraserver(rec, n).is_some() && n < rec.shape.nodes {
+            continue;
+        }
+        let what = offering_query(rec, n, block_hours);
         if seen.contains(&what) {
             continue;
         }
@@ -55,9 +52,27 @@ pub fn list_offerings(
             String::new()
         };
         out.push(format!(
-            "aws ec2 describe-capacity-block-offerings --region \"$REGION\" {what} --capacity-duration-hours {block_hours}{range} --output json{to_file}"
+            "aws ec2 describe-capacity-block-offerings --region \"$REGION\" {what} --output json{to_file}"
         ));
     }
+}
+
+/// The arguments of a `describe-capacity-block-offerings` query for blocks of `nodes`
+/// instances: by UltraServer for P6e-GB200, else by instance type and count; the request's
+/// window; and `--all-availability-zones`, without which the answer holds only the zones
+/// the account has opted in to, so a fresh account never sees the Local Zone offerings
+/// GB200 is sold in
+/// (<https://docs.aws.amazon.com/cli/latest/reference/ec2/describe-capacity-block-offerings.html>).
+pub fn offering_query(rec: &Recommendation, nodes: u32, block_hours: u32) -> String {
+    let t = &rec.instance.name;
+    let what = match ultraserver(rec, nodes) {
+        Some((kind, count)) => format!("--ultraserver-type {kind} --ultraserver-count {count}"),
+        None => format!("--instance-type {t} --instance-count {nodes}"),
+    };
+    format!(
+        "{what} --capacity-duration-hours {block_hours}{} --all-availability-zones",
+        date_range(rec)
+    )
 }
 
 /// P6e-GB200 is sold as UltraServer Capacity Blocks of 18 (`u-p6e-gb200x72`) or 9

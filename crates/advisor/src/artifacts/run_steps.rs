@@ -1,5 +1,6 @@
-//! The `run` stage of `aws-cli.sh`: the EFA claim template, the collective check judged
-//! by `trainplace diagnose` (nccom-test's log on Trainium), then the job.
+//! The `run` stage of `aws-cli.sh`: the checkpoint storage, the EFA claim template, the
+//! collective check judged by `trainplace diagnose` (nccom-test's log on Trainium), then
+//! the job.
 
 use trainplace_engine::annotations::RES_NVIDIA_GPU;
 
@@ -10,6 +11,15 @@ use crate::recommend::Recommendation;
 pub fn run_steps(rec: &Recommendation, out: &mut Vec<String>) {
     let req = &rec.request;
     let ns = &req.names.namespace;
+    // Checkpoint storage bills from when it is made: made here, once the nodes are up,
+    // not at set-up (a Capacity Block may start weeks later).
+    let mut storage = Vec::new();
+    super::storage::install_lines(rec, &mut storage);
+    if !storage.is_empty() {
+        out.extend(storage.into_iter().skip_while(String::is_empty));
+        out.push(String::new());
+    }
+    super::gpu_discovery::check_lines(rec, out);
     if rec.instance.nvlink_domain_instances.is_some() {
         out.push("# {STEP} The ComputeDomain whose IMEX channel the pods claim (multi-node NVLink); it needs the NVIDIA DRA driver for GPUs.".into());
         out.push("if ! kubectl get crd computedomains.resource.nvidia.com >/dev/null 2>&1; then echo 'the ComputeDomain CRD is missing: install the NVIDIA DRA driver for GPUs (https://github.com/NVIDIA/k8s-dra-driver-gpu) first' >&2; exit 1; fi".into());

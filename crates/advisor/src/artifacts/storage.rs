@@ -7,12 +7,8 @@
 //!   authenticates with IAM roles for service accounts (the cluster has OIDC) or EKS Pod
 //!   Identity (<https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html>);
 //!   the role gets `AmazonFSxFullAccess`, as that page's role does.
-//! - Size: one checkpoint (weights and optimizer state) is at most what the job holds in
-//!   accelerator memory, so the file system holds [`CHECKPOINTS_KEPT`] of them (the last
-//!   good one, the one before, the one being written): `3 x GPUs x memory per GPU`,
-//!   rounded up to a size FSx accepts. PERSISTENT_2 SSD takes 1,200 GiB, 2,400 GiB and
-//!   then multiples of 2,400 GiB (`StorageCapacity`,
-//!   <https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html>).
+//! - Size and price: `checkpoint.rs` (from the model's size when given, the formula in
+//!   the file's header and the plan's notes).
 //! - Throughput: PERSISTENT_2 offers 125, 250, 500 or 1,000 MB/s per TiB
 //!   (<https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-throughput-capacity.html>);
 //!   we take 250.
@@ -23,12 +19,18 @@
 //!   (`CHECKPOINT_BY`, the block's end less its end margin) beside the directory
 //!   (`CHECKPOINT_DIR`), so the training script saves before its nodes go.
 //!
+//! - When: the file system is made in the `run` stage, when the nodes are there (for a
+//!   Capacity Block, once the block has started), not at set-up days or weeks before; the
+//!   account's FSx for Lustre storage quota is checked before anything is bought
+//!   ([`quota_lines`]).
+//!
 //! Emitted for Capacity Blocks (the plan sets a deadline) and for runs of at least
 //! [`LONG_RUN_HOURS`]; not for nodes that exist already (their cluster's storage is
 //! its own).
 
 use serde_json::{Value, json};
 
+use crate::checkpoint::Sizing;
 use crate::recommend::{CapacityPlan, Recommendation};
 
 pub const STORAGE_FILE: &str = "checkpoint-storage.yaml";
@@ -40,42 +42,19 @@ pub const MOUNT_PATH: &str = "/checkpoints";
 pub const VOLUME: &str = "checkpoints";
 pub const SUBNET_PLACEHOLDER: &str = "REPLACE-WITH-SUBNET-ID";
 pub const SECURITY_GROUP_PLACEHOLDER: &str = "REPLACE-WITH-SECURITY-GROUP-ID";
-/// Runs at least this long get checkpoint storage even on-demand.
-pub const LONG_RUN_HOURS: u32 = 24;
-pub const CHECKPOINTS_KEPT: u64 = 3;
-/// PERSISTENT_2 SSD capacities: 1,200, 2,400, then multiples of 2,400 GiB.
-pub const FSX_MIN_GIB: u64 = 1200;
-pub const FSX_STEP_GIB: u64 = 2400;
-pub const THROUGHPUT_MBPS_PER_TIB: u32 = 250;
-/// Accelerator memory assumed when the catalog has none for the type.
-const FALLBACK_GIB_PER_ACCELERATOR: u64 = 96;
+pub use crate::checkpoint::{
+    CHECKPOINTS_KEPT, FSX_MIN_GIB, FSX_STEP_GIB, LONG_RUN_HOURS, THROUGHPUT_MBPS_PER_TIB,
+    fsx_capacity_gib,
+};
 
-/// Whether the plan gets checkpoint storage.
+/// Whether the plan gets checkpoint storage (`checkpoint::applies`).
 pub fn applies(rec: &Recommendation) -> bool {
-    match rec.capacity {
-        CapacityPlan::Existing { .. } => false,
-        CapacityPlan::CapacityBlock { .. } => true,
-        _ => rec.request.job_hours >= LONG_RUN_HOURS,
-    }
+    crate::checkpoint::applies(&rec.request, &rec.capacity)
 }
 
-/// The smallest PERSISTENT_2 SSD capacity holding `gib`.
-pub fn fsx_capacity_gib(gib: u64) -> u64 {
-    if gib <= FSX_MIN_GIB {
-        FSX_MIN_GIB
-    } else {
-        gib.div_ceil(FSX_STEP_GIB) * FSX_STEP_GIB
-    }
-}
-
-/// What the job's checkpoints need before rounding: [`CHECKPOINTS_KEPT`] times the
-/// job's accelerator memory.
-pub fn needed_gib(rec: &Recommendation) -> u64 {
-    let per = rec
-        .instance
-        .accelerator_memory_gi_b
-        .map_or(FALLBACK_GIB_PER_ACCELERATOR, u64::from);
-    CHECKPOINTS_KEPT * u64::from(rec.shape.total_gpus) * per
+/// The plan's checkpoint storage size.
+pub fn sizing(rec: &Recommendation) -> Sizing {
+    crate::checkpoint::sizing(&rec.request, &rec.instance, &rec.shape)
 }
 
 pub fn claim_name(rec: &Recommendation) -> String {
@@ -123,7 +102,7 @@ pub fn claim(rec: &Recommendation) -> Value {
         "spec": {
             "accessModes": ["ReadWriteMany"],
             "storageClassName": class_name(rec),
-            "resources": {"requests": {"storage": format!("{}Gi", fsx_capacity_gib(needed_gib(rec)))}},
+            "resources": {"requests": {"storage": format!("{}Gi", sizing(rec).fsx_gib)}},
         },
     })
 }
@@ -204,18 +183,20 @@ fn each_pod_spec(v: &mut Value, f: &mut dyn FnMut(&mut Value)) {
 
 /// The file's header.
 pub fn notes(rec: &Recommendation) -> Vec<String> {
+    let size = sizing(rec);
     let mut notes = vec![
         format!(
             "Checkpoint storage: FSx for Lustre PERSISTENT_2 ({THROUGHPUT_MBPS_PER_TIB} MB/s/TiB) made by the {FSX_ADDON} add-on, mounted at {MOUNT_PATH} in every pod of the job"
         ),
+        format!("size: {}", size.formula),
         format!(
-            "size: {CHECKPOINTS_KEPT} checkpoints x {} GPUs x {} GiB = {} GiB, rounded up to {} GiB (PERSISTENT_2 SSD: 1200, 2400, then multiples of 2400 GiB)",
-            rec.shape.total_gpus,
-            needed_gib(rec) / CHECKPOINTS_KEPT / u64::from(rec.shape.total_gpus.max(1)),
-            needed_gib(rec),
-            fsx_capacity_gib(needed_gib(rec))
+            "cost: ${:.2} a month (${} per GB-month, us-east-1 list price: https://aws.amazon.com/fsx/lustre/pricing/), ${:.2} for the run's {} hours",
+            crate::checkpoint::usd_per_month(size.fsx_gib),
+            crate::checkpoint::USD_PER_GB_MONTH,
+            crate::checkpoint::usd_for_hours(size.fsx_gib, rec.request.job_hours),
+            rec.request.job_hours
         ),
-        "aws-cli.sh fills in the subnet (private, the job's zone) and the cluster security group, then applies it; reclaimPolicy Retain keeps the file system (and its bill) after the claim goes: delete it in FSx when done".into(),
+        "aws-cli.sh makes it in its run stage, once the nodes are up: it fills in the subnet (private, the job's zone) and the cluster security group, then applies it; reclaimPolicy Retain keeps the file system (and its bill) after the claim goes: delete it in FSx when done".into(),
     ];
     if let Some(by) = deadline(rec) {
         notes.push(format!(
@@ -225,7 +206,26 @@ pub fn notes(rec: &Recommendation) -> Vec<String> {
     notes
 }
 
-/// Shell lines (set-up stage, after the cluster): fill in the subnet and security
+/// FSx for Lustre storage the account may still make, checked before anything is bought:
+/// the applied quotas of FSx for Lustre SSD storage (`service-quotas list-service-quotas
+/// --service-code fsx`, matched by name: <https://docs.aws.amazon.com/fsx/latest/LustreGuide/limits.html>)
+/// less what the account's Lustre file systems already hold (`fsx describe-file-systems`).
+/// No such quota found by name: the script stops and says to check it by hand
+/// (`FSX_QUOTA_CHECKED=1` once done).
+pub fn quota_lines(rec: &Recommendation, out: &mut Vec<String>) {
+    if !applies(rec) {
+        return;
+    }
+    let need = sizing(rec).fsx_gib;
+    out.push(format!(
+        "# {{STEP}} FSx for Lustre quota: the checkpoint storage needs {need} GiB of SSD storage ({STORAGE_FILE})."
+    ));
+    out.push(format!(
+        "if [ \"${{FSX_QUOTA_CHECKED:-}}\" != 1 ]; then FSX_QUOTA=$(aws service-quotas list-service-quotas --region \"$REGION\" --service-code fsx --query \"min(Quotas[?contains(QuotaName, 'Lustre') && contains(QuotaName, 'SSD') && contains(QuotaName, 'storage')].Value)\" --output text); if [ -z \"$FSX_QUOTA\" ] || [ \"$FSX_QUOTA\" = None ]; then echo 'no FSx for Lustre SSD storage quota found in service-quotas: check it by hand (it must allow {need} GiB more), then run again with FSX_QUOTA_CHECKED=1' >&2; exit 1; fi; FSX_USED=$(aws fsx describe-file-systems --region \"$REGION\" --query \"sum(FileSystems[?FileSystemType=='LUSTRE'].StorageCapacity)\" --output text); if [ $(( ${{FSX_QUOTA%.*}} - ${{FSX_USED%.*}} )) -lt {need} ]; then echo \"FSx for Lustre SSD storage quota is $FSX_QUOTA GiB with $FSX_USED GiB in use; the checkpoint storage needs {need} GiB: request an increase (or pass --model-params-billions for a smaller size) first\" >&2; exit 1; fi; fi"
+    ));
+}
+
+/// Shell lines (the `run` stage, once the nodes are up): fill in the subnet and security
 /// group, make the namespace, apply the class and claim, wait until FSx made the file
 /// system. Every step is idempotent (`sed` finds nothing to replace on a rerun).
 pub fn install_lines(rec: &Recommendation, out: &mut Vec<String>) {

@@ -1,9 +1,11 @@
-//! What a plan costs: on demand at the catalog price, or the chosen blocks' fee.
+//! What a plan costs: on demand at the catalog price, or the chosen blocks' fee; and,
+//! beside it, the checkpoint storage the plan makes (`checkpoint.rs`).
 
 use serde::Serialize;
 use trainplace_engine::InstanceProfile;
 
 use crate::plan::CapacityPlan;
+use crate::request::Request;
 use crate::shape::Shape;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -15,6 +17,13 @@ pub struct Cost {
     pub capacity_block_usd: Option<f64>,
     /// What this plan is expected to cost.
     pub estimate_usd: Option<f64>,
+    /// The checkpoint storage the plan makes, for the run's hours (`checkpoint.rs`);
+    /// none when the plan makes none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_storage_usd: Option<f64>,
+    /// The same storage for a month: it bills until deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint_storage_usd_per_month: Option<f64>,
 }
 
 /// On-demand cost at the catalog price; none for a type not sold on-demand
@@ -27,8 +36,11 @@ pub(super) fn on_demand(p: &InstanceProfile, nodes: u32, hours: u32) -> Option<f
         .map(|usd| round2(usd * f64::from(nodes) * f64::from(hours)))
 }
 
-pub(super) fn cost(p: &InstanceProfile, shape: &Shape, hours: u32, plan: &CapacityPlan) -> Cost {
+pub(super) fn cost(req: &Request, p: &InstanceProfile, shape: &Shape, plan: &CapacityPlan) -> Cost {
+    let hours = req.job_hours;
     let on_demand_usd = on_demand(p, shape.nodes, hours);
+    let storage_gib = crate::checkpoint::applies(req, plan)
+        .then(|| crate::checkpoint::sizing(req, p, shape).fsx_gib);
     let capacity_block_usd = match plan {
         CapacityPlan::CapacityBlock {
             blocks: Some(b), ..
@@ -46,6 +58,8 @@ pub(super) fn cost(p: &InstanceProfile, shape: &Shape, hours: u32, plan: &Capaci
         on_demand_usd,
         capacity_block_usd,
         estimate_usd,
+        checkpoint_storage_usd: storage_gib.map(|g| crate::checkpoint::usd_for_hours(g, hours)),
+        checkpoint_storage_usd_per_month: storage_gib.map(crate::checkpoint::usd_per_month),
     }
 }
 

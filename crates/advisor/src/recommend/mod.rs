@@ -83,7 +83,7 @@ pub fn recommend(
     if shape.nodes > 1 {
         warnings.extend(across_nodes(profile, &zone));
     }
-    let cost = cost(profile, &shape, req.job_hours, &capacity);
+    let cost = cost(req, profile, &shape, &capacity);
     warnings.extend(cost_warning(&cost, &profile.name));
     let capacity_options =
         capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);

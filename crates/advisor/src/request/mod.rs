@@ -45,6 +45,9 @@ pub struct AdviceRequest {
     /// managed or self-managed node groups): pods claim EFA with a ResourceClaim of
     /// device class `efa.networking.k8s.aws` instead of `vpc.amazonaws.com/efa`.
     pub efa_dra: Option<bool>,
+    /// The model's size in billions of parameters: sizes checkpoint storage
+    /// (`checkpoint.rs`); without it, the job's accelerator memory bounds a checkpoint.
+    pub model_params_billions: Option<f64>,
     /// Plan as of this instant (RFC 3339); default: the clock. Makes plans reproducible.
     pub now: Option<String>,
 }
@@ -73,6 +76,8 @@ pub struct Request {
     pub eks_version: String,
     /// EFA through the EFA DRA driver (see [`AdviceRequest::efa_dra`]).
     pub efa_dra: bool,
+    /// See [`AdviceRequest::model_params_billions`].
+    pub model_params_billions: Option<f64>,
     /// The instant the plan is made for.
     pub now: Timestamp,
     /// The requested start when it was in the past and moved to `now`.
@@ -118,6 +123,14 @@ impl AdviceRequest {
                 "must be a positive number",
             ));
         }
+        if let Some(b) = self.model_params_billions
+            && !(b.is_finite() && b > 0.0 && b <= 100_000.0)
+        {
+            return Err(InputError::request(
+                "modelParamsBillions",
+                "must be a positive number of billions of parameters (at most 100000)",
+            ));
+        }
         let capacity = fields::capacity_pref(self.capacity.as_deref())?;
         let reservation_id = fields::reservation(&self.reservation_id, capacity)?;
         Ok(Request {
@@ -137,6 +150,7 @@ impl AdviceRequest {
             image: fields::image(&self.image)?,
             eks_version: fields::eks_version(&self.eks_version)?,
             efa_dra: self.efa_dra.unwrap_or(false),
+            model_params_billions: self.model_params_billions,
             now,
             start_moved_from,
         })

@@ -203,9 +203,21 @@ pub fn stand_ins(dir: &std::path::Path, diagnose_exit: i32, epoch: i64) {
     let aws = r#"case "$2" in
 purchase-capacity-block)
   slot=$(printf '%s\n' "$*" | sed -n 's/.*Key=trainplace.io\/block,Value=\([0-9]*\).*/\1/p')
+  if [ "${PURCHASE_ANSWERS_NONE:-}" = "$slot" ]; then echo None; exit 0; fi
   id=cr-0123456789abcde$(( $(wc -l < "$STATE") + 1 ))
   echo "block $slot $id" >> "$STATE"
   echo "$id";;
+describe-capacity-block-offerings)
+  case "$*" in
+  *"--query length"*)
+    # The re-read of one offering: 1 while it is for sale, 0 once in SOLD_OUT.
+    id=$(printf '%s\n' "$*" | sed -n "s/.*CapacityBlockOfferingId=='\([^']*\)'.*/\1/p")
+    case " ${SOLD_OUT:-} " in *" $id "*) echo 0;; *) echo 1;; esac;;
+  *) echo '{"CapacityBlockOfferings": []}';;
+  esac;;
+list-service-quotas) echo "${FSX_QUOTA_GIB:-1000000.0}";;
+get-parameter) echo ami-0123456789abcdef0;;
+describe-file-systems) echo 0;;
 describe-capacity-reservations)
   slot=$(printf '%s\n' "$*" | sed -n "s/.*Key=='trainplace.io\/block' \&\& Value=='\([0-9]*\)'.*/\1/p")
   id=$(sed -n "s/^block $slot //p" "$STATE" | head -n 1)
@@ -258,7 +270,9 @@ esac"#;
             "eksctl" => eksctl.to_string(),
             "trainplace" => format!("exit {diagnose_exit}"),
             // A Job's conditions (the per-node check's wait): Complete.
-            "kubectl" => "case \"$*\" in *conditions*) echo Complete;; esac".to_string(),
+            // The GB200 clique check: CLIQUE_NODES nodes (default 64) labelled with
+            // CLIQUES' cliques in turn (default one).
+            "kubectl" => "case \"$*\" in *conditions*) echo Complete;; *clique*) i=0; set -- ${CLIQUES:-c1.0}; while [ $i -lt ${CLIQUE_NODES:-64} ]; do eval echo \\${$(( i % $# + 1 ))}; i=$((i + 1)); done;; esac".to_string(),
             _ => String::new(),
         };
         let path = bin.join(tool);
@@ -286,6 +300,34 @@ pub fn run_in(
     fail_on: Option<&str>,
     args: &[&str],
 ) -> (std::process::Output, String) {
+    let script = std::fs::read_to_string(dir.join("aws-cli.sh")).unwrap_or_default();
+    let confirm = confirmation(&script);
+    let env: Vec<(&str, &str)> = confirm
+        .as_deref()
+        .map(|fee| vec![("CONFIRM_PURCHASE_USD", fee)])
+        .unwrap_or_default();
+    run_in_env(dir, fail_on, args, &env)
+}
+
+/// The upfront fee `aws-cli.sh` asks to see in `CONFIRM_PURCHASE_USD` before it buys,
+/// read from the script's own message; `None` when it buys nothing.
+pub fn confirmation(script: &str) -> Option<String> {
+    let at = script.find("run again with CONFIRM_PURCHASE_USD=")?;
+    let rest = &script[at + "run again with CONFIRM_PURCHASE_USD=".len()..];
+    Some(
+        rest.chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect(),
+    )
+}
+
+/// `run_in` with `env` set (and no confirmation unless `env` gives one).
+pub fn run_in_env(
+    dir: &std::path::Path,
+    fail_on: Option<&str>,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::Output, String) {
     let log = dir.join("calls.log");
     let _ = std::fs::remove_file(&log);
     let path = format!(
@@ -298,7 +340,9 @@ pub fn run_in(
         .args(args)
         .current_dir(dir)
         .env("PATH", path)
-        .env_remove("FAIL_ON");
+        .env_remove("FAIL_ON")
+        .env_remove("CONFIRM_PURCHASE_USD")
+        .envs(env.iter().copied());
     if let Some(f) = fail_on {
         cmd.env("FAIL_ON", f);
     }
