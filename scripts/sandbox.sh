@@ -302,7 +302,10 @@ up() {
     log "the fleet has no nodes"
   else
     kubectl apply -f "$dir/nodes.json" >/dev/null
-    wait_for "nodes Ready" 60 kubectl wait --for condition=Ready --timeout 10s node --all
+    # kwok marks nodes Ready one by one: a minute, and a second more per four nodes.
+    local nodes
+    nodes=$(grep -o '"kind":"Node"' "$dir/nodes.json" | wc -l)
+    wait_for "nodes Ready" $((60 + nodes / 4)) kubectl wait --for condition=Ready --timeout 10s node --all
   fi
 
   log "trainplace serve on https://127.0.0.1:$webhook_port"
