@@ -3,9 +3,9 @@
 preferences and without them, through the sandbox's real API server, webhook and
 kube-scheduler.
 
-Starts a sandbox on a fleet of 128 p5.48xlarge nodes in one zone under a simulated EC2
+Starts a sandbox on a fleet of 80 p5.48xlarge nodes in one zone under a simulated EC2
 instance topology (16 nodes per layer-3 network node, 2 layer-3 nodes per layer-2 node,
-2 layer-2 nodes per layer-1 node: 8, 4 and 2 network nodes), with a policy that turns the
+2 layer-2 nodes per layer-1 node: 5, 3 and 2 network nodes), with a policy that turns the
 preferences off in one namespace. For each job size it runs an Indexed Job of whole-node
 pods in each namespace, alone on the empty fleet, and counts the layer-3 and layer-2
 nodes its pods run under, and whether every pod was scheduled. Prints a Markdown table.
@@ -32,7 +32,7 @@ nodeGroups:
   - name: p5
     instanceType: p5.48xlarge
     cpu: "192"
-    nodes: {us-east-1a: 128}
+    nodes: {us-east-1a: 80}
     network: {nodesPerLayer3: 16, layer3PerLayer2: 2, layer2PerLayer1: 2}
   - name: system
     instanceType: m7i.2xlarge

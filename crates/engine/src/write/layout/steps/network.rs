@@ -20,7 +20,7 @@ use crate::read::annotations::NETWORK_LAYER_WEIGHTS as WEIGHTS;
 const DEFAULT_LAYER: u8 = 3;
 const DEFAULT_UP_TO_PODS: u32 = 16;
 
-const WHY: &str = "a distributed job runs at the speed of its longest network path: pods under the same EC2 network nodes (EKS labels each node's place in the hierarchy: https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html) are fewer hops apart";
+const WHY: &str = "a job runs at the speed of its longest network path, and pods under the same EC2 network nodes are fewer hops apart (EKS network topology labels: https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html)";
 
 /// What the policy asks of one job: no placement, preferences, or a required layer
 /// (1 to 4) with preferences below it.
@@ -202,7 +202,7 @@ impl Plan<'_> {
                 self.per_group(),
                 names.join(", ")
             ),
-            format!("{WHY}; the scheduler packs the job under the most selective network node that has room and spills to the next layer when it is full, instead of leaving pods Pending"),
+            format!("{WHY}; the scheduler fills the closest network node with room, then spills up a layer instead of leaving pods Pending"),
         );
     }
 }
