@@ -83,15 +83,32 @@ def main():
     os.makedirs(os.path.join(work, "policy"))
     with open(os.path.join(work, "fleet.yaml"), "w") as f:
         f.write(FLEET)
+    # The sandbox starts on its system node alone; the GPU fleet joins once it is up
+    # (up waits a fixed time for its nodes; kwok readies 80 on a busy machine slower).
+    with open(os.path.join(work, "system.yaml"), "w") as f:
+        f.write(FLEET.split("  - name: p5")[0] + "  - name: system" + FLEET.split("  - name: system")[1])
     with open(os.path.join(work, "policy", "policy.yaml"), "w") as f:
         f.write(POLICY)
     env = dict(os.environ, SANDBOX_DIR=os.path.join(work, "sandbox"), SANDBOX_OWNER_PID=str(os.getpid()),
-               TRAINPLACE_BIN=trainplace, SANDBOX_FLEET=os.path.join(work, "fleet.yaml"),
+               TRAINPLACE_BIN=trainplace, SANDBOX_FLEET=os.path.join(work, "system.yaml"),
                SANDBOX_POLICY_DIR=os.path.join(work, "policy"))
     up = run([os.path.join(ROOT, "scripts/sandbox.sh"), "up"], env)
     env["KUBECONFIG"] = up.stdout.strip().splitlines()[-1].split("=", 1)[1]
     bin_dir = run([os.path.join(ROOT, "scripts/control-plane.sh"), "path"], env).stdout.strip()
     env["PATH"] = bin_dir + os.pathsep + env["PATH"]
+    nodes = run([trainplace, "sandbox", "nodes", "-f", os.path.join(work, "fleet.yaml")], env).stdout
+    run(["kubectl", "apply", "-f", "-"], env, stdin=nodes)
+    want = len(json.loads(nodes)["items"])
+    deadline = time.time() + 600
+    while True:
+        listed = json.loads(run(["kubectl", "get", "nodes", "-o", "json"], env).stdout)["items"]
+        ready = [n for n in listed if any(c["type"] == "Ready" and c["status"] == "True"
+                                          for c in n.get("status", {}).get("conditions", []))]
+        if len(ready) >= want:
+            break
+        if time.time() > deadline:
+            sys.exit(f"{len(ready)} of {want} nodes Ready after 600 s")
+        time.sleep(2)
     labels = {n["metadata"]["name"]: n["metadata"]["labels"]
               for n in json.loads(run(["kubectl", "get", "nodes", "-o", "json"], env).stdout)["items"]}
     try:
