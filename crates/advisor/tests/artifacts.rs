@@ -223,7 +223,17 @@ fn script_without_offerings_stops_before_anything_needing_an_id() {
             .all(|l| l.starts_with("aws ec2 describe-capacity-block-offerings")),
         "{calls}"
     );
-    assert!(dir.path().join("offerings.json").exists());
+    // One JSON document (jq and any JSON reader read it), which `--offerings` reads.
+    let saved = std::fs::read_to_string(dir.path().join("offerings.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&saved)
+        .unwrap_or_else(|e| panic!("offerings.json is not one JSON document ({e}):\n{saved}"));
+    let listed = calls
+        .lines()
+        .filter(|l| l.starts_with("aws ec2 describe-capacity-block-offerings"))
+        .count();
+    assert!(listed > 1, "{calls}");
+    assert_eq!(doc.as_array().map(Vec::len), Some(listed), "{saved}");
+    trainplace_advisor::aws::offerings::parse_offerings(&saved).unwrap();
     assert!(
         stdout.contains(
             "trainplace advise --gpus 64 --instance-type p5.48xlarge --hours 168 --region us-east-1"
@@ -729,4 +739,19 @@ fn trainium_checks_its_collectives_with_nccom_test_not_nccl_tests() {
         )) && args.contains("FI_PROVIDER=efa"),
         "{args}"
     );
+}
+
+#[test]
+fn offerings_saved_as_one_array_read_as_the_answers_one_after_another() {
+    use trainplace_advisor::aws::offerings::parse_offerings;
+    let one = common::offerings_fixture();
+    let gb200 = common::fixture("gb200-offerings.json");
+    let array = parse_offerings(&format!("[{one},\n{gb200}]")).unwrap();
+    let appended = parse_offerings(&format!("{one}\n{gb200}")).unwrap();
+    assert!(array.len() > parse_offerings(&one).unwrap().len());
+    assert_eq!(array, appended);
+    // A bad answer inside the array is named by its place.
+    let err = parse_offerings(&format!("[{one}, {{\"CapacityBlockOfferings\": [1]}}]"))
+        .unwrap_err();
+    assert!(err.field.starts_with("[1]."), "{err}");
 }

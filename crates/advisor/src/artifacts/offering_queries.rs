@@ -31,8 +31,13 @@ pub fn list_offerings(
     }
     let mut seen = Vec::new();
     let listing = blocks.is_none();
+    // Listing: one JSON document, an array of the answers (one per block size), written
+    // to a temporary file and moved into place whole, so jq or `--offerings` never reads
+    // a half-written file.
+    let tmp = format!("{OFFERINGS_FILE}.tmp");
     if listing {
         out.push(format!("rm -f {OFFERINGS_FILE}"));
+        out.push(format!("printf '[' > {tmp}"));
     }
     for n in counts {
         // Smaller UltraServers are separate NVLink domains: the job's pods keep to one
@@ -44,16 +49,21 @@ pub fn list_offerings(
         if seen.contains(&what) {
             continue;
         }
+        if listing && !seen.is_empty() {
+            out.push(format!("printf ',' >> {tmp}"));
+        }
         seen.push(what.clone());
-        // Appended: one JSON document per block size; `--offerings` reads them all.
         let to_file = if listing {
-            format!(" >> {OFFERINGS_FILE}")
+            format!(" >> {tmp}")
         } else {
             String::new()
         };
         out.push(format!(
             "aws ec2 describe-capacity-block-offerings --region \"$REGION\" {what} --output json{to_file}"
         ));
+    }
+    if listing {
+        out.push(format!("printf ']\\n' >> {tmp} && mv {tmp} {OFFERINGS_FILE}"));
     }
 }
 
