@@ -190,8 +190,8 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
 /// Stand-in `aws`, `eksctl`, `kubectl`, `helm`, `trainplace` and `date` in `dir/bin`.
 /// Each appends its command line to `dir/calls.log`. `aws` and `eksctl` remember what
 /// they bought or created in `dir/state`, so a second run of `aws-cli.sh` sees it:
-/// `purchase-capacity-block` records the block with its `trainplace.io/block` tag and
-/// `describe-capacity-reservations` finds it by that tag; placement groups, the cluster
+/// `purchase-capacity-block` records the block with its tags and
+/// `describe-capacity-reservations` finds it by every tag its query names; placement groups, the cluster
 /// and nodegroups likewise, the Local Zone opt-in, and scheduled actions by group and
 /// name; an Auto Scaling group is named after its EKS nodegroup (`describe-nodegroup`)
 /// or its eksctl stack (`describe-stack-resource`); `kubectl` says a Job is Complete when asked for its conditions. Any call whose
@@ -205,7 +205,8 @@ purchase-capacity-block)
   slot=$(printf '%s\n' "$*" | sed -n 's/.*Key=trainplace.io\/block,Value=\([0-9]*\).*/\1/p')
   if [ "${PURCHASE_ANSWERS_NONE:-}" = "$slot" ]; then echo None; exit 0; fi
   id=cr-0123456789abcde$(( $(wc -l < "$STATE") + 1 ))
-  echo "block $slot $id" >> "$STATE"
+  tags=$(printf '%s\n' "$*" | sed -n 's/.*--tag-specifications \([^ ]*\).*/\1/p')
+  echo "block $id $tags" >> "$STATE"
   echo "$id";;
 describe-capacity-block-offerings)
   case "$*" in
@@ -219,8 +220,15 @@ list-service-quotas) echo "${FSX_QUOTA_GIB:-1000000.0}";;
 get-parameter) echo ami-0123456789abcdef0;;
 describe-file-systems) echo 0;;
 describe-capacity-reservations)
-  slot=$(printf '%s\n' "$*" | sed -n "s/.*Key=='trainplace.io\/block' \&\& Value=='\([0-9]*\)'.*/\1/p")
-  id=$(sed -n "s/^block $slot //p" "$STATE" | head -n 1)
+  # The first bought block carrying every tag the query names (Key=='K' && Value=='V').
+  pairs=$(printf '%s\n' "$*" | grep -o "Key=='[^']*' && Value=='[^']*'" | sed "s/Key=='\([^']*\)' && Value=='\([^']*\)'/Key=\1,Value=\2}/")
+  id=
+  while read -r kind cr tags; do
+    [ "$kind" = block ] || continue
+    ok=1
+    for p in $pairs; do case "$tags" in *"$p"*) ;; *) ok=0;; esac; done
+    if [ "$ok" = 1 ]; then id=$cr; break; fi
+  done < "$STATE"
   echo "${id:-None}";;
 describe-placement-groups)
   name=$(printf '%s\n' "$*" | sed -n 's/.*Name=group-name,Values=\([^ ]*\).*/\1/p')
