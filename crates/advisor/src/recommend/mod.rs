@@ -219,10 +219,25 @@ fn co_location(
     placement_group: Option<&str>,
     nodes: u32,
 ) -> Option<String> {
+    // AWS: "Instances that run inside a Capacity Block are automatically placed close
+    // together inside Amazon EC2 UltraClusters"
+    // (<https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlock.html>).
+    // It says that of one block, nothing of two: separate blocks are not called close.
+    const INSIDE: &str = "no placement group: the instances inside one Capacity Block are placed close together in an EC2 UltraCluster (AWS)";
     match (capacity, placement_group) {
-        (CapacityPlan::CapacityBlock { .. }, _) => Some(
-            "no placement group: Capacity Blocks are already co-located in an UltraCluster".into(),
-        ),
+        (
+            CapacityPlan::CapacityBlock {
+                blocks: Some(plan), ..
+            },
+            _,
+        ) if plan.offerings.len() > 1 => Some(format!(
+            "{INSIDE}; the {} blocks are separate: they are not known to be co-located with each other, so traffic between them may cross more of the network (the pods' network-node affinity still prefers the closest nodes there are)",
+            plan.offerings.len()
+        )),
+        (CapacityPlan::CapacityBlock { blocks: Some(_), .. }, _) => Some(INSIDE.into()),
+        (CapacityPlan::CapacityBlock { blocks: None, .. }, _) => Some(format!(
+            "{INSIDE}; when the job needs more than one block, separate blocks are not known to be co-located with each other"
+        )),
         (_, Some(pg)) => Some(format!(
             "cluster placement group {pg} keeps the nodes close for EFA"
         )),
