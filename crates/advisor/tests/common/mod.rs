@@ -243,7 +243,13 @@ describe-availability-zones)
   *) if grep -qx "lz opted-in" "$STATE"; then echo opted-in; else echo not-opted-in; fi;;
   esac;;
 modify-availability-zone-group) echo "lz opted-in" >> "$STATE";;
-put-rule) echo "rule $*" >> "$STATE";;
+put-rule)
+  echo "rule $*" >> "$STATE"
+  name=$(printf '%s\n' "$*" | sed -n 's/.*--name \([^ ]*\).*/\1/p')
+  echo "arn:aws:events:us-east-1:123456789012:rule/$name";;
+create-topic)
+  name=$(printf '%s\n' "$*" | sed -n 's/.*--name \([^ ]*\).*/\1/p')
+  echo "arn:aws:sns:us-east-1:123456789012:$name";;
 describe-subnets) echo subnet-0123456789abcdef0;;
 describe-cluster) echo sg-0123456789abcdef0;;
 describe-nodegroup)
