@@ -165,13 +165,15 @@ fn across_nodes(profile: &InstanceProfile, zone: &str) -> Vec<Warning> {
 /// The first reason: what the chosen type is and the layout it gets.
 fn why_this_type(profile: &InstanceProfile) -> String {
     format!(
-        "{}: {} x {} ({} GiB each), {}, {} EFA; one pod per node with all {} accelerators",
+        "{}: {} x {} ({}), {}, {} EFA; one pod per node with all {} accelerators",
         profile.name,
         profile.accelerators,
         profile.accelerator,
-        profile
-            .accelerator_memory_gi_b
-            .map_or("?".into(), |g| g.to_string()),
+        // Said, not guessed: the catalog leaves it null where no source gives it.
+        profile.accelerator_memory_gi_b.map_or(
+            "GPU memory unknown: the catalog has no sourced figure for this type".into(),
+            |g| format!("{g} GiB each")
+        ),
         profile.intra_node,
         profile.max_efa,
         profile.accelerators
