@@ -194,6 +194,11 @@ fn run_script_at(
         .args(args)
         .current_dir(dir.path())
         .env("PATH", path)
+        .env(
+            "LISTED_OFFERINGS",
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/capacity-block-offerings.json"),
+        )
         .env_remove("CONFIRM_PURCHASE_USD");
     // The user's confirmation of the fee the script names (none when it buys nothing).
     if let Some(fee) = files
@@ -754,4 +759,30 @@ fn offerings_saved_as_one_array_read_as_the_answers_one_after_another() {
     let err = parse_offerings(&format!("[{one}, {{\"CapacityBlockOfferings\": [1]}}]"))
         .unwrap_err();
     assert!(err.field.starts_with("[1]."), "{err}");
+}
+
+#[test]
+fn no_offerings_at_all_in_the_region_fails_clearly_before_any_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in artifacts("h100-no-offerings", "pytorchjob") {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    common::stand_ins(dir.path(), 0, 0);
+    // Every listing answers none: the region sells no Capacity Blocks of the type (or
+    // none in this window).
+    let (out, calls) = common::run_in_env(dir.path(), None, &[], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no Capacity Block offerings of p5.48xlarge in us-east-1")
+            && err.contains("https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html"),
+        "{err}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("Choose and buy with"),
+        "{calls}"
+    );
+    assert!(!dir.path().join("offerings.json").exists());
 }

@@ -195,7 +195,8 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
 /// and nodegroups likewise, the Local Zone opt-in, and scheduled actions by group and
 /// name; an Auto Scaling group is named after its EKS nodegroup (`describe-nodegroup`)
 /// or its eksctl stack (`describe-stack-resource`); `kubectl` says a Job is Complete when asked for its conditions. Any call whose
-/// command line contains `$FAIL_ON` (when set) fails with exit 1, so a test can stop a run at a chosen step. `trainplace` (the
+/// command line contains `$FAIL_ON` (when set) fails with exit 1; an offerings listing answers
+/// the file `$LISTED_OFFERINGS` names, else none; so a test can stop a run at a chosen step. `trainplace` (the
 /// diagnosis) exits `diagnose_exit`; `date` prints `epoch`.
 pub fn stand_ins(dir: &std::path::Path, diagnose_exit: i32, epoch: i64) {
     let bin = dir.join("bin");
@@ -214,7 +215,7 @@ describe-capacity-block-offerings)
     # The re-read of one offering: 1 while it is for sale, 0 once in SOLD_OUT.
     id=$(printf '%s\n' "$*" | sed -n "s/.*CapacityBlockOfferingId=='\([^']*\)'.*/\1/p")
     case " ${SOLD_OUT:-} " in *" $id "*) echo 0;; *) echo 1;; esac;;
-  *) echo '{"CapacityBlockOfferings": []}';;
+  *) if [ -n "${LISTED_OFFERINGS:-}" ]; then cat "$LISTED_OFFERINGS"; else echo '{"CapacityBlockOfferings": []}'; fi;;
   esac;;
 list-service-quotas) echo "${FSX_QUOTA_GIB:-1000000.0}";;
 get-parameter) echo ami-0123456789abcdef0;;
