@@ -85,6 +85,10 @@ pub fn recommend(
     }
     let cost = cost(req, profile, &shape, &capacity);
     warnings.extend(cost_warning(&cost, &profile.name));
+    warnings.extend(
+        cost.list_prices_region
+            .map(|from| warn::list_prices_of_another_region(from, &req.region)),
+    );
     let capacity_options =
         capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);
     within_budget(req.budget_usd, &cost, &capacity_options)?;
