@@ -43,15 +43,12 @@ pub fn text(advice: &Advice) -> String {
         ),
         _ => String::new(),
     };
-    let prices = r
-        .cost
-        .list_prices_region
-        .map_or(String::new(), |from| {
-            format!(
-                "; on-demand and storage figures are {from} list prices, not {}'s",
-                r.request.region
-            )
-        });
+    let prices = r.cost.list_prices_region.map_or(String::new(), |from| {
+        format!(
+            "; on-demand and storage figures are {from} list prices, not {}'s",
+            r.request.region
+        )
+    });
     let _ = writeln!(
         s,
         "cost:       {} (on-demand reference {}){storage}{prices}",

@@ -756,8 +756,8 @@ fn offerings_saved_as_one_array_read_as_the_answers_one_after_another() {
     assert!(array.len() > parse_offerings(&one).unwrap().len());
     assert_eq!(array, appended);
     // A bad answer inside the array is named by its place.
-    let err = parse_offerings(&format!("[{one}, {{\"CapacityBlockOfferings\": [1]}}]"))
-        .unwrap_err();
+    let err =
+        parse_offerings(&format!("[{one}, {{\"CapacityBlockOfferings\": [1]}}]")).unwrap_err();
     assert!(err.field.starts_with("[1]."), "{err}");
 }
 
@@ -777,7 +777,9 @@ fn no_offerings_at_all_in_the_region_fails_clearly_before_any_choice() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.contains("no Capacity Block offerings of p5.48xlarge in us-east-1")
-            && err.contains("https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html"),
+            && err.contains(
+                "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html"
+            ),
         "{err}"
     );
     assert!(

@@ -196,14 +196,18 @@ fn a_us_east_1_price_shown_for_another_region_says_so() {
     assert!(
         w.message.contains("us-east-1 list price")
             && w.message.contains("us-west-2")
-            && w.message.contains("https://aws.amazon.com/ec2/pricing/on-demand/"),
+            && w.message
+                .contains("https://aws.amazon.com/ec2/pricing/on-demand/"),
         "{}",
         w.message
     );
-    assert_eq!(r.cost.list_prices_region.as_deref(), Some("us-east-1"));
+    assert_eq!(r.cost.list_prices_region, Some("us-east-1"));
     let text = trainplace_advisor::render::text(&advice);
     let line = text.lines().find(|l| l.starts_with("cost:")).unwrap();
-    assert!(line.contains("us-east-1 list prices, not us-west-2's"), "{line}");
+    assert!(
+        line.contains("us-east-1 list prices, not us-west-2's"),
+        "{line}"
+    );
     // In us-east-1 the figures are that region's: nothing to say.
     let advice = l40s_in("us-east-1");
     let r = &advice.recommendation;

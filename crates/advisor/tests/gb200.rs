@@ -221,5 +221,9 @@ fn gpu_memory_the_catalog_lacks_is_said_to_be_unknown() {
     .validate(&policy.catalog, jiff::Timestamp::now())
     .unwrap();
     let rec = recommend(&req, &policy.catalog, &Facts::default()).unwrap();
-    assert!(rec.reasons[0].contains("(80 GiB each)"), "{}", rec.reasons[0]);
+    assert!(
+        rec.reasons[0].contains("(80 GiB each)"),
+        "{}",
+        rec.reasons[0]
+    );
 }

@@ -222,7 +222,11 @@ fn two_plans_with_default_names_do_not_share_a_block() {
     let (a, fee_a) = workdir();
     let (out, calls) = run_in_env(a.path(), None, &[], &[("CONFIRM_PURCHASE_USD", &fee_a)]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 2, "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        2,
+        "{calls}"
+    );
     // Another plan (half the GPUs), the same default cluster and job names, the same
     // account: it finds none of the first plan's blocks and buys its own.
     let b = tempfile::tempdir().unwrap();
@@ -242,9 +246,16 @@ fn two_plans_with_default_names_do_not_share_a_block() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    assert!(count(&calls, "aws ec2 purchase-capacity-block") >= 1, "{calls}");
+    assert!(
+        count(&calls, "aws ec2 purchase-capacity-block") >= 1,
+        "{calls}"
+    );
     // The first plan, run again, still finds its own blocks and buys nothing.
     let (out, calls) = run_in_env(a.path(), None, &[], &[]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(count(&calls, "aws ec2 purchase-capacity-block"), 0, "{calls}");
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
+    );
 }

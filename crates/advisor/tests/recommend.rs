@@ -691,7 +691,9 @@ fn separate_blocks_are_not_called_co_located() {
         "{said}"
     );
     assert!(
-        said.contains("the 2 blocks are separate: they are not known to be co-located with each other"),
+        said.contains(
+            "the 2 blocks are separate: they are not known to be co-located with each other"
+        ),
         "{said}"
     );
     // While no block is chosen the plan may need several: the same caveat.

@@ -203,7 +203,8 @@ fn the_end_warning_rule_has_a_target_people_can_subscribe_to() {
     // as the rule's target.
     let topic = "arn:aws:sns:us-east-1:123456789012:training-capacity-block-end";
     assert!(
-        calls.contains("aws sns create-topic --region us-east-1 --name training-capacity-block-end"),
+        calls
+            .contains("aws sns create-topic --region us-east-1 --name training-capacity-block-end"),
         "{calls}"
     );
     let policy = calls
@@ -212,7 +213,10 @@ fn the_end_warning_rule_has_a_target_people_can_subscribe_to() {
         .unwrap_or_else(|| panic!("{calls}"));
     let doc = policy.split("--attribute-value ").nth(1).unwrap();
     let doc: serde_json::Value = serde_json::from_str(doc).unwrap();
-    assert_eq!(doc["Statement"][0]["Principal"]["Service"], "events.amazonaws.com");
+    assert_eq!(
+        doc["Statement"][0]["Principal"]["Service"],
+        "events.amazonaws.com"
+    );
     assert_eq!(doc["Statement"][0]["Resource"], topic);
     assert_eq!(
         doc["Statement"][0]["Condition"]["ArnEquals"]["aws:SourceArn"],
@@ -225,7 +229,10 @@ fn the_end_warning_rule_has_a_target_people_can_subscribe_to() {
         "{calls}"
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains(&format!("subscribe to {topic}")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("subscribe to {topic}")),
+        "{stdout}"
+    );
     // NOTIFY_EMAIL subscribes it.
     let (out, calls) = common::run_in_env(
         dir.path(),

@@ -191,7 +191,10 @@ fn gb200_nodes_are_a_self_managed_nodegroup_in_the_local_zone() {
     assert!(ng.get("availabilityZones").is_none());
     assert_eq!(ng["instanceType"], "p6e-gb200.36xlarge");
     // Empty until the block is active, up to the UltraServer's 18.
-    assert_eq!((&ng["desiredCapacity"], &ng["maxSize"]), (&json!(0), &json!(18)));
+    assert_eq!(
+        (&ng["desiredCapacity"], &ng["maxSize"]),
+        (&json!(0), &json!(18))
+    );
     assert_eq!(ng["efaEnabled"], true);
     assert_eq!(
         ng["capacityReservation"]["capacityReservationTarget"]["capacityReservationID"],

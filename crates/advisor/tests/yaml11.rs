@@ -60,7 +60,10 @@ fn checkpoint_by_is_a_string_to_a_yaml_1_1_reader() {
     assert!(job.contains("CHECKPOINT_BY"), "{job}");
     let docs = pyyaml(job);
     let text = serde_json::to_string(&docs).unwrap();
-    assert!(!text.contains("<datetime"), "PyYAML read a datetime: {text}");
+    assert!(
+        !text.contains("<datetime"),
+        "PyYAML read a datetime: {text}"
+    );
     assert_eq!(docs, serde(job));
 }
 
