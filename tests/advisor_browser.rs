@@ -123,6 +123,21 @@ async fn form_submits_and_shows_the_recommendation() {
         );
     }
     assert!(dom.contains("capacity-block-end"));
+    // The offerings not bought say, as the CLI does, whether each fits the job alone
+    // and why.
+    let offers = dom
+        .split("id=\"offers\"")
+        .nth(1)
+        .and_then(|t| t.split("</table>").next())
+        .unwrap_or_else(|| panic!("no offers table:\n{dom}"));
+    assert!(
+        offers.contains("<th>Fits the job alone?</th>") && offers.contains("<th>Why</th>"),
+        "{offers}"
+    );
+    assert!(
+        offers.contains("<td>yes</td>") || offers.contains("<td>no</td>"),
+        "{offers}"
+    );
 
     let shot = out_dir().join("advisor-page.png");
     let _ = std::fs::remove_file(&shot);

@@ -43,9 +43,15 @@ pub fn text(advice: &Advice) -> String {
         ),
         _ => String::new(),
     };
+    let prices = r.cost.list_prices_region.map_or(String::new(), |from| {
+        format!(
+            "; on-demand and storage figures are {from} list prices, not {}'s",
+            r.request.region
+        )
+    });
     let _ = writeln!(
         s,
-        "cost:       {} (on-demand reference {}){storage}",
+        "cost:       {} (on-demand reference {}){storage}{prices}",
         money(r.cost.estimate_usd),
         money(r.cost.on_demand_usd)
     );

@@ -20,6 +20,17 @@ fn w(code: &'static str, message: impl Into<String>) -> Warning {
     }
 }
 
+/// The catalog's prices (EC2 on-demand, FSx for Lustre) are `from`'s list prices, shown
+/// for a plan in `region`: said, as the catalog has no other region's.
+pub fn list_prices_of_another_region(from: &str, region: &str) -> Warning {
+    w(
+        "us-east-1-prices",
+        format!(
+            "the on-demand cost and the checkpoint storage cost are the {from} list prices, not {region}'s (the catalog has {from} prices only); {region}'s may differ: https://aws.amazon.com/ec2/pricing/on-demand/ and https://aws.amazon.com/fsx/lustre/pricing/. Capacity Block fees are {region}'s, from its offerings; a comparison of a block with on-demand mixes the two"
+        ),
+    )
+}
+
 pub fn efa_one_az(zone: &str) -> Warning {
     w(
         "efa-single-az",

@@ -194,6 +194,11 @@ fn run_script_at(
         .args(args)
         .current_dir(dir.path())
         .env("PATH", path)
+        .env(
+            "LISTED_OFFERINGS",
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/capacity-block-offerings.json"),
+        )
         .env_remove("CONFIRM_PURCHASE_USD");
     // The user's confirmation of the fee the script names (none when it buys nothing).
     if let Some(fee) = files
@@ -223,7 +228,17 @@ fn script_without_offerings_stops_before_anything_needing_an_id() {
             .all(|l| l.starts_with("aws ec2 describe-capacity-block-offerings")),
         "{calls}"
     );
-    assert!(dir.path().join("offerings.json").exists());
+    // One JSON document (jq and any JSON reader read it), which `--offerings` reads.
+    let saved = std::fs::read_to_string(dir.path().join("offerings.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&saved)
+        .unwrap_or_else(|e| panic!("offerings.json is not one JSON document ({e}):\n{saved}"));
+    let listed = calls
+        .lines()
+        .filter(|l| l.starts_with("aws ec2 describe-capacity-block-offerings"))
+        .count();
+    assert!(listed > 1, "{calls}");
+    assert_eq!(doc.as_array().map(Vec::len), Some(listed), "{saved}");
+    trainplace_advisor::aws::offerings::parse_offerings(&saved).unwrap();
     assert!(
         stdout.contains(
             "trainplace advise --gpus 64 --instance-type p5.48xlarge --hours 168 --region us-east-1"
@@ -729,4 +744,47 @@ fn trainium_checks_its_collectives_with_nccom_test_not_nccl_tests() {
         )) && args.contains("FI_PROVIDER=efa"),
         "{args}"
     );
+}
+
+#[test]
+fn offerings_saved_as_one_array_read_as_the_answers_one_after_another() {
+    use trainplace_advisor::aws::offerings::parse_offerings;
+    let one = common::offerings_fixture();
+    let gb200 = common::fixture("gb200-offerings.json");
+    let array = parse_offerings(&format!("[{one},\n{gb200}]")).unwrap();
+    let appended = parse_offerings(&format!("{one}\n{gb200}")).unwrap();
+    assert!(array.len() > parse_offerings(&one).unwrap().len());
+    assert_eq!(array, appended);
+    // A bad answer inside the array is named by its place.
+    let err =
+        parse_offerings(&format!("[{one}, {{\"CapacityBlockOfferings\": [1]}}]")).unwrap_err();
+    assert!(err.field.starts_with("[1]."), "{err}");
+}
+
+#[test]
+fn no_offerings_at_all_in_the_region_fails_clearly_before_any_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in artifacts("h100-no-offerings", "pytorchjob") {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    common::stand_ins(dir.path(), 0, 0);
+    // Every listing answers none: the region sells no Capacity Blocks of the type (or
+    // none in this window).
+    let (out, calls) = common::run_in_env(dir.path(), None, &[], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no Capacity Block offerings of p5.48xlarge in us-east-1")
+            && err.contains(
+                "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html"
+            ),
+        "{err}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("Choose and buy with"),
+        "{calls}"
+    );
+    assert!(!dir.path().join("offerings.json").exists());
 }

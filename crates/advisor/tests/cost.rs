@@ -168,3 +168,53 @@ fn every_listed_offering_says_whether_it_fits_and_why_not() {
     let first = &json["otherOfferings"][0];
     assert!(first["id"].is_string() && first["fits"].is_boolean() && first["why"].is_string());
 }
+
+/// The l40s-on-demand scenario (16 L40S, 30 h, no offerings) in `region`.
+fn l40s_in(region: &str) -> trainplace_advisor::Advice {
+    let (mut req, _) = common::scenario("l40s-on-demand");
+    req.region = Some(region.into());
+    req.availability_zones = vec![];
+    trainplace_advisor::advise(
+        &req,
+        &trainplace_advisor::RawFacts::default(),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_us_east_1_price_shown_for_another_region_says_so() {
+    let advice = l40s_in("us-west-2");
+    let r = &advice.recommendation;
+    assert!(r.cost.on_demand_usd.is_some(), "{:?}", r.cost);
+    let w = r
+        .warnings
+        .iter()
+        .find(|w| w.code == "us-east-1-prices")
+        .unwrap_or_else(|| panic!("{:?}", r.warnings));
+    assert!(
+        w.message.contains("us-east-1 list price")
+            && w.message.contains("us-west-2")
+            && w.message
+                .contains("https://aws.amazon.com/ec2/pricing/on-demand/"),
+        "{}",
+        w.message
+    );
+    assert_eq!(r.cost.list_prices_region, Some("us-east-1"));
+    let text = trainplace_advisor::render::text(&advice);
+    let line = text.lines().find(|l| l.starts_with("cost:")).unwrap();
+    assert!(
+        line.contains("us-east-1 list prices, not us-west-2's"),
+        "{line}"
+    );
+    // In us-east-1 the figures are that region's: nothing to say.
+    let advice = l40s_in("us-east-1");
+    let r = &advice.recommendation;
+    assert!(!codes(r).contains(&"us-east-1-prices"), "{:?}", r.warnings);
+    assert_eq!(r.cost.list_prices_region, None);
+}
+
+fn codes(r: &Recommendation) -> Vec<&str> {
+    r.warnings.iter().map(|w| w.code).collect()
+}

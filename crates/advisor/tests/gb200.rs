@@ -188,3 +188,42 @@ fn gb200_blocks_are_listed_as_ultraservers_and_bought_in_the_local_zone() {
             .contains("self-managed nodeGroup with localZones: [us-east-1-dfw-2a]")
     );
 }
+
+#[test]
+fn gpu_memory_the_catalog_lacks_is_said_to_be_unknown() {
+    let policy = Policy::embedded();
+    let req = AdviceRequest {
+        gpus: Some(72),
+        family: Some("gb200".into()),
+        duration_days: Some(7.0),
+        region: Some("us-east-1".into()),
+        now: Some(common::NOW.into()),
+        ..Default::default()
+    }
+    .validate(&policy.catalog, jiff::Timestamp::now())
+    .unwrap();
+    let rec = recommend(&req, &policy.catalog, &Facts::default()).unwrap();
+    let first = &rec.reasons[0];
+    assert!(!first.contains('?'), "{first}");
+    assert!(
+        first.contains("GPU memory unknown: the catalog has no sourced figure for this type"),
+        "{first}"
+    );
+    // A type with the figure keeps it.
+    let req = AdviceRequest {
+        gpus: Some(64),
+        family: Some("h100".into()),
+        duration_days: Some(7.0),
+        region: Some("us-east-1".into()),
+        now: Some(common::NOW.into()),
+        ..Default::default()
+    }
+    .validate(&policy.catalog, jiff::Timestamp::now())
+    .unwrap();
+    let rec = recommend(&req, &policy.catalog, &Facts::default()).unwrap();
+    assert!(
+        rec.reasons[0].contains("(80 GiB each)"),
+        "{}",
+        rec.reasons[0]
+    );
+}

@@ -200,3 +200,62 @@ fn checkpoint_storage_is_made_in_the_run_stage_not_at_set_up() {
         .unwrap();
     assert!(storage < check, "{calls}");
 }
+
+/// The files of the h100-blocks scenario asking for `gpus` instead, default names.
+fn plan_files(gpus: i64) -> std::collections::BTreeMap<String, String> {
+    let (mut req, facts) = common::scenario("h100-blocks");
+    req.gpus = Some(gpus);
+    req.framework = Some("pytorchjob".into());
+    let policy = trainplace_engine::Policy::embedded();
+    let valid = req
+        .validate(&policy.catalog, jiff::Timestamp::now())
+        .unwrap();
+    let rec = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap();
+    trainplace_advisor::artifacts::artifacts(&rec, &policy)
+        .into_iter()
+        .map(|a| (a.name, a.content))
+        .collect()
+}
+
+#[test]
+fn two_plans_with_default_names_do_not_share_a_block() {
+    let (a, fee_a) = workdir();
+    let (out, calls) = run_in_env(a.path(), None, &[], &[("CONFIRM_PURCHASE_USD", &fee_a)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        2,
+        "{calls}"
+    );
+    // Another plan (half the GPUs), the same default cluster and job names, the same
+    // account: it finds none of the first plan's blocks and buys its own.
+    let b = tempfile::tempdir().unwrap();
+    let files = plan_files(32);
+    for (name, content) in &files {
+        let path = b.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    stand_ins(b.path(), 0, AFTER_BLOCK_START);
+    std::fs::copy(a.path().join("state"), b.path().join("state")).unwrap();
+    let fee_b = confirmation(&files["aws-cli.sh"]).expect("plan B buys blocks");
+    let (out, calls) = run_in_env(b.path(), None, &[], &[("CONFIRM_PURCHASE_USD", &fee_b)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("is already bought"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        count(&calls, "aws ec2 purchase-capacity-block") >= 1,
+        "{calls}"
+    );
+    // The first plan, run again, still finds its own blocks and buys nothing.
+    let (out, calls) = run_in_env(a.path(), None, &[], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
+    );
+}

@@ -672,3 +672,36 @@ fn alternatives_keep_the_layout_or_are_marked_slower_with_the_cost() {
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["alternatives"][2]["sameLayout"], false);
 }
+
+#[test]
+fn separate_blocks_are_not_called_co_located() {
+    // Two blocks: AWS places the instances inside a block close together, and says
+    // nothing of two blocks.
+    let r = recommendation("h100-blocks", "pytorchjob");
+    let CapacityPlan::CapacityBlock {
+        blocks: Some(plan), ..
+    } = &r.capacity
+    else {
+        panic!("{:?}", r.capacity)
+    };
+    assert_eq!(plan.offerings.len(), 2);
+    let said = r.reasons.join("\n");
+    assert!(
+        !said.contains("Capacity Blocks are already co-located"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "the 2 blocks are separate: they are not known to be co-located with each other"
+        ),
+        "{said}"
+    );
+    // While no block is chosen the plan may need several: the same caveat.
+    let r = recommendation("h100-no-offerings", "pytorchjob");
+    let said = r.reasons.join("\n");
+    assert!(
+        said.contains("instances inside one Capacity Block are placed close together")
+            && said.contains("separate blocks are not known to be co-located"),
+        "{said}"
+    );
+}

@@ -194,6 +194,61 @@ fn the_block_end_warning_has_an_eventbridge_rule_on_the_blocks_bought() {
     assert!(bought < put && put < cluster, "{calls}");
 }
 
+#[test]
+fn the_end_warning_rule_has_a_target_people_can_subscribe_to() {
+    let dir = workdir("h100-blocks");
+    let (out, calls) = run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    // A topic of the rule's name, which EventBridge may publish to (for this rule only),
+    // as the rule's target.
+    let topic = "arn:aws:sns:us-east-1:123456789012:training-capacity-block-end";
+    assert!(
+        calls
+            .contains("aws sns create-topic --region us-east-1 --name training-capacity-block-end"),
+        "{calls}"
+    );
+    let policy = calls
+        .lines()
+        .find(|l| l.starts_with("aws sns set-topic-attributes"))
+        .unwrap_or_else(|| panic!("{calls}"));
+    let doc = policy.split("--attribute-value ").nth(1).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(doc).unwrap();
+    assert_eq!(
+        doc["Statement"][0]["Principal"]["Service"],
+        "events.amazonaws.com"
+    );
+    assert_eq!(doc["Statement"][0]["Resource"], topic);
+    assert_eq!(
+        doc["Statement"][0]["Condition"]["ArnEquals"]["aws:SourceArn"],
+        "arn:aws:events:us-east-1:123456789012:rule/training-capacity-block-end"
+    );
+    assert!(
+        calls.contains(&format!(
+            "aws events put-targets --region us-east-1 --rule training-capacity-block-end --targets Id=sns,Arn={topic}"
+        )),
+        "{calls}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("subscribe to {topic}")),
+        "{stdout}"
+    );
+    // NOTIFY_EMAIL subscribes it.
+    let (out, calls) = common::run_in_env(
+        dir.path(),
+        None,
+        &[],
+        &[("NOTIFY_EMAIL", "ops@example.com")],
+    );
+    assert!(out.status.success(), "{calls}");
+    assert!(
+        calls.contains(&format!(
+            "aws sns subscribe --region us-east-1 --topic-arn {topic} --protocol email --notification-endpoint ops@example.com"
+        )),
+        "{calls}"
+    );
+}
+
 /// 2026-12-01T11:30:00Z and 2026-12-08T10:50:00Z: the fixture's blocks start, and the
 /// plan's checkpoint deadline (the common window's end, 12-08T11:30, less 40 minutes).
 const BLOCK_START: i64 = 1_796_124_600;

@@ -190,7 +190,11 @@ fn gb200_nodes_are_a_self_managed_nodegroup_in_the_local_zone() {
     assert_eq!(ng["localZones"], json!([ZONE]));
     assert!(ng.get("availabilityZones").is_none());
     assert_eq!(ng["instanceType"], "p6e-gb200.36xlarge");
-    assert_eq!(ng["desiredCapacity"], 18);
+    // Empty until the block is active, up to the UltraServer's 18.
+    assert_eq!(
+        (&ng["desiredCapacity"], &ng["maxSize"]),
+        (&json!(0), &json!(18))
+    );
     assert_eq!(ng["efaEnabled"], true);
     assert_eq!(
         ng["capacityReservation"]["capacityReservationTarget"]["capacityReservationID"],
@@ -398,6 +402,54 @@ fn the_self_managed_gb200_nodegroup_scales_in_an_hour_before_the_block_ends_once
     let (out, calls) = common::run_in(dir.path(), None, &[]);
     assert!(out.status.success(), "{calls}");
     assert!(puts(&calls).is_empty(), "{calls}");
+}
+
+#[test]
+fn the_self_managed_gb200_nodegroup_starts_empty_and_fills_when_the_block_is_active() {
+    let dir = workdir();
+    let config: Value = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap(),
+    )
+    .unwrap();
+    let ng = self_managed(&config)[0];
+    // Created before the block is active: no instance asked for (eksctl would wait for
+    // them, and the Auto Scaling group would retry launches the block refuses).
+    assert_eq!(
+        (&ng["desiredCapacity"], &ng["minSize"], &ng["maxSize"]),
+        (&json!(0), &json!(0), &json!(18)),
+        "{ng}"
+    );
+    let name = ng["name"].as_str().unwrap().to_string();
+    let cluster = config["metadata"]["name"].as_str().unwrap().to_string();
+    let asg = format!("eksctl-{cluster}-nodegroup-{name}-NodeGroup-asg");
+    let sets = |calls: &str| {
+        calls
+            .lines()
+            .filter(|l| l.starts_with("aws autoscaling update-auto-scaling-group"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // Before the block: the scheduled scale-out fills it; nothing set now.
+    common::stand_ins(dir.path(), 0, GB200_START - 86_400);
+    let (out, calls) = common::run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    assert!(sets(&calls).is_empty(), "{calls}");
+    // Set up (again) once the block is active: the scale-out time has passed, so the
+    // script sets the group to the job's size itself.
+    common::stand_ins(dir.path(), 0, GB200_START + 600);
+    let (out, calls) = common::run_in(dir.path(), None, &[]);
+    assert!(out.status.success(), "{calls}");
+    assert_eq!(
+        sets(&calls),
+        [format!(
+            "aws autoscaling update-auto-scaling-group --region us-east-1 --auto-scaling-group-name {asg} --min-size 0 --max-size 18 --desired-capacity 18"
+        )],
+        "{calls}"
+    );
+    // After the checkpoint deadline: left alone.
+    common::stand_ins(dir.path(), 0, GB200_CHECKPOINT_BY + 60);
+    let (_, calls) = common::run_in(dir.path(), None, &[]);
+    assert!(sets(&calls).is_empty(), "{calls}");
 }
 
 /// The job's pod templates (objects holding `containers`) in `v`.

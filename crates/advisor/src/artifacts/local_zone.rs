@@ -73,6 +73,13 @@ pub fn self_managed(mut ng: Value, zone: &str, rec: &Recommendation) -> Value {
     map.remove("availabilityZones");
     map.remove("nodeRepairConfig");
     map.insert("localZones".into(), json!([zone]));
+    if matches!(rec.capacity, CapacityPlan::CapacityBlock { .. }) {
+        // Empty until the block is active: `eksctl create nodegroup` waits for a
+        // self-managed group's desired nodes, and its Auto Scaling group would retry
+        // launches a block not yet active refuses. The scheduled scale-out at the block's
+        // start, or the set-up run after it (`schedule.rs`), sets the job's size.
+        map.insert("desiredCapacity".into(), json!(0));
+    }
     if needs_ami(rec) {
         map.insert("ami".into(), json!(AMI_PLACEHOLDER));
     }

@@ -24,6 +24,7 @@ pub mod quota;
 pub mod run_steps;
 pub mod schedule;
 pub mod storage;
+mod yaml11;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -380,7 +381,9 @@ fn yaml(header: &[&str], docs: &[&Value]) -> String {
         if i > 0 {
             s.push_str("---\n");
         }
-        s.push_str(&serde_yaml_ng::to_string(d).unwrap_or_default());
+        s.push_str(&yaml11::quote_timestamps(
+            &serde_yaml_ng::to_string(d).unwrap_or_default(),
+        ));
     }
     s
 }

@@ -31,8 +31,13 @@ pub fn list_offerings(
     }
     let mut seen = Vec::new();
     let listing = blocks.is_none();
+    // Listing: one JSON document, an array of the answers (one per block size), written
+    // to a temporary file and moved into place whole, so jq or `--offerings` never reads
+    // a half-written file.
+    let tmp = format!("{OFFERINGS_FILE}.tmp");
     if listing {
         out.push(format!("rm -f {OFFERINGS_FILE}"));
+        out.push(format!("printf '[' > {tmp}"));
     }
     for n in counts {
         // Smaller UltraServers are separate NVLink domains: the job's pods keep to one
@@ -44,16 +49,45 @@ pub fn list_offerings(
         if seen.contains(&what) {
             continue;
         }
+        if listing && !seen.is_empty() {
+            out.push(format!("printf ',' >> {tmp}"));
+        }
         seen.push(what.clone());
-        // Appended: one JSON document per block size; `--offerings` reads them all.
         let to_file = if listing {
-            format!(" >> {OFFERINGS_FILE}")
+            format!(" >> {tmp}")
         } else {
             String::new()
         };
         out.push(format!(
             "aws ec2 describe-capacity-block-offerings --region \"$REGION\" {what} --output json{to_file}"
         ));
+    }
+    if listing {
+        out.push(format!("printf ']\\n' >> {tmp}"));
+        // Not one offering for any size: the region sells no Capacity Blocks of the type
+        // (AWS lists where each type is sold) or none in this window. Say so, rather than
+        // leave an empty file and a rerun that cannot choose.
+        out.push(format!(
+            "if ! grep -q CapacityBlockOfferingId {tmp}; then rm -f {tmp}; echo \"no Capacity Block offerings of {} in $REGION{}: Capacity Blocks of this type may not be sold in this region (supported types and Regions: {SUPPORTED_URL}), or none is for sale in this window. Try another --region, --start/--end, or --capacity on-demand.\" >&2; exit 1; fi",
+            rec.instance.name,
+            window_text(rec)
+        ));
+        out.push(format!("mv {tmp} {OFFERINGS_FILE}"));
+    }
+}
+
+/// AWS's list of the instance types and Regions Capacity Blocks are sold in.
+pub const SUPPORTED_URL: &str =
+    "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html";
+
+/// ` between START and END` (either end when given) for the no-offerings message.
+fn window_text(rec: &Recommendation) -> String {
+    let req = &rec.request;
+    match (req.earliest_start, req.latest_end) {
+        (Some(s), Some(e)) => format!(" between {s} and {e}"),
+        (Some(s), None) => format!(" from {s}"),
+        (None, Some(e)) => format!(" until {e}"),
+        (None, None) => String::new(),
     }
 }
 

@@ -17,8 +17,10 @@
 //! block ends (docs/capacity-blocks.md cites the EKS pages); ours carries the plan's
 //! margin, never shorter than that, beside the scale-out at the start.
 //!
-//! A self-managed nodegroup (the GB200 Local Zone route, `local_zone.rs`) gets no action
-//! from EKS, so ours is its only scale-in, at the plan's margin (60 minutes for an
+//! A self-managed nodegroup (the GB200 Local Zone route, `local_zone.rs`) is created
+//! empty (desired 0) and filled by the scale-out at the block's start, or, when set-up
+//! runs while the block is active, by the script itself (`update-auto-scaling-group`).
+//! It gets no action from EKS, so ours is its only scale-in, at the plan's margin (60 minutes for an
 //! UltraServer block). Its Auto Scaling group is not an EKS nodegroup's: eksctl makes it
 //! as the `NodeGroup` resource (`AWS::AutoScaling::AutoScalingGroup`) of the CloudFormation
 //! stack `eksctl-CLUSTER-nodegroup-NAME`, and finds it again by that stack resource's
@@ -112,6 +114,16 @@ pub fn scale_lines(rec: &Recommendation, out: &mut Vec<String>) {
         ));
         for (what, at, desired) in actions(plan, ng.size) {
             out.push(put_once(&ng.name, what, at, desired, ng.size));
+        }
+        if !ng.managed {
+            // A self-managed group starts empty (`local_zone.rs`): set up while the block
+            // is active, its scale-out time has passed, so the script sets the size.
+            out.push(format!(
+                "if [ \"$(date -u +%s)\" -ge {} ] && [ \"$(date -u +%s)\" -lt {} ]; then aws autoscaling update-auto-scaling-group --region \"$REGION\" --auto-scaling-group-name \"$ASG\" --min-size 0 --max-size {size} --desired-capacity {size}; fi",
+                plan.start.as_second(),
+                plan.checkpoint_by.as_second(),
+                size = ng.size
+            ));
         }
     }
 }

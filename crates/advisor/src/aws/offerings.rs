@@ -37,15 +37,26 @@ impl Offering {
 
 const KEY: &str = "CapacityBlockOfferings";
 
-/// Parse the CLI's JSON text: one document, or several one after another (what
-/// `aws-cli.sh` appends for each block size when a job needs more than one block).
+/// Parse the CLI's JSON text: one answer; an array of answers (the `offerings.json`
+/// `aws-cli.sh` writes, one answer per block size, a single JSON document); or several
+/// answers one after another (what earlier versions of the script appended).
 pub fn parse_offerings(text: &str) -> Result<Vec<Offering>, InputError> {
     let mut out = Vec::new();
     let mut docs = 0;
     for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
         let doc = doc
             .map_err(|e| InputError::new(InputSource::Offerings, "$", format!("not JSON: {e}")))?;
-        out.extend(from_value(&doc)?);
+        match doc.as_array() {
+            Some(answers) => {
+                for (i, answer) in answers.iter().enumerate() {
+                    out.extend(from_value(answer).map_err(|mut e| {
+                        e.field = format!("[{i}].{}", e.field);
+                        e
+                    })?);
+                }
+            }
+            None => out.extend(from_value(&doc)?),
+        }
         docs += 1;
     }
     if docs == 0 {

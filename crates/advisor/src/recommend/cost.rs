@@ -24,7 +24,16 @@ pub struct Cost {
     /// The same storage for a month: it bills until deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint_storage_usd_per_month: Option<f64>,
+    /// The region whose list prices the catalog figures above are (on-demand, storage),
+    /// when it is not the plan's: the catalog holds us-east-1 prices only. Capacity Block
+    /// fees are the plan's region's, from its offerings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_prices_region: Option<&'static str>,
 }
+
+/// The region of the catalog's prices: EC2 on-demand (policies/instances.yaml,
+/// `[ec2-price]`) and FSx for Lustre (`checkpoint.rs`).
+pub const LIST_PRICES_REGION: &str = "us-east-1";
 
 /// On-demand cost at the catalog price; none for a type not sold on-demand
 /// (`capacity/margin.rs`).
@@ -54,12 +63,15 @@ pub(super) fn cost(req: &Request, p: &InstanceProfile, shape: &Shape, plan: &Cap
             on_demand_usd
         }
     };
+    let catalog_priced = on_demand_usd.is_some() || storage_gib.is_some();
     Cost {
         on_demand_usd,
         capacity_block_usd,
         estimate_usd,
         checkpoint_storage_usd: storage_gib.map(|g| crate::checkpoint::usd_for_hours(g, hours)),
         checkpoint_storage_usd_per_month: storage_gib.map(crate::checkpoint::usd_per_month),
+        list_prices_region: (catalog_priced && req.region != LIST_PRICES_REGION)
+            .then_some(LIST_PRICES_REGION),
     }
 }
 

@@ -85,6 +85,10 @@ pub fn recommend(
     }
     let cost = cost(req, profile, &shape, &capacity);
     warnings.extend(cost_warning(&cost, &profile.name));
+    warnings.extend(
+        cost.list_prices_region
+            .map(|from| warn::list_prices_of_another_region(from, &req.region)),
+    );
     let capacity_options =
         capacity_options(req, profile, &shape, facts, &capacity, cost.on_demand_usd);
     within_budget(req.budget_usd, &cost, &capacity_options)?;
@@ -165,13 +169,15 @@ fn across_nodes(profile: &InstanceProfile, zone: &str) -> Vec<Warning> {
 /// The first reason: what the chosen type is and the layout it gets.
 fn why_this_type(profile: &InstanceProfile) -> String {
     format!(
-        "{}: {} x {} ({} GiB each), {}, {} EFA; one pod per node with all {} accelerators",
+        "{}: {} x {} ({}), {}, {} EFA; one pod per node with all {} accelerators",
         profile.name,
         profile.accelerators,
         profile.accelerator,
-        profile
-            .accelerator_memory_gi_b
-            .map_or("?".into(), |g| g.to_string()),
+        // Said, not guessed: the catalog leaves it null where no source gives it.
+        profile.accelerator_memory_gi_b.map_or(
+            "GPU memory unknown: the catalog has no sourced figure for this type".into(),
+            |g| format!("{g} GiB each")
+        ),
         profile.intra_node,
         profile.max_efa,
         profile.accelerators
@@ -219,10 +225,25 @@ fn co_location(
     placement_group: Option<&str>,
     nodes: u32,
 ) -> Option<String> {
+    // AWS: "Instances that run inside a Capacity Block are automatically placed close
+    // together inside Amazon EC2 UltraClusters"
+    // (<https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlock.html>).
+    // It says that of one block, nothing of two: separate blocks are not called close.
+    const INSIDE: &str = "no placement group: the instances inside one Capacity Block are placed close together in an EC2 UltraCluster (AWS)";
     match (capacity, placement_group) {
-        (CapacityPlan::CapacityBlock { .. }, _) => Some(
-            "no placement group: Capacity Blocks are already co-located in an UltraCluster".into(),
-        ),
+        (
+            CapacityPlan::CapacityBlock {
+                blocks: Some(plan), ..
+            },
+            _,
+        ) if plan.offerings.len() > 1 => Some(format!(
+            "{INSIDE}; the {} blocks are separate: they are not known to be co-located with each other, so traffic between them may cross more of the network (the pods' network-node affinity still prefers the closest nodes there are)",
+            plan.offerings.len()
+        )),
+        (CapacityPlan::CapacityBlock { blocks: Some(_), .. }, _) => Some(INSIDE.into()),
+        (CapacityPlan::CapacityBlock { blocks: None, .. }, _) => Some(format!(
+            "{INSIDE}; when the job needs more than one block, separate blocks are not known to be co-located with each other"
+        )),
         (_, Some(pg)) => Some(format!(
             "cluster placement group {pg} keeps the nodes close for EFA"
         )),

@@ -190,12 +190,13 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
 /// Stand-in `aws`, `eksctl`, `kubectl`, `helm`, `trainplace` and `date` in `dir/bin`.
 /// Each appends its command line to `dir/calls.log`. `aws` and `eksctl` remember what
 /// they bought or created in `dir/state`, so a second run of `aws-cli.sh` sees it:
-/// `purchase-capacity-block` records the block with its `trainplace.io/block` tag and
-/// `describe-capacity-reservations` finds it by that tag; placement groups, the cluster
+/// `purchase-capacity-block` records the block with its tags and
+/// `describe-capacity-reservations` finds it by every tag its query names; placement groups, the cluster
 /// and nodegroups likewise, the Local Zone opt-in, and scheduled actions by group and
 /// name; an Auto Scaling group is named after its EKS nodegroup (`describe-nodegroup`)
 /// or its eksctl stack (`describe-stack-resource`); `kubectl` says a Job is Complete when asked for its conditions. Any call whose
-/// command line contains `$FAIL_ON` (when set) fails with exit 1, so a test can stop a run at a chosen step. `trainplace` (the
+/// command line contains `$FAIL_ON` (when set) fails with exit 1; an offerings listing answers
+/// the file `$LISTED_OFFERINGS` names, else none; so a test can stop a run at a chosen step. `trainplace` (the
 /// diagnosis) exits `diagnose_exit`; `date` prints `epoch`.
 pub fn stand_ins(dir: &std::path::Path, diagnose_exit: i32, epoch: i64) {
     let bin = dir.join("bin");
@@ -205,7 +206,8 @@ purchase-capacity-block)
   slot=$(printf '%s\n' "$*" | sed -n 's/.*Key=trainplace.io\/block,Value=\([0-9]*\).*/\1/p')
   if [ "${PURCHASE_ANSWERS_NONE:-}" = "$slot" ]; then echo None; exit 0; fi
   id=cr-0123456789abcde$(( $(wc -l < "$STATE") + 1 ))
-  echo "block $slot $id" >> "$STATE"
+  tags=$(printf '%s\n' "$*" | sed -n 's/.*--tag-specifications \([^ ]*\).*/\1/p')
+  echo "block $id $tags" >> "$STATE"
   echo "$id";;
 describe-capacity-block-offerings)
   case "$*" in
@@ -213,14 +215,21 @@ describe-capacity-block-offerings)
     # The re-read of one offering: 1 while it is for sale, 0 once in SOLD_OUT.
     id=$(printf '%s\n' "$*" | sed -n "s/.*CapacityBlockOfferingId=='\([^']*\)'.*/\1/p")
     case " ${SOLD_OUT:-} " in *" $id "*) echo 0;; *) echo 1;; esac;;
-  *) echo '{"CapacityBlockOfferings": []}';;
+  *) if [ -n "${LISTED_OFFERINGS:-}" ]; then cat "$LISTED_OFFERINGS"; else echo '{"CapacityBlockOfferings": []}'; fi;;
   esac;;
 list-service-quotas) echo "${FSX_QUOTA_GIB:-1000000.0}";;
 get-parameter) echo ami-0123456789abcdef0;;
 describe-file-systems) echo 0;;
 describe-capacity-reservations)
-  slot=$(printf '%s\n' "$*" | sed -n "s/.*Key=='trainplace.io\/block' \&\& Value=='\([0-9]*\)'.*/\1/p")
-  id=$(sed -n "s/^block $slot //p" "$STATE" | head -n 1)
+  # The first bought block carrying every tag the query names (Key=='K' && Value=='V').
+  pairs=$(printf '%s\n' "$*" | grep -o "Key=='[^']*' && Value=='[^']*'" | sed "s/Key=='\([^']*\)' && Value=='\([^']*\)'/Key=\1,Value=\2}/")
+  id=
+  while read -r kind cr tags; do
+    [ "$kind" = block ] || continue
+    ok=1
+    for p in $pairs; do case "$tags" in *"$p"*) ;; *) ok=0;; esac; done
+    if [ "$ok" = 1 ]; then id=$cr; break; fi
+  done < "$STATE"
   echo "${id:-None}";;
 describe-placement-groups)
   name=$(printf '%s\n' "$*" | sed -n 's/.*Name=group-name,Values=\([^ ]*\).*/\1/p')
@@ -235,7 +244,13 @@ describe-availability-zones)
   *) if grep -qx "lz opted-in" "$STATE"; then echo opted-in; else echo not-opted-in; fi;;
   esac;;
 modify-availability-zone-group) echo "lz opted-in" >> "$STATE";;
-put-rule) echo "rule $*" >> "$STATE";;
+put-rule)
+  echo "rule $*" >> "$STATE"
+  name=$(printf '%s\n' "$*" | sed -n 's/.*--name \([^ ]*\).*/\1/p')
+  echo "arn:aws:events:us-east-1:123456789012:rule/$name";;
+create-topic)
+  name=$(printf '%s\n' "$*" | sed -n 's/.*--name \([^ ]*\).*/\1/p')
+  echo "arn:aws:sns:us-east-1:123456789012:$name";;
 describe-subnets) echo subnet-0123456789abcdef0;;
 describe-cluster) echo sg-0123456789abcdef0;;
 describe-nodegroup)
