@@ -247,9 +247,10 @@ impl PodParts<'_> {
                 "topologyKey": LABEL_CLIQUE,
             }]});
         }
-        if self.rec.shape.nodes > 1 {
+        {
             // The job's pods under the same network nodes, most selective layer first, as
-            // trainplace's webhook writes them (the EKS network-node-layer labels).
+            // trainplace's webhook writes them (the EKS network-node-layer labels); on a
+            // one-node job too, whose pods the webhook cannot tell from a larger job's.
             let terms: Vec<Value> = (0..NETWORK_LAYERS.len())
                 .rev()
                 .map(|i| {
