@@ -410,4 +410,10 @@ fn the_catalog_stands_alone_and_diagnose_reads_only_it() {
         workspace_deps("crates/diagnose/Cargo.toml"),
         ["trainplace-catalog"]
     );
+    // The advisor reads the catalog from its crate, and the engine only for the policy
+    // (the NCCL env it writes) and the public annotation names.
+    assert_eq!(
+        workspace_deps("crates/advisor/Cargo.toml"),
+        ["trainplace-catalog", "trainplace-engine"]
+    );
 }

@@ -9,7 +9,7 @@
 //! <https://github.com/aws-samples/awsome-distributed-training/tree/main/micro-benchmarks/nccl-tests>
 
 use serde_json::{Map, Value, json};
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 /// The extended resource name of 2 MiB hugepages.
 pub const HUGEPAGES: &str = "hugepages-2Mi";

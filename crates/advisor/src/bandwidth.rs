@@ -3,8 +3,8 @@
 //! (the engine's expected-bandwidth table, so the advisor and the check afterwards agree).
 
 use serde::Serialize;
-use trainplace_engine::bandwidth::Expectations;
-use trainplace_engine::{InstanceProfile, Rdma};
+use trainplace_catalog::bandwidth::Expectations;
+use trainplace_catalog::{InstanceProfile, Rdma};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -73,7 +73,7 @@ pub fn bandwidth(p: &InstanceProfile, nodes: u32) -> Bandwidth {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trainplace_engine::Catalog;
+    use trainplace_catalog::Catalog;
 
     #[test]
     fn classes_and_expected_busbw() {

@@ -19,7 +19,7 @@
 //! other regions differ: the docs list it among what to check by hand). The plan counts
 //! it for the run's hours; the file system bills until it is deleted.
 
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 use crate::plan::CapacityPlan;
 use crate::request::Request;

@@ -1,7 +1,7 @@
 //! Container images the emitted jobs run when the request names none: images that carry
 //! the accelerator's collective stack, pinned to a tag, never `latest`.
 
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 /// AWS Deep Learning Container, PyTorch 2.13 / CUDA 13.3 on AL2023 for EC2 (GA
 /// 2026-07-20, end of patches 2027-07-20): EFA installer (libfabric, aws-ofi-nccl),

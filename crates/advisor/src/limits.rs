@@ -26,7 +26,7 @@
 //!   The plan states the vCPUs it needs and `aws-cli.sh` checks the quota before it
 //!   creates nodes.
 
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 use crate::recommend::{CapacityPlan, Recommendation};
 use crate::warnings::Warning;

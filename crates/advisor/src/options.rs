@@ -4,7 +4,7 @@
 
 use jiff::Timestamp;
 use serde::Serialize;
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 use crate::capacity::{BlockChoice, BlockNeed, BlockPlan, block_lengths, choose_blocks};
 use crate::plan::{CapacityPlan, Facts};

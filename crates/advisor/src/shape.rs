@@ -5,8 +5,8 @@
 use std::cmp::Reverse;
 
 use serde::Serialize;
+use trainplace_catalog::{Catalog, InstanceProfile};
 use trainplace_engine::annotations::RES_NVIDIA_GPU;
-use trainplace_engine::{Catalog, InstanceProfile};
 
 use crate::error::InputError;
 use crate::request::{CapacityPref, Demand, Request};

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 use trainplace_engine::annotations::RES_NVIDIA_GPU;
 
 use crate::recommend::Recommendation;

@@ -3,7 +3,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 use crate::capacity::{BlockPlan, margin};
 

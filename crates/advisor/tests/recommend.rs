@@ -8,7 +8,7 @@ use trainplace_advisor::aws::offerings::parse_offerings;
 use trainplace_advisor::inventory::{KubectlNodesJson, NodeSource};
 use trainplace_advisor::recommend::CapacityPlan;
 use trainplace_advisor::{AdviceRequest, Facts, InputSource, recommend};
-use trainplace_engine::Catalog;
+use trainplace_catalog::Catalog;
 
 fn codes(r: &trainplace_advisor::Recommendation) -> Vec<&str> {
     r.warnings.iter().map(|w| w.code).collect()

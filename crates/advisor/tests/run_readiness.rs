@@ -214,7 +214,7 @@ fn verdict(check: &Value, log: &str) -> (bool, String) {
 fn the_node_check_fails_a_node_below_the_tables_single_node_figure() {
     let rec = recommendation("h100-blocks", "pytorchjob");
     let check = objects(&rec, &Policy::embedded()).node_check.unwrap();
-    let parts_low = trainplace_engine::bandwidth::Expectations::embedded()
+    let parts_low = trainplace_catalog::bandwidth::Expectations::embedded()
         .lookup("p5.48xlarge", 1, Some(8))
         .unwrap()
         .low;

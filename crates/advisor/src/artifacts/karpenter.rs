@@ -11,6 +11,7 @@
 //! (<https://github.com/aws/karpenter-provider-aws/blob/main/website/content/en/v1.14/concepts/disruption.md>),
 //! and the job's pods carry `karpenter.sh/do-not-disrupt: "true"` (`pod.rs`).
 
+use super::reservation_tag::{RESERVATION_TAG, reservation_tag_value};
 use serde_json::{Value, json};
 
 use super::network::SUBNET_TAG;
@@ -33,21 +34,6 @@ pub const AMI_ALIAS: &str = "al2023@v20260903";
 /// Node role the Karpenter getting-started CloudFormation stack creates.
 pub fn node_role(rec: &Recommendation) -> String {
     format!("KarpenterNodeRole-{}", rec.request.names.cluster)
-}
-
-/// Tag `aws-cli.sh` puts on purchased Capacity Blocks so the node class finds them, and
-/// by which a rerun finds the blocks an earlier run of the same plan bought.
-pub const RESERVATION_TAG: &str = "trainplace.io/reservation";
-
-/// The tag's value: the cluster and job names and, for a plan with chosen blocks, the
-/// plan's id ([`super::purchase::plan_id`]). Names alone are not a plan's identity: two
-/// plans with the default names would find, and reuse, each other's blocks.
-pub fn reservation_tag_value(rec: &Recommendation) -> String {
-    let names = format!("{}-{}", rec.request.names.cluster, rec.request.names.job);
-    match super::purchase::plan_id(rec) {
-        Some(id) => format!("{names}-{id}"),
-        None => names,
-    }
 }
 
 fn name(rec: &Recommendation) -> String {

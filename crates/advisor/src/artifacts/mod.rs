@@ -21,6 +21,7 @@ pub mod pod;
 pub mod prereqs;
 pub mod purchase;
 pub mod quota;
+pub mod reservation_tag;
 pub mod run_steps;
 pub mod schedule;
 pub mod storage;

@@ -10,7 +10,7 @@
 //! result fails the run).
 
 use serde_json::{Value, json};
-use trainplace_engine::bandwidth::Expectations;
+use trainplace_catalog::bandwidth::Expectations;
 
 use super::pod::PodParts;
 use crate::images::{ALL_REDUCE_PERF, GPU_IMAGE};

@@ -23,11 +23,11 @@
 //! read narrows that window to seconds, it does not close it. The docs say so.
 
 use crate::capacity::BlockPlan;
-use crate::recommend::{CapacityPlan, Recommendation};
+use crate::recommend::Recommendation;
 
 use super::eksctl::reservation_placeholder;
-use super::karpenter::{RESERVATION_TAG, reservation_tag_value};
 use super::offering_queries::offering_query;
+use super::reservation_tag::{RESERVATION_TAG, reservation_tag_value};
 
 /// States of a bought Capacity Block that still holds, or will hold, its capacity
 /// (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-view.html>):
@@ -37,35 +37,6 @@ pub const LIVE_BLOCK_STATES: &str = "payment-pending,scheduled,active";
 /// Tag naming which of the plan's blocks (1-based, as the nodegroup `-cbN`) a bought
 /// Capacity Block is.
 pub const BLOCK_TAG: &str = "trainplace.io/block";
-
-/// The plan's id: 12 hex digits of a 64-bit FNV-1a hash of what makes a purchase this
-/// plan's (region, namespace, cluster and job names, instance type, and the chosen
-/// offerings' ids in order), stable across reruns of `trainplace advise` with the same
-/// choice. `None` until blocks are chosen. FNV-1a (<http://www.isthe.com/chongo/tech/comp/fnv/>)
-/// tells plans apart; it is no secret and needs none.
-pub fn plan_id(rec: &Recommendation) -> Option<String> {
-    let CapacityPlan::CapacityBlock {
-        blocks: Some(plan), ..
-    } = &rec.capacity
-    else {
-        return None;
-    };
-    let names = &rec.request.names;
-    let mut parts = vec![
-        rec.request.region.as_str(),
-        names.namespace.as_str(),
-        names.cluster.as_str(),
-        names.job.as_str(),
-        rec.instance.name.as_str(),
-    ];
-    parts.extend(plan.offerings.iter().map(|o| o.id.as_str()));
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in parts.join("\n").bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    Some(format!("{:012x}", hash >> 16))
-}
 
 /// The variable that must hold the plan's upfront fee (`%.2f`) for the script to buy.
 pub const CONFIRM_VAR: &str = "CONFIRM_PURCHASE_USD";

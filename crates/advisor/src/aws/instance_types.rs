@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 use super::{Entry, top_array};
 use crate::error::{InputError, InputSource};
@@ -93,7 +93,7 @@ pub fn disagreements(aws: &AwsInstanceType, profile: &InstanceProfile) -> Vec<St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trainplace_engine::Catalog;
+    use trainplace_catalog::Catalog;
 
     #[test]
     fn fixture_parses_and_agrees_with_catalog() {

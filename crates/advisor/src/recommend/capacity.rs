@@ -1,7 +1,7 @@
 //! The capacity a plan buys or uses: on demand, an ODCR, a Capacity Block the account
 //! holds, or the cheapest listed blocks that fit (when they beat on demand).
 
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 use super::cost::on_demand;
 use crate::capacity::margin::ultraserver_only;

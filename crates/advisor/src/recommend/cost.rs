@@ -2,7 +2,7 @@
 //! beside it, the checkpoint storage the plan makes (`checkpoint.rs`).
 
 use serde::Serialize;
-use trainplace_engine::InstanceProfile;
+use trainplace_catalog::InstanceProfile;
 
 use crate::plan::CapacityPlan;
 use crate::request::Request;

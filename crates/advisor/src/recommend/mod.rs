@@ -6,7 +6,7 @@ mod capacity;
 mod cost;
 
 use serde::Serialize;
-use trainplace_engine::{Catalog, InstanceProfile};
+use trainplace_catalog::{Catalog, InstanceProfile};
 
 pub use self::alternatives::Alternative;
 use self::alternatives::alternatives;
@@ -160,7 +160,7 @@ fn capacity_for(
 fn across_nodes(profile: &InstanceProfile, zone: &str) -> Vec<Warning> {
     let mut warnings = vec![warn::efa_one_az(zone)];
     warnings.extend(warn::p4d_efa(profile));
-    if profile.rdma == trainplace_engine::Rdma::None {
+    if profile.rdma == trainplace_catalog::Rdma::None {
         warnings.push(warn::no_rdma(profile));
     }
     warnings

@@ -5,7 +5,7 @@
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use trainplace_engine::Catalog;
+use trainplace_catalog::Catalog;
 
 mod fields;
 mod kinds;
