@@ -5,7 +5,7 @@
 //! policies alone, replaying controllers' updates. One test, in phases, because the
 //! second phase takes the webhooks away from the whole control plane.
 
-mod sandbox;
+use crate::sandbox;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -459,11 +459,12 @@ fn precise_updates_phase(sb: &Sandbox) {
 
 #[test]
 fn strict_mode_holds_through_the_real_controllers_with_the_webhook_and_with_the_policies_alone() {
-    let dir = policy_dir();
-    let sb = sandbox::shared_with(
-        "cluster_strict",
-        &[("SANDBOX_POLICY_DIR", dir.to_str().unwrap())],
-    );
+    // Strict mode is the webhook's policy for every namespace, and the second phase
+    // takes the webhooks away from the whole control plane: the control plane to this
+    // test alone, with trainplace serving strict mode; put back when it ends.
+    let turn = sandbox::shared_exclusive();
+    turn.serve(Some(&policy_dir()), &[]);
+    let sb = turn.sb();
     let restricted = repo().join("target/sandbox-tests/cluster_strict-restricted");
     std::fs::create_dir_all(&restricted).unwrap();
     std::fs::copy(

@@ -3,7 +3,7 @@
 //! pod the mutating webhook never saw, the shipped failurePolicy with the webhook down,
 //! and two replicas behind HAProxy restarted one at a time while pods are created.
 
-mod sandbox;
+use crate::sandbox;
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -131,7 +131,10 @@ fn haproxy(sb: &Sandbox, lb: u16, replicas: &[(u16, u16)]) -> Child {
 
 #[test]
 fn failure_modes_in_order() {
-    let sb = sandbox::shared("cluster_failure");
+    // The webhook registration changes, the sandbox's trainplace stops, replicas come
+    // and go: the control plane to this test alone, put back when it ends.
+    let turn = sandbox::shared_exclusive();
+    let sb = turn.sb();
     let ns = sb.namespace("failure");
 
     // kube-system is outside every webhook and policy: a 1-GPU pod of a job there is
@@ -255,7 +258,6 @@ fn failure_modes_in_order() {
     let creator = std::thread::spawn({
         let (created, stop) = (created.clone(), stop.clone());
         move || {
-            let sb = sandbox::shared("cluster_failure");
             let mut failed = Vec::new();
             let mut i = 0;
             while !stop.load(Ordering::Relaxed) {
