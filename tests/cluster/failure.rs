@@ -59,12 +59,17 @@ impl Replica {
             .env("KUBECONFIG", sb.dir.join("trainplace.kubeconfig"))
             .env("TRAINPLACE_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(Self::log(sb, port)).unwrap())
             .spawn()
             .unwrap();
-        let r = Replica { child, port, probe };
-        r.wait_ready();
+        let mut r = Replica { child, port, probe };
+        r.wait_ready(sb);
         r
+    }
+
+    /// Where a replica's stderr goes.
+    fn log(sb: &Sandbox, port: u16) -> std::path::PathBuf {
+        sb.dir.join(format!("logs/failure-replica-{port}.log"))
     }
 
     fn ready(&self) -> bool {
@@ -74,8 +79,22 @@ impl Replica {
             .is_ok_and(|o| o.status.success())
     }
 
-    fn wait_ready(&self) {
-        wait_until(Duration::from_secs(30), "a replica ready", || self.ready());
+    /// Until ready; a replica that exits or stays unready fails the test with its log.
+    fn wait_ready(&mut self, sb: &Sandbox) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.ready() {
+            let exited = self.child.try_wait().unwrap();
+            if exited.is_some() || Instant::now() > deadline {
+                let log = std::fs::read_to_string(Self::log(sb, self.port)).unwrap_or_default();
+                panic!(
+                    "replica on port {} (probe {}) not ready: {}; its log:\n{log}",
+                    self.port,
+                    self.probe,
+                    exited.map_or("60 s passed".to_string(), |s| format!("exited, {s}")),
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// SIGTERM, as the kubelet stops a pod, and wait until the process has drained.

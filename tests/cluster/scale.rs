@@ -126,6 +126,8 @@ async fn publishing_cost_does_not_grow_with_the_cluster() {
     // A control plane of its own: the cluster grows to 500 nodes and 3,000 pods, and
     // what trainplace and a whole-cluster audit cost at that size is measured; other
     // suites' objects would be in the measurement, and its nodes would take their pods.
+    // It measures: no test on the shared control plane runs meanwhile.
+    let _alone = sandbox::alone();
     let sb = sandbox::own("cluster_scale", &[]);
     let t = Arc::new(Target::new(sb.dir.clone(), &sb.env).await);
     scale::namespaces(&t).await;

@@ -33,9 +33,6 @@ pub struct Sandbox {
     pub env: BTreeMap<String, String>,
     /// Whether this is the run's shared control plane (tests on it hold a turn).
     is_shared: bool,
-    /// Readers: tests that stay in their own namespaces. The writer: a test that changes
-    /// what every namespace sees.
-    turns: RwLock<()>,
     /// As `up` left them: the webhook configurations (kind, object) and the node names.
     webhooks: Vec<(String, Value)>,
     nodes: BTreeSet<String>,
@@ -71,26 +68,37 @@ fn control_plane_bin() -> PathBuf {
 
 static SHARED: OnceLock<Sandbox> = OnceLock::new();
 
+/// The turns on the shared control plane. Readers: tests that stay in their own
+/// namespaces. The writer: a test that changes what every namespace sees, or one that
+/// measures ([`alone`]).
+static TURNS: RwLock<()> = RwLock::new(());
+
 /// The run's control plane, for a test that stays in namespaces of its own
 /// ([`Sandbox::namespace`]); they are deleted when the returned turn is dropped. Any
 /// number of such tests run at once; none while an exclusive turn is held.
 pub fn shared() -> Turn {
-    let sb = shared_sandbox();
-    let guard = sb.turns.read().unwrap_or_else(PoisonError::into_inner);
-    Turn::new(sb, Guard::Read(guard))
+    let asked = Instant::now();
+    let guard = TURNS.read().unwrap_or_else(PoisonError::into_inner);
+    Turn::new(shared_sandbox(), Guard::Read(guard), asked)
 }
 
 /// The run's control plane to this test alone, for one that changes what every namespace
-/// sees. Waits until the other tests' turns have ended and their namespaces are gone.
+/// sees. Waits until the other tests' turns have ended.
 /// When the turn is dropped (also when the test fails) the sandbox is put back as `up`
 /// left it: its own trainplace process serving the default policy, the two webhook
 /// configurations of manifests/base and no others, no ValidatingAdmissionPolicy, only
 /// the fleet's nodes.
 pub fn shared_exclusive() -> Turn {
-    let sb = shared_sandbox();
-    let guard = sb.turns.write().unwrap_or_else(PoisonError::into_inner);
-    sb.wait_no_terminating_namespaces();
-    Turn::new(sb, Guard::Write(guard))
+    let asked = Instant::now();
+    let guard = TURNS.write().unwrap_or_else(PoisonError::into_inner);
+    Turn::new(shared_sandbox(), Guard::Write(guard), asked)
+}
+
+/// No test on the shared control plane runs while the returned guard is held: for a
+/// test that measures what its own control plane costs (CPU, memory, latency) on a
+/// machine the other suites would load.
+pub fn alone() -> RwLockWriteGuard<'static, ()> {
+    TURNS.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn shared_sandbox() -> &'static Sandbox {
@@ -137,6 +145,9 @@ thread_local! {
 /// sandbox back as `up` left it.
 pub struct Turn {
     sb: &'static Sandbox,
+    /// When the test asked for the turn, and when it got it (turns.log).
+    asked: Instant,
+    got: Instant,
     /// Whether [`Turn::serve`] replaced the sandbox's trainplace process.
     served: std::cell::Cell<bool>,
     // Dropped after `Drop::drop` has cleaned up, so the next turn starts clean.
@@ -144,7 +155,7 @@ pub struct Turn {
 }
 
 impl Turn {
-    fn new(sb: &'static Sandbox, guard: Guard) -> Turn {
+    fn new(sb: &'static Sandbox, guard: Guard, asked: Instant) -> Turn {
         TURN_NAMESPACES.with(|t| {
             let mut t = t.borrow_mut();
             assert!(t.is_none(), "a test holds one turn at a time");
@@ -152,6 +163,8 @@ impl Turn {
         });
         Turn {
             sb,
+            asked,
+            got: Instant::now(),
             served: std::cell::Cell::new(false),
             guard,
         }
@@ -276,6 +289,7 @@ impl std::ops::Deref for Turn {
 impl Drop for Turn {
     fn drop(&mut self) {
         let namespaces = TURN_NAMESPACES.with(|t| t.borrow_mut().take().unwrap_or_default());
+        let ended = Instant::now();
         let cleanup = || {
             for ns in &namespaces {
                 let _ = self.sb.kubectl(&["delete", "namespace", ns, "--wait=false"]);
@@ -291,6 +305,24 @@ impl Drop for Turn {
             }
         } else {
             cleanup();
+        }
+        // What each turn cost, for docs/contributing.md's figures: waiting for it, the
+        // test, putting the sandbox back.
+        let line = format!(
+            "{} {} waited {:.1}s ran {:.1}s cleanup {:.1}s\n",
+            if self.exclusive() { "exclusive" } else { "shared" },
+            std::thread::current().name().unwrap_or("?"),
+            (self.got - self.asked).as_secs_f64(),
+            (ended - self.got).as_secs_f64(),
+            ended.elapsed().as_secs_f64(),
+        );
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.sb.dir.join("turns.log"))
+        {
+            let _ = f.write_all(line.as_bytes());
         }
     }
 }
@@ -337,6 +369,11 @@ impl Sandbox {
             "up's last line is the export: {stdout}"
         );
         eprintln!("sandbox {name} up in {:?}", started.elapsed());
+        // For docs/contributing.md's figures.
+        let _ = std::fs::write(
+            dir.join("up-seconds"),
+            format!("{:.1}\n", started.elapsed().as_secs_f64()),
+        );
         let env = std::fs::read_to_string(dir.join("env"))
             .unwrap()
             .lines()
@@ -349,7 +386,6 @@ impl Sandbox {
             bin,
             env,
             is_shared: false,
-            turns: RwLock::new(()),
             webhooks: Vec::new(),
             nodes: BTreeSet::new(),
         };
@@ -368,22 +404,6 @@ impl Sandbox {
             .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
             .collect();
         sb
-    }
-
-    /// Until no namespace is terminating: the pods of earlier tests have let go of
-    /// their nodes.
-    fn wait_no_terminating_namespaces(&self) {
-        wait_until(
-            Duration::from_secs(120),
-            "earlier tests' namespaces deleted",
-            || {
-                self.json(&["get", "namespaces"])["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .all(|n| n["status"]["phase"] != "Terminating")
-            },
-        );
     }
 
     /// Until the sandbox's webhook answers through the API server: ready, and one of
