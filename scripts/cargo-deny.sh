@@ -3,7 +3,8 @@
 # into a cache outside the repository once (like mdBook in scripts/test-deps.sh), then run
 # with the arguments given, on the workspace's deny.toml:
 #
-#   scripts/cargo-deny.sh check licenses bans sources    what CI checks (.ci/run)
+#   scripts/cargo-deny.sh check licenses bans sources    what CI checks (.ci/run, with
+#                                                        --hide-inclusion-graph)
 #   scripts/cargo-deny.sh check advisories               where the RustSec database can be
 #                                                        fetched (GitHub); not in CI here
 #   scripts/cargo-deny.sh path                           the binary's path (built or not)

@@ -31,9 +31,8 @@ fn turn() -> sandbox::Turn {
     let ns = sb.namespace("probe");
     let probe = corpus::placed(&corpus::fixture("workloads/job-one-gpu.yaml"), &ns);
     wait_until(Duration::from_secs(30), "the policies in force", || {
-        corpus::dry_run(sb, &probe).is_err_and(|e| {
-            e.contains("[partial-node]") && e.contains("ValidatingAdmissionPolicy")
-        })
+        corpus::dry_run(sb, &probe)
+            .is_err_and(|e| e.contains("[partial-node]") && e.contains("ValidatingAdmissionPolicy"))
     });
     turn
 }

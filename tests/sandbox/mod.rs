@@ -198,7 +198,9 @@ impl Turn {
             cmd.env(k, v);
         }
         self.served.set(true);
-        let out = cmd.output().expect("run scripts/sandbox.sh restart trainplace");
+        let out = cmd
+            .output()
+            .expect("run scripts/sandbox.sh restart trainplace");
         assert!(
             out.status.success(),
             "scripts/sandbox.sh restart trainplace: {}",
@@ -228,8 +230,7 @@ impl Turn {
                     Some(&probe_pod(1)),
                 );
                 out.status.success()
-                    && serde_json::from_slice::<Value>(&out.stdout)
-                        .is_ok_and(|p| !annotated(&p))
+                    && serde_json::from_slice::<Value>(&out.stdout).is_ok_and(|p| !annotated(&p))
             },
         );
     }
@@ -292,7 +293,9 @@ impl Drop for Turn {
         let ended = Instant::now();
         let cleanup = || {
             for ns in &namespaces {
-                let _ = self.sb.kubectl(&["delete", "namespace", ns, "--wait=false"]);
+                let _ = self
+                    .sb
+                    .kubectl(&["delete", "namespace", ns, "--wait=false"]);
             }
             if self.exclusive() {
                 self.restore();
@@ -310,7 +313,11 @@ impl Drop for Turn {
         // test, putting the sandbox back.
         let line = format!(
             "{} {} waited {:.1}s ran {:.1}s cleanup {:.1}s\n",
-            if self.exclusive() { "exclusive" } else { "shared" },
+            if self.exclusive() {
+                "exclusive"
+            } else {
+                "shared"
+            },
             std::thread::current().name().unwrap_or("?"),
             (self.got - self.asked).as_secs_f64(),
             (ended - self.got).as_secs_f64(),
