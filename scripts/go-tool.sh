@@ -109,7 +109,9 @@ build() {
     return
   fi
   command -v go >/dev/null || { log "go is missing: $tool is built from source with Go >= 1.24"; exit 1; }
-  local stage="$cache/bin.partial.$$" started
+  # Not local: the EXIT trap runs after this function has returned.
+  stage="$cache/bin.partial.$$"
+  local started
   started=$(date +%s)
   rm -rf "$stage"
   mkdir -p "$stage"

@@ -111,7 +111,9 @@ start() { # start NAME CMD...: in the background, its own session, logs in logs/
 
 restart() { # restart NAME [ARG...]
   local name="${1:-}" pid
-  [ -n "$name" ] && [ -f "$dir/cmd/$name" ] || die "restart what? one of: ${components[*]}"
+  if [ -z "$name" ] || [ ! -f "$dir/cmd/$name" ]; then
+    die "restart what? one of: ${components[*]}"
+  fi
   shift
   [ -d "$dir/pids" ] || die "the sandbox in $dir is not up"
   if running "$name"; then
@@ -336,6 +338,7 @@ SANDBOX_ETCD=http://127.0.0.1:$etcd_port
 EOF
   if [ -n "${SANDBOX_OWNER_PID:-}" ]; then
     # Stops everything when the owner (a test binary) exits, however it exits.
+    # shellcheck disable=SC2016 # the inner script's own arguments
     setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; SANDBOX_DIR="$2" "$3" down' \
       watchdog "$SANDBOX_OWNER_PID" "$dir" "$0" >>"$dir/logs/watchdog.log" 2>&1 </dev/null &
     echo $! >"$dir/pids/watchdog"
