@@ -65,7 +65,9 @@ build() {
     echo "$bin"
     return
   fi
-  local stage="$cache/bin.partial.$$" started
+  # Not local: the EXIT trap runs after this function has returned.
+  stage="$cache/bin.partial.$$"
+  local started
   started=$(date +%s)
   rm -rf "$stage"
   mkdir -p "$stage"

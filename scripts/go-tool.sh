@@ -52,7 +52,13 @@ case "$tool" in
     # Prometheus's rule checker; the version variable Prometheus's release build (promu)
     # sets, github.com/prometheus/common/version.Version
     # (https://github.com/prometheus/prometheus/blob/main/.promu.yml).
+    # `remove_all_sd` leaves out every optional service discovery (AWS, Azure, GCE,
+    # Consul...; file, static and HTTP stay), Prometheus's own build tag for smaller
+    # builds (README.md, "Service discovery plugins", and plugins/plugin_*.go:
+    # `//go:build !remove_all_sd || enable_<name>_sd`). The tests run `promtool check
+    # rules` and `promtool test rules`, which discover nothing.
     module=github.com/prometheus/prometheus
+    tags=remove_all_sd
     cold="8 minutes"
     package=github.com/prometheus/prometheus/cmd/promtool
     version="$(module_version "$module")"
@@ -60,7 +66,7 @@ case "$tool" in
     ldflags="-s -w -X github.com/prometheus/common/version.Version=@VERSION_FILE@"
     ;;
   training-operator)
-    # The Kubeflow Training Operator v1 (PyTorchJob) controller: tests/cluster_advisor.rs runs
+    # The Kubeflow Training Operator v1 (PyTorchJob) controller: tests/cluster/advisor.rs runs
     # it against the sandbox, out of the cluster, as the advisor's plans install it.
     module=github.com/kubeflow/training-operator
     cold="4 minutes"
@@ -103,7 +109,8 @@ case "$tool" in
   *) echo "unknown tool $tool (helm, krew, promtool, training-operator, crane, actionlint, eksctl)" >&2; exit 2 ;;
 esac
 
-pins_hash="$(cat "$pin/go.mod" "$pin/go.sum" | sha256sum | cut -c1-12)"
+# Build tags are part of the key (a tool built without them keeps its old key).
+pins_hash="$( { cat "$pin/go.mod" "$pin/go.sum"; [ -z "${tags:-}" ] || echo "tags=$tags"; } | sha256sum | cut -c1-12)"
 cache="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/$tool/$tool-$version-$pins_hash"
 bin="$cache/bin/$tool"
 
@@ -116,7 +123,9 @@ build() {
     return
   fi
   command -v go >/dev/null || { log "go is missing: $tool is built from source with Go >= 1.24"; exit 1; }
-  local stage="$cache/bin.partial.$$" started
+  # Not local: the EXIT trap runs after this function has returned.
+  stage="$cache/bin.partial.$$"
+  local started
   started=$(date +%s)
   rm -rf "$stage"
   mkdir -p "$stage"
@@ -127,8 +136,8 @@ build() {
     ldflags="${ldflags//@VERSION_FILE@/$(cat "$dir/VERSION")}"
   fi
   log "building $module $version (cold: $cold on 2 cores)"
-  (cd "$pin" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$stage/$tool" "$package")
-  rm -rf "$cache/bin"
+  (cd "$pin" && CGO_ENABLED=0 go build -trimpath -tags "${tags:-}" -ldflags "$ldflags" -o "$stage/$tool" "$package")
+  rm -rf "${cache:?}/bin"
   mv "$stage" "$cache/bin"
   trap - EXIT
   log "built in $(( $(date +%s) - started ))s: $bin ($(du -sh "$bin" | cut -f1))"

@@ -5,9 +5,12 @@
 #   scripts/sandbox.sh up       build what is missing, start everything, print `export KUBECONFIG=...`
 #   scripts/sandbox.sh down     stop every process `up` started (by PID) and remove the state
 #   scripts/sandbox.sh status   what runs, where its logs are
-#   scripts/sandbox.sh restart COMPONENT
-#                               stop one component (SIGTERM) and start it again with the same
-#                               command line, e.g. kube-apiserver to see watches recover
+#   scripts/sandbox.sh restart COMPONENT [ARG...]
+#                               stop one component (SIGTERM; if it runs) and start it again
+#                               with the command line `up` gave it, e.g. kube-apiserver to
+#                               see watches recover; ARGs are added for this start only, and
+#                               it inherits this command's environment (the test suites
+#                               start trainplace with a policy of their own this way)
 #
 # Runs on loopback only: etcd, kube-apiserver (client-certificate auth, RBAC, the default
 # admission plugins, which include the webhooks and ValidatingAdmissionPolicy),
@@ -106,18 +109,27 @@ start() { # start NAME CMD...: in the background, its own session, logs in logs/
   echo $! >"$dir/pids/$name"
 }
 
-restart() { # restart NAME
+restart() { # restart NAME [ARG...]
   local name="${1:-}" pid
-  [ -n "$name" ] && [ -f "$dir/cmd/$name" ] || die "restart what? one of: ${components[*]}"
-  running "$name" || die "$name is not running"
-  pid="$(cat "$dir/pids/$name")"
-  kill -TERM "$pid"
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-  local args=()
+  if [ -z "$name" ] || [ ! -f "$dir/cmd/$name" ]; then
+    die "restart what? one of: ${components[*]}"
+  fi
+  shift
+  [ -d "$dir/pids" ] || die "the sandbox in $dir is not up"
+  if running "$name"; then
+    pid="$(cat "$dir/pids/$name")"
+    kill -TERM "$pid"
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  local args=() saved
   while IFS= read -r -d '' a; do args+=("$a"); done <"$dir/cmd/$name"
-  KUBECONFIG="${args[0]#KUBECONFIG=}" start "$name" "${args[@]:1}"
-  log "restarted $name (pid $(cat "$dir/pids/$name"))"
+  # `start` records the command line it runs; the one `up` gave stays the one to restart.
+  saved="$(mktemp)"
+  cp "$dir/cmd/$name" "$saved"
+  KUBECONFIG="${args[0]#KUBECONFIG=}" start "$name" "${args[@]:1}" "$@"
+  mv "$saved" "$dir/cmd/$name"
+  log "restarted $name (pid $(cat "$dir/pids/$name"))${*:+ with $*}"
 }
 
 wait_for() { # wait_for WHAT SECONDS CMD...: until CMD succeeds; a dead component fails at once
@@ -329,6 +341,7 @@ SANDBOX_ETCD=http://127.0.0.1:$etcd_port
 EOF
   if [ -n "${SANDBOX_OWNER_PID:-}" ]; then
     # Stops everything when the owner (a test binary) exits, however it exits.
+    # shellcheck disable=SC2016 # the inner script's own arguments
     setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; SANDBOX_DIR="$2" "$3" down' \
       watchdog "$SANDBOX_OWNER_PID" "$dir" "$0" >>"$dir/logs/watchdog.log" 2>&1 </dev/null &
     echo $! >"$dir/pids/watchdog"
@@ -343,5 +356,5 @@ case "${1:-}" in
   down) down ;;
   status) status ;;
   restart) shift; restart "$@" ;;
-  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

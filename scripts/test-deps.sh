@@ -17,6 +17,18 @@
 # later `cargo test` from here).
 # As root (CI) it installs the Debian packages it needs; otherwise it names them.
 # Idempotent; safe to run on a fresh machine.
+#
+#   scripts/test-deps.sh            everything the README's test command needs
+#   scripts/test-deps.sh TOOL...    the packages and the venv, and of the built tools only
+#                                   these (control-plane, helm, krew, promtool,
+#                                   training-operator, crane, actionlint, mdbook): for
+#                                   running one test binary, e.g. `scripts/test-deps.sh
+#                                   helm promtool && cargo test --test helm_chart`
+#
+# The tools build at the same time, TRAINPLACE_TOOL_JOBS at once (default 2), longest
+# first; each `go build` uses every core already, so more jobs mostly overlap the
+# single-threaded links and the downloads. They share one Go build and module cache
+# (`go env GOCACHE GOMODCACHE`), which Go locks for concurrent builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KUBERNETES_VALIDATE=1.37.0
@@ -37,7 +49,7 @@ command -v git >/dev/null 2>&1 || missing+=(git)
 # actionlint runs it on the release workflow's scripts (tests/release_workflow.rs).
 command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 type -P kill >/dev/null || missing+=(procps)
-# The scale test reads the audit's peak memory with it (tests/cluster_scale.rs).
+# The scale test reads the audit's peak memory with it (tests/cluster/scale.rs).
 [ -x /usr/bin/time ] || missing+=(time)
 # The browser test runs $TRAINPLACE_CHROMIUM, else `chromium` from PATH, as here.
 [ -n "${TRAINPLACE_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1 || missing+=(chromium)
@@ -73,17 +85,55 @@ command -v openssl >/dev/null || { echo "openssl is missing (certs/make-certs.sh
 command -v kubectl >/dev/null || { echo "kubectl is missing (the plugin and kustomize tests run the real kubectl)" >&2; exit 1; }
 command -v haproxy >/dev/null || { echo "haproxy is missing (the sandbox's two-replica test balances with it)" >&2; exit 1; }
 command -v go >/dev/null || { echo "go is missing: the sandbox's control plane is built from source (Go >= 1.24)" >&2; exit 1; }
-scripts/control-plane.sh >/dev/null
-scripts/go-tool.sh helm >/dev/null
-scripts/go-tool.sh krew >/dev/null
-scripts/go-tool.sh promtool >/dev/null
-scripts/go-tool.sh training-operator >/dev/null
-scripts/go-tool.sh crane >/dev/null
-scripts/go-tool.sh actionlint >/dev/null
-scripts/go-tool.sh eksctl >/dev/null
-mdbook_root="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/mdbook-$MDBOOK"
-if [ ! -x "$mdbook_root/bin/mdbook" ]; then
-  echo "test-deps: installing mdbook $MDBOOK into $mdbook_root (once; a few minutes)" >&2
-  cargo install mdbook --version "$MDBOOK" --locked --no-default-features --features search \
-    --root "$mdbook_root" --quiet
+all_tools=(control-plane eksctl promtool training-operator helm mdbook krew crane actionlint)
+if [ "$#" -gt 0 ]; then
+  for t in "$@"; do
+    [[ " ${all_tools[*]} " == *" $t "* ]] || { echo "test-deps: unknown tool $t (one of: ${all_tools[*]})" >&2; exit 2; }
+  done
+  want=("$@")
+else
+  want=("${all_tools[@]}")
 fi
+jobs_max="${TRAINPLACE_TOOL_JOBS:-2}"
+[[ "$jobs_max" =~ ^[1-9][0-9]*$ ]] || { echo "TRAINPLACE_TOOL_JOBS=$jobs_max is not a positive number" >&2; exit 2; }
+
+build_tool() { # build_tool NAME: build (or find cached) one tool
+  case "$1" in
+    control-plane) scripts/control-plane.sh >/dev/null ;;
+    mdbook)
+      local mdbook_root="${TRAINPLACE_CACHE:-$HOME/.cache/trainplace}/mdbook-$MDBOOK"
+      if [ -x "$mdbook_root/bin/mdbook" ]; then
+        echo "mdbook: cached: $mdbook_root/bin/mdbook" >&2
+      else
+        local started
+        started=$(date +%s)
+        cargo install mdbook --version "$MDBOOK" --locked --no-default-features --features search \
+          --root "$mdbook_root" --quiet
+        echo "mdbook: built in $(( $(date +%s) - started ))s: $mdbook_root/bin/mdbook" >&2
+      fi
+      ;;
+    *) scripts/go-tool.sh "$1" >/dev/null ;;
+  esac
+}
+
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+started=$(date +%s)
+for t in "${all_tools[@]}"; do
+  [[ " ${want[*]} " == *" $t "* ]] || continue
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  echo "test-deps: $t" >&2
+  ( rc=0; build_tool "$t" 2>"$logs/$t.log" || rc=$?; echo "$rc" >"$logs/$t.rc" ) &
+done
+wait
+failed=()
+for t in "${all_tools[@]}"; do
+  [ -f "$logs/$t.rc" ] || continue
+  cat "$logs/$t.log" >&2
+  [ "$(cat "$logs/$t.rc")" = 0 ] || failed+=("$t")
+done
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "test-deps: failed to build: ${failed[*]} (their output above)" >&2
+  exit 1
+fi
+echo "test-deps: tools ready in $(( $(date +%s) - started ))s (${want[*]})" >&2

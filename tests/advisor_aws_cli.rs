@@ -5,7 +5,7 @@
 //! re-read of every offering, the FSx quota, the purchase, the EventBridge rule), twice,
 //! for the GB200 plan and a two-block p5 plan. The steps after it (eksctl, kubectl, helm)
 //! are run with stand-ins in crates/advisor/tests and against the sandbox in
-//! tests/cluster_advisor.rs; eksctl itself in tests/advisor_eksctl.rs.
+//! tests/cluster/advisor.rs; eksctl itself in tests/advisor_eksctl.rs.
 
 #[path = "aws_loopback/mod.rs"]
 mod aws_loopback;

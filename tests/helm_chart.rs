@@ -739,8 +739,11 @@ fn provided_values(dir: &Path) -> PathBuf {
     path
 }
 
+/// A control plane of its own, without trainplace registered: a release refuses to
+/// install beside another trainplace install, and the shared control plane of
+/// tests/cluster/ has one (manifests/base's webhook configurations and RBAC).
 fn sb() -> &'static sandbox::Sandbox {
-    sandbox::shared_with("helm_chart", &[("SANDBOX_WEBHOOK", "0")])
+    sandbox::own("helm_chart", &[("SANDBOX_WEBHOOK", "0")])
 }
 
 /// The tests that install a release into the sandbox run one at a time: a release

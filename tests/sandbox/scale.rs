@@ -1,6 +1,6 @@
 //! A cluster grown and churned through the sandbox's real API server, and what it costs
 //! trainplace: shared by `examples/sandbox_scale.rs` (the full-size measurement) and
-//! `tests/cluster_scale.rs` (a small size in CI). kwok plays the nodes (annotated
+//! `tests/cluster/scale.rs` (a small size in CI). kwok plays the nodes (annotated
 //! `kwok.x-k8s.io/node: fake`); pods of training jobs are created through the API
 //! server, so both webhooks review them and the inventory watches see them.
 //!

@@ -1,21 +1,21 @@
 //! Network proximity through the sandbox's real API server, webhook and kube-scheduler:
 //! on a fleet of twelve p5 nodes under three layer-3 network nodes
-//! (tests/sandbox/network-fleet.yaml, with its own control plane because it needs that
-//! fleet), a job that fits under one layer-3 node is packed there, and a job that does
-//! not fit spills to the next layer with every pod scheduled, none left Pending.
-
-mod sandbox;
+//! (tests/sandbox/network-fleet.yaml), a job that fits under one layer-3 node is packed
+//! there, and a job that does not fit spills to the next layer with every pod
+//! scheduled, none left Pending.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use sandbox::{Sandbox, stderr, wait_until};
+use crate::sandbox::{self, Sandbox, stderr, wait_until};
 use serde_json::{Value, json};
 
 fn sb() -> &'static Sandbox {
     let fleet =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sandbox/network-fleet.yaml");
-    sandbox::shared_with(
+    // A control plane of its own: which network nodes a job lands under says something
+    // only on a fleet no other suite's pods occupy, under a topology this test knows.
+    sandbox::own(
         "cluster_network",
         &[("SANDBOX_FLEET", fleet.to_str().unwrap())],
     )

@@ -17,11 +17,10 @@
 //! Vendored sources:
 //! tests/fixtures/baseline/README.md.
 
-#[path = "cluster_advisor/nodes.rs"]
 mod nodes;
-mod sandbox;
-#[path = "cluster_advisor/training_operator.rs"]
 mod training_operator;
+
+use crate::sandbox;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,7 +40,10 @@ fn repo() -> PathBuf {
 
 fn sandbox() -> &'static Sandbox {
     let fleet = repo().join("tests/fixtures/baseline/no-nodes.yaml");
-    sandbox::shared_with(
+    // A control plane of its own: its fleet is the nodes the emitted eksctl config makes
+    // and nothing else, so where the scheduler puts the plan's pods says something about
+    // the plan (the shared fleet's p5 nodes in the same zone would take them too).
+    sandbox::own(
         "cluster_advisor",
         &[("SANDBOX_FLEET", fleet.to_str().unwrap())],
     )

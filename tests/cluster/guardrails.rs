@@ -3,7 +3,7 @@
 //! them: the policies see what the mutating webhook wrote, and refuse nothing the webhook
 //! admits.
 
-mod sandbox;
+use crate::sandbox;
 
 use std::time::Duration;
 
@@ -11,7 +11,10 @@ use sandbox::{corpus, stderr, wait_until};
 
 #[test]
 fn with_the_webhook_up_no_object_it_admits_is_refused_by_a_policy() {
-    let sb = sandbox::shared("cluster_guardrails");
+    // The policies are cluster-wide: the control plane to this test alone, and they are
+    // deleted when it ends.
+    let turn = sandbox::shared_exclusive();
+    let sb = turn.sb();
     let overlay = format!(
         "{}/manifests/overlays/guardrails",
         env!("CARGO_MANIFEST_DIR")

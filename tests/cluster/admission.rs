@@ -2,7 +2,7 @@
 //! makes the pods, the API server applies trainplace's patches, the scheduler binds them to
 //! kwok's simulated EKS nodes, and users see denials and dry-runs through the real kubectl.
 
-mod sandbox;
+use crate::sandbox;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -10,8 +10,9 @@ use std::time::Duration;
 use sandbox::{Sandbox, stderr, stdout, wait_until};
 use serde_json::{Value, json};
 
-fn sb() -> &'static Sandbox {
-    sandbox::shared("cluster_admission")
+/// Every test here stays in its own namespaces: any number run at once.
+fn turn() -> sandbox::Turn {
+    sandbox::shared()
 }
 
 /// A fixture's object (tests/fixtures/*/NAME.yaml `object:`, or a plain manifest), with
@@ -64,7 +65,8 @@ fn other_zone(zone: &str) -> &'static str {
 
 #[test]
 fn an_indexed_job_of_four_whole_nodes_lands_one_pod_per_p5_in_one_zone() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("layout");
     let selector = "batch.kubernetes.io/job-name=llama-pretrain";
     let pods = four_node_job(sb, &ns, "llama-pretrain");
@@ -124,7 +126,8 @@ fn an_indexed_job_of_four_whole_nodes_lands_one_pod_per_p5_in_one_zone() {
 
 #[test]
 fn kubectl_apply_of_one_gpu_per_pod_says_rule_fix_and_opt_in_and_persists_nothing() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("deny");
     let job = manifest("tests/fixtures/workloads/job-one-gpu.yaml", &ns);
     let out = sb.apply(&ns, &job.to_string());
@@ -149,7 +152,8 @@ fn kubectl_apply_of_one_gpu_per_pod_says_rule_fix_and_opt_in_and_persists_nothin
 
 #[test]
 fn the_opt_in_admits_the_job_and_kubectl_prints_the_warnings() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("optin");
     let mut job = manifest("tests/fixtures/workloads/job-one-gpu.yaml", &ns);
     job["metadata"]["annotations"] = json!({"trainplace.io/allow-partial-node": "true"});
@@ -177,7 +181,8 @@ fn the_opt_in_admits_the_job_and_kubectl_prints_the_warnings() {
 
 #[test]
 fn dry_run_server_shows_the_mutated_job_and_persists_nothing() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("dryrun");
     let job = manifest("examples/workloads/job.yaml", &ns);
     let out = sb.kubectl_stdin(
@@ -215,7 +220,8 @@ fn dry_run_server_shows_the_mutated_job_and_persists_nothing() {
 
 #[test]
 fn controllers_are_never_refused_single_pod_jobs_start_suspend_resume_and_foreground_delete() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("controllers");
     // A single-pod job on 1 of 8 GPUs: allowed (one pod is not a partial-node job); its
     // pod, made by the Job controller, must be admitted too.
@@ -281,7 +287,8 @@ fn controllers_are_never_refused_single_pod_jobs_start_suspend_resume_and_foregr
 
 #[test]
 fn a_pod_pinned_to_another_zone_than_its_bound_siblings_is_denied_through_the_live_inventory() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("zones");
     let pods = four_node_job(sb, &ns, "llama-pretrain");
     let node = pods[0]["spec"]["nodeName"].as_str().unwrap().to_string();
@@ -338,7 +345,8 @@ fn a_pod_pinned_to_another_zone_than_its_bound_siblings_is_denied_through_the_li
 /// invalid by trainplace's patch (the same object with `trainplace.io/skip` is the control).
 #[test]
 fn upstream_examples_and_fixtures_are_admitted_or_denied_by_a_rule_never_broken_by_the_patch() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("upstream");
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut objects: Vec<(String, Value)> = Vec::new();
@@ -403,7 +411,8 @@ fn upstream_examples_and_fixtures_are_admitted_or_denied_by_a_rule_never_broken_
 /// pinned to another zone (the retry, or an update that moves the job) is admitted.
 #[test]
 fn failed_pods_of_an_earlier_attempt_do_not_hold_the_job_in_their_zone() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("retry");
     let selector = "batch.kubernetes.io/job-name=attempt";
     let pods = four_node_job(sb, &ns, "attempt");

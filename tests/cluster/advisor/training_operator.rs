@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::repo;
+use super::repo;
 use crate::sandbox::{Sandbox, wait_until};
 
 /// The real Training Operator, run out of the cluster as its Deployment would run it. Its

@@ -1,13 +1,11 @@
 //! What trainplace leaves in a real API server for people and tools to read:
 //! `trainplace audit --write-reports` PolicyReports (one per namespace, updated in place,
 //! nobody else's touched), and the webhook's Events on the objects it denies or warns
-//! about, at a bounded rate. One sandbox for the binary; the tests take turns (the
-//! Events' rate bound counts what every test's objects spend).
+//! about, at a bounded rate.
 
-mod sandbox;
+use crate::sandbox;
 
 use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use sandbox::{Sandbox, stderr, wait_until};
@@ -17,18 +15,6 @@ use serde_json::{Value, json};
 /// `PER_MINUTE` (TRAINPLACE_EVENT_BURST, TRAINPLACE_EVENT_RATE).
 const BURST: u64 = 5;
 const PER_MINUTE: u64 = 60;
-
-static TURNS: Mutex<()> = Mutex::new(());
-
-fn sb() -> &'static Sandbox {
-    sandbox::shared_with(
-        "cluster_reports",
-        &[
-            ("TRAINPLACE_EVENT_BURST", "5"),
-            ("TRAINPLACE_EVENT_RATE", "60"),
-        ],
-    )
-}
 
 /// A suspended two-pod Job on an instance type the catalog does not know: admitted with
 /// an `unknown-instance-type` warning under the default policy.
@@ -72,8 +58,9 @@ fn ours(sb: &Sandbox, ns: &str) -> Value {
 
 #[test]
 fn audit_writes_one_policy_report_per_namespace_and_updates_it_in_place() {
-    let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
-    let sb = sb();
+    // Its own namespaces only.
+    let turn = sandbox::shared();
+    let sb = turn.sb();
     for crd in [
         "policyreports.wgpolicyk8s.io",
         "clusterpolicyreports.wgpolicyk8s.io",
@@ -248,8 +235,17 @@ fn events(sb: &Sandbox, ns: &str) -> Vec<Value> {
 
 #[test]
 fn a_denied_pod_gets_an_event_naming_the_rule_and_events_keep_to_their_rate() {
-    let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
-    let sb = sb();
+    // The Event budget counts what every namespace's objects spend: the control plane to
+    // this test alone, with trainplace's budget set small.
+    let turn = sandbox::shared_exclusive();
+    turn.serve(
+        None,
+        &[
+            ("TRAINPLACE_EVENT_BURST", &BURST.to_string()),
+            ("TRAINPLACE_EVENT_RATE", &PER_MINUTE.to_string()),
+        ],
+    );
+    let sb = turn.sb();
     let ns = sb.namespace("events");
     let out = sb.apply(&ns, &partial_pod("bad-0").to_string());
     assert!(!out.status.success(), "denied");
@@ -358,8 +354,9 @@ fn a_denied_pod_gets_an_event_naming_the_rule_and_events_keep_to_their_rate() {
 /// page, and keeps only those on block nodes).
 #[test]
 fn a_live_audit_lists_the_job_on_a_capacity_block_that_ends_soon() {
-    let _turn = TURNS.lock().unwrap_or_else(|e| e.into_inner());
-    let sb = sb();
+    // It adds nodes: the control plane to this test alone.
+    let turn = sandbox::shared_exclusive();
+    let sb = turn.sb();
     let dir = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/capacity-blocks"

@@ -3,7 +3,7 @@
 //! pod the mutating webhook never saw, the shipped failurePolicy with the webhook down,
 //! and two replicas behind HAProxy restarted one at a time while pods are created.
 
-mod sandbox;
+use crate::sandbox;
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -59,12 +59,17 @@ impl Replica {
             .env("KUBECONFIG", sb.dir.join("trainplace.kubeconfig"))
             .env("TRAINPLACE_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(Self::log(sb, port)).unwrap())
             .spawn()
             .unwrap();
-        let r = Replica { child, port, probe };
-        r.wait_ready();
+        let mut r = Replica { child, port, probe };
+        r.wait_ready(sb);
         r
+    }
+
+    /// Where a replica's stderr goes.
+    fn log(sb: &Sandbox, port: u16) -> std::path::PathBuf {
+        sb.dir.join(format!("logs/failure-replica-{port}.log"))
     }
 
     fn ready(&self) -> bool {
@@ -74,8 +79,22 @@ impl Replica {
             .is_ok_and(|o| o.status.success())
     }
 
-    fn wait_ready(&self) {
-        wait_until(Duration::from_secs(30), "a replica ready", || self.ready());
+    /// Until ready; a replica that exits or stays unready fails the test with its log.
+    fn wait_ready(&mut self, sb: &Sandbox) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.ready() {
+            let exited = self.child.try_wait().unwrap();
+            if exited.is_some() || Instant::now() > deadline {
+                let log = std::fs::read_to_string(Self::log(sb, self.port)).unwrap_or_default();
+                panic!(
+                    "replica on port {} (probe {}) not ready: {}; its log:\n{log}",
+                    self.port,
+                    self.probe,
+                    exited.map_or("60 s passed".to_string(), |s| format!("exited, {s}")),
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// SIGTERM, as the kubelet stops a pod, and wait until the process has drained.
@@ -131,7 +150,10 @@ fn haproxy(sb: &Sandbox, lb: u16, replicas: &[(u16, u16)]) -> Child {
 
 #[test]
 fn failure_modes_in_order() {
-    let sb = sandbox::shared("cluster_failure");
+    // The webhook registration changes, the sandbox's trainplace stops, replicas come
+    // and go: the control plane to this test alone, put back when it ends.
+    let turn = sandbox::shared_exclusive();
+    let sb = turn.sb();
     let ns = sb.namespace("failure");
 
     // kube-system is outside every webhook and policy: a 1-GPU pod of a job there is
@@ -255,7 +277,6 @@ fn failure_modes_in_order() {
     let creator = std::thread::spawn({
         let (created, stop) = (created.clone(), stop.clone());
         move || {
-            let sb = sandbox::shared("cluster_failure");
             let mut failed = Vec::new();
             let mut i = 0;
             while !stop.load(Ordering::Relaxed) {

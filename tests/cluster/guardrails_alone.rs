@@ -2,43 +2,45 @@
 //! (SANDBOX_WEBHOOK=0): they are created, type-check without warnings against the real
 //! schemas, and refuse what the engine denies, under the same rule names.
 
-mod sandbox;
+use crate::sandbox;
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use sandbox::{Sandbox, corpus, stderr, wait_until};
+use sandbox::{corpus, stderr, wait_until};
 
-/// The sandbox with the guardrails overlay applied and in force.
-fn sb() -> &'static Sandbox {
-    static READY: OnceLock<()> = OnceLock::new();
-    let sb = sandbox::shared_with("cluster_guardrails_alone", &[("SANDBOX_WEBHOOK", "0")]);
-    READY.get_or_init(|| {
-        let overlay = format!(
-            "{}/manifests/overlays/guardrails",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let out = sb.kubectl(&["apply", "-k", &overlay]);
-        assert!(
-            out.status.success(),
-            "kubectl apply -k {overlay}: {}",
-            stderr(&out)
-        );
-        // The API server's policy informer picks them up asynchronously: wait until a
-        // job the engine denies is refused by the policy.
-        let ns = sb.namespace("probe");
-        let probe = corpus::placed(&corpus::fixture("workloads/job-one-gpu.yaml"), &ns);
-        wait_until(Duration::from_secs(30), "the policies in force", || {
-            corpus::dry_run(sb, &probe).is_err_and(|e| e.contains("[partial-node]"))
-        });
+/// The control plane to this test alone, with trainplace's webhook configurations
+/// taken away and the guardrails overlay applied and in force; the turn's end puts the
+/// webhooks back and deletes the policies.
+fn turn() -> sandbox::Turn {
+    let turn = sandbox::shared_exclusive();
+    turn.without_webhooks();
+    let sb = turn.sb();
+    let overlay = format!(
+        "{}/manifests/overlays/guardrails",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = sb.kubectl(&["apply", "-k", &overlay]);
+    assert!(
+        out.status.success(),
+        "kubectl apply -k {overlay}: {}",
+        stderr(&out)
+    );
+    // The API server's policy informer picks them up asynchronously: wait until a job
+    // the engine denies is refused by the policy.
+    let ns = sb.namespace("probe");
+    let probe = corpus::placed(&corpus::fixture("workloads/job-one-gpu.yaml"), &ns);
+    wait_until(Duration::from_secs(30), "the policies in force", || {
+        corpus::dry_run(sb, &probe)
+            .is_err_and(|e| e.contains("[partial-node]") && e.contains("ValidatingAdmissionPolicy"))
     });
-    sb
+    turn
 }
 
 #[test]
 fn every_policy_type_checks_against_the_real_schemas_without_warnings() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     wait_until(
         Duration::from_secs(60),
         "type checking of all three",
@@ -96,7 +98,8 @@ const KNOWN: &[(&str, &str, &str)] = &[
 
 #[test]
 fn without_the_webhook_the_api_server_refuses_what_the_engine_denies_under_the_same_rule() {
-    let sb = sb();
+    let turn = turn();
+    let sb = turn.sb();
     let ns = sb.namespace("corpus");
     let mut differ: BTreeMap<String, String> = BTreeMap::new();
     let mut refused = 0;

@@ -6,7 +6,7 @@
 //! pass; a pod's job label cannot change; bare torchrun pods are held in one zone by
 //! their rendezvous; a Karpenter selection of one-GPU nodes is not judged as p5.
 
-mod sandbox;
+use crate::sandbox;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -22,48 +22,18 @@ optIns:
   allowPartialNode: { namespaces: [\"*\"], groups: [\"ml-researchers\"] }
 ";
 
-/// One test at a time, each deleting its namespace when done: their jobs take whole p5
-/// nodes (8 per zone) and are held in one zone each.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// The sandbox, and this test's turn; the namespace is deleted when the turn ends.
-struct Turn {
-    _lock: std::sync::MutexGuard<'static, ()>,
-    namespaces: std::cell::RefCell<Vec<String>>,
-}
-
-impl Turn {
-    fn namespace(&self, prefix: &str) -> String {
-        let ns = sb().namespace(prefix);
-        self.namespaces.borrow_mut().push(ns.clone());
-        ns
-    }
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        for ns in self.namespaces.borrow().iter() {
-            let _ = sb().kubectl(&["delete", "namespace", ns, "--wait=false"]);
-        }
-    }
-}
-
-fn turn() -> Turn {
-    Turn {
-        _lock: SERIAL.lock().unwrap_or_else(|e| e.into_inner()),
-        namespaces: std::cell::RefCell::new(Vec::new()),
-    }
-}
-
-fn sb() -> &'static Sandbox {
+/// The control plane to one test at a time, with trainplace serving `POLICY`: the
+/// policy is the webhook's, which judges every namespace, and the tests' jobs take whole
+/// p5 nodes (8 per zone) and are held in one zone each. Each test's namespaces are
+/// deleted, and the sandbox's own trainplace put back, when its turn ends.
+fn turn() -> sandbox::Turn {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/sandbox-tests/cluster_controllers-policy");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("policy.yaml"), POLICY).unwrap();
-    sandbox::shared_with(
-        "cluster_controllers",
-        &[("SANDBOX_POLICY_DIR", dir.to_str().unwrap())],
-    )
+    let turn = sandbox::shared_exclusive();
+    turn.serve(Some(&dir), &[]);
+    turn
 }
 
 /// kubectl as a researcher (the sandbox admin impersonating, with the grant's group).
@@ -111,7 +81,7 @@ fn two_whole_node_pods(sb: &Sandbox, ns: &str, name: &str) -> Vec<Value> {
 #[test]
 fn an_opted_in_job_is_unsuspended_run_and_deleted_by_controllers_that_hold_no_grant() {
     let turn = turn();
-    let sb = sb();
+    let sb = turn.sb();
     let ns = turn.namespace("granted");
     let job = json!({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": "bert", "namespace": ns,
@@ -160,7 +130,7 @@ fn an_opted_in_job_is_unsuspended_run_and_deleted_by_controllers_that_hold_no_gr
 #[test]
 fn a_running_pod_cannot_be_moved_to_another_job_by_its_labels() {
     let turn = turn();
-    let sb = sb();
+    let sb = turn.sb();
     let ns = turn.namespace("relabel");
     let bound = two_whole_node_pods(sb, &ns, "llama");
     let pod = bound[0]["metadata"]["name"].as_str().unwrap().to_string();
@@ -191,7 +161,7 @@ fn a_running_pod_cannot_be_moved_to_another_job_by_its_labels() {
 #[test]
 fn bare_torchrun_pods_meeting_at_one_rendezvous_land_in_one_zone() {
     let turn = turn();
-    let sb = sb();
+    let sb = turn.sb();
     let ns = turn.namespace("rendezvous");
     for i in 0..3 {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
@@ -242,7 +212,7 @@ fn bare_torchrun_pods_meeting_at_one_rendezvous_land_in_one_zone() {
 #[test]
 fn a_karpenter_selection_of_one_gpu_nodes_is_not_judged_as_the_default_p5() {
     let turn = turn();
-    let sb = sb();
+    let sb = turn.sb();
     let ns = turn.namespace("karpenter");
     let pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "w-0", "namespace": ns,
@@ -267,7 +237,7 @@ fn a_karpenter_selection_of_one_gpu_nodes_is_not_judged_as_the_default_p5() {
 #[test]
 fn a_zone_named_by_its_id_is_the_same_zone_as_the_jobs_pods() {
     let turn = turn();
-    let sb = sb();
+    let sb = turn.sb();
     let ns = turn.namespace("zoneid");
     let bound = two_whole_node_pods(sb, &ns, "gpt");
     let node = bound[0]["spec"]["nodeName"].as_str().unwrap().to_string();
@@ -299,7 +269,7 @@ fn a_zone_named_by_its_id_is_the_same_zone_as_the_jobs_pods() {
 #[test]
 fn a_job_created_with_generate_name_is_held_in_one_zone() {
     let turn = turn();
-    let sb = sb();
+    let sb = turn.sb();
     let ns = turn.namespace("generated");
     let job = json!({"apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"generateName": "sweep-", "namespace": ns},
