@@ -91,7 +91,7 @@ impl<K: kube::Resource + Clone> Listed<K> {
 /// StatefulSets, of which the snapshot keeps only uid and size: what a marked pod's
 /// owner runs, against the count its mark states; and Kueue's Topologies (whether Kueue
 /// places queued jobs by the EKS network layer labels; v1beta2, served from Kueue 0.15:
-/// https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/).
+/// <https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/>).
 pub const OBJECT_CRDS: [(&str, &str, &str); 10] = [
     ("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"),
     ("kubeflow.org/v1", "PaddleJob", "paddlejobs"),
