@@ -59,25 +59,6 @@ fn zones(sb: &Sandbox, pods: &[Value]) -> BTreeSet<String> {
         .collect()
 }
 
-/// An Indexed Job `name` of two 8-GPU pods on p5 in `ns`, once both are bound; its pods.
-fn two_whole_node_pods(sb: &Sandbox, ns: &str, name: &str) -> Vec<Value> {
-    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
-            "template": {"spec": {"restartPolicy": "Never",
-                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
-                "containers": [{"name": "c", "image": "busybox",
-                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
-    let out = sb.apply(ns, &job.to_string());
-    assert!(out.status.success(), "{}", stderr(&out));
-    let selector = format!("batch.kubernetes.io/job-name={name}");
-    wait_until(Duration::from_secs(60), "2 pods bound", || {
-        let pods = sb.pods(ns, &selector);
-        pods.len() == 2 && scheduled(&pods)
-    });
-    sb.pods(ns, &selector)
-}
-
 #[test]
 fn an_opted_in_job_is_unsuspended_run_and_deleted_by_controllers_that_hold_no_grant() {
     let turn = turn();
@@ -132,7 +113,7 @@ fn a_running_pod_cannot_be_moved_to_another_job_by_its_labels() {
     let turn = turn();
     let sb = turn.sb();
     let ns = turn.namespace("relabel");
-    let bound = two_whole_node_pods(sb, &ns, "llama");
+    let bound = sb.whole_node_job(&ns, "llama", 2, Duration::from_secs(60));
     let pod = bound[0]["metadata"]["name"].as_str().unwrap().to_string();
     // Attack: relabel a bound pod so the job's next pod is no longer held with it.
     let out = sb.kubectl(&[
@@ -239,7 +220,7 @@ fn a_zone_named_by_its_id_is_the_same_zone_as_the_jobs_pods() {
     let turn = turn();
     let sb = turn.sb();
     let ns = turn.namespace("zoneid");
-    let bound = two_whole_node_pods(sb, &ns, "gpt");
+    let bound = sb.whole_node_job(&ns, "gpt", 2, Duration::from_secs(60));
     let node = bound[0]["spec"]["nodeName"].as_str().unwrap().to_string();
     let zone_id = sb.node_labels(&node)["topology.k8s.aws/zone-id"]
         .as_str()

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::sandbox::{self, Sandbox, stderr, wait_until};
-use serde_json::{Value, json};
+use crate::sandbox::{self, Sandbox};
+use serde_json::Value;
 
 fn sb() -> &'static Sandbox {
     let fleet =
@@ -19,30 +19,6 @@ fn sb() -> &'static Sandbox {
         "cluster_network",
         &[("SANDBOX_FLEET", fleet.to_str().unwrap())],
     )
-}
-
-/// An Indexed Job `name` of `pods` whole-node p5 pods in `ns`, once all are bound.
-fn whole_node_job(sb: &Sandbox, ns: &str, name: &str, pods: u32) -> Vec<Value> {
-    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"parallelism": pods, "completions": pods, "completionMode": "Indexed",
-            "template": {"spec": {"restartPolicy": "Never",
-                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
-                "containers": [{"name": "c", "image": "busybox",
-                    "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
-    let out = sb.apply(ns, &job.to_string());
-    assert!(out.status.success(), "{}", stderr(&out));
-    let selector = format!("batch.kubernetes.io/job-name={name}");
-    wait_until(
-        Duration::from_secs(90),
-        &format!("{pods} pods of {name} bound"),
-        || {
-            let listed = sb.pods(ns, &selector);
-            listed.len() == pods as usize
-                && listed.iter().all(|p| p["spec"]["nodeName"].is_string())
-        },
-    );
-    sb.pods(ns, &selector)
 }
 
 /// The network nodes of `layer` that `pods` run under.
@@ -63,7 +39,7 @@ fn spanned(sb: &Sandbox, pods: &[Value], layer: u8) -> BTreeSet<String> {
 fn a_job_is_packed_under_one_layer3_node_when_it_fits_and_spills_up_a_layer_when_not() {
     let sb = sb();
     let ns = sb.namespace("network");
-    let first = whole_node_job(sb, &ns, "fits", 4);
+    let first = sb.whole_node_job(&ns, "fits", 4, Duration::from_secs(90));
     let mutated = first[0]["metadata"]["annotations"]["trainplace.io/mutated"]
         .as_str()
         .unwrap_or_default();
@@ -80,7 +56,7 @@ fn a_job_is_packed_under_one_layer3_node_when_it_fits_and_spills_up_a_layer_when
 
     // Eight nodes are left, four under each of the two other layer-3 nodes: six pods
     // cannot share one, so they take two, and all six run.
-    let second = whole_node_job(sb, &ns, "spills", 6);
+    let second = sb.whole_node_job(&ns, "spills", 6, Duration::from_secs(90));
     let l3 = spanned(sb, &second, 3);
     assert_eq!(
         l3.len(),

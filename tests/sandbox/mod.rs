@@ -562,6 +562,27 @@ impl Sandbox {
     }
 
     /// The pods in `ns` with label selector `selector`.
+    /// An Indexed Job `name` of `pods` whole-node (8-GPU) p5 pods in `ns`, created and
+    /// waited on for `wait` until every pod is bound; its pods.
+    pub fn whole_node_job(&self, ns: &str, name: &str, pods: u32, wait: Duration) -> Vec<Value> {
+        let job = serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"parallelism": pods, "completions": pods, "completionMode": "Indexed",
+                "template": {"spec": {"restartPolicy": "Never",
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"},
+                    "containers": [{"name": "c", "image": "busybox",
+                        "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}});
+        let out = self.apply(ns, &job.to_string());
+        assert!(out.status.success(), "{}", stderr(&out));
+        let selector = format!("batch.kubernetes.io/job-name={name}");
+        wait_until(wait, &format!("{pods} pods of {name} bound"), || {
+            let listed = self.pods(ns, &selector);
+            listed.len() == pods as usize
+                && listed.iter().all(|p| p["spec"]["nodeName"].is_string())
+        });
+        self.pods(ns, &selector)
+    }
+
     pub fn pods(&self, ns: &str, selector: &str) -> Vec<Value> {
         self.json(&["-n", ns, "get", "pods", "-l", selector])["items"]
             .as_array()
