@@ -76,6 +76,7 @@ fn invalid(d: &Document, who: &Requester<'_>, message: &str) -> Verdict {
         found: message.to_string(),
         fix: "correct the field named above.".into(),
         opt_in: None,
+        why: None,
     });
     v.object = d.object.clone();
     v

@@ -93,6 +93,9 @@ pub fn text(reports: &[ObjectReport<'_>], with_changes: bool) -> String {
             if let Some(a) = f.opt_in {
                 let _ = writeln!(s, "      opt in: {a}: \"true\"");
             }
+            if let Some(why) = &f.why {
+                let _ = writeln!(s, "      why: {why}");
+            }
         }
         for n in &v.notes {
             let _ = writeln!(s, "  note: {n}");

@@ -75,7 +75,11 @@ fn an_opted_in_job_is_unsuspended_run_and_deleted_by_controllers_that_hold_no_gr
     // Refused to someone without the grant; admitted to the researcher.
     let out = sb.apply(&ns, &job.to_string());
     assert!(!out.status.success(), "admitted without the grant");
-    assert!(stderr(&out).contains("not permitted"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is set, but the policy grants it to"),
+        "{}",
+        stderr(&out)
+    );
     let mut args = RESEARCHER.to_vec();
     args.extend(["apply", "-n", &ns, "-f", "-"]);
     let out = sb.kubectl_stdin(&args, Some(&job.to_string()));

@@ -39,13 +39,7 @@ pub fn bandwidth(p: &InstanceProfile, nodes: u32) -> Bandwidth {
         efa_line_rate_gbs: None,
         busbw_low_gbs: expect.map(|e| e.low),
         busbw_high_gbs: expect.map(|e| e.high),
-        busbw_source: expect.map(|e| {
-            if e.source.starts_with(e.basis.label()) {
-                e.source.clone()
-            } else {
-                format!("{}: {}", e.basis.label(), e.source)
-            }
-        }),
+        busbw_source: expect.map(|e| e.cited()),
     };
     if nodes > 1 && p.max_efa == 0 {
         // No EFA: NCCL crosses nodes over TCP sockets on the ENA interface.

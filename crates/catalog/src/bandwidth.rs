@@ -54,6 +54,15 @@ pub struct Expectation {
 }
 
 impl Expectation {
+    /// Where the range comes from, led by its basis ("measured", "trainplace estimate").
+    pub fn cited(&self) -> String {
+        if self.source.starts_with(self.basis.label()) {
+            self.source.clone()
+        } else {
+            format!("{}: {}", self.basis.label(), self.source)
+        }
+    }
+
     fn covers(&self, instance_type: &str, nodes: u32) -> bool {
         self.instance_type == instance_type
             && nodes >= self.nodes_min
@@ -72,6 +81,12 @@ impl Expectations {
             // The embedded table is checked by a unit test; an empty table only means
             // "cannot judge", never a wrong verdict.
             .unwrap_or(Self { rows: Vec::new() })
+    }
+
+    /// The embedded table, read once per process.
+    pub fn shared() -> &'static Self {
+        static TABLE: std::sync::OnceLock<Expectations> = std::sync::OnceLock::new();
+        TABLE.get_or_init(Self::embedded)
     }
 
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, ExpectationsError> {

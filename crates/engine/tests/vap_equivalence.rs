@@ -984,8 +984,8 @@ fn same_wording(name: &str, check: Check, verdict: &trainplace_engine::Verdict, 
         );
     }
     assert_eq!(
-        f.found.contains("is not permitted"),
-        message.contains("is not permitted"),
+        f.found.contains("is set, but the policy"),
+        message.contains("is set, but the policy"),
         "{name}: refused opt-in: {message}"
     );
 }

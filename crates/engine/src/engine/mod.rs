@@ -133,6 +133,9 @@ fn run(
     }
     // Read before any edit: the opt-out the requester asked for.
     let skip = annotation(&object, SKIP) == Some("true");
+    if !skip {
+        verdict.notes.extend(skip_on_templates(&object, kind, &sites));
+    }
     // Strict mode judges the object as it will be stored: when validating, that is the
     // object as sent, before the reshape and TrainJob rewrites the precise rules judge.
     let sent = (policy.strict() && layout == Layout::Skip).then(|| object.clone());
@@ -150,8 +153,10 @@ fn run(
     // Read and judge every template once, then write the layouts.
     let (judged, pin) = judge_sites(&object, &sites, &ctx, &mut verdict)?;
     any_training |= !judged.is_empty();
-    if skip && any_training {
-        verdict.findings.push(opt_out_refused(&verdict.namespace));
+    // A controller copies the annotation from a template it did not write: its pod is
+    // judged on its content, and the opt-out is the template author's to ask for.
+    if skip && any_training && !policy.trusted_controller(who) {
+        verdict.findings.push(opt_out_refused(&verdict.namespace, policy));
     }
     // A mark says "admitted": a template the verdict refuses is laid out but not signed.
     // On an UPDATE the validating webhook decides what lands, for what the update
@@ -270,16 +275,41 @@ fn left_alone(
     None
 }
 
+/// `trainplace.io/skip` on a workload's pod template: the opt-out is read on the
+/// workload's own metadata, so it has no effect there; say so instead of ignoring it.
+fn skip_on_templates(object: &Value, kind: Kind, sites: &[Site]) -> Vec<String> {
+    if !kind.is_workload() {
+        return Vec::new();
+    }
+    sites
+        .iter()
+        .filter(|site| !site.pointer.is_empty())
+        .filter(|site| {
+            object
+                .pointer(&site.pointer)
+                .is_some_and(|t| annotation(t, SKIP) == Some("true"))
+        })
+        .map(|site| {
+            let at = site.field.strip_suffix(".spec").unwrap_or(&site.field);
+            format!(
+                "{at}.metadata.annotations: {SKIP} has no effect on a pod template, so trainplace judges and lays out its pods as usual; to leave the whole object alone, set it on the object's own metadata.annotations (where the policy grants it)."
+            )
+        })
+        .collect()
+}
+
 /// The opt-out asked for by a requester the policy does not grant it to.
-fn opt_out_refused(namespace: &str) -> Finding {
+fn opt_out_refused(namespace: &str, policy: &Policy) -> Finding {
     Finding {
         rule: Rule::OptOutRefused,
         mode: Mode::Enforce,
         site: "metadata.annotations".into(),
         found: format!(
-            "{SKIP}: \"true\" is not permitted for namespace {namespace} or your groups."
+            "namespace {namespace}: {}",
+            OptIn::Skip.refused(policy)
         ),
-        fix: "remove the annotation, or ask the platform team to grant the opt-out in policy (optIns.skip).".into(),
+        fix: "remove the annotation, or have it granted in the policy.".into(),
         opt_in: None,
+        why: None,
     }
 }

@@ -64,6 +64,7 @@ fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
             ),
             fix: "set replicas and parallelism to the job's real size.".into(),
             opt_in: None,
+            why: None,
         });
     }
 }

@@ -96,6 +96,7 @@ fn found(site: String, what: String) -> Finding {
         ),
         fix: FIX.into(),
         opt_in: None,
+        why: None,
     }
 }
 

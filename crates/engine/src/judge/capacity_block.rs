@@ -246,6 +246,7 @@ pub(crate) fn check(input: &BlockInput<'_>, out: &mut Vec<Finding>) {
         found,
         fix,
         opt_in: None,
+        why: None,
     };
     if block.expiring() || left <= SignedDuration::ZERO {
         out.push(finding(

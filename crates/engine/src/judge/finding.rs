@@ -66,11 +66,23 @@ pub struct Finding {
     /// The annotation that would allow this, when one exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opt_in: Option<&'static str>,
+    /// Why it matters, for the pod's own hardware: a second line after the lead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Finding {
-    /// One self-contained line: rule, where, what, fix, opt-in.
+    /// A lead line (rule, where, what, fix, opt-in), then why it matters when the rule
+    /// says, indented on a line of its own.
     pub fn message(&self) -> String {
+        match &self.why {
+            Some(why) => format!("{}\n  Why: {why}", self.lead()),
+            None => self.lead(),
+        }
+    }
+
+    /// One self-contained line: rule, where, what, fix, opt-in.
+    pub fn lead(&self) -> String {
         let mut m = format!(
             "[{}] {}: {} Fix: {}",
             self.rule.as_str(),

@@ -340,6 +340,7 @@ fn left_out_for_pod_security(view: &PodView<'_>, ctx: &Ctx<'_, '_>, verdict: &mu
         found,
         fix,
         opt_in: None,
+        why: None,
     });
 }
 
@@ -364,5 +365,6 @@ fn not_in_cluster(shape: &Shape<'_>, ctx: &Ctx<'_, '_>, site: &str, verdict: &mu
         ),
         fix: "check the instance type, or create capacity for it (`trainplace advise` writes the eksctl/Karpenter config).".into(),
         opt_in: None,
+        why: None,
     });
 }

@@ -30,6 +30,7 @@ pub(crate) fn check(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Vec
         found,
         fix,
         opt_in: None,
+        why: None,
     };
     out.extend(clique_too_big(s, inst, domain, site));
     let Some(channel) = &s.channel else {
@@ -104,5 +105,6 @@ fn clique_too_big(
             count(domain, "instance")
         ),
         opt_in: None,
+        why: None,
     })
 }

@@ -76,5 +76,6 @@ pub(crate) fn check(object: &Value, multi_pod: bool, ctx: &Ctx<'_, '_>, verdict:
         ),
         fix: format!("remove the annotation, or give it a key below the zone (kubernetes.io/hostname, a rack or network-node label); trainplace holds the whole job in one {key}."),
         opt_in: Some(ALLOW_MULTI_AZ),
+        why: None,
     });
 }

@@ -39,10 +39,10 @@ pub(crate) fn check(
         "the job may span availability zones: its templates are pinned to different zones ({}); EFA traffic cannot cross zones.",
         each.join(", ")
     );
-    if opt_in == OptInState::Refused {
-        found.push_str(&format!(
-            " The opt-in {ALLOW_MULTI_AZ} is not permitted for this namespace or your groups."
-        ));
+    let refused = opt_in == OptInState::Refused;
+    if refused {
+        found.push(' ');
+        found.push_str(&OptIn::AllowMultiAz.refused(ctx.eff.policy));
     }
     let fields: Vec<&str> = pinned.iter().map(|(f, _)| *f).collect();
     verdict.findings.push(Finding {
@@ -51,7 +51,8 @@ pub(crate) fn check(
         site: fields.join(" and "),
         found,
         fix: "pin every template of the job to the same zone (or pin none; trainplace then holds the job in one zone).".into(),
-        opt_in: Some(ALLOW_MULTI_AZ),
+        opt_in: (!refused).then_some(ALLOW_MULTI_AZ),
+        why: None,
     });
 }
 
@@ -95,5 +96,6 @@ pub(crate) fn unpinned_finding(zone: &str, free: &[&Site], ctx: &Ctx<'_, '_>) ->
             "pin every template of the job to {zone} (nodeSelector {LABEL_ZONE}: {zone}); trainplace's mutating webhook does so."
         ),
         opt_in: Some(ALLOW_MULTI_AZ),
+        why: None,
     }
 }

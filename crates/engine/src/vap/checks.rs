@@ -1,6 +1,7 @@
 //! The three deny rules as CEL over `variables.templates` (see `facts`): when each
 //! fires, and the message the webhook would give (rule, field, what, fix, opt-in).
 
+use crate::facts::policy::OptIn;
 use crate::judge::rules::MEASURED;
 use crate::read::annotations::{
     ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, RES_EFA, RES_NVIDIA_GPU, RESHAPE,
@@ -93,17 +94,24 @@ fn count(n: &str, what: &str) -> String {
     format!("string({n}) + ' ' + {what} + ({n} == 1 ? '' : 's')")
 }
 
-fn refused(annotation: &str, set: &str) -> String {
+/// A set opt-in the check still refuses: say so, and where it is granted, instead of
+/// offering the annotation the user already wrote.
+fn refused(opt: OptIn, set: &str) -> String {
     format!(
         "({set} ? {} : '')",
         lit(&format!(
-            " The opt-in {annotation} is not permitted for this namespace or your groups."
+            " {}: \"true\" is set, but the policy does not grant it to this namespace or your groups (ask the platform team: optIns.{}).",
+            opt.annotation(),
+            opt.policy_key()
         ))
     )
 }
 
-fn opt_in(annotation: &str) -> String {
-    lit(&format!(" Opt in: {annotation}: \"true\"."))
+fn opt_in(annotation: &str, set: &str) -> String {
+    format!(
+        "({set} ? '' : {})",
+        lit(&format!(" Opt in: {annotation}: \"true\"."))
+    )
 }
 
 /// The engine's partial-node wording: for a workload the job's pods and the whole-node
@@ -139,8 +147,8 @@ fn partial_message() -> String {
     let msg = format!(
         "'[partial-node] ' + y.p.f + ': ' + {pods_text} + ' on ' + n + ' (' + string({g}) + ' per node): ranks on one node talk over EFA/TCP instead of NVLink (' + {measured} + ').' + {refused} + ' Fix: use ' + {fix} + '.' + {opt}",
         measured = lit(MEASURED),
-        refused = refused(ALLOW_PARTIAL_NODE, "y.p.optP"),
-        opt = opt_in(ALLOW_PARTIAL_NODE),
+        refused = refused(OptIn::AllowPartialNode, "y.p.optP"),
+        opt = opt_in(ALLOW_PARTIAL_NODE, "y.p.optP"),
     );
     format!(
         "variables.templates.filter(y, {f}).map(y, y.types.filter(n, {PARTIAL_ON}).map(n, {msg})[0])[0]",
@@ -151,8 +159,8 @@ fn partial_message() -> String {
 fn multi_az_message() -> String {
     let msg = format!(
         "'[multi-az] ' + y.p.f + ': the job may span availability zones: ' + (y.zmany ? 'required node affinity allows several zones' : y.p.zspread ? 'a topologySpreadConstraint spreads pods over zones' : 'a required pod anti-affinity on a zone key puts the job\\'s pods in different zones') + '; EFA traffic cannot cross zones.' + {refused} + ' Fix: pin one zone (nodeSelector topology.kubernetes.io/zone) or remove the multi-zone constraint; trainplace then holds the job in one zone.' + {opt}",
-        refused = refused(ALLOW_MULTI_AZ, "y.p.optZ"),
-        opt = opt_in(ALLOW_MULTI_AZ),
+        refused = refused(OptIn::AllowMultiAz, "y.p.optZ"),
+        opt = opt_in(ALLOW_MULTI_AZ, "y.p.optZ"),
     );
     format!(
         "variables.templates.filter(y, {f}).map(y, {msg})[0]",

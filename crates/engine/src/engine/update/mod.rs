@@ -66,6 +66,7 @@ pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Re
             ),
             fix: "leave a pod's job labels as they were created; start a new pod for another job.".into(),
             opt_in: None,
+            why: None,
         });
     }
     verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);

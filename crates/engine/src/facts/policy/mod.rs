@@ -56,6 +56,39 @@ impl OptIn {
             OptIn::Reshape => crate::read::annotations::RESHAPE,
         }
     }
+
+    /// The opt-in an annotation names, if it names one.
+    pub fn from_annotation(key: &str) -> Option<OptIn> {
+        [
+            OptIn::AllowPartialNode,
+            OptIn::AllowMultiAz,
+            OptIn::Skip,
+            OptIn::Reshape,
+        ]
+        .into_iter()
+        .find(|o| o.annotation() == key)
+    }
+
+    /// Its key under the policy's `optIns`.
+    pub fn policy_key(self) -> &'static str {
+        match self {
+            OptIn::AllowPartialNode => "allowPartialNode",
+            OptIn::AllowMultiAz => "allowMultiAz",
+            OptIn::Skip => "skip",
+            OptIn::Reshape => "reshape",
+        }
+    }
+
+    /// What a refusal of this opt-in says: that it is set, who may use it, and where
+    /// the platform team grants it.
+    pub fn refused(self, policy: &Policy) -> String {
+        format!(
+            "{}: \"true\" is set, but the policy grants it to {} (ask the platform team: optIns.{}).",
+            self.annotation(),
+            policy.who_may(self),
+            self.policy_key()
+        )
+    }
 }
 
 /// One YAML file of a policy directory, as read by the caller.
@@ -134,16 +167,9 @@ impl Policy {
 
     /// Whether the requester may use an opt-in annotation. No grant = nobody may.
     pub fn may_opt_in(&self, opt: OptIn, who: &Requester<'_>) -> bool {
-        let Some(o) = &self.file.opt_ins else {
+        let Some(grant) = self.grant(opt) else {
             return false;
         };
-        let grant = match opt {
-            OptIn::AllowPartialNode => &o.allow_partial_node,
-            OptIn::AllowMultiAz => &o.allow_multi_az,
-            OptIn::Skip => &o.skip,
-            OptIn::Reshape => &o.reshape,
-        };
-        let Some(grant) = grant else { return false };
         let ns_ok = grant
             .namespaces
             .iter()
@@ -153,6 +179,37 @@ impl Policy {
             .iter()
             .any(|g| g == "*" || who.groups.iter().any(|have| have == g));
         ns_ok && group_ok
+    }
+
+    /// Who the policy grants an opt-in to, in words, for a message that refuses it:
+    /// "namespaces research, any group", or "no one".
+    pub fn who_may(&self, opt: OptIn) -> String {
+        let Some(grant) = self.grant(opt).filter(|g| !g.namespaces.is_empty() && !g.groups.is_empty())
+        else {
+            return "no one".into();
+        };
+        let list = |items: &[String], one: &str, any: &str| {
+            if items.iter().any(|i| i == "*") {
+                any.to_string()
+            } else {
+                format!("{one} {}", items.join(", "))
+            }
+        };
+        format!(
+            "{}, {}",
+            list(&grant.namespaces, "namespaces", "any namespace"),
+            list(&grant.groups, "groups", "any group")
+        )
+    }
+
+    fn grant(&self, opt: OptIn) -> Option<&file::OptInGrant> {
+        let o = self.file.opt_ins.as_ref()?;
+        match opt {
+            OptIn::AllowPartialNode => o.allow_partial_node.as_ref(),
+            OptIn::AllowMultiAz => o.allow_multi_az.as_ref(),
+            OptIn::Skip => o.skip.as_ref(),
+            OptIn::Reshape => o.reshape.as_ref(),
+        }
     }
 
     /// Whether the requester is a controller whose pods come from judged templates.

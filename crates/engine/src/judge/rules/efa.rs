@@ -53,6 +53,7 @@ pub(super) fn no_efa(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut Ve
         found,
         fix,
         opt_in: None,
+        why: None,
     });
 }
 
@@ -67,6 +68,7 @@ pub(super) fn efa_count(input: &RuleInput<'_>, inst: &InstanceProfile, out: &mut
         found,
         fix,
         opt_in: None,
+        why: None,
     };
     if s.per_pod == 0 && s.accel_resource.is_empty() {
         out.push(warn(

@@ -16,6 +16,7 @@ fn impossible_finding(site: &str, found: String, fix: String) -> Finding {
         found,
         fix,
         opt_in: None,
+        why: None,
     }
 }
 

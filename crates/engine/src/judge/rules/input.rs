@@ -1,7 +1,7 @@
 //! What every rule reads: the template's view and shape, the effective policy, the
 //! opt-ins and the job's zones; and how a granted opt-in softens a finding.
 
-use crate::facts::policy::{Effective, Mode, OptIn};
+use crate::facts::policy::{Effective, Mode, OptIn, Policy};
 use crate::judge::classify::Shape;
 use crate::judge::finding::Finding;
 use crate::read::podspec::PodView;
@@ -37,7 +37,19 @@ pub enum Unheld {
 
 /// A layout finding under a granted opt-in: admitted, but the user still hears what it
 /// costs (a warning, or the audit log under `audit`); nothing when the rule is off.
-pub(crate) fn opted_in(mut finding: Finding, opt_in: OptInState) -> Option<Finding> {
+/// Under a refused one, the finding says who may use the opt-in instead of offering
+/// the annotation the user already set.
+pub(crate) fn opted_in(
+    mut finding: Finding,
+    opt_in: OptInState,
+    policy: &Policy,
+) -> Option<Finding> {
+    if opt_in == OptInState::Refused
+        && let Some(opt) = finding.opt_in.take().and_then(OptIn::from_annotation)
+    {
+        finding.found.push(' ');
+        finding.found.push_str(&opt.refused(policy));
+    }
     if opt_in != OptInState::Granted {
         return Some(finding);
     }

@@ -43,6 +43,7 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
             ),
             fix: "use a type from `trainplace policy instances`, or add it to an InstanceCatalog file in the policy directory.".into(),
             opt_in: None,
+            why: None,
         }),
         Target::Several(types) => {
             out.push(Finding {
@@ -55,6 +56,7 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
                 ),
                 fix: "pin one instance type so every pod gets the same GPU and EFA count.".into(),
                 opt_in: None,
+                why: None,
             });
             // The pods may land on any of them: the layout must hold on every one, so
             // each listed type is judged and what fails on any is reported.
@@ -79,6 +81,7 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
                 crate::read::annotations::INSTANCE_TYPE
             ),
             opt_in: None,
+            why: None,
         }),
     }
     device_claims(input, &mut out);

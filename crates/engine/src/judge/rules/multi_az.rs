@@ -1,6 +1,6 @@
 //! Multi-pod jobs that may span availability zones, or that nothing holds in one.
 
-use super::input::{OptInState, RuleInput, Unheld, opted_in};
+use super::input::{RuleInput, Unheld, opted_in};
 use crate::judge::finding::{Finding, Rule};
 use crate::read::annotations::{ALLOW_MULTI_AZ, LABEL_JOB, LABEL_ZONE};
 
@@ -43,13 +43,8 @@ pub(super) fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
         ),
         _ => why,
     };
-    let mut found =
+    let found =
         format!("the job may span availability zones: {why}; EFA traffic cannot cross zones.");
-    if input.multi_az_opt_in == OptInState::Refused {
-        found.push_str(&format!(
-            " The opt-in {ALLOW_MULTI_AZ} is not permitted for this namespace or your groups."
-        ));
-    }
     out.extend(opted_in(
         Finding {
             rule: Rule::MultiAz,
@@ -58,8 +53,10 @@ pub(super) fn multi_az(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
             found,
             fix: "pin one zone (nodeSelector topology.kubernetes.io/zone) or remove the multi-zone constraint; trainplace then holds the job in one zone.".into(),
             opt_in: Some(ALLOW_MULTI_AZ),
+            why: None,
         },
         input.multi_az_opt_in,
+        input.eff.policy,
     ));
 }
 
@@ -94,13 +91,8 @@ fn unheld_finding(input: &RuleInput<'_>, unheld: Unheld) -> Option<Finding> {
             )
         }
     };
-    let mut found =
+    let found =
         format!("the job may span availability zones: {why}; EFA traffic cannot cross zones.");
-    if input.multi_az_opt_in == OptInState::Refused {
-        found.push_str(&format!(
-            " The opt-in {ALLOW_MULTI_AZ} is not permitted for this namespace or your groups."
-        ));
-    }
     opted_in(
         Finding {
             rule: Rule::MultiAz,
@@ -109,7 +101,9 @@ fn unheld_finding(input: &RuleInput<'_>, unheld: Unheld) -> Option<Finding> {
             found,
             fix,
             opt_in: Some(ALLOW_MULTI_AZ),
+            why: None,
         },
         input.multi_az_opt_in,
+        input.eff.policy,
     )
 }

@@ -1,12 +1,13 @@
 //! Pods that take part of a node: ranks that could share NVLink talk over the network.
 
-use super::input::{OptInState, RuleInput, opted_in};
+use super::input::{RuleInput, opted_in};
 use super::words::{count, count64};
 use crate::facts::policy::Mode;
 use crate::judge::classify::Shape;
 use crate::judge::finding::{Finding, Rule};
 use crate::read::annotations::{ALLOW_PARTIAL_NODE, RES_NVIDIA_GPU, RESHAPE};
 use trainplace_catalog::InstanceProfile;
+use trainplace_catalog::bandwidth::Expectations;
 
 /// The measured cost of the wrong layout (docs/measurements.md: 4 x H200, NCCL all-reduce busbw).
 /// What ranks on one node lose when they are separate pods, for the path they take:
@@ -18,21 +19,39 @@ pub(crate) fn path_cost(inst: &InstanceProfile, efa: u32) -> String {
         .network_gbps
         .filter(|_| inst.max_efa > 0)
         .map(|n| f64::from(n) / f64::from(inst.max_efa));
+    let inside = inside_node(inst);
     match per_interface {
         Some(gbps) if efa > 0 => {
             let share = gbps * f64::from(efa);
             format!(
-                "ranks on one node talk over EFA (NET/Libfabric with GPUDirect RDMA, {efa} of the node's {} interfaces: {share:.0} Gbps, {:.0} GB/s, per pod) instead of {}: tensor- and pipeline-parallel traffic inside the node and small messages lose the most (the runs: docs/measurements.md)",
+                "ranks on one node talk over EFA (NET/Libfabric with GPUDirect RDMA, {efa} of the node's {} interfaces: {share:.0} Gbps, {:.0} GB/s, per pod) instead of {}{inside}: tensor- and pipeline-parallel traffic inside the node and small messages lose the most (the runs: docs/measurements.md)",
                 inst.max_efa,
                 share / 8.0,
                 inst.intra_node
             )
         }
         _ => format!(
-            "ranks on one node talk over TCP instead of {} ({MEASURED})",
+            "ranks on one node talk over TCP instead of {}{inside} ({MEASURED})",
             inst.intra_node
         ),
     }
+}
+
+/// What one node of `inst` reaches inside, from the expected-busbw table (a measured
+/// row for its own GPU count, or the estimate and its formula), when the table has it.
+fn inside_node(inst: &InstanceProfile) -> String {
+    Expectations::shared()
+        .lookup(&inst.name, 1, Some(inst.accelerators))
+        .map(|e| {
+            format!(
+                " ({:.0}-{:.0} GB/s all-reduce busbw inside one {}, {})",
+                e.low,
+                e.high,
+                inst.name,
+                e.cited()
+            )
+        })
+        .unwrap_or_default()
 }
 
 pub const MEASURED: &str = "measured on another host, 4 x H200: one pod with all GPUs reached 338.7 GB/s all-reduce over NVLink, 1-GPU pods ~3.3 GB/s over TCP, with or without hostIPC; docs/measurements.md";
@@ -61,6 +80,7 @@ pub(super) fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &
                 count(g, what)
             ),
             opt_in: None,
+            why: None,
         });
         return;
     }
@@ -69,16 +89,10 @@ pub(super) fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &
         None => format!("pods of {}", count(s.per_pod, what)),
     };
     let recommended = recommended(s, inst, what);
-    let mut found = format!(
-        "{pods_text} on {} ({g} per node): {}.",
-        inst.name,
-        path_cost(inst, s.efa)
+    let found = format!(
+        "{pods_text} on {} ({g} per node) split ranks that could share a node across pods.",
+        inst.name
     );
-    if input.partial_opt_in == OptInState::Refused {
-        found.push_str(&format!(
-            " The opt-in {ALLOW_PARTIAL_NODE} is not permitted for this namespace or your groups."
-        ));
-    }
     out.extend(opted_in(
         Finding {
             rule: Rule::PartialNode,
@@ -87,8 +101,10 @@ pub(super) fn partial_node(input: &RuleInput<'_>, inst: &InstanceProfile, out: &
             found,
             fix: format!("use {recommended}."),
             opt_in: Some(ALLOW_PARTIAL_NODE),
+            why: Some(format!("{}.", path_cost(inst, s.efa))),
         },
         input.partial_opt_in,
+        input.eff.policy,
     ));
 }
 

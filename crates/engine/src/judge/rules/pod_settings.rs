@@ -31,6 +31,7 @@ pub(super) fn device_claims(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
         ),
         fix: "submit the ResourceClaimTemplates (and ComputeDomains) with the workload (the same input, or resourceclaimtemplates.json / computedomains.json in --cluster DIR; the webhook reads them from the cluster), with device classes of the catalog's deviceClasses; a platform team can set rules.deviceClaims: enforce to refuse such jobs.".into(),
         opt_in: None,
+        why: None,
     });
 }
 
@@ -55,6 +56,7 @@ pub(super) fn host_network(input: &RuleInput<'_>, out: &mut Vec<Finding>) {
         ),
         fix: "set dnsPolicy: ClusterFirstWithHostNet, or drop hostNetwork (EFA does not need it).".into(),
         opt_in: None,
+        why: None,
     });
 }
 
@@ -92,6 +94,7 @@ pub(crate) fn shm_memory(view: &PodView<'_>, planned: Option<&str>, out: &mut Ve
                 crate::read::annotations::SHM_SIZE
             ),
             opt_in: None,
+            why: None,
         });
     }
 }

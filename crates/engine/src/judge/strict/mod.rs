@@ -219,17 +219,12 @@ fn node_elsewhere(spec: &Value, zone: Option<&str>, ctx: &Ctx<'_, '_>) -> Option
 fn finding(
     rule: Rule,
     site: String,
-    mut found: String,
+    found: String,
     fix: String,
     opt: (&'static str, OptInState),
     ctx: &Ctx<'_, '_>,
 ) -> Option<Finding> {
     let (key, state) = opt;
-    if state == OptInState::Refused {
-        found.push_str(&format!(
-            " The opt-in {key} is not permitted for this namespace or your groups."
-        ));
-    }
     let mode = match rule {
         Rule::MultiAz => ctx.eff.mode_multi_az(),
         _ => ctx.eff.mode_partial_node(),
@@ -242,8 +237,10 @@ fn finding(
             found,
             fix,
             opt_in: Some(key),
+            why: None,
         },
         state,
+        ctx.eff.policy,
     )
 }
 

@@ -57,8 +57,8 @@ pub(crate) fn apply(
         refuse(
             verdict,
             "metadata.annotations",
-            format!("{RESHAPE}: \"true\" is not permitted for namespace {} or your groups.", verdict.namespace),
-            "remove the annotation and set the shape yourself, or ask the platform team to grant optIns.reshape.".into(),
+            format!("namespace {}: {}", verdict.namespace, OptIn::Reshape.refused(ctx.eff.policy)),
+            "remove the annotation and set the shape yourself, or have it granted in the policy.".into(),
         );
         return Ok(false);
     }

@@ -16,6 +16,7 @@ pub(super) fn refuse(verdict: &mut Verdict, site: &str, found: String, fix: Stri
         found,
         fix,
         opt_in: None,
+        why: None,
     });
 }
 

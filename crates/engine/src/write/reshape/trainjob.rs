@@ -140,6 +140,7 @@ fn not_whole_nodes(nodes: u32, g: u32, gpus: u64, inst: &InstanceProfile) -> Fin
             format!("use numNodes {down} or {up} with {big} GPUs each.")
         },
         opt_in: None,
+        why: None,
     }
 }
 
