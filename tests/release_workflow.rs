@@ -95,3 +95,48 @@ fn a_release_makes_both_architectures_the_chart_an_sbom_and_checksums() {
         assert!(text.contains(needed), "{WORKFLOW} lacks {needed}");
     }
 }
+
+/// What users download or build for use is the small binary: the release profile keeps no
+/// debug info (it made a 146 MB binary with it), and the krew archives hold the static
+/// `dist` binary that `scripts/image.sh` builds, not a debug-info build.
+#[test]
+fn what_ships_and_what_the_readme_builds_is_the_small_binary() {
+    let cargo = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    // The lines of one `[profile.NAME]` table, up to the next table.
+    let profile = |name: &str| -> Vec<String> {
+        let head = format!("[profile.{name}]");
+        cargo
+            .lines()
+            .skip_while(|l| l.trim() != head)
+            .skip(1)
+            .take_while(|l| !l.trim_start().starts_with('['))
+            .map(|l| l.split('#').next().unwrap_or("").replace(' ', ""))
+            .filter(|l| !l.is_empty())
+            .collect()
+    };
+    let release = profile("release");
+    for line in ["debug=false", "strip=\"debuginfo\""] {
+        assert!(
+            release.iter().any(|l| l == line),
+            "[profile.release] must have {line} (no debug info in the binary users build): {release:?}"
+        );
+    }
+    assert!(
+        profile("dist").iter().any(|l| l == "inherits=\"release\""),
+        "[profile.dist] inherits release"
+    );
+    let image = std::fs::read_to_string(root().join("scripts/image.sh")).unwrap();
+    assert!(
+        image.contains("profile=\"${PROFILE:-dist}\""),
+        "scripts/image.sh builds dist"
+    );
+    let text = std::fs::read_to_string(root().join(WORKFLOW)).unwrap();
+    assert!(
+        text.contains("scripts/krew.sh archive \"$RUNNER_TEMP/out/trainplace\""),
+        "{WORKFLOW}: the krew archive must pack the dist binary scripts/image.sh built"
+    );
+    assert!(
+        text.contains("krew.sh\" manifest"),
+        "{WORKFLOW}: no krew manifest"
+    );
+}

@@ -75,7 +75,7 @@ fn unknown(name: &str, at: &str) -> Option<String> {
     }
     let (best, distance) = KNOWN
         .iter()
-        .map(|k| (*k, edit_distance(rest, &k[PREFIX.len()..])))
+        .map(|k| (*k, strsim::levenshtein(rest, &k[PREFIX.len()..])))
         .min_by_key(|(_, d)| *d)?;
     let close = distance <= 3.max(rest.len() / 3);
     Some(if close {
@@ -87,26 +87,6 @@ fn unknown(name: &str, at: &str) -> Option<String> {
             "{at}: {name} is not an annotation trainplace reads, so it has no effect (the annotations: docs/annotations.md)"
         )
     })
-}
-
-/// Levenshtein distance, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                prev
-            } else {
-                1 + prev.min(cur).min(row[j])
-            };
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -140,12 +120,5 @@ mod tests {
         ));
         assert!(w[0].ends_with("(the annotations: docs/annotations.md)"));
         assert!(w[1].ends_with("did you mean trainplace.io/shm-size?"));
-    }
-
-    #[test]
-    fn distance() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("skip", "skip"), 0);
     }
 }

@@ -869,6 +869,9 @@ const DRA: &str = "the devices a DRA claim asks for are in its ResourceClaimTemp
 const GB200: &str = "the GB200 type is inferred from the pod's ComputeDomain channel or NVLink-clique affinity and its NVLink domain size is catalog data; the VAP judges the pod against its nodeSelector or the namespace's default type";
 const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";
 
+/// What the engine and the policies say of an opt-in that is set but not granted.
+const REFUSED: &str = "is set, but the policy";
+
 fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Enforce => "enforce",
@@ -889,10 +892,13 @@ fn engine_outcome(
     };
     // A layout finding that offers no opt-in is no deny: the single-pod partial-node
     // note, and the warning of what a granted opt-in costs (the policies admit both
-    // without a word).
+    // without a word). One whose opt-in is set but refused offers none either (it names
+    // who may grant it instead), and is a deny.
     let found = v.findings.iter().find(|f| {
         f.rule.as_str() == check.rule()
-            && (matches!(check, Check::ImpossibleRequest | Check::TooLarge) || f.opt_in.is_some())
+            && (matches!(check, Check::ImpossibleRequest | Check::TooLarge)
+                || f.opt_in.is_some()
+                || f.found.contains(REFUSED))
     });
     match found {
         None => Outcome::Pass,
@@ -984,8 +990,8 @@ fn same_wording(name: &str, check: Check, verdict: &trainplace_engine::Verdict, 
         );
     }
     assert_eq!(
-        f.found.contains("is set, but the policy"),
-        message.contains("is set, but the policy"),
+        f.found.contains(REFUSED),
+        message.contains(REFUSED),
         "{name}: refused opt-in: {message}"
     );
 }

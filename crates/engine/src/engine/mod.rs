@@ -134,7 +134,9 @@ fn run(
     // Read before any edit: the opt-out the requester asked for.
     let skip = annotation(&object, SKIP) == Some("true");
     if !skip {
-        verdict.notes.extend(skip_on_templates(&object, kind, &sites));
+        verdict
+            .notes
+            .extend(skip_on_templates(&object, kind, &sites));
     }
     // Strict mode judges the object as it will be stored: when validating, that is the
     // object as sent, before the reshape and TrainJob rewrites the precise rules judge.
@@ -156,7 +158,9 @@ fn run(
     // A controller copies the annotation from a template it did not write: its pod is
     // judged on its content, and the opt-out is the template author's to ask for.
     if skip && any_training && !policy.trusted_controller(who) {
-        verdict.findings.push(opt_out_refused(&verdict.namespace, policy));
+        verdict
+            .findings
+            .push(opt_out_refused(&verdict.namespace, policy));
     }
     // A mark says "admitted": a template the verdict refuses is laid out but not signed.
     // On an UPDATE the validating webhook decides what lands, for what the update
@@ -304,10 +308,7 @@ fn opt_out_refused(namespace: &str, policy: &Policy) -> Finding {
         rule: Rule::OptOutRefused,
         mode: Mode::Enforce,
         site: "metadata.annotations".into(),
-        found: format!(
-            "namespace {namespace}: {}",
-            OptIn::Skip.refused(policy)
-        ),
+        found: format!("namespace {namespace}: {}", OptIn::Skip.refused(policy)),
         fix: "remove the annotation, or have it granted in the policy.".into(),
         opt_in: None,
         why: None,

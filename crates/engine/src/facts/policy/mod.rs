@@ -184,7 +184,9 @@ impl Policy {
     /// Who the policy grants an opt-in to, in words, for a message that refuses it:
     /// "namespaces research, any group", or "no one".
     pub fn who_may(&self, opt: OptIn) -> String {
-        let Some(grant) = self.grant(opt).filter(|g| !g.namespaces.is_empty() && !g.groups.is_empty())
+        let Some(grant) = self
+            .grant(opt)
+            .filter(|g| !g.namespaces.is_empty() && !g.groups.is_empty())
         else {
             return "no one".into();
         };

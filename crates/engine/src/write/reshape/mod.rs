@@ -57,8 +57,13 @@ pub(crate) fn apply(
         refuse(
             verdict,
             "metadata.annotations",
-            format!("namespace {}: {}", verdict.namespace, OptIn::Reshape.refused(ctx.eff.policy)),
-            "remove the annotation and set the shape yourself, or have it granted in the policy.".into(),
+            format!(
+                "namespace {}: {}",
+                verdict.namespace,
+                OptIn::Reshape.refused(ctx.eff.policy)
+            ),
+            "remove the annotation and set the shape yourself, or have it granted in the policy."
+                .into(),
         );
         return Ok(false);
     }
