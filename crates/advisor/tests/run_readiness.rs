@@ -210,26 +210,46 @@ fn verdict(check: &Value, log: &str) -> (bool, String) {
     )
 }
 
+fn diagnose_fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../diagnose/fixtures")
+            .join(name),
+    )
+    .unwrap()
+}
+
 #[test]
 fn the_node_check_fails_a_node_below_the_tables_single_node_figure() {
     let rec = recommendation("h100-blocks", "pytorchjob");
     let check = objects(&rec, &Policy::embedded()).node_check.unwrap();
-    let parts_low = trainplace_catalog::bandwidth::Expectations::embedded()
-        .lookup("p5.48xlarge", 1, Some(8))
-        .unwrap()
-        .low;
-    assert_eq!(parts_low, 315.0);
-    let good = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../diagnose/fixtures/nccl_tests_p5_single_node.txt"),
-    )
-    .unwrap();
+    let table = trainplace_catalog::bandwidth::Expectations::embedded();
+    let low = |nvls| {
+        table
+            .lookup_nvls("p5.48xlarge", 1, Some(8), Some(nvls))
+            .unwrap()
+            .low
+    };
+    assert_eq!((low(false), low(true)), (333.0, 432.0));
+    // 351.7 GB/s without NVLink SHARP: a healthy 8 x H100 node (370 GB/s measured).
+    let good = diagnose_fixture("nccl_tests_p5_nvls_off.txt");
     let (ok, line) = verdict(&check, &good);
     assert!(ok, "{line}");
     assert!(
-        line.contains("node ip-10-0-0-1: peak busbw 351.7 GB/s (pass at 315.0)"),
+        line.contains("node ip-10-0-0-1: NVLS off, peak busbw 351.7 GB/s (pass at 333.0)"),
         "{line}"
     );
+    // The same figure with NVLS in use: 27% under a healthy node's 480 GB/s, which the
+    // old single floor (315 GB/s) passed.
+    let (ok, line) = verdict(&check, &diagnose_fixture("nccl_tests_p5_nvls_on.txt"));
+    assert!(!ok, "{line}");
+    assert!(
+        line.contains("NVLS on, peak busbw 351.7 GB/s (pass at 432.0)"),
+        "{line}"
+    );
+    // No NCCL log in the output: judged as NVLS off (the lower floor).
+    let (ok, line) = verdict(&check, &diagnose_fixture("nccl_tests_p5_single_node.txt"));
+    assert!(ok && line.contains("NVLS off"), "{line}");
     // The same node with NVLink at half speed: the out-of-place busbw halved.
     let slow: String = good
         .lines()
@@ -251,6 +271,11 @@ fn the_node_check_fails_a_node_below_the_tables_single_node_figure() {
     assert!(line.contains("peak busbw 175.9 GB/s"), "{line}");
     // No figures at all (the run died): a failure, not a pass.
     assert!(!verdict(&check, "# nThread 1\n").0);
+    // The pod asks NCCL for the log that says it.
+    let script = check["spec"]["template"]["spec"]["containers"][0]["command"][2]
+        .as_str()
+        .unwrap();
+    assert!(script.starts_with("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT"), "{script}");
 }
 
 #[test]
@@ -268,7 +293,8 @@ fn the_script_checks_each_node_before_the_multi_node_check_and_the_job() {
     // The file says what passes and where the figure comes from, once.
     let file = &artifacts("h100-blocks", "pytorchjob")["nccl-node-check.yaml"];
     assert!(
-        file.contains("below 315 GB/s (trainplace estimate F1: NVLink4 450 GB/s x 0.70..1.05)"),
+        file.contains("below 432 GB/s with NVLink SHARP (measured: docs/measurements.md: 8 x H100 with NVLS, 480 GB/s")
+            && file.contains("or 333 GB/s without (measured: docs/measurements.md: 8 x H100 without NVLS (ring), 370 GB/s"),
         "{file}"
     );
     // The name the script waits on is the Job's.

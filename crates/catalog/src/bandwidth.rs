@@ -46,6 +46,11 @@ pub struct Expectation {
     /// Rows with a GPU count win over generic rows for runs on that many GPUs per node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus_per_node: Option<u32>,
+    /// Rows for one NVLink SHARP (NVLS) state: NCCL's in-switch all-reduce raises a
+    /// healthy node's busbw well past the ring bound, so one floor cannot fit both. A
+    /// run whose state is unknown is judged by the NVLS-off row (the lower one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvls: Option<bool>,
     pub low: f64,
     pub high: f64,
     pub basis: Basis,
@@ -120,14 +125,52 @@ impl Expectations {
         nodes: u32,
         gpus_per_node: Option<u32>,
     ) -> Option<&Expectation> {
-        let covering = || {
-            self.rows
-                .iter()
-                .filter(|row| row.covers(instance_type, nodes))
+        self.lookup_nvls(instance_type, nodes, gpus_per_node, None)
+    }
+
+    /// As `lookup`, for a run whose NVLink SHARP state is `nvls` (from NCCL's log;
+    /// `None` when the log does not say). A row for that state wins over one that does
+    /// not depend on it; an unknown state takes the NVLS-off row; a state without a row
+    /// of its own falls back to the other state's row (the caller sees it in
+    /// `Expectation::nvls` and says so).
+    pub fn lookup_nvls(
+        &self,
+        instance_type: &str,
+        nodes: u32,
+        gpus_per_node: Option<u32>,
+        nvls: Option<bool>,
+    ) -> Option<&Expectation> {
+        let state = nvls.unwrap_or(false);
+        let score = |row: &Expectation| {
+            let gpus = match row.gpus_per_node {
+                None => 1,
+                Some(g) if Some(g) == gpus_per_node => 2,
+                Some(_) => return None,
+            };
+            let nvls = match row.nvls {
+                Some(s) if s == state => 2,
+                None => 1,
+                Some(_) => 0,
+            };
+            Some(gpus * 4 + nvls)
         };
-        covering()
-            .find(|row| row.gpus_per_node.is_some() && row.gpus_per_node == gpus_per_node)
-            .or_else(|| covering().find(|row| row.gpus_per_node.is_none()))
+        let mut best: Option<(u32, &Expectation)> = None;
+        for row in self.rows.iter().filter(|row| row.covers(instance_type, nodes)) {
+            if let Some(s) = score(row)
+                && best.is_none_or(|(b, _)| s > b)
+            {
+                best = Some((s, row));
+            }
+        }
+        best.map(|(_, row)| row)
+    }
+
+    /// Whether the table has rows per NVLS state for this type and node count, so a
+    /// check must read the state to pick its floor.
+    pub fn depends_on_nvls(&self, instance_type: &str, nodes: u32) -> bool {
+        self.rows
+            .iter()
+            .any(|row| row.covers(instance_type, nodes) && row.nvls.is_some())
     }
 }
 
@@ -198,10 +241,31 @@ mod tests {
         let table = Expectations::embedded();
         let four = table.lookup("p5en.48xlarge", 1, Some(4)).expect("row");
         assert_eq!(four.basis, Basis::Measured);
-        let eight = table.lookup("p5en.48xlarge", 1, Some(8)).expect("row");
-        assert_eq!(eight.basis, Basis::Estimate);
+        let six = table.lookup("p5en.48xlarge", 1, Some(6)).expect("row");
+        assert_eq!(six.basis, Basis::Estimate);
         assert!(table.lookup("p5en.48xlarge", 3, Some(8)).expect("row").low < four.low);
         assert!(table.lookup("trn1.32xlarge", 1, None).is_none());
+    }
+
+    #[test]
+    fn nvls_state_picks_its_row_and_unknown_takes_the_lower() {
+        let table = Expectations::embedded();
+        let on = table.lookup_nvls("p5.48xlarge", 1, Some(8), Some(true)).expect("row");
+        let off = table.lookup_nvls("p5.48xlarge", 1, Some(8), Some(false)).expect("row");
+        let unknown = table.lookup("p5.48xlarge", 1, Some(8)).expect("row");
+        assert_eq!((on.nvls, off.nvls), (Some(true), Some(false)));
+        assert!(on.low > off.high, "NVLS on must fail a node NVLS off calls healthy");
+        assert_eq!(unknown, off);
+        assert!(table.depends_on_nvls("p5.48xlarge", 1));
+        assert!(!table.depends_on_nvls("p4d.24xlarge", 1));
+        // GB200 has an NVLS-off row only: NVLS on falls back to it (the caller says so).
+        let gb = table
+            .lookup_nvls("p6e-gb200.36xlarge", 1, Some(4), Some(true))
+            .expect("row");
+        assert_eq!(gb.nvls, Some(false));
+        // Other GPU counts keep the generic estimate.
+        let six = table.lookup_nvls("p5.48xlarge", 1, Some(6), Some(true)).expect("row");
+        assert_eq!((six.basis, six.nvls), (Basis::Estimate, None));
     }
 
     #[test]

@@ -84,6 +84,10 @@ pub struct TestsSummary {
     pub instance_type_from: Option<String>,
     pub nodes: Option<u32>,
     pub gpus_per_node: Option<u32>,
+    /// Whether NCCL used NVLink SHARP, from its log in the same output (`NVLS multicast
+    /// support is [not] available`, `NCCL_NVLS_ENABLE set by environment to 0`); `None`
+    /// when the output does not say.
+    pub nvls: Option<bool>,
     pub expectation: Option<Expectation>,
     pub verdict: Verdict,
     /// Why there is no verdict, or what the verdict rests on.
@@ -151,8 +155,13 @@ pub(crate) fn analyse(text: &str, opts: &Options) -> TestsSummary {
     let mut device = None;
     let mut avg_busbw = None;
     let mut test = None;
+    let mut nvls = None;
     for raw in text.lines() {
         let line = strip_log_prefix(raw).trim();
+        if let Some(state) = nvls_state(line) {
+            // Off anywhere wins: one rank without NVLS keeps the communicator off it.
+            nvls = Some(nvls.unwrap_or(true) && state);
+        }
         if let Some(caps) = RANK_LINE.captures(line) {
             ranks += 1;
             hosts.insert(caps["host"].to_string());
@@ -188,6 +197,7 @@ pub(crate) fn analyse(text: &str, opts: &Options) -> TestsSummary {
         instance_type_from: None,
         nodes,
         gpus_per_node,
+        nvls,
         expectation: None,
         verdict: Verdict::NotJudged,
         basis: String::new(),
@@ -214,6 +224,22 @@ fn candidate_types(summary: &mut TestsSummary, opts: &Options) -> Vec<String> {
                 .collect()
         }
         (None, None) => Vec::new(),
+    }
+}
+
+/// What one line of NCCL's INFO log says of NVLink SHARP. NCCL logs the multicast
+/// support of each device at init (`src/transport/nvls.cc`,
+/// <https://github.com/NVIDIA/nccl/blob/master/src/transport/nvls.cc>), and the variable
+/// when set (`NCCL_NVLS_ENABLE`, <https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-nvls-enable>).
+fn nvls_state(line: &str) -> Option<bool> {
+    if line.contains("NVLS multicast support is not available") {
+        Some(false)
+    } else if line.contains("NVLS multicast support is available") {
+        Some(true)
+    } else if line.contains("NCCL_NVLS_ENABLE set by environment to 0") {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -255,7 +281,10 @@ fn judge(summary: &mut TestsSummary, opts: &Options) {
     }
     let found: Vec<Option<&Expectation>> = candidates
         .iter()
-        .map(|name| opts.expectations.lookup(name, nodes, summary.gpus_per_node))
+        .map(|name| {
+            opts.expectations
+                .lookup_nvls(name, nodes, summary.gpus_per_node, summary.nvls)
+        })
         .collect();
     let Some(Some(expectation)) = found.first() else {
         summary.basis = format!(
@@ -282,8 +311,9 @@ fn judge(summary: &mut TestsSummary, opts: &Options) {
         return;
     }
     summary.verdict = verdict(summary.peak_busbw, expectation);
+    let nvls = nvls_note(summary.nvls, expectation);
     summary.basis = format!(
-        "{} on {nodes} node(s){}: {:.1}..{:.1} GB/s from {}; instance type from {}",
+        "{} on {nodes} node(s){}{nvls}: {:.1}..{:.1} GB/s from {}; instance type from {}",
         candidates.join(" / "),
         summary
             .gpus_per_node
@@ -295,6 +325,27 @@ fn judge(summary: &mut TestsSummary, opts: &Options) {
         summary.instance_type_from.as_deref().unwrap_or("?")
     );
     summary.expectation = Some((*expectation).clone());
+}
+
+/// Which NVLS state the range is for, when the table has one per state.
+fn nvls_note(nvls: Option<bool>, expectation: &Expectation) -> String {
+    let Some(row) = expectation.nvls else {
+        return String::new();
+    };
+    let word = |on: bool| if on { "on" } else { "off" };
+    match nvls {
+        Some(state) if state == row => format!(", NVLS {} (NCCL's log)", word(state)),
+        Some(state) => format!(
+            ", NVLS {} (NCCL's log) but the table has no NVLS-{} row: judged by the NVLS-{} range, which a slow node may pass",
+            word(state),
+            word(state),
+            word(row)
+        ),
+        None => format!(
+            ", NVLS state unknown (no NCCL INFO log in the input; run with NCCL_DEBUG=INFO): judged by the NVLS-{} range",
+            word(row)
+        ),
+    }
 }
 
 pub(crate) fn check(summary: &TestsSummary) -> Vec<Finding> {

@@ -124,6 +124,26 @@ use trainplace_diagnose::{Basis, InputKind, Severity, Verdict, diagnose};
     Some(1),
     28
 )]
+// The same 355 GB/s node: healthy without NVLink SHARP (370 GB/s measured on healthy
+// 8 x H100), a slow node with it (480 GB/s), as NCCL's log in the output says.
+#[case::p5_nvls_on_is_slow(
+    "nccl_tests_p5_nvls_on.txt",
+    None,
+    None,
+    Verdict::Below,
+    Some("p5.48xlarge"),
+    Some(1),
+    28
+)]
+#[case::p5_nvls_off_is_healthy(
+    "nccl_tests_p5_nvls_off.txt",
+    None,
+    None,
+    Verdict::Within,
+    Some("p5.48xlarge"),
+    Some(1),
+    28
+)]
 fn verdicts(
     #[case] name: &str,
     #[case] instance: Option<&str>,
@@ -249,4 +269,28 @@ fn custom_expectation_table_replaces_the_embedded_one() {
     let tests = report.nccl_tests.unwrap();
     assert_eq!(tests.verdict, Verdict::Below);
     assert!(tests.basis.contains("our lab"));
+}
+
+#[test]
+fn the_nvls_state_in_the_log_picks_the_floor_and_the_basis_says_which() {
+    let on = diagnose(&fixture("nccl_tests_p5_nvls_on.txt"), None, &opts_full(None, None, None))
+        .expect("report");
+    let on = on.nccl_tests.as_ref().expect("summary");
+    assert_eq!(on.nvls, Some(true));
+    assert!(on.basis.contains("NVLS on (NCCL's log)"), "{}", on.basis);
+    assert_eq!(on.expectation.as_ref().map(|e| e.low), Some(432.0));
+    let unknown = diagnose(
+        &fixture("nccl_tests_p5_single_node.txt"),
+        None,
+        &opts_full(None, None, None),
+    )
+    .expect("report");
+    let unknown = unknown.nccl_tests.as_ref().expect("summary");
+    assert_eq!(unknown.nvls, None);
+    assert!(
+        unknown.basis.contains("NVLS state unknown"),
+        "{}",
+        unknown.basis
+    );
+    assert_eq!(unknown.expectation.as_ref().map(|e| e.low), Some(333.0));
 }

@@ -35,30 +35,54 @@ pub fn name(job: &str) -> String {
     format!("{job}-node-check")
 }
 
-/// The pass threshold (GB/s) and where it comes from.
-pub fn threshold(parts: &PodParts<'_>) -> Option<(f64, String)> {
-    let p = &parts.rec.instance;
-    Expectations::embedded()
-        .lookup(&p.name, 1, Some(p.accelerators))
-        .map(|e| {
-            let source = if e.source.starts_with(e.basis.label()) {
-                e.source.clone()
-            } else {
-                format!("{}: {}", e.basis.label(), e.source)
-            };
-            (e.low, source)
-        })
+/// A pass threshold (GB/s) and where it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Floor {
+    pub low: f64,
+    pub source: String,
 }
 
-/// The pod's script: run all_reduce_perf, print its peak out-of-place busbw (column 8
-/// of a data row), fail below the threshold.
+/// The node's floors: one, or one per NVLink SHARP state where the table has rows for
+/// each (a healthy 8 x H100 node reaches about 370 GB/s without NVLS and 480 with it, so
+/// one floor would pass a slow node or fail a healthy one). The pod reads the state
+/// from NCCL's log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Floors {
+    /// NVLS off, or whatever the state when the table does not depend on it.
+    pub off: Option<Floor>,
+    /// NVLS on, when the table has a row for it.
+    pub on: Option<Floor>,
+}
+
+pub fn floors(parts: &PodParts<'_>) -> Floors {
+    let p = &parts.rec.instance;
+    let table = Expectations::shared();
+    let floor = |nvls| {
+        table
+            .lookup_nvls(&p.name, 1, Some(p.accelerators), nvls)
+            .map(|e| (e.nvls, Floor { low: e.low, source: e.cited() }))
+    };
+    let off = floor(Some(false));
+    let on = floor(Some(true)).filter(|(state, _)| *state == Some(true));
+    Floors {
+        off: off.map(|(_, f)| f),
+        on: on.map(|(_, f)| f),
+    }
+}
+
+/// The pod's script: run all_reduce_perf with NCCL's INIT log (which says whether NVLS
+/// is in use: `NVLS multicast support is [not] available on dev N`), print its peak
+/// out-of-place busbw (column 8 of a data row), fail below the floor for that state.
 fn script(parts: &PodParts<'_>) -> String {
     let gpus = parts.rec.instance.accelerators;
-    let min = threshold(parts).map_or(0.0, |(low, _)| low);
+    let f = floors(parts);
+    let off = f.off.as_ref().map_or(0.0, |f| f.low);
+    let on = f.on.as_ref().map_or(off, |f| f.low);
     format!(
-        "{ALL_REDUCE_PERF} -b 256M -e 4G -f 2 -g {gpus} -c 1 -n 50 | tee /tmp/nccl.log; \
-         awk -v min={min} -v node=\"$NODE_NAME\" '$1 ~ /^[0-9]+$/ && NF >= 12 {{ if ($8 + 0 > peak) peak = $8 + 0 }} \
-         END {{ printf \"node %s: peak busbw %.1f GB/s (pass at %.1f)\\n\", node, peak, min; exit (peak > 0 && peak >= min) ? 0 : 1 }}' /tmp/nccl.log"
+        "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV {ALL_REDUCE_PERF} -b 256M -e 4G -f 2 -g {gpus} -c 1 -n 50 | tee /tmp/nccl.log; \
+         awk -v off={off} -v on={on} -v node=\"$NODE_NAME\" '/NVLS multicast support is available/ {{ yes = 1 }} /NVLS multicast support is not available|NCCL_NVLS_ENABLE set by environment to 0/ {{ no = 1 }} \
+         $1 ~ /^[0-9]+$/ && NF >= 12 {{ if ($8 + 0 > peak) peak = $8 + 0 }} \
+         END {{ nvls = yes && !no; min = nvls ? on : off; printf \"node %s: NVLS %s, peak busbw %.1f GB/s (pass at %.1f)\\n\", node, nvls ? \"on\" : \"off\", peak, min; exit (peak > 0 && peak >= min) ? 0 : 1 }}' /tmp/nccl.log"
     )
 }
 
@@ -85,11 +109,16 @@ pub fn node_check(parts: &PodParts<'_>) -> Value {
 }
 
 pub fn notes(parts: &PodParts<'_>) -> Vec<String> {
-    let pass = match threshold(parts) {
-        Some((low, source)) => {
-            format!("a pod fails when its peak busbw is below {low} GB/s ({source})")
+    let f = floors(parts);
+    let pass = match (&f.off, &f.on) {
+        (Some(off), Some(on)) => format!(
+            "a pod fails when its peak busbw is below {} GB/s with NVLink SHARP ({}) or {} GB/s without ({}); it reads the state from NCCL's log",
+            on.low, on.source, off.low, off.source
+        ),
+        (Some(off), None) => {
+            format!("a pod fails when its peak busbw is below {} GB/s ({})", off.low, off.source)
         }
-        None => {
+        _ => {
             "no single-node busbw figure for this type: only nccl-tests' data check (-c 1) judges"
                 .into()
         }

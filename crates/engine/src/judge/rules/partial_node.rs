@@ -48,7 +48,8 @@ fn inside_node(inst: &InstanceProfile) -> String {
                 e.low,
                 e.high,
                 inst.name,
-                e.cited()
+                // The figure and its basis; the range's margins are in the table.
+                e.cited().split(';').next().unwrap_or_default()
             )
         })
         .unwrap_or_default()
