@@ -86,7 +86,7 @@ mod tests {
         let one = bandwidth(c.get("p5.48xlarge").unwrap(), 1);
         assert_eq!(
             (one.class.as_str(), one.busbw_low_gbs),
-            ("nvlink", Some(315.0))
+            ("nvlink", Some(333.0))
         );
     }
 }
