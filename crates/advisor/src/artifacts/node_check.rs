@@ -52,6 +52,8 @@ pub struct Floors {
     pub off: Option<Floor>,
     /// NVLS on, when the table has a row for it.
     pub on: Option<Floor>,
+    /// The floor is for NVLS off only, and NVLS on has none (GB200).
+    pub off_only: bool,
 }
 
 pub fn floors(parts: &PodParts<'_>) -> Floors {
@@ -65,6 +67,7 @@ pub fn floors(parts: &PodParts<'_>) -> Floors {
     let off = floor(Some(false));
     let on = floor(Some(true)).filter(|(state, _)| *state == Some(true));
     Floors {
+        off_only: on.is_none() && off.as_ref().is_some_and(|(state, _)| *state == Some(false)),
         off: off.map(|(_, f)| f),
         on: on.map(|(_, f)| f),
     }
@@ -114,6 +117,10 @@ pub fn notes(parts: &PodParts<'_>) -> Vec<String> {
         (Some(off), Some(on)) => format!(
             "a pod fails when its peak busbw is below {} GB/s with NVLink SHARP ({}) or {} GB/s without ({}); it reads the state from NCCL's log",
             on.low, on.source, off.low, off.source
+        ),
+        (Some(off), None) if f.off_only => format!(
+            "a pod fails when its peak busbw is below {} GB/s ({}); with NVLink SHARP in use there is no published figure for this type, so the same floor judges, and a slow node may pass",
+            off.low, off.source
         ),
         (Some(off), None) => {
             format!("a pod fails when its peak busbw is below {} GB/s ({})", off.low, off.source)
