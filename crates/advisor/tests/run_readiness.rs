@@ -275,7 +275,10 @@ fn the_node_check_fails_a_node_below_the_tables_single_node_figure() {
     let script = check["spec"]["template"]["spec"]["containers"][0]["command"][2]
         .as_str()
         .unwrap();
-    assert!(script.starts_with("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT"), "{script}");
+    assert!(
+        script.starts_with("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT"),
+        "{script}"
+    );
 }
 
 #[test]

@@ -155,7 +155,11 @@ impl Expectations {
             Some(gpus * 4 + nvls)
         };
         let mut best: Option<(u32, &Expectation)> = None;
-        for row in self.rows.iter().filter(|row| row.covers(instance_type, nodes)) {
+        for row in self
+            .rows
+            .iter()
+            .filter(|row| row.covers(instance_type, nodes))
+        {
             if let Some(s) = score(row)
                 && best.is_none_or(|(b, _)| s > b)
             {
@@ -250,11 +254,18 @@ mod tests {
     #[test]
     fn nvls_state_picks_its_row_and_unknown_takes_the_lower() {
         let table = Expectations::embedded();
-        let on = table.lookup_nvls("p5.48xlarge", 1, Some(8), Some(true)).expect("row");
-        let off = table.lookup_nvls("p5.48xlarge", 1, Some(8), Some(false)).expect("row");
+        let on = table
+            .lookup_nvls("p5.48xlarge", 1, Some(8), Some(true))
+            .expect("row");
+        let off = table
+            .lookup_nvls("p5.48xlarge", 1, Some(8), Some(false))
+            .expect("row");
         let unknown = table.lookup("p5.48xlarge", 1, Some(8)).expect("row");
         assert_eq!((on.nvls, off.nvls), (Some(true), Some(false)));
-        assert!(on.low > off.high, "NVLS on must fail a node NVLS off calls healthy");
+        assert!(
+            on.low > off.high,
+            "NVLS on must fail a node NVLS off calls healthy"
+        );
         assert_eq!(unknown, off);
         assert!(table.depends_on_nvls("p5.48xlarge", 1));
         assert!(!table.depends_on_nvls("p4d.24xlarge", 1));
@@ -264,7 +275,9 @@ mod tests {
             .expect("row");
         assert_eq!(gb.nvls, Some(false));
         // Other GPU counts keep the generic estimate.
-        let six = table.lookup_nvls("p5.48xlarge", 1, Some(6), Some(true)).expect("row");
+        let six = table
+            .lookup_nvls("p5.48xlarge", 1, Some(6), Some(true))
+            .expect("row");
         assert_eq!((six.basis, six.nvls), (Basis::Estimate, None));
     }
 

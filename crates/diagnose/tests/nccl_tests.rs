@@ -273,8 +273,12 @@ fn custom_expectation_table_replaces_the_embedded_one() {
 
 #[test]
 fn the_nvls_state_in_the_log_picks_the_floor_and_the_basis_says_which() {
-    let on = diagnose(&fixture("nccl_tests_p5_nvls_on.txt"), None, &opts_full(None, None, None))
-        .expect("report");
+    let on = diagnose(
+        &fixture("nccl_tests_p5_nvls_on.txt"),
+        None,
+        &opts_full(None, None, None),
+    )
+    .expect("report");
     let on = on.nccl_tests.as_ref().expect("summary");
     assert_eq!(on.nvls, Some(true));
     assert!(on.basis.contains("NVLS on (NCCL's log)"), "{}", on.basis);

@@ -62,7 +62,15 @@ pub fn floors(parts: &PodParts<'_>) -> Floors {
     let floor = |nvls| {
         table
             .lookup_nvls(&p.name, 1, Some(p.accelerators), nvls)
-            .map(|e| (e.nvls, Floor { low: e.low, source: e.cited() }))
+            .map(|e| {
+                (
+                    e.nvls,
+                    Floor {
+                        low: e.low,
+                        source: e.cited(),
+                    },
+                )
+            })
     };
     let off = floor(Some(false));
     let on = floor(Some(true)).filter(|(state, _)| *state == Some(true));
@@ -123,12 +131,13 @@ pub fn notes(parts: &PodParts<'_>) -> Vec<String> {
             off.low, off.source
         ),
         (Some(off), None) => {
-            format!("a pod fails when its peak busbw is below {} GB/s ({})", off.low, off.source)
+            format!(
+                "a pod fails when its peak busbw is below {} GB/s ({})",
+                off.low, off.source
+            )
         }
-        _ => {
-            "no single-node busbw figure for this type: only nccl-tests' data check (-c 1) judges"
-                .into()
-        }
+        _ => "no single-node busbw figure for this type: only nccl-tests' data check (-c 1) judges"
+            .into(),
     };
     vec![
         format!(
