@@ -10,7 +10,8 @@
 //!   (<https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTopology.html>)
 //!   for the instances behind the cluster's nodes of the plan's type and zone (their
 //!   `spec.providerID`, `aws:///ZONE/INSTANCE-ID`), at most 100 ids a call as the API
-//!   allows, saved as JSON.
+//!   allows, saved as JSON for `trainplace diagnose --topology` (NVIDIA types: diagnose
+//!   reads NCCL's logs, and Trainium's collectives are Neuron's).
 //!
 //! Each prints `topology:` lines (`topology_summary`, POSIX sh and awk, no jq): how many
 //! network nodes of each layer the capacity spans and where the farthest two meet. The
@@ -100,8 +101,13 @@ pub fn instance_lines(rec: &Recommendation, out: &mut Vec<String>) {
     }
     let zone = &rec.availability_zone;
     let call = "xargs -n 100 aws ec2 describe-instance-topology --region \"$REGION\"";
+    let reader = if super::plugins::is_nvidia(rec) {
+        " for `trainplace diagnose --topology`"
+    } else {
+        ""
+    };
     out.push(format!(
-        "# {{STEP}} How far apart the nodes are in the EC2 network (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology.html): the {t} nodes in {zone}, saved to {INSTANCE_TOPOLOGY_FILE}. Read only: nothing stops on it."
+        "# {{STEP}} How far apart the nodes are in the EC2 network (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology.html): the {t} nodes in {zone}, saved to {INSTANCE_TOPOLOGY_FILE}{reader}. Read only: nothing stops on it."
     ));
     out.push(format!(
         "IDS=$(kubectl get nodes -l node.kubernetes.io/instance-type={t},topology.kubernetes.io/zone={zone} -o jsonpath='{{range .items[*]}}{{.spec.providerID}}{{\"\\n\"}}{{end}}' | sed -n 's|^aws:///.*/\\(i-[0-9a-f]*\\)$|\\1|p')"
