@@ -3,9 +3,9 @@
 //! the loopback answerer (tests/aws_loopback), which answers both topology calls in the
 //! documented response shape: the run stage's `describe-instance-topology` over the
 //! cluster's nodes (a `kubectl` stand-in lists their provider ids), in batches of at most
-//! 100 ids, and a script with a wrong parameter, which must not pass. The set-up
-//! stage's `describe-capacity-reservation-topology` runs in tests/advisor_aws_cli.rs,
-//! after the blocks are bought.
+//! 100 ids, and a script with a wrong parameter, which must not pass; and the set-up
+//! stage's `describe-capacity-reservation-topology` of a block the account already holds
+//! (of blocks it buys: tests/advisor_aws_cli.rs).
 
 #[path = "aws_loopback/mod.rs"]
 mod aws_loopback;
@@ -22,10 +22,15 @@ fn repo() -> PathBuf {
 
 /// `trainplace advise` for 8 x p5.48xlarge on the fixture's offerings, emitted.
 fn emit() -> tempfile::TempDir {
+    emit_with(&[])
+}
+
+fn emit_with(extra: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let offerings = repo().join("crates/advisor/fixtures/capacity-block-offerings.json");
     let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
         .args(["advise", "--gpus", "64", "--family", "h100", "--days", "7"])
+        .args(extra)
         .args(["--capacity", "capacity-block", "--offerings"])
         .arg(offerings)
         .args(["--now", "2026-11-22T00:00:00Z", "--emit"])
@@ -95,7 +100,22 @@ fn instances(n: usize) -> (Vec<String>, Value) {
     (ids, json!({"Instances": items}))
 }
 
-fn run(aws: &Aws, dir: &Path, file: &str) -> Output {
+/// The set-up stage up to its nodes step, closed, as `setup.sh`.
+fn setup_stage(dir: &Path) {
+    let script = std::fs::read_to_string(dir.join("aws-cli.sh")).unwrap();
+    let nodes = script
+        .find(". Nodes: ")
+        .unwrap_or_else(|| panic!("no nodes step in\n{script}"));
+    let nodes = script[..nodes].rfind('\n').unwrap() + 1;
+    std::fs::write(
+        dir.join("setup.sh"),
+        format!("{}echo SETUP-DONE\nfi\n", &script[..nodes]),
+    )
+    .unwrap();
+}
+
+/// `sh FILE STAGE` in `dir`.
+fn run(aws: &Aws, dir: &Path, file: &str, stage: &str) -> Output {
     let bin = venv_tool("aws");
     let path = format!(
         "{}:{}:{}",
@@ -104,7 +124,7 @@ fn run(aws: &Aws, dir: &Path, file: &str) -> Output {
         std::env::var("PATH").unwrap()
     );
     Command::new("sh")
-        .args([file, "run"])
+        .args([file, stage])
         .current_dir(dir)
         .env_clear()
         .env("PATH", path)
@@ -138,7 +158,7 @@ fn setup() -> (tempfile::TempDir, Aws, String) {
 fn the_run_stage_reads_the_nodes_topology_with_the_real_aws_cli() {
     let (dir, aws, step) = setup();
     std::fs::write(dir.path().join("topology.sh"), &step).unwrap();
-    let out = run(&aws, dir.path(), "topology.sh");
+    let out = run(&aws, dir.path(), "topology.sh", "run");
     assert!(out.status.success(), "{}", text(&out));
     let said = text(&out);
     assert!(
@@ -191,7 +211,7 @@ fn a_wrong_parameter_or_query_does_not_pass() {
         assert!(step.contains(right), "{right} not in\n{step}");
         std::fs::write(dir.path().join("wrong.sh"), step.replacen(right, slip, 1)).unwrap();
         aws.clear();
-        let out = run(&aws, dir.path(), "wrong.sh");
+        let out = run(&aws, dir.path(), "wrong.sh", "run");
         let said = text(&out);
         assert!(!said.contains(summary), "{slip}: passed\n{said}");
     }
@@ -202,11 +222,42 @@ fn a_wrong_parameter_or_query_does_not_pass() {
     )
     .unwrap();
     aws.clear();
-    let out = run(&aws, dir.path(), "wrong.sh");
+    let out = run(&aws, dir.path(), "wrong.sh", "run");
     assert_eq!(aws.count("answerer DescribeInstanceTopology"), 0);
     assert!(
         text(&out).contains("topology: describe-instance-topology failed"),
         "{}",
         text(&out)
+    );
+}
+
+#[test]
+fn a_held_blocks_topology_is_read_at_set_up_with_the_real_aws_cli() {
+    let held = repo().join("crates/advisor/fixtures/existing-reservations.json");
+    let dir = emit_with(&["--existing-reservations", held.to_str().unwrap()]);
+    setup_stage(dir.path());
+    let topology = dir.path().join("answer-reservation-topology.json");
+    std::fs::write(
+        &topology,
+        json!({"CapacityReservations": [{"CapacityReservationId": "cr-0b7c6d5e4f3a21098",
+            "State": "active", "InstanceType": "p5.48xlarge", "AvailabilityZone": "us-east-1b",
+            "AvailabilityZoneId": "use1-az6", "NetworkNodes": ["nn-l1", "nn-l2", "nn-l3"]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let aws = Aws::start_with(&[("LOOPBACK_RESERVATION_TOPOLOGY", topology.to_str().unwrap())]);
+    let out = run(&aws, dir.path(), "setup.sh", "setup");
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("SETUP-DONE"), "{said}");
+    assert_eq!(
+        aws.count("answerer DescribeCapacityReservationTopology"),
+        1,
+        "{}",
+        aws.requests()
+    );
+    assert!(
+        said.contains("topology: 1 reservation(s) under 1 layer-1, 1 layer-2, 1 layer-3 network node(s)\ntopology: all under one layer-3 network node: as close as EC2 describes"),
+        "{said}"
     );
 }
