@@ -23,16 +23,12 @@ use crate::topology::{reads_instances, reads_reservations};
 /// Where the run stage saves the instance topology (`describe-instance-topology --output json`).
 pub const INSTANCE_TOPOLOGY_FILE: &str = "instance-topology.json";
 
-/// The text query both reads use: id, state (reservations) or type (instances), then
-/// the node set top-down, layers 1 to 4 (`None` where a layer is absent).
-fn text_query(list: &str, second: &str) -> String {
+/// The text query both reads use: `id`, then `second` (the state of a reservation, the
+/// type of an instance), then the node set top-down, layers 1 to 4 (`None` where a layer
+/// is absent).
+fn text_query(list: &str, id: &str, second: &str) -> String {
     format!(
-        "{list}[].[{list_id},{second},NetworkNodes[0],NetworkNodes[1],NetworkNodes[2],NetworkNodes[3]]",
-        list_id = if list == "Instances" {
-            "InstanceId"
-        } else {
-            "CapacityReservationId"
-        }
+        "{list}[].[{id},{second},NetworkNodes[0],NetworkNodes[1],NetworkNodes[2],NetworkNodes[3]]"
     )
 }
 
@@ -89,7 +85,7 @@ pub fn reservation_lines(rec: &Recommendation, ids: &[String], out: &mut Vec<Str
     out.push(format!(
         "if TOPO=$(aws ec2 describe-capacity-reservation-topology --region \"$REGION\" --capacity-reservation-ids {} --query '{}' --output text); then printf '%s\\n' \"$TOPO\" | topology_summary 'reservation(s)'; else echo 'topology: describe-capacity-reservation-topology failed (its error is above); nothing depends on it' >&2; fi",
         ids.join(" "),
-        text_query("CapacityReservations", "State")
+        text_query("CapacityReservations", "CapacityReservationId", "State")
     ));
 }
 
@@ -114,7 +110,7 @@ pub fn instance_lines(rec: &Recommendation, out: &mut Vec<String>) {
     ));
     out.push(format!(
         "if [ -z \"$IDS\" ]; then echo 'topology: no {t} node in {zone} yet: nothing to read'; elif printf '%s\\n' $IDS | {call} --output json --instance-ids > {INSTANCE_TOPOLOGY_FILE} && TOPO=$(printf '%s\\n' $IDS | {call} --query '{}' --output text --instance-ids); then printf '%s\\n' \"$TOPO\" | topology_summary 'instance(s)'; else echo 'topology: describe-instance-topology failed (its error is above); the job does not depend on it' >&2; fi",
-        text_query("Instances", "InstanceType")
+        text_query("Instances", "InstanceId", "InstanceType")
     ));
     out.push(String::new());
 }
