@@ -70,14 +70,21 @@ fn emit(args: &[&str], offerings: &str) -> tempfile::TempDir {
 
 /// `sh buy.sh` in `dir` with the real `aws` (from .venv) against `aws`.
 fn run(aws: &Aws, dir: &Path, env: &[(&str, &str)]) -> Output {
+    run_file(aws, dir, "buy.sh", env)
+}
+
+/// `sh FILE` in `dir` with the real `aws` (from .venv) against `aws`, and the stand-ins
+/// in `dir/bin` (if any) before it on the PATH.
+fn run_file(aws: &Aws, dir: &Path, file: &str, env: &[(&str, &str)]) -> Output {
     let bin = venv_tool("aws");
     let path = format!(
-        "{}:{}",
+        "{}:{}:{}",
+        dir.join("bin").display(),
         bin.parent().unwrap().display(),
         std::env::var("PATH").unwrap()
     );
     Command::new("sh")
-        .arg("buy.sh")
+        .arg(file)
         .current_dir(dir)
         .env_clear()
         .env("PATH", path)
@@ -109,11 +116,15 @@ fn fee(dir: &Path) -> String {
 #[test]
 fn the_two_block_p5_plan_buys_both_blocks_once_with_the_real_aws_cli() {
     let offerings = fixture("capacity-block-offerings.json");
-    let aws = Aws::start_with(&[("LOOPBACK_OFFERINGS", &offerings)]);
     let dir = emit(
         &["--gpus", "64", "--family", "h100", "--days", "7"],
         &offerings,
     );
+    let topology = dir.path().join("reservation-topology.json");
+    let aws = Aws::start_with(&[
+        ("LOOPBACK_OFFERINGS", &offerings),
+        ("LOOPBACK_RESERVATION_TOPOLOGY", topology.to_str().unwrap()),
+    ]);
     let fee = fee(dir.path());
     // No confirmation: nothing bought.
     let out = run(&aws, dir.path(), &[]);
@@ -144,13 +155,50 @@ fn the_two_block_p5_plan_buys_both_blocks_once_with_the_real_aws_cli() {
     assert_eq!(aws.count("moto AWSEvents.PutRule"), 1, "{requests}");
     let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
     assert!(!config.contains("REPLACE-WITH"), "{config}");
-    // Again: both found by their tags, nothing bought.
+    // The blocks' topology, read once they are bought: scheduled, so EC2 gives none yet.
+    assert_eq!(
+        aws.count("answerer DescribeCapacityReservationTopology"),
+        1,
+        "{requests}"
+    );
+    assert!(
+        requests.rfind("PurchaseCapacityBlock")
+            < requests.find("DescribeCapacityReservationTopology"),
+        "{requests}"
+    );
+    assert!(
+        text(&out).contains(
+            "topology: not known yet for cr-00000000000000001 (scheduled) cr-00000000000000002 (scheduled)"
+        ),
+        "{}",
+        text(&out)
+    );
+    // Again: both found by their tags, nothing bought; both started now, under one
+    // layer-2 node and two layer-3 nodes.
+    std::fs::write(
+        &topology,
+        serde_json::json!({"CapacityReservations": [
+            {"CapacityReservationId": "cr-00000000000000001", "State": "active", "InstanceType": "p5.48xlarge",
+             "AvailabilityZone": "us-east-1a", "NetworkNodes": ["nn-l1", "nn-l2", "nn-l3-a"]},
+            {"CapacityReservationId": "cr-00000000000000002", "State": "active", "InstanceType": "p5.48xlarge",
+             "AvailabilityZone": "us-east-1a", "NetworkNodes": ["nn-l1", "nn-l2", "nn-l3-b"]},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
     aws.clear();
     let out = run(&aws, dir.path(), &[("CONFIRM_PURCHASE_USD", &fee)]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(aws.count("answerer PurchaseCapacityBlock"), 0);
     assert!(
         text(&out).contains("block 2 of this plan is already bought"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains(
+            "topology: 2 reservation(s) under 1 layer-1, 1 layer-2, 2 layer-3 network node(s)\ntopology: the farthest two meet at layer 2: one layer-2 node above 2 layer-3 nodes"
+        ),
         "{}",
         text(&out)
     );

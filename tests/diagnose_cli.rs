@@ -98,3 +98,157 @@ fn flags_are_validated_by_clap() {
     assert!(parse(&["f", "-o", "yaml"]).is_err());
     assert!(parse(&["-", "--kind", "nccl-log", "-o", "json"]).is_ok());
 }
+
+/// `trainplace diagnose ARGS -o json` as the binary runs it: (exit code, report).
+fn diagnose_json(list: &[&str]) -> (i32, serde_json::Value) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
+        .arg("diagnose")
+        .args(list)
+        .args(["-o", "json"])
+        .output()
+        .expect("run trainplace");
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), report)
+}
+
+fn finding<'a>(report: &'a serde_json::Value, rule: &str) -> Option<&'a serde_json::Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == rule)
+}
+
+#[test]
+fn pods_under_two_layer_3_nodes_are_named_far_apart() {
+    let log = fixture_path("p5_2node_efa_no_gdr.log");
+    let topology = fixture_path("topology_p5_instances.json");
+    let pods = fixture_path("pods_p5_wide.txt");
+    let (code, report) = diagnose_json(&[
+        log.to_str().unwrap(),
+        "--topology",
+        topology.to_str().unwrap(),
+        "--pods",
+        pods.to_str().unwrap(),
+    ]);
+    // A spread is a warning: the exit code stays the layout's (its only finding above
+    // info is no-gdrdma, a warning).
+    assert_eq!(code, 0, "{report:#}");
+    let network = &report["network"];
+    let nodes: Vec<u64> = network["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["nodes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(nodes, [1, 1, 2], "{network:#}");
+    assert_eq!(network["sharedLayer"], 2);
+    assert_eq!(
+        network["groups"][0]["hosts"],
+        serde_json::json!(["p5-worker-0"])
+    );
+    assert_eq!(network["groups"][1]["ranks"][0], 8);
+    assert_eq!(network["groups"][1]["meetsLargestAt"], 2);
+    let far = finding(&report, "ranks-network-far").expect("ranks-network-far");
+    assert_eq!(far["severity"], "warning");
+    assert!(
+        far["message"]
+            .as_str()
+            .unwrap()
+            .contains("ranks 8-15 on p5-worker-1 under nn-1a2b3c4d5e6f00004 meet them at layer 2"),
+        "{far:#}"
+    );
+}
+
+#[test]
+fn without_pods_the_pod_hosts_are_unknown_and_no_spread_is_claimed() {
+    let log = fixture_path("p5_2node_efa_no_gdr.log");
+    let topology = fixture_path("topology_p5_instances.json");
+    let (code, report) = diagnose_json(&[
+        log.to_str().unwrap(),
+        "--topology",
+        topology.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let unknown = finding(&report, "ranks-network-unknown").expect("unknown hosts");
+    assert!(
+        unknown["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("p5-worker-0, p5-worker-1"),
+        "{unknown:#}"
+    );
+    assert!(finding(&report, "ranks-network-far").is_none());
+    assert!(finding(&report, "ranks-network-close").is_none());
+}
+
+#[test]
+fn nccl_tests_hosts_under_one_layer_3_node_from_kubectl_labels_are_close() {
+    let tests = fixture_path("nccl_tests_p4d_2node_efa.txt");
+    let topology = fixture_path("topology_p4d_nodes_labels.txt");
+    let (code, report) = diagnose_json(&[
+        tests.to_str().unwrap(),
+        "--topology",
+        topology.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(report["network"]["sharedLayer"], 3);
+    assert_eq!(
+        report["network"]["groups"][0]["ranks"]
+            .as_array()
+            .unwrap()
+            .len(),
+        16
+    );
+    assert!(
+        finding(&report, "ranks-network-close").is_some(),
+        "{report:#}"
+    );
+    assert!(finding(&report, "ranks-network-far").is_none());
+}
+
+#[test]
+fn a_topology_or_pods_file_with_nothing_to_read_exits_2() {
+    let log = fixture_path("p5_2node_efa_no_gdr.log");
+    let topology = fixture_path("topology_p5_instances.json");
+    let pods = fixture_path("pods_p5_wide.txt");
+    let log = log.to_str().unwrap();
+    // The pods table is no topology, and the topology no pods table.
+    let wrong_topology = [log, "--topology", pods.to_str().unwrap()];
+    assert_eq!(cli::run(&args(&wrong_topology)).unwrap() as i32, 2);
+    let wrong_pods = [
+        log,
+        "--topology",
+        topology.to_str().unwrap(),
+        "--pods",
+        topology.to_str().unwrap(),
+    ];
+    assert_eq!(cli::run(&args(&wrong_pods)).unwrap() as i32, 2);
+    let missing = [log, "--topology", "/nonexistent/topology.json"];
+    assert_eq!(cli::run(&args(&missing)).unwrap() as i32, 2);
+    // --pods means nothing without a topology.
+    let mut argv = vec!["x", log, "--pods", "pods.txt"];
+    assert!(TestCli::try_parse_from(&argv).is_err());
+    argv.extend(["--topology", "t.json"]);
+    assert!(TestCli::try_parse_from(&argv).is_ok());
+}
+
+/// The labels diagnose reads are the ones the webhook writes its affinity on.
+#[test]
+fn the_network_labels_are_the_engines() {
+    for (n, label) in trainplace_engine::annotations::NETWORK_LAYERS
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(
+            *label,
+            format!("{}{}", trainplace_diagnose::NETWORK_LABEL_PREFIX, n + 1)
+        );
+    }
+}

@@ -2,7 +2,9 @@
 //! (`Index::publish`); what it publishes answers like a snapshot built from scratch
 //! from the same objects (`Snapshot::build_from`, the files source's path): for pods
 //! moving, nodes added, moved to another zone and removed, namespaces relabelled and
-//! deleted, runtimes added and deleted, and relists that drop objects.
+//! deleted, runtimes added and deleted, and relists that drop objects. Each node's
+//! network nodes (its EKS layer labels, which `audit --network-spread` reads) follow its
+//! zone, so a move changes them too.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +22,10 @@ const ZONES: [&str; 3] = ["us-east-1a", "us-east-1b", "us-east-1c"];
 fn node_json(i: usize, zone: &str) -> Value {
     json!({"metadata": {"name": format!("n{i}"), "resourceVersion": "1",
         "labels": {"topology.kubernetes.io/zone": zone,
-            "node.kubernetes.io/instance-type": "p5.48xlarge"}},
+            "node.kubernetes.io/instance-type": "p5.48xlarge",
+            "topology.k8s.aws/network-node-layer-1": format!("nn-{zone}"),
+            "topology.k8s.aws/network-node-layer-2": format!("nn-{zone}-2"),
+            "topology.k8s.aws/network-node-layer-3": format!("nn-{zone}-3-{}", i % 2)}},
         "status": {"allocatable": {"nvidia.com/gpu": "8"}}})
 }
 
@@ -86,6 +91,11 @@ fn assert_same(published: &Snapshot, world: &World, jobs: &[&str]) {
     for i in 0..8 {
         let n = format!("n{i}");
         assert_eq!(published.node_zone(&n), rebuilt.node_zone(&n), "{n}");
+        assert_eq!(published.node_network(&n), rebuilt.node_network(&n), "{n}");
+        if let Some(zone) = published.node_zone(&n) {
+            let layer3 = published.node_network(&n).map(|p| p[2].to_string());
+            assert_eq!(layer3, Some(format!("nn-{zone}-3-{}", i % 2)), "{n}");
+        }
     }
     for ns in ["ml", "other"] {
         assert_eq!(published.namespace_labels(ns), rebuilt.namespace_labels(ns));

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use trainplace_engine::Snapshot;
-use trainplace_engine::{EndingJob, Verdict};
+use trainplace_engine::{EndingJob, SpreadJob, Verdict};
 
 use super::judge::{Submitter, judge};
 use super::policy_reports::{self, Reports};
@@ -57,6 +57,12 @@ pub struct AuditArgs {
     /// (EKS managed node groups); Karpenter's come from EC2NodeClasses.
     #[arg(long, value_name = "FILE")]
     pub reservations: Option<PathBuf>,
+    /// Also list running jobs whose pods span more layer-3 EC2 network nodes than they
+    /// needed, by the nodes' `topology.k8s.aws/network-node-layer-N` labels and how many
+    /// nodes of the job's type each layer-3 node holds; in the table and as
+    /// `network-spread` results of the PolicyReport.
+    #[arg(long)]
+    pub network_spread: bool,
     /// Also write the results into the cluster as PolicyReports (wgpolicyk8s.io/v1alpha2):
     /// one named `trainplace` per namespace, updated in place on each run (live mode).
     #[arg(long, conflicts_with = "from")]
@@ -107,12 +113,34 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<ExitCode> {
         }
         _ => None,
     };
-    print(args.output, &verdicts, ending.as_ref(), now)?;
+    let spread = match (args.network_spread, &snapshot) {
+        (true, Some(snap)) => Some(trainplace_engine::spread_jobs(&pods, snap)),
+        (true, None) => {
+            stderr!(
+                "error: --network-spread needs the cluster's nodes: audit the live cluster, or give --cluster DIR with --from"
+            );
+            return Ok(ExitCode::BadInput);
+        }
+        (false, _) => None,
+    };
+    print(
+        args.output,
+        &verdicts,
+        ending.as_ref(),
+        spread.as_deref(),
+        now,
+    )?;
     if args.write_reports {
-        let extra = ending
+        let mut extra = ending
             .as_ref()
             .map(|(jobs, _)| super::ending::results(jobs, now))
             .unwrap_or_default();
+        extra.extend(
+            spread
+                .as_deref()
+                .map(super::network_spread::results)
+                .unwrap_or_default(),
+        );
         let reports = Reports::build(&verdicts, &CLUSTER_SCOPED, extra, now);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -223,12 +251,13 @@ fn from_file(args: &AuditArgs, file: &str, now: jiff::Timestamp) -> Result<Audit
     })
 }
 
-/// The verdicts (and the jobs on Capacity Blocks that end soon) as a table or a
-/// PolicyReport.
+/// The verdicts (and the jobs on Capacity Blocks that end soon, and the jobs spread
+/// over the network) as a table or a PolicyReport.
 fn print(
     output: AuditOutput,
     verdicts: &[Verdict],
     ending: Option<&(Vec<EndingJob>, jiff::SignedDuration)>,
+    spread: Option<&[SpreadJob]>,
     now: jiff::Timestamp,
 ) -> anyhow::Result<()> {
     match output {
@@ -237,12 +266,22 @@ fn print(
             if let Some((jobs, within)) = ending {
                 out.push_str(&super::ending::table(jobs, *within, now));
             }
+            if let Some(jobs) = spread {
+                out.push_str(&super::network_spread::table(jobs));
+            }
             super::out::print(&out)
         }
         AuditOutput::Json => {
             let mut report = super::policy_reports::report(verdicts);
-            if let Some((jobs, _)) = ending {
-                let results = super::ending::results(jobs, now);
+            let mut results = ending
+                .map(|(jobs, _)| super::ending::results(jobs, now))
+                .unwrap_or_default();
+            results.extend(
+                spread
+                    .map(super::network_spread::results)
+                    .unwrap_or_default(),
+            );
+            if !results.is_empty() {
                 let warn = report["summary"]["warn"].as_u64().unwrap_or(0);
                 report["summary"]["warn"] = json!(warn + results.len() as u64);
                 if let Some(all) = report["results"].as_array_mut() {

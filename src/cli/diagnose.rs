@@ -5,7 +5,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use trainplace_diagnose::{Expectations, InputKind, Options, Version, diagnose, render_text};
+use trainplace_diagnose::{
+    Expectations, InputKind, NetworkMap, Options, Version, diagnose, render_text,
+};
 
 use crate::exit::ExitCode;
 
@@ -68,6 +70,19 @@ pub struct DiagnoseArgs {
     /// crates/catalog/data/expected-busbw.yaml), e.g. with your own measurements.
     #[arg(long, value_name = "FILE")]
     pub expectations: Option<PathBuf>,
+
+    /// Where each node sits in the EC2 network, to say how far apart the ranks ran: the
+    /// JSON of `aws ec2 describe-instance-topology` (aws-cli.sh saves it as
+    /// instance-topology.json), of `kubectl get nodes -o json`, or the table of `kubectl get
+    /// nodes -L topology.k8s.aws/network-node-layer-1,...-2,...-3`. A host matches a node
+    /// by name, instance id or first DNS label.
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+
+    /// Which node each pod ran on, when the log names pods (their hostnames) rather than
+    /// nodes: `kubectl get pods -o wide` or `-o json`.
+    #[arg(long, value_name = "FILE", requires = "topology")]
+    pub pods: Option<PathBuf>,
 }
 
 pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
@@ -93,11 +108,19 @@ pub fn run(args: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
         },
         None => Expectations::embedded(),
     };
+    let network = match load_network(args) {
+        Ok(network) => network,
+        Err(error) => {
+            stderr!("trainplace diagnose: {error:#}");
+            return Ok(ExitCode::BadInput);
+        }
+    };
     let opts = Options {
         instance_type: args.instance_type.clone(),
         nodes: args.nodes,
         aws_ofi_nccl_version: args.aws_ofi_nccl_version,
         expectations,
+        network,
     };
     let text = String::from_utf8_lossy(&bytes);
     let report = match diagnose(&text, args.kind.map(InputKind::from), &opts) {
@@ -130,6 +153,26 @@ fn read_input(input: &str) -> anyhow::Result<Vec<u8>> {
         bytes = std::fs::read(input).with_context(|| format!("reading {input}"))?;
     }
     Ok(bytes)
+}
+
+/// `--topology` and `--pods`, read into one map.
+fn load_network(args: &DiagnoseArgs) -> anyhow::Result<Option<NetworkMap>> {
+    let Some(path) = &args.topology else {
+        return Ok(None);
+    };
+    let read = |path: &Path, flag: &str| {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("{flag}: cannot read {}", path.display()))
+    };
+    let what = format!("--topology {}", path.display());
+    let mut map = NetworkMap::parse_topology(&read(path, "--topology")?, &what)?;
+    if let Some(pods) = &args.pods {
+        map.add_pods(
+            &read(pods, "--pods")?,
+            &format!("--pods {}", pods.display()),
+        )?;
+    }
+    Ok(Some(map))
 }
 
 fn load_expectations(path: &Path) -> anyhow::Result<Expectations> {

@@ -16,6 +16,7 @@ pub mod dryrun;
 mod ending;
 pub mod input;
 pub mod judge;
+mod network_spread;
 pub mod out;
 pub mod policy_cmd;
 mod policy_reports;

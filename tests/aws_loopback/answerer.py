@@ -17,6 +17,17 @@ cannot answer, which this answers itself in the EC2 Query API's XML
   (a reservation in state `scheduled`, with the request's tags) and
   DescribeCapacityReservations of what was bought here (filters instance-type,
   availability-zone, state). moto models On-Demand Capacity Reservations, not blocks.
+- EC2 topology (moto has neither call): DescribeCapacityReservationTopology
+  (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeCapacityReservationTopology.html)
+  answers the reservations in the file LOOPBACK_RESERVATION_TOPOLOGY (shaped like
+  `describe-capacity-reservation-topology --output json`, read on every request) and the
+  blocks bought here, whose network nodes are empty as EC2's are for a reservation that is
+  not pending or active; DescribeInstanceTopology
+  (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTopology.html)
+  answers the instances in LOOPBACK_INSTANCE_TOPOLOGY (shaped like
+  `describe-instance-topology --output json`), paged by MaxResults (default 20) when no
+  ids are named. Both refuse what the API reference refuses: MaxResults with ids, more
+  than 100 ids, a filter name the call does not list.
 - Service Quotas ListServiceQuotas for `fsx` (moto serves only default VPC quotas): one
   quota, LOOPBACK_FSX_QUOTA_GIB GiB (default 100800), under the name this answerer gives it,
   "Lustre Persistent SSD storage capacity (GiB)". That name is an assumption, the same
@@ -37,6 +48,7 @@ the real tool sent. Standard library only.
 usage: python answerer.py LISTEN_PORT UPSTREAM_URL LOG_FILE
 """
 
+import fnmatch
 import http.server
 import itertools
 import json
@@ -211,6 +223,128 @@ def answer_capacity_blocks(action, form):
     return None
 
 
+def ec2_error(code, message):
+    """An EC2 Query API error (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html)."""
+    return (400, (
+        "<Response><Errors><Error>"
+        f"<Code>{code}</Code><Message>{message}</Message>"
+        "</Error></Errors><RequestID>loopback-topology</RequestID></Response>"
+    ))
+
+
+def listed(form, name):
+    """The values of a list parameter sent as NAME.1, NAME.2, ..."""
+    out = []
+    for n in itertools.count(1):
+        value = form.get(f"{name}.{n}")
+        if value is None:
+            return out
+        out.append(value)
+
+
+def read_json(env, key):
+    path = os.environ.get(env)
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)[key]
+
+
+def topology_filters_ok(form, allowed):
+    for name in filters_of(form):
+        if name not in allowed:
+            return ec2_error("InvalidParameterValue", f"The filter '{name}' is invalid")
+    return None
+
+
+def filter_match(item, filters, fields):
+    for name, values in filters.items():
+        have = item.get(fields[name])
+        if not any(fnmatch.fnmatchcase(have or "", v) for v in values):
+            return False
+    return True
+
+
+def nodes_xml(nodes):
+    return "<networkNodeSet>" + "".join(f"<item>{n}</item>" for n in nodes or []) + "</networkNodeSet>"
+
+
+def topology_item(fields, item):
+    parts = [f"<{tag}>{item[key]}</{tag}>" for key, tag in fields if item.get(key) is not None]
+    return "<item>" + "".join(parts) + nodes_xml(item.get("NetworkNodes")) + "</item>"
+
+
+RESERVATION_FIELDS = [
+    ("CapacityReservationId", "capacityReservationId"), ("CapacityBlockId", "capacityBlockId"),
+    ("State", "state"), ("InstanceType", "instanceType"), ("GroupName", "groupName"),
+    ("AvailabilityZoneId", "availabilityZoneId"), ("AvailabilityZone", "availabilityZone"),
+]
+INSTANCE_FIELDS = [
+    ("InstanceId", "instanceId"), ("InstanceType", "instanceType"), ("GroupName", "groupName"),
+    ("AvailabilityZone", "availabilityZone"), ("ZoneId", "zoneId"), ("CapacityBlockId", "capacityBlockId"),
+]
+
+
+def answer_topology(action, form):
+    if action == "DescribeCapacityReservationTopology":
+        ids = listed(form, "CapacityReservationId")
+        if ids and "MaxResults" in form:
+            return ec2_error("InvalidParameterCombination", "MaxResults cannot be used with CapacityReservationIds")
+        if len(ids) > 100:
+            return ec2_error("InvalidParameterValue", "at most 100 CapacityReservationIds")
+        bad = topology_filters_ok(form, ("availability-zone", "instance-type"))
+        if bad:
+            return bad
+        known = {r["CapacityReservationId"]: r for r in read_json("LOOPBACK_RESERVATION_TOPOLOGY", "CapacityReservations")}
+        with LOCK:
+            for b in BLOCKS:
+                # Not pending or active: EC2 gives no network nodes.
+                known.setdefault(b["id"], {
+                    "CapacityReservationId": b["id"], "State": b["state"], "InstanceType": b["type"],
+                    "AvailabilityZone": b["zone"], "NetworkNodes": [],
+                })
+        chosen = [known[i] for i in ids if i in known] if ids else list(known.values())
+        fields = {"availability-zone": "AvailabilityZone", "instance-type": "InstanceType"}
+        chosen = [r for r in chosen if filter_match(r, filters_of(form), fields)]
+        items = "".join(topology_item(RESERVATION_FIELDS, r) for r in chosen)
+        return (
+            f'<DescribeCapacityReservationTopologyResponse xmlns="{EC2_NS}"><requestId>loopback-topology</requestId>'
+            f"<capacityReservationSet>{items}</capacityReservationSet>"
+            "</DescribeCapacityReservationTopologyResponse>"
+        )
+    if action == "DescribeInstanceTopology":
+        ids = listed(form, "InstanceId")
+        groups = listed(form, "GroupName")
+        if ids and "MaxResults" in form:
+            return ec2_error("InvalidParameterCombination", "MaxResults cannot be used with InstanceIds")
+        if len(ids) > 100 or len(groups) > 100:
+            return ec2_error("InvalidParameterValue", "at most 100 InstanceIds and 100 GroupNames")
+        bad = topology_filters_ok(form, ("availability-zone", "instance-type", "zone-id"))
+        if bad:
+            return bad
+        chosen = read_json("LOOPBACK_INSTANCE_TOPOLOGY", "Instances")
+        if ids:
+            chosen = [i for i in chosen if i["InstanceId"] in ids]
+        if groups:
+            chosen = [i for i in chosen if i.get("GroupName") in groups]
+        fields = {"availability-zone": "AvailabilityZone", "instance-type": "InstanceType", "zone-id": "ZoneId"}
+        chosen = [i for i in chosen if filter_match(i, filters_of(form), fields)]
+        token = ""
+        if not ids:
+            start = int(form.get("NextToken") or 0)
+            size = int(form.get("MaxResults") or 20)
+            if start + size < len(chosen):
+                token = f"<nextToken>{start + size}</nextToken>"
+            chosen = chosen[start:start + size]
+        items = "".join(topology_item(INSTANCE_FIELDS, i) for i in chosen)
+        return (
+            f'<DescribeInstanceTopologyResponse xmlns="{EC2_NS}"><requestId>loopback-topology</requestId>'
+            f"<instanceSet>{items}</instanceSet>{token}"
+            "</DescribeInstanceTopologyResponse>"
+        )
+    return None
+
+
 def answer_json(target, body):
     """The JSON body for an AWS JSON-protocol request this answers itself, or None."""
     name = body.get("Name", "")
@@ -237,6 +371,9 @@ def answer(form):
     """The XML body for a request this answers itself, or None to pass it to moto."""
     action = form.get("Action")
     mine = answer_capacity_blocks(action, form)
+    if mine is not None:
+        return mine
+    mine = answer_topology(action, form)
     if mine is not None:
         return mine
     if action == "DescribeAvailabilityZones":
@@ -315,8 +452,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             mine, kind = answer_rest(method, self.path), "application/json"
         if mine is not None:
             self._record("answerer", form, target)
+            status, mine = mine if isinstance(mine, tuple) else (200, mine)
             data = mine.encode("utf-8")
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -11,6 +11,7 @@ pub mod error;
 pub mod regions;
 pub mod request;
 pub mod time;
+pub mod topology;
 
 pub use error::{InputError, InputSource};
 pub use request::{AdviceRequest, Request};

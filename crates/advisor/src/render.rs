@@ -56,6 +56,7 @@ pub fn text(advice: &Advice) -> String {
         money(r.cost.on_demand_usd)
     );
     bandwidth(&mut s, r);
+    topology(&mut s, r);
     let _ = writeln!(s, "\nwhy:");
     for reason in &r.reasons {
         let _ = writeln!(s, "  - {reason}");
@@ -141,6 +142,20 @@ fn bandwidth(s: &mut String, r: &Recommendation) {
             "nccl-tests: expect all_reduce busbw {low}..{high} GB/s (check with `trainplace diagnose`)"
         );
     }
+}
+
+/// How far apart the nodes are: what aws-cli.sh reads, what to expect, how to read it.
+fn topology(s: &mut String, r: &Recommendation) {
+    let Some(t) = &r.topology else {
+        return;
+    };
+    if t.reads.is_empty() {
+        let _ = writeln!(s, "topology:   {}", t.expect);
+        return;
+    }
+    let _ = writeln!(s, "topology:   aws-cli.sh reads it: {}", t.reads.join("; "));
+    let _ = writeln!(s, "  - expect: {}", t.expect);
+    let _ = writeln!(s, "  - how to read it: {}", t.how_to_read);
 }
 
 /// The capacity that could be bought (the chosen one starred) and the next instance

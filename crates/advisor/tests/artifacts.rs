@@ -469,6 +469,7 @@ fn trainium_runs_a_process_per_neuroncore_and_names_only_emitted_files() {
         "nccom-test.log",
         "eksctl-cluster.yaml.new",
         "cloudformation.yaml",
+        trainplace_advisor::artifacts::topology::INSTANCE_TOPOLOGY_FILE,
     ];
     let re = regex_lite(&files);
     for (name, mention) in re {

@@ -9,6 +9,7 @@ pub mod bandwidth;
 mod error;
 mod instances;
 pub mod quantity;
+pub mod topology;
 pub mod yaml;
 
 pub use error::CatalogError;

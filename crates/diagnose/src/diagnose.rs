@@ -6,6 +6,7 @@ use crate::detect;
 use crate::error::DiagnoseError;
 use crate::finding::{Finding, Severity};
 use crate::kind::InputKind;
+use crate::network_rules::{self, HostRanks};
 use crate::options::Options;
 use crate::report::Report;
 use crate::{log_rules, nccl_log, nccl_tests, topo, topo_rules};
@@ -22,6 +23,7 @@ pub fn diagnose(
         topo: None,
         more_topo: Vec::new(),
         nccl_tests: None,
+        network: None,
         findings: Vec::new(),
     };
     if let Some(name) = opts
@@ -58,6 +60,42 @@ pub fn diagnose(
             }
         }
     }
+    if let Some(map) = &opts.network {
+        let (span, findings) = network_rules::check(&hosts_and_ranks(&report), map);
+        report.network = span;
+        report.findings.extend(findings);
+    }
     report.sort_findings();
     Ok(report)
+}
+
+/// The hosts the input names with their ranks: the NCCL log's, else nccl-tests' `# Rank`
+/// lines.
+fn hosts_and_ranks(report: &Report) -> Vec<HostRanks> {
+    if let Some(log) = report.nccl_log.as_ref().filter(|l| !l.hosts.is_empty()) {
+        return log
+            .hosts
+            .iter()
+            .map(|h| HostRanks {
+                host: h.host.clone(),
+                ranks: h.ranks.iter().map(|r| r.rank).collect(),
+            })
+            .collect();
+    }
+    let Some(tests) = &report.nccl_tests else {
+        return Vec::new();
+    };
+    tests
+        .hosts
+        .iter()
+        .map(|host| HostRanks {
+            host: host.clone(),
+            ranks: tests
+                .rank_host
+                .iter()
+                .filter(|(_, h)| *h == host)
+                .map(|(rank, _)| *rank)
+                .collect(),
+        })
+        .collect()
 }

@@ -94,6 +94,9 @@ pub struct TestsSummary {
     pub basis: String,
     #[serde(skip)]
     peak_line: Option<Evidence>,
+    /// Each `# Rank N ... on HOST` line's rank and host.
+    #[serde(skip)]
+    pub(crate) rank_host: std::collections::BTreeMap<u32, String>,
 }
 
 /// A result row: `size count type [redop root] time algbw busbw #wrong time algbw busbw #wrong`.
@@ -152,6 +155,7 @@ pub(crate) fn analyse(text: &str, opts: &Options) -> TestsSummary {
     let mut hosts = BTreeSet::new();
     let mut ranks = 0usize;
     let mut per_host: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut rank_host = std::collections::BTreeMap::new();
     let mut device = None;
     let mut avg_busbw = None;
     let mut test = None;
@@ -164,6 +168,9 @@ pub(crate) fn analyse(text: &str, opts: &Options) -> TestsSummary {
         }
         if let Some(caps) = RANK_LINE.captures(line) {
             ranks += 1;
+            if let Ok(rank) = caps["rank"].parse::<u32>() {
+                rank_host.insert(rank, caps["host"].to_string());
+            }
             hosts.insert(caps["host"].to_string());
             *per_host.entry(caps["host"].to_string()).or_default() += 1;
             device.get_or_insert_with(|| caps["device"].to_string());
@@ -202,6 +209,7 @@ pub(crate) fn analyse(text: &str, opts: &Options) -> TestsSummary {
         verdict: Verdict::NotJudged,
         basis: String::new(),
         peak_line,
+        rank_host,
         rows,
     };
     judge(&mut summary, opts);

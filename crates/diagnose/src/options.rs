@@ -3,6 +3,7 @@
 use trainplace_catalog::bandwidth::Expectations;
 
 use crate::catalog::{self, Instance};
+use crate::network_map::NetworkMap;
 use crate::version::Version;
 
 #[derive(Debug, Clone, Default)]
@@ -15,6 +16,9 @@ pub struct Options {
     /// Otherwise the log's `NET/OFI Initializing aws-ofi-nccl` line.
     pub aws_ofi_nccl_version: Option<Version>,
     pub expectations: Expectations,
+    /// Where each node sits in the EC2 network (`--topology`, `--pods`): the report then
+    /// says how far apart the ranks ran.
+    pub network: Option<NetworkMap>,
 }
 
 impl Options {

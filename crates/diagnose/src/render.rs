@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::finding::Severity;
 use crate::nccl_log::{LogSummary, RankLocal};
 use crate::nccl_tests::TestsSummary;
+use crate::network_rules::{NetworkSpan, layer_counts, rank_ranges};
 use crate::report::Report;
 use crate::topo::TopoSummary;
 
@@ -21,6 +22,9 @@ pub fn render_text(report: &Report, source: &str) -> String {
     }
     if let Some(tests) = &report.nccl_tests {
         render_tests(&mut out, tests);
+    }
+    if let Some(network) = &report.network {
+        render_network(&mut out, network);
     }
     render_findings(&mut out, report);
     out
@@ -215,6 +219,52 @@ fn render_tests(out: &mut String, tests: &TestsSummary) {
             .unwrap_or_default()
     );
     let _ = writeln!(out, "  verdict: {}; {}", tests.verdict.label(), tests.basis);
+}
+
+/// Where the ranks' hosts sit in the EC2 network: a line per bottom-layer network node.
+fn render_network(out: &mut String, span: &NetworkSpan) {
+    let hosts: usize = span.groups.iter().map(|g| g.hosts.len()).sum();
+    let shared = match span.shared_layer {
+        0 => "no network node shared by all".to_string(),
+        layer => format!("all share a layer-{layer} node"),
+    };
+    let _ = writeln!(
+        out,
+        "\nnetwork (EC2 topology): {hosts} host(s) under {} network node(s); {shared}",
+        if span.layers.is_empty() {
+            "no".to_string()
+        } else {
+            layer_counts(span)
+        }
+    );
+    for g in &span.groups {
+        let meets = g
+            .meets_largest_at
+            .map(|at| match at {
+                0 => "  shares no node with the first".to_string(),
+                at => format!("  meets the first at layer {at}"),
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {:<24} layer {}  ranks {:<12} {}{meets}",
+            clip(&g.network_node, 24),
+            g.layer,
+            if g.ranks.is_empty() {
+                "-".to_string()
+            } else {
+                rank_ranges(&g.ranks)
+            },
+            g.hosts.join(", ")
+        );
+    }
+    if !span.unknown_hosts.is_empty() {
+        let _ = writeln!(
+            out,
+            "  not in the topology: {}",
+            span.unknown_hosts.join(", ")
+        );
+    }
 }
 
 fn render_findings(out: &mut String, report: &Report) {

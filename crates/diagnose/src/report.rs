@@ -7,6 +7,7 @@ use crate::finding::{Finding, Severity};
 use crate::kind::InputKind;
 use crate::nccl_log::LogSummary;
 use crate::nccl_tests::TestsSummary;
+use crate::network_rules::NetworkSpan;
 use crate::topo::TopoSummary;
 
 #[derive(Debug, Clone, Serialize)]
@@ -23,6 +24,9 @@ pub struct Report {
     pub more_topo: Vec<TopoSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl_tests: Option<TestsSummary>,
+    /// Where the ranks' hosts sit in the EC2 network, when a topology was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkSpan>,
     pub findings: Vec<Finding>,
 }
 

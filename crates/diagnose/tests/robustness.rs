@@ -6,7 +6,34 @@ use std::sync::LazyLock;
 
 use common::{all_fixtures, opts};
 use proptest::prelude::*;
-use trainplace_diagnose::{InputKind, diagnose, render_text};
+use trainplace_diagnose::{InputKind, NetworkMap, Options, diagnose, render_text};
+
+/// Every truncation of every fixture read as a topology and as a pods file, and (when
+/// it reads) diagnosing the two-node log with it: a map or a typed error, never a panic.
+#[test]
+fn every_truncation_of_every_fixture_as_a_topology() {
+    let (log, _) = all_fixtures()
+        .into_iter()
+        .find(|(_, name)| name == "p5_2node_efa_no_gdr.log")
+        .expect("the two-node log");
+    for (text, _name) in all_fixtures() {
+        let step = (text.chars().count() / 40).max(1);
+        let cuts: Vec<usize> = text.char_indices().map(|(i, _)| i).step_by(step).collect();
+        for cut in cuts {
+            let cut = &text[..cut];
+            let mut pods = NetworkMap::default();
+            let _ = pods.add_pods(cut, "fuzz");
+            if let Ok(map) = NetworkMap::parse_topology(cut, "fuzz") {
+                let opts = Options {
+                    network: Some(map),
+                    ..Options::default()
+                };
+                let report = diagnose(&log, None, &opts).expect("the log reads");
+                let _ = render_text(&report, "fuzz");
+            }
+        }
+    }
+}
 
 fn exercise(text: &str) {
     for kind in [

@@ -12,7 +12,8 @@
 //!   the cluster.
 //! - [`MarkKeys`]: the webhook's keys for signed admission marks; [`Reservations`]:
 //!   Capacity Blocks, read into the [`Snapshot`] with the nodes on them;
-//!   [`ending_within`]: running jobs on blocks that end soon.
+//!   [`ending_within`]: running jobs on blocks that end soon; [`spread_jobs`]: running
+//!   jobs over more layer-3 network nodes than the inventory says they needed.
 //! - [`annotations`]: the public annotation and label names.
 //! - [`Claims`]: DRA ResourceClaimTemplates, ResourceClaims and ComputeDomains that
 //!   pods' `resourceClaims` are counted through (input files, or the [`Snapshot`]).
@@ -47,6 +48,7 @@ pub use facts::ending::{EndingJob, ending_within};
 pub use facts::inventory::{OwnerSize, Snapshot};
 pub use facts::job_index::JobIndex;
 pub use facts::mark::{MarkKeys, take_unknown_key_id};
+pub use facts::network_spread::{Layer3Use, SpreadJob, spread_jobs};
 pub use facts::node_index::NodeIndex;
 pub use facts::policy::{Document as PolicyDocument, EMBEDDED_POLICY, Mode, Policy};
 pub use facts::requester::Requester;

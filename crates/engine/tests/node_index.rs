@@ -1,8 +1,8 @@
 //! Nodes kept incrementally (`NodeIndex` + `with_changes`, what the live watch does)
 //! answer exactly what a snapshot built from the final node and pod lists answers:
 //! over a pseudo-random sequence of nodes added, relabelled (zone, instance type, node
-//! group, Capacity Block), removed and added again, and pods bound to them (also to
-//! nodes not listed yet), checked at every publish.
+//! group, Capacity Block, EC2 network nodes), removed and added again, and pods bound to
+//! them (also to nodes not listed yet), checked at every publish.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +26,11 @@ fn node(rng: &mut fastrand::Rng, i: usize) -> Value {
     }
     if rng.usize(..3) == 0 {
         labels["eks.amazonaws.com/capacityType"] = json!("CAPACITY_BLOCK");
+    }
+    // Network layer labels: none, or layers 1 to 1..=4 (a label missing cuts the path).
+    for layer in 1..=rng.usize(..5) {
+        labels[format!("topology.k8s.aws/network-node-layer-{layer}")] =
+            json!(format!("nn-{layer}-{}", rng.usize(..3)));
     }
     let gpus = [0, 4, 8][rng.usize(..3)].to_string();
     let efa = [0, 4, 32][rng.usize(..3)].to_string();
@@ -87,7 +92,18 @@ fn assert_same(incremental: &Snapshot, rebuilt: &Snapshot, step: usize) {
             rebuilt.block_nodes().node(&name),
             "step {step}: block node {name}"
         );
+        assert_eq!(
+            incremental.node_network(&name),
+            rebuilt.node_network(&name),
+            "step {step}: network nodes of {name}"
+        );
     }
+    let mut networked: Vec<(&str, &[std::sync::Arc<str>])> =
+        incremental.networked_nodes().collect();
+    let mut expected: Vec<(&str, &[std::sync::Arc<str>])> = rebuilt.networked_nodes().collect();
+    networked.sort();
+    expected.sort();
+    assert_eq!(networked, expected, "step {step}: networked nodes");
     let r = incremental.reservations();
     for g in 0..3 {
         let pool = format!("eks.amazonaws.com/nodegroup=ng-{g}");

@@ -75,7 +75,8 @@ pub(super) struct Judged {
     /// objects they judged.
     pub verdicts: Vec<Verdict>,
     pub snapshot: Snapshot,
-    /// Pods on Capacity Block nodes (for `--ending-within`; empty without it).
+    /// Pods on Capacity Block nodes (for `--ending-within`) and on nodes with network
+    /// layer labels (for `--network-spread`); empty without either.
     pub block_pods: Vec<Value>,
     pub notes: Vec<String>,
 }
@@ -113,6 +114,7 @@ pub(super) async fn audit(
         policy,
         submitter,
         keep_block_pods: args.ending_within.is_some(),
+        keep_networked_pods: args.network_spread,
         verdicts: Vec::new(),
         block_pods: Vec::new(),
         listed: 0,
@@ -289,6 +291,7 @@ struct Judging<'a> {
     policy: &'a Policy,
     submitter: Submitter<'a>,
     keep_block_pods: bool,
+    keep_networked_pods: bool,
     verdicts: Vec<Verdict>,
     block_pods: Vec<Value>,
     /// Objects judged so far, to number them.
@@ -310,12 +313,11 @@ impl Judging<'_> {
             }
         }
         let [Document { object, .. }] = doc;
-        if self.keep_block_pods
-            && object["kind"] == "Pod"
-            && self
-                .submitter
-                .inventory
-                .is_some_and(|snapshot| on_block_node(&object, snapshot))
+        if object["kind"] == "Pod"
+            && self.submitter.inventory.is_some_and(|snapshot| {
+                (self.keep_block_pods && on_block_node(&object, snapshot))
+                    || (self.keep_networked_pods && on_networked_node(&object, snapshot))
+            })
         {
             self.block_pods.push(object);
         }
@@ -327,6 +329,13 @@ fn on_block_node(pod: &Value, snapshot: &Snapshot) -> bool {
     pod["spec"]["nodeName"]
         .as_str()
         .is_some_and(|n| snapshot.block_nodes().node(n).is_some())
+}
+
+/// Whether the pod is bound to a node that carries the network layer labels.
+fn on_networked_node(pod: &Value, snapshot: &Snapshot) -> bool {
+    pod["spec"]["nodeName"]
+        .as_str()
+        .is_some_and(|n| snapshot.node_network(n).is_some())
 }
 
 /// The verdict with only what a report names of its object (apiVersion and uid): an

@@ -50,6 +50,9 @@ pub fn rerun_command(rec: &Recommendation) -> String {
 /// block has not started), then `run` (the NCCL check and the job).
 pub fn script(rec: &Recommendation) -> String {
     let mut out = header(&rec.request.region);
+    super::topology::summary_function(rec, &mut out);
+    out.push("if [ \"$STAGE\" = setup ]; then".into());
+    out.push(String::new());
     if capacity_steps(rec, &mut out) == Next::StopForChoice {
         return number_steps(out);
     }
@@ -69,7 +72,7 @@ enum Next {
     StopForChoice,
 }
 
-/// The shebang, usage and the opening of the set-up stage.
+/// The shebang, usage and stage.
 fn header(region: &str) -> Vec<String> {
     vec![
         "#!/bin/sh".to_string(),
@@ -81,8 +84,6 @@ fn header(region: &str) -> Vec<String> {
         format!("REGION={region}"),
         "STAGE=${1:-setup}".into(),
         "case \"$STAGE\" in setup|run) ;; *) echo \"usage: sh aws-cli.sh [setup|run]\" >&2; exit 2;; esac".into(),
-        "if [ \"$STAGE\" = setup ]; then".into(),
-        String::new(),
     ]
 }
 
@@ -106,6 +107,7 @@ fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
                 "# {STEP} Check the reservation: instance type, zone, available count.".into(),
             );
             out.push(format!("aws ec2 describe-capacity-reservations --region \"$REGION\" --capacity-reservation-ids {reservation_id} --output json"));
+            super::topology::reservation_lines(rec, std::slice::from_ref(reservation_id), out);
         }
         CapacityPlan::Existing { nodes, groups } => {
             out.push(format!(
@@ -174,6 +176,7 @@ fn capacity_block_steps(
                 &ids,
                 plan.end_margin_minutes,
             ));
+            super::topology::reservation_lines(rec, &ids, out);
         }
         Some(plan) => {
             super::purchase::bought_lines(rec, plan, out);
@@ -192,6 +195,7 @@ fn capacity_block_steps(
                 &vars,
                 plan.end_margin_minutes,
             ));
+            super::topology::reservation_lines(rec, &vars, out);
         }
         None => {
             // Everything after this needs a reservation id the plan does not have

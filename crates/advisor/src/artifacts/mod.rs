@@ -25,6 +25,7 @@ pub mod reservation_tag;
 pub mod run_steps;
 pub mod schedule;
 pub mod storage;
+pub mod topology;
 mod yaml11;
 
 use serde::Serialize;

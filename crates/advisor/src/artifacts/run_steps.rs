@@ -31,6 +31,7 @@ pub fn run_steps(rec: &Recommendation, out: &mut Vec<String>) {
         out.push("kubectl apply -f efa-claim-template.yaml".into());
         out.push(String::new());
     }
+    super::topology::instance_lines(rec, out);
     if rec.instance.accelerator_resource == RES_NVIDIA_GPU {
         super::node_check::run_lines(rec, out);
         let tests = format!("{}-nccl-tests", req.names.job);

@@ -52,6 +52,10 @@ pub struct Recommendation {
     /// Pods claim EFA through the EFA DRA driver: asked for, or the cluster's nodes of
     /// the type advertise no `vpc.amazonaws.com/efa`.
     pub efa_dra: bool,
+    /// How far apart the nodes are in the EC2 network: what `aws-cli.sh` reads, what to
+    /// expect and how to read it; absent for one node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::topology::Topology>,
 }
 
 /// The plan for `req`: the best-ranked instance type and shape, its capacity and zone,
@@ -110,8 +114,10 @@ pub fn recommend(
             trainplace_engine::annotations::DRA_CLASS_EFA
         ));
     }
+    let topology = crate::topology::topology(&profile.name, &req.region, shape.nodes, &capacity);
     Ok(Recommendation {
         efa_dra,
+        topology,
         capacity_options,
         other_offerings,
         request: req.clone(),

@@ -61,7 +61,7 @@ impl EndingJob {
 }
 
 /// The job a pod belongs to: (kind, name).
-fn job_of(pod: &Value) -> (String, String) {
+pub(crate) fn job_of(pod: &Value) -> (String, String) {
     for (key, what) in JOB_IDENTITY_LABELS {
         if let Some(v) = str_at(pod, &["metadata", "labels", key]) {
             return (what.to_string(), v.to_string());
@@ -80,7 +80,7 @@ fn job_of(pod: &Value) -> (String, String) {
 }
 
 /// A pod that holds its node: bound, and neither Succeeded nor Failed.
-fn running(pod: &Value) -> Option<&str> {
+pub(crate) fn running(pod: &Value) -> Option<&str> {
     let phase = str_at(pod, &["status", "phase"]);
     if matches!(phase, Some("Succeeded" | "Failed")) {
         return None;

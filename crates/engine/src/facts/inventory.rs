@@ -246,6 +246,20 @@ impl Snapshot {
         self.nodes.node_types.get(node).map(|t| &**t)
     }
 
+    /// A node's network nodes from its EKS layer labels, layer 1 first; `None` when it
+    /// carries none.
+    pub fn node_network(&self, node: &str) -> Option<&[Arc<str>]> {
+        self.nodes.node_network.get(node).map(|n| &**n)
+    }
+
+    /// Every node that carries the network layer labels, with its network nodes.
+    pub fn networked_nodes(&self) -> impl Iterator<Item = (&str, &[Arc<str>])> {
+        self.nodes
+            .node_network
+            .iter()
+            .map(|(node, path)| (&**node, &**path))
+    }
+
     /// A zone as the nodes name it in `topology.kubernetes.io/zone`, from any label
     /// that names it (a zone id such as `use1-az1`); unknown names are returned as is.
     pub fn zone_name<'a>(&'a self, zone: &'a str) -> &'a str {

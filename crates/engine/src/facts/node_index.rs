@@ -15,7 +15,7 @@ use crate::facts::block_nodes::{BlockNode, BlockNodes, LABEL_NODEGROUP, LABEL_NO
 use crate::facts::cluster_objects::NodeFacts;
 use crate::facts::node_types::{NodeType, POOL_LABELS, learned_profile};
 use crate::read::annotations::{
-    ACCELERATOR_RESOURCES, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA, ZONE_KEYS,
+    ACCELERATOR_RESOURCES, LABEL_INSTANCE_TYPE, LABEL_ZONE, NETWORK_LAYERS, RES_EFA, ZONE_KEYS,
 };
 use trainplace_catalog::InstanceProfile;
 
@@ -23,6 +23,10 @@ type Fold = foldhash::fast::RandomState;
 
 /// Node name -> its `topology.kubernetes.io/zone`, as reviewers read it.
 pub(crate) type NodeZoneMap = imbl::HashMap<Arc<str>, Arc<str>>;
+
+/// A node's network nodes from its EKS labels (`NETWORK_LAYERS`), layer 1 first, up to
+/// the first layer it does not carry.
+pub(crate) type NetworkPath = Arc<[Arc<str>]>;
 
 /// What a snapshot knows of the nodes; shared by snapshots until a node changes.
 #[derive(Debug, Clone, Default)]
@@ -40,6 +44,8 @@ pub(crate) struct NodeView {
     pub(crate) node_types: imbl::HashMap<Arc<str>, Arc<str>>,
     /// The other labels that name a zone -> the zone name the same nodes carry.
     pub(crate) zone_aliases: HashMap<String, String>,
+    /// Each node's network nodes, for the nodes that carry the layer labels.
+    pub(crate) node_network: imbl::HashMap<Arc<str>, NetworkPath>,
     /// Nodes on reserved capacity, and the pools that have nothing else.
     pub(crate) block_nodes: BlockNodes,
     /// Whether the nodes were listed (false: nothing is known about node types).
@@ -61,6 +67,8 @@ struct NodeRecord {
     block: Option<BlockNode>,
     /// `label=value` of its node pool and node group, for the block index.
     block_pools: Vec<String>,
+    /// Its network nodes, layer 1 first (empty: no layer labels).
+    network: Vec<Arc<str>>,
 }
 
 /// A multiset of counts: value -> how many nodes have it (its maximum is the last key).
@@ -137,6 +145,8 @@ pub struct NodeIndex {
     aliases: Tally<(String, String)>,
     /// One `Arc` per zone name, shared by its nodes.
     zones: Vec<Arc<str>>,
+    /// One `Arc` per network node name, shared by the nodes under it.
+    network_names: HashMap<String, Arc<str>, Fold>,
     /// The view as of the last change (shared with the snapshots published since).
     view: Arc<NodeView>,
     /// Nodes whose zone changed since the last publish -> their zone now.
@@ -233,6 +243,12 @@ impl NodeIndex {
             None => view.node_zones.remove(name),
         };
         self.moved.insert(name.clone(), zone);
+        if add && !r.network.is_empty() {
+            view.node_network
+                .insert(name.clone(), r.network.as_slice().into());
+        } else {
+            view.node_network.remove(name);
+        }
         if add {
             view.block_nodes
                 .add_node(name, r.block.clone(), &r.block_pools);
@@ -265,8 +281,22 @@ impl NodeIndex {
                 .iter()
                 .filter_map(|k| label(k))
                 .collect(),
+            network: NETWORK_LAYERS
+                .iter()
+                .map_while(|k| node.label(k))
+                .map(|v| self.network_name(v))
+                .collect(),
             zone,
         }
+    }
+
+    fn network_name(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.network_names.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = name.into();
+        self.network_names.insert(name.to_string(), n.clone());
+        n
     }
 
     fn intern(&mut self, zone: &str) -> Arc<str> {
