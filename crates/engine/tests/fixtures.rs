@@ -27,6 +27,12 @@ struct Expect {
     changes: Vec<String>,
     #[serde(default)]
     no_changes: Vec<String>,
+    /// Text some change's explanation (its `why`) must contain.
+    #[serde(default)]
+    explained: Vec<String>,
+    /// Text no change's explanation may contain.
+    #[serde(default)]
+    not_explained: Vec<String>,
     #[serde(default)]
     messages: Vec<String>,
     /// Text no finding may contain.
@@ -298,6 +304,19 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
         assert!(
             !changes.iter().any(|c| c.contains(unwanted.as_str())),
             "{name}: unexpected change {unwanted:?} in {changes:#?}"
+        );
+    }
+    let whys: Vec<&str> = v.changes.iter().map(|c| c.why.as_str()).collect();
+    for want in &e.explained {
+        assert!(
+            whys.iter().any(|w| w.contains(want.as_str())),
+            "{name}: no explanation with {want:?} in {whys:#?}"
+        );
+    }
+    for unwanted in &e.not_explained {
+        assert!(
+            !whys.iter().any(|w| w.contains(unwanted.as_str())),
+            "{name}: an explanation has {unwanted:?}: {whys:#?}"
         );
     }
     let messages: Vec<String> = v.findings.iter().map(|f| f.message()).collect();

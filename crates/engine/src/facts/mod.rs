@@ -11,6 +11,7 @@ pub(crate) mod ending;
 pub(crate) mod inventory;
 pub(crate) mod job_index;
 pub(crate) mod mark;
+pub(crate) mod network_fit;
 pub(crate) mod network_spread;
 pub(crate) mod node_index;
 pub(crate) mod node_types;

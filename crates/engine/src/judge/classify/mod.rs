@@ -86,13 +86,19 @@ pub fn classify<'c>(
         identity,
         group_label: hints.group_label.clone(),
         target,
-        zones,
         accel_claimed: dra.accelerators.is_some(),
         efa_claimed: dra.efa.is_some(),
         efa_resource_absent,
         channel: dra.channel.clone(),
         clique_held,
         kueue_layers: kueue_layers(hints, inventory),
+        network_fit: match (inventory, known, pods) {
+            (Some(inv), Some(p), Some(n)) if multi_pod => {
+                crate::facts::network_fit::network_fit(inv, &p.name, zones.pinned.as_deref(), n)
+            }
+            _ => None,
+        },
+        zones,
     }))
 }
 

@@ -81,6 +81,9 @@ pub struct Shape<'c> {
     /// The EKS network layer labels Kueue places this job by: the levels of a Kueue
     /// Topology in the cluster, when the job is queued by Kueue (else empty).
     pub kueue_layers: Vec<&'static str>,
+    /// Where the job can sit in the network, when the inventory has the type's nodes
+    /// with network labels (a multi-pod job of a known type and size).
+    pub network_fit: Option<crate::facts::network_fit::NetworkFit>,
 }
 
 #[derive(Debug, Clone)]

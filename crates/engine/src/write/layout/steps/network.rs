@@ -51,6 +51,16 @@ fn label(layer: u8) -> &'static str {
 }
 
 impl Plan<'_> {
+    /// Where the inventory says the job can sit, as a clause for the explanation (the
+    /// write-up of `check`/`mutate --cluster` and of the webhook's live inventory).
+    fn network_fit(&self) -> String {
+        self.shape
+            .network_fit
+            .as_ref()
+            .map(|f| format!("; {}", f.describe()))
+            .unwrap_or_default()
+    }
+
     fn network_ask(&self) -> Ask {
         if !self.shape.multi_pod || self.shape.identity.is_none() {
             return Ask::Nothing;
@@ -110,7 +120,10 @@ impl Plan<'_> {
             return;
         };
         if ann.insert_missing(key, json!(level), ed.ops) {
-            ed.change(format!("annotation {key}={level}"), format!("{how}; {WHY}"));
+            ed.change(
+                format!("annotation {key}={level}"),
+                format!("{how}; {WHY}{}", self.network_fit()),
+            );
         }
     }
 
@@ -166,7 +179,7 @@ impl Plan<'_> {
                             self.per_group(),
                             label(layer)
                         ),
-                        format!("policy networkProximity requires it for jobs of this size (the pods stay Pending while no such network node has room); {WHY}"),
+                        format!("policy networkProximity requires it for jobs of this size (the pods stay Pending while no such network node has room); {WHY}{}", self.network_fit()),
                     );
                 }
                 layer + 1
@@ -202,7 +215,7 @@ impl Plan<'_> {
                 self.per_group(),
                 names.join(", ")
             ),
-            format!("{WHY}; the scheduler fills the closest network node with room, then spills up a layer instead of leaving pods Pending"),
+            format!("{WHY}; the scheduler fills the closest network node with room, then spills up a layer instead of leaving pods Pending{}", self.network_fit()),
         );
     }
 }
