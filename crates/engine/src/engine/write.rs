@@ -8,7 +8,10 @@ use crate::facts::mark::{ADMITTED, Claim};
 use crate::judge::judgement::{Ctx, Judgement};
 use crate::judge::plan::Change;
 use crate::judge::verdict::Verdict;
-use crate::read::annotations::{LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE};
+use crate::read::annotations::{
+    KUEUE_PREFERRED_TOPOLOGY, KUEUE_QUEUE, KUEUE_REQUIRED_TOPOLOGY, KUEUE_UNCONSTRAINED_TOPOLOGY,
+    LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE,
+};
 use crate::read::json::annotation;
 use crate::read::podspec::PodView;
 use crate::read::workload::Site;
@@ -40,7 +43,7 @@ pub(super) fn write_site(
     let template = object.pointer_mut(&site.pointer).ok_or_else(missing)?;
     changes.extend(judgement.write(ctx.eff, Cursor::root(template, &site.pointer), ops));
     if ctx.kind.is_workload() {
-        kueue_topology(object, site, &mut changes, ops);
+        kueue_topology(object, site, ctx, &mut changes, ops);
     }
     if !changes.is_empty() {
         for c in &mut changes {
@@ -142,17 +145,30 @@ fn mark_admitted(
     Ok(())
 }
 
-const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";
-const KUEUE_REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
+/// Kueue's three topology annotations on a podset: a template that carries one chose.
 const KUEUE_TOPOLOGY: [&str; 3] = [
-    KUEUE_REQUIRED,
-    "kueue.x-k8s.io/podset-preferred-topology",
-    "kueue.x-k8s.io/podset-unconstrained-topology",
+    KUEUE_REQUIRED_TOPOLOGY,
+    KUEUE_PREFERRED_TOPOLOGY,
+    KUEUE_UNCONSTRAINED_TOPOLOGY,
 ];
 
-/// A Kueue-managed workload: ask Topology Aware Scheduling for one zone per podset.
-fn kueue_topology(object: &mut Value, site: &Site, changes: &mut Vec<Change>, ops: &mut Ops) {
-    if crate::read::json::str_at(object, &["metadata", "labels", KUEUE_QUEUE]).is_none() {
+/// A Kueue-managed workload: ask Topology Aware Scheduling for one zone per podset,
+/// where the cluster has a Kueue Topology with the zone level. Without one, Kueue would
+/// not admit a podset that asks for a level its flavor's topology lacks, so nothing is
+/// written (the layout's zone affinity holds the pods once Kueue admits them).
+fn kueue_topology(
+    object: &mut Value,
+    site: &Site,
+    ctx: &Ctx<'_, '_>,
+    changes: &mut Vec<Change>,
+    ops: &mut Ops,
+) {
+    if crate::read::json::str_at(object, &["metadata", "labels", KUEUE_QUEUE]).is_none()
+        || !ctx
+            .who
+            .inventory
+            .is_some_and(|inv| inv.kueue_has_level(LABEL_ZONE))
+    {
         return;
     }
     let Some(template) = object.pointer_mut(&site.pointer) else {
@@ -170,10 +186,14 @@ fn kueue_topology(object: &mut Value, site: &Site, changes: &mut Vec<Change>, op
     }
     if let Some(mut ann) =
         Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)
-        && ann.insert_missing(KUEUE_REQUIRED, Value::String(LABEL_ZONE.into()), ops)
+        && ann.insert_missing(
+            KUEUE_REQUIRED_TOPOLOGY,
+            Value::String(LABEL_ZONE.into()),
+            ops,
+        )
     {
         changes.push(Change::new(
-            format!("annotation {KUEUE_REQUIRED}={LABEL_ZONE}"),
+            format!("annotation {KUEUE_REQUIRED_TOPOLOGY}={LABEL_ZONE}"),
             "Kueue admits the podset into one zone (Topology Aware Scheduling)",
         ));
     }
