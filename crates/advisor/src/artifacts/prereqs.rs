@@ -54,7 +54,10 @@ pub fn script(rec: &Recommendation) -> String {
         format!("REGION={}", rec.request.region),
         String::new(),
         format!("# 1. Karpenter itself (install: https://karpenter.sh/docs/getting-started/getting-started-with-karpenter/, v{KARPENTER_VERSION})."),
-        "KARPENTER_IMAGE=$(kubectl get deploy -A -l app.kubernetes.io/name=karpenter -o jsonpath='{.items[0].spec.template.spec.containers[0].image}')".into(),
+        // Every Karpenter Deployment's image (none: an empty answer, not an index error).
+        "KARPENTER_IMAGE=$(kubectl get deploy -A -l app.kubernetes.io/name=karpenter -o jsonpath='{.items[*].spec.template.spec.containers[0].image}')".into(),
+        "KARPENTER_IMAGE=${KARPENTER_IMAGE%% *}".into(),
+        format!("[ -n \"$KARPENTER_IMAGE\" ] || {{ echo \"Karpenter is not installed in cluster $CLUSTER: install it (https://karpenter.sh/docs/getting-started/getting-started-with-karpenter/, v{KARPENTER_VERSION}), then run this again\" >&2; exit 1; }}"),
         "KV=$(echo \"$KARPENTER_IMAGE\" | sed -n 's/.*:v\\{0,1\\}\\([0-9][0-9]*\\.[0-9][0-9]*\\).*/\\1/p')".into(),
         "echo \"Karpenter image: $KARPENTER_IMAGE\"".into(),
     ];

@@ -52,6 +52,9 @@ pub struct Recommendation {
     /// Pods claim EFA through the EFA DRA driver: asked for, or the cluster's nodes of
     /// the type advertise no `vpc.amazonaws.com/efa`.
     pub efa_dra: bool,
+    /// The route that makes the nodes (`request.route`), what it emits, and how to get
+    /// the other one or why there is none (`crate::route::summary`).
+    pub route_summary: String,
 }
 
 /// The plan for `req`: the best-ranked instance type and shape, its capacity and zone,
@@ -110,7 +113,8 @@ pub fn recommend(
             trainplace_engine::annotations::DRA_CLASS_EFA
         ));
     }
-    Ok(Recommendation {
+    let mut rec = Recommendation {
+        route_summary: String::new(),
         efa_dra,
         capacity_options,
         other_offerings,
@@ -131,7 +135,13 @@ pub fn recommend(
         reasons,
         alternatives,
         warnings,
-    })
+    };
+    // One route per plan: Karpenter asked for where it cannot make the nodes is refused.
+    if let Some(why) = crate::route::refusal(&rec) {
+        return Err(InputError::request("route", why));
+    }
+    rec.route_summary = crate::route::summary(&rec);
+    Ok(rec)
 }
 
 /// The capacity the job runs on, and its zone when the capacity fixes it: the cluster's
