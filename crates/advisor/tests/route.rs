@@ -98,7 +98,12 @@ fn the_karpenter_script_applies_karpenter_after_creating_the_cluster() {
             .find(needle)
             .unwrap_or_else(|| panic!("no {needle:?} in:\n{script}"))
     };
+    let role = at("aws iam get-role --role-name KarpenterNodeRole-training");
     let buy = at("aws ec2 purchase-capacity-block");
+    assert!(
+        role < buy,
+        "the node role is checked before buying: {script}"
+    );
     let create = at("eksctl create cluster -f eksctl-cluster.yaml");
     let prereqs = at("sh karpenter-prerequisites.sh");
     let apply = at("kubectl apply -f karpenter.yaml");
@@ -171,6 +176,31 @@ fn the_karpenter_script_runs_in_order_with_stand_ins() {
     let tests = line_in(&calls, "kubectl apply -f nccl-tests-mpijob-karpenter.yaml");
     let job = line_in(&calls, "kubectl apply -f job-pytorchjob-karpenter.yaml");
     assert!(check < tests && tests < job, "{calls}");
+}
+
+/// Without the Karpenter node role nothing is bought or created.
+#[test]
+fn the_karpenter_script_buys_nothing_without_the_node_role() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in karpenter_artifacts("h100-blocks", "pytorchjob") {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    stand_ins(dir.path(), 0, AFTER_BLOCK_START);
+    let (out, calls) = run_in(dir.path(), Some("iam get-role"), &[]);
+    assert!(!out.status.success(), "{calls}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no IAM role KarpenterNodeRole-training"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        count(&calls, "aws ec2 purchase-capacity-block"),
+        0,
+        "{calls}"
+    );
+    assert_eq!(count(&calls, "eksctl create"), 0, "{calls}");
 }
 
 fn line_in(calls: &str, what: &str) -> usize {

@@ -144,6 +144,7 @@ fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
 fn quota_lines(rec: &Recommendation, out: &mut Vec<String>) {
     super::quota::quota_check(rec, out);
     super::storage::quota_lines(rec, out);
+    super::prereqs::before_buying(rec, out);
 }
 
 /// Capacity Blocks: the offerings for this shape, then the held blocks to check, the
@@ -185,6 +186,7 @@ fn capacity_block_steps(
             // checkpoint storage cannot be made is money spent on a plan that cannot
             // finish. (Capacity Block nodes need no On-Demand vCPU quota: `quota.rs`.)
             super::storage::quota_lines(rec, out);
+            super::prereqs::before_buying(rec, out);
             out.push(String::new());
             super::purchase::buy_lines(rec, plan, out);
             let vars: Vec<String> = (0..plan.offerings.len())
