@@ -36,7 +36,7 @@ pub fn karpenter_cannot(rec: &Recommendation) -> Option<String> {
     }
     if rec.efa_dra {
         return Some(
-            "EFA comes through the EFA DRA driver (asked for with efaDra, or the cluster's nodes of the type advertise no vpc.amazonaws.com/efa), which \"is not supported with Karpenter or EKS Auto Mode\" (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)".into(),
+            "EFA comes through the EFA DRA driver (asked for with --efa-dra / efaDra, or the cluster's nodes of the type advertise no vpc.amazonaws.com/efa), which \"is not supported with Karpenter or EKS Auto Mode\" (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)".into(),
         );
     }
     None
@@ -49,7 +49,7 @@ pub fn refusal(rec: &Recommendation) -> Option<String> {
     }
     karpenter_cannot(rec).map(|why| {
         format!(
-            "karpenter cannot make this plan's nodes: {why}; drop the route (eksctl, the default, creates the nodes as managed or self-managed nodegroups)"
+            "karpenter cannot make this plan's nodes: {why}; use route eksctl, the default, which creates them as managed or self-managed nodegroups"
         )
     })
 }
