@@ -94,7 +94,7 @@ async fn form_submits_and_shows_the_recommendation() {
     let base = serve().await;
     let offerings = include_str!("../crates/advisor/fixtures/capacity-block-offerings.json");
     let url = format!(
-        "{base}/?gpus=64&family=h100&durationDays=7&framework=jobset&now=2026-11-22T00:00:00Z&offerings={}&auto=1",
+        "{base}/?gpus=64&family=h100&durationDays=7&framework=jobset&route=karpenter&now=2026-11-22T00:00:00Z&offerings={}&auto=1",
         encode(offerings)
     );
     let profile = tempfile::tempdir().unwrap();
@@ -110,18 +110,24 @@ async fn form_submits_and_shows_the_recommendation() {
     );
     assert!(dom.contains("cb-0f1a2b3c4d5e60001 + cb-0f1a2b3c4d5e60002"));
     assert!(dom.contains("<svg") && dom.contains("class=\"gpu\"") && dom.contains("class=\"efa\""));
+    // The route chosen in the form (Karpenter): its files, not the eksctl route's job.
     for file in [
         "eksctl-cluster.yaml",
         "karpenter.yaml",
         "aws-cli.sh",
-        "job-jobset.yaml",
-        "nccl-tests-mpijob.yaml",
+        "job-jobset-karpenter.yaml",
+        "nccl-tests-mpijob-karpenter.yaml",
     ] {
         assert!(
             dom.contains(&format!("data-file=\"{file}\"")),
             "no copy button for {file}"
         );
     }
+    assert!(!dom.contains("data-file=\"job-jobset.yaml\""));
+    assert!(
+        dom.contains("<dd>Karpenter NodePools"),
+        "no route in the summary"
+    );
     assert!(dom.contains("capacity-block-end"));
     // The offerings not bought say, as the CLI does, whether each fits the job alone
     // and why.

@@ -45,13 +45,8 @@ fn emits_every_artifact() {
             "dcgm-exporter-values.yaml",
             "efa-device-plugin-values.yaml",
             "eksctl-cluster.yaml",
-            "job-pytorchjob-karpenter.yaml",
             "job-pytorchjob.yaml",
-            "karpenter-prerequisites.sh",
-            "karpenter.yaml",
-            "nccl-node-check-karpenter.yaml",
             "nccl-node-check.yaml",
-            "nccl-tests-mpijob-karpenter.yaml",
             "nccl-tests-mpijob.yaml",
             "training-operator"
         ]
@@ -92,6 +87,43 @@ fn emits_every_artifact() {
     );
 }
 
+/// `--route karpenter`: the Karpenter files instead of the eksctl route's job and checks,
+/// and a cluster config without GPU nodegroups.
+#[test]
+fn emits_the_karpenter_route_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = AdviseArgs {
+        emit: Some(dir.path().join("out")),
+        output: OutputFormat::Json,
+        route: Some("karpenter".into()),
+        ..h100()
+    };
+    assert_eq!(run_advise(&args).unwrap(), ExitCode::Ok);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "aws-cli.sh",
+            "checkpoint-storage.yaml",
+            "dcgm-exporter-values.yaml",
+            "efa-device-plugin-values.yaml",
+            "eksctl-cluster.yaml",
+            "job-pytorchjob-karpenter.yaml",
+            "karpenter-prerequisites.sh",
+            "karpenter.yaml",
+            "nccl-node-check-karpenter.yaml",
+            "nccl-tests-mpijob-karpenter.yaml",
+            "training-operator"
+        ]
+    );
+    let eksctl = std::fs::read_to_string(dir.path().join("out/eksctl-cluster.yaml")).unwrap();
+    assert!(!eksctl.contains("p5.48xlarge"), "{eksctl}");
+}
+
 #[test]
 fn bad_input_exits_2() {
     for args in [
@@ -122,6 +154,16 @@ fn bad_input_exits_2() {
         },
         AdviseArgs {
             offerings: Some(fixture_path("missing.json")),
+            ..h100()
+        },
+        AdviseArgs {
+            route: Some("fargate".into()),
+            ..h100()
+        },
+        // Karpenter does not support DRA, which EFA through the EFA DRA driver needs.
+        AdviseArgs {
+            route: Some("karpenter".into()),
+            efa_dra: true,
             ..h100()
         },
     ] {

@@ -11,7 +11,8 @@
 //!   zones, not its `localZones`), and the script's form, `--without-nodegroup`, is
 //!   accepted with the Local Zone in the VPC's zones.
 //! - A two-block p5 plan: accepted as emitted, once its reservation ids are filled in as
-//!   the script fills them.
+//!   the script fills them; on the Karpenter route (`--route karpenter`), its cluster with
+//!   only the system nodegroup, accepted as emitted.
 //!
 //! Not run here: `eksctl create nodegroup`, which needs the cluster's Kubernetes API.
 
@@ -227,4 +228,42 @@ fn eksctl_accepts_the_two_block_p5_plan() {
         "{}",
         aws.requests()
     );
+}
+
+/// The Karpenter route's config: only the system nodegroup, nothing to fill in.
+#[test]
+fn eksctl_accepts_the_karpenter_route_p5_plan() {
+    let aws = Aws::start();
+    let offerings = fixture("capacity-block-offerings.json");
+    let dir = emit(&[
+        "--gpus",
+        "64",
+        "--family",
+        "h100",
+        "--days",
+        "7",
+        "--capacity",
+        "capacity-block",
+        "--route",
+        "karpenter",
+        "--offerings",
+        &offerings,
+    ]);
+    let config = std::fs::read_to_string(dir.path().join("eksctl-cluster.yaml")).unwrap();
+    assert!(!config.contains("REPLACE-WITH"), "{config}");
+    let mut args = create_cluster_line(dir.path());
+    assert_eq!(args, ["create", "cluster", "-f", "eksctl-cluster.yaml"]);
+    args.push("--dry-run".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_eksctl(&aws, dir.path(), &args);
+    assert!(out.status.success(), "{}", text(&out));
+    let printed: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = printed["managedNodeGroups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert_eq!(names, ["system"], "{printed}");
+    assert!(printed["nodeGroups"].as_array().is_none_or(Vec::is_empty));
 }

@@ -15,7 +15,13 @@ fn fixture(name: &str) -> PathBuf {
 
 /// 64 x H100 for `days`, with the offerings and the account's reservations.
 fn emit(days: f64, out: &Path) -> ExitCode {
+    emit_on(days, out, None)
+}
+
+/// `emit` on `route` (`None`: the default).
+fn emit_on(days: f64, out: &Path, route: Option<&str>) -> ExitCode {
     let args = AdviseArgs {
+        route: route.map(str::to_string),
         gpus: Some(64),
         family: Some("h100".into()),
         days: Some(days),
@@ -52,7 +58,13 @@ fn a_held_block_that_covers_the_week_is_used_and_nothing_is_bought() {
         "{eksctl}"
     );
     assert!(eksctl.contains("us-east-1b"), "{eksctl}");
-    let karpenter = read(dir.path(), "karpenter.yaml");
+    // The Karpenter route's EC2NodeClass selects the held block by its id.
+    let on_karpenter = tempfile::tempdir().unwrap();
+    assert_eq!(
+        emit_on(7.0, on_karpenter.path(), Some("karpenter")),
+        ExitCode::Ok
+    );
+    let karpenter = read(on_karpenter.path(), "karpenter.yaml");
     assert!(
         karpenter.contains("id: cr-0b7c6d5e4f3a21098"),
         "{karpenter}"

@@ -57,21 +57,50 @@ async fn recommendation_round_trip_with_offerings() {
         names,
         [
             "eksctl-cluster.yaml",
+            "aws-cli.sh",
+            "checkpoint-storage.yaml",
+            "dcgm-exporter-values.yaml",
+            "efa-device-plugin-values.yaml",
+            "job-jobset.yaml",
+            "nccl-node-check.yaml",
+            "nccl-tests-mpijob.yaml"
+        ]
+    );
+    assert!(v["layoutSvg"].as_str().unwrap().starts_with("<svg"));
+    assert_eq!(r["request"]["route"], "eksctl");
+    // The Karpenter route, asked for in the body: its files instead.
+    let mut body = body;
+    body["route"] = json!("karpenter");
+    let (status, v) = json_call("POST", "/v1/recommendations", Some(&body.to_string())).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    let names: Vec<&str> = v["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "eksctl-cluster.yaml",
             "karpenter.yaml",
             "karpenter-prerequisites.sh",
             "aws-cli.sh",
             "checkpoint-storage.yaml",
             "dcgm-exporter-values.yaml",
             "efa-device-plugin-values.yaml",
-            "job-jobset.yaml",
             "job-jobset-karpenter.yaml",
-            "nccl-node-check.yaml",
             "nccl-node-check-karpenter.yaml",
-            "nccl-tests-mpijob.yaml",
             "nccl-tests-mpijob-karpenter.yaml"
         ]
     );
-    assert!(v["layoutSvg"].as_str().unwrap().starts_with("<svg"));
+    assert!(
+        v["recommendation"]["routeSummary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Karpenter NodePools")),
+        "{}",
+        v["recommendation"]["routeSummary"]
+    );
 }
 
 #[tokio::test]
@@ -95,6 +124,14 @@ async fn bad_requests_are_422_with_field_path() {
         (
             json!({"gpus": 8, "durationDays": 1, "offerings": {"CapacityBlockOfferings": [{"CapacityBlockOfferingId": "cb-1"}]}}),
             "CapacityBlockOfferings[0].InstanceType",
+        ),
+        (
+            json!({"gpus": 8, "durationDays": 1, "route": "fargate"}),
+            "route",
+        ),
+        (
+            json!({"gpus": 64, "family": "h100", "durationDays": 1, "efaDra": true, "route": "karpenter"}),
+            "route",
         ),
     ];
     for (body, field) in cases {

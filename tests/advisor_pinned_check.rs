@@ -41,26 +41,31 @@ fn check_on_the_emitted_job_warns_when_it_outlives_its_block() {
     let dir = tempfile::tempdir().unwrap();
     let offerings = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("crates/advisor/fixtures/capacity-block-offerings.json");
-    // 64 H100 for 7 days: two blocks, the first 168 h, from 2026-12-01T11:30Z.
-    let (code, text) = trainplace(
-        &[
-            "advise",
-            "--gpus",
-            "64",
-            "--family",
-            "h100",
-            "--days",
-            "7",
-            "--offerings",
-            offerings.to_str().unwrap(),
-            "--now",
-            "2026-11-22T00:00:00Z",
-            "--emit",
-            "out",
-        ],
-        dir.path(),
-    );
-    assert_eq!(code, 0, "{text}");
+    // 64 H100 for 7 days: two blocks, the first 168 h, from 2026-12-01T11:30Z; a plan on
+    // each route, into one directory (their jobs' files differ).
+    for route in ["eksctl", "karpenter"] {
+        let (code, text) = trainplace(
+            &[
+                "advise",
+                "--gpus",
+                "64",
+                "--family",
+                "h100",
+                "--days",
+                "7",
+                "--offerings",
+                offerings.to_str().unwrap(),
+                "--now",
+                "2026-11-22T00:00:00Z",
+                "--route",
+                route,
+                "--emit",
+                "out",
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0, "{text}");
+    }
     let out = dir.path().join("out");
     for job in ["job-pytorchjob.yaml", "job-pytorchjob-karpenter.yaml"] {
         let text = std::fs::read_to_string(out.join(job)).unwrap();

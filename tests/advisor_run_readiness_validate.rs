@@ -17,32 +17,38 @@ fn checkpoint_storage_and_the_node_check_pass_strict_kubernetes_validation() {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
     for (family, gpus, offers) in [("h100", 64, Some(offerings.as_str())), ("l40s", 16, None)] {
-        let req = AdviceRequest {
-            gpus: Some(gpus),
-            family: Some(family.into()),
-            duration_days: Some(2.0),
-            now: Some("2026-11-22T00:00:00Z".into()),
-            ..Default::default()
-        };
-        let facts = RawFacts {
-            offerings: offers.map(String::from),
-            ..Default::default()
-        };
-        let advice = advise(&req, &facts, &Policy::embedded(), jiff::Timestamp::now()).unwrap();
-        for name in [
-            "checkpoint-storage.yaml",
-            "nccl-node-check.yaml",
-            "nccl-node-check-karpenter.yaml",
+        // A plan on each route: the Karpenter plan's node check is its own file.
+        for (route, names) in [
+            (
+                "eksctl",
+                &["checkpoint-storage.yaml", "nccl-node-check.yaml"][..],
+            ),
+            ("karpenter", &["nccl-node-check-karpenter.yaml"][..]),
         ] {
-            let content = &advice
-                .artifacts
-                .iter()
-                .find(|a| a.name == name)
-                .unwrap_or_else(|| panic!("{family}: {name} not emitted"))
-                .content;
-            let path = dir.path().join(format!("{family}-{name}"));
-            std::fs::write(&path, content).unwrap();
-            files.push(path);
+            let req = AdviceRequest {
+                gpus: Some(gpus),
+                family: Some(family.into()),
+                duration_days: Some(2.0),
+                now: Some("2026-11-22T00:00:00Z".into()),
+                route: Some(route.into()),
+                ..Default::default()
+            };
+            let facts = RawFacts {
+                offerings: offers.map(String::from),
+                ..Default::default()
+            };
+            let advice = advise(&req, &facts, &Policy::embedded(), jiff::Timestamp::now()).unwrap();
+            for name in names {
+                let content = &advice
+                    .artifacts
+                    .iter()
+                    .find(|a| a.name == *name)
+                    .unwrap_or_else(|| panic!("{family}: {name} not emitted"))
+                    .content;
+                let path = dir.path().join(format!("{family}-{name}"));
+                std::fs::write(&path, content).unwrap();
+                files.push(path);
+            }
         }
     }
     common::assert_strictly_valid("checkpoint storage and node check", &files);

@@ -68,6 +68,12 @@ pub struct AdviseArgs {
     /// pytorchjob, trainjob, jobset or mpijob.
     #[arg(long)]
     pub framework: Option<String>,
+    /// What makes the job's nodes, one route per plan: eksctl (default: GPU nodegroups
+    /// aws-cli.sh creates) or karpenter (only the system nodegroup, then
+    /// karpenter-prerequisites.sh and karpenter.yaml). Refused where Karpenter cannot
+    /// serve the plan: EFA or GB200's ComputeDomain through DRA, or existing nodes.
+    #[arg(long, value_name = "ROUTE")]
+    pub route: Option<String>,
     /// The cluster gives EFA through the EFA DRA driver (Kubernetes >= 1.34): pods
     /// claim EFA with a ResourceClaimTemplate instead of vpc.amazonaws.com/efa (also
     /// chosen when --from-cluster nodes of the type advertise no EFA).
@@ -118,7 +124,7 @@ pub struct AdviseArgs {
     /// Output format of the recommendation.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
-    /// Write the artifacts (eksctl, Karpenter, aws CLI, job, nccl-tests) into DIR.
+    /// Write the artifacts (eksctl or Karpenter, aws CLI, job, nccl-tests) into DIR.
     #[arg(long)]
     pub emit: Option<PathBuf>,
     /// The policy directory's InstanceCatalog adds (or replaces) instance types.
@@ -248,6 +254,7 @@ fn overlay(req: &mut AdviceRequest, a: &AdviseArgs) {
     set(&mut req.capacity, &a.capacity);
     set(&mut req.reservation_id, &a.reservation_id);
     set(&mut req.framework, &a.framework);
+    set(&mut req.route, &a.route);
     set(&mut req.cluster_name, &a.cluster_name);
     set(&mut req.job_name, &a.job_name);
     set(&mut req.namespace, &a.namespace);

@@ -684,36 +684,45 @@ fn dry_run_all(sb: &Sandbox, objects: &[(String, Value)]) {
 
 const P5_NAMESPACE: &str = "advisor-p5";
 
-/// Every object of the two-block plan (64 x H100: 8 x p5.48xlarge on two Capacity Blocks,
-/// both routes, the Karpenter one included) is created by the API server with
-/// `--dry-run=server`.
+/// Every object of the two-block plan (64 x H100: 8 x p5.48xlarge on two Capacity Blocks),
+/// on each route (the default eksctl one, and `--route karpenter`), is created by the API
+/// server with `--dry-run=server`.
 #[test]
 fn every_object_of_the_two_block_p5_plan_is_accepted_by_the_api_server() {
     let sb = sandbox();
-    let dir = tempfile::tempdir().unwrap();
     let offerings = repo().join("crates/advisor/fixtures/capacity-block-offerings.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
-        .args(["advise", "--gpus", "64", "--family", "h100", "--days", "7"])
-        .args([
-            "--capacity",
-            "capacity-block",
-            "--now",
-            "2026-11-22T00:00:00Z",
-        ])
-        .args(["--namespace", P5_NAMESPACE, "--job-name", JOB, "--emit"])
-        .arg(dir.path())
-        .arg("--offerings")
-        .arg(&offerings)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "advise: {}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("cb-0f1a2b3c4d5e60001 + cb-0f1a2b3c4d5e60002"),
-        "two blocks: {text}"
-    );
+    let mut objects = Vec::new();
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    for (route, dir) in ["eksctl", "karpenter"].into_iter().zip(&dirs) {
+        let out = Command::new(env!("CARGO_BIN_EXE_trainplace"))
+            .args(["advise", "--gpus", "64", "--family", "h100", "--days", "7"])
+            .args([
+                "--capacity",
+                "capacity-block",
+                "--now",
+                "2026-11-22T00:00:00Z",
+                "--route",
+                route,
+            ])
+            .args(["--namespace", P5_NAMESPACE, "--job-name", JOB, "--emit"])
+            .arg(dir.path())
+            .arg("--offerings")
+            .arg(&offerings)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "advise: {}", stderr(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("cb-0f1a2b3c4d5e60001 + cb-0f1a2b3c4d5e60002"),
+            "two blocks: {text}"
+        );
+        objects.extend(
+            emitted_objects(dir.path())
+                .into_iter()
+                .map(|(file, v)| (format!("{route}/{file}"), v)),
+        );
+    }
     sb.ok(&["create", "namespace", P5_NAMESPACE]);
-    let objects = emitted_objects(dir.path());
     let kinds: Vec<&str> = objects
         .iter()
         .map(|(_, v)| v["kind"].as_str().unwrap())

@@ -31,6 +31,7 @@ pub mod advice;
 pub mod allocatable;
 pub mod artifacts;
 pub mod render;
+pub mod route;
 pub mod svg;
 
 pub use advice::{Advice, RawFacts, advise};

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use crate::advice::Advice;
 use crate::recommend::{CapacityPlan, Recommendation};
 
-/// The summary: the layout, capacity, placement, cost and bandwidth on a line each,
+/// The summary: the layout, capacity, placement, route, cost and bandwidth on a line each,
 /// then why, the warnings, the capacity options, the alternatives and the artifacts.
 pub fn text(advice: &Advice) -> String {
     let r = &advice.recommendation;
@@ -32,6 +32,7 @@ pub fn text(advice: &Advice) -> String {
                 "cluster placement group {pg}"
             ))
     );
+    let _ = writeln!(s, "nodes:      {}", r.route_summary);
     let storage = match (
         r.cost.checkpoint_storage_usd,
         r.cost.checkpoint_storage_usd_per_month,

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{artifacts, recommendation};
+use common::{artifacts, karpenter_artifacts, karpenter_recommendation, recommendation};
 use serde_json::Value;
 use trainplace_advisor::artifacts::objects;
 use trainplace_engine::Policy;
@@ -48,8 +48,9 @@ fn efa_plugin_tolerates_every_taint_of_the_job_nodes() {
         for ng in common::gpu_nodegroups(&o.cluster_config) {
             taints.extend(ng["taints"].as_array().unwrap().iter().cloned());
         }
+        let on_karpenter = objects(&karpenter_recommendation(scenario, "pytorchjob"), &policy);
         taints.extend(
-            o.node_pool["spec"]["template"]["spec"]["taints"]
+            on_karpenter.node_pool.as_ref().unwrap()["spec"]["template"]["spec"]["taints"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -100,8 +101,12 @@ fn nvidia_nodes_carry_the_label_the_nvidia_chart_selects() {
         &recommendation("h100-blocks", "pytorchjob"),
         &Policy::embedded(),
     );
+    let on_karpenter = objects(
+        &karpenter_recommendation("h100-blocks", "pytorchjob"),
+        &Policy::embedded(),
+    );
     assert_eq!(
-        o.node_pool["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.present"],
+        on_karpenter.node_pool.as_ref().unwrap()["spec"]["template"]["metadata"]["labels"]["nvidia.com/gpu.present"],
         "true"
     );
     for ng in common::gpu_nodegroups(&o.cluster_config) {
@@ -111,7 +116,7 @@ fn nvidia_nodes_carry_the_label_the_nvidia_chart_selects() {
 
 #[test]
 fn karpenter_route_has_prerequisites_and_plugin_installs_with_versions() {
-    let gpu = &artifacts("h100-blocks", "pytorchjob")["karpenter-prerequisites.sh"];
+    let gpu = &karpenter_artifacts("h100-blocks", "pytorchjob")["karpenter-prerequisites.sh"];
     for needle in [
         "KarpenterNodeRole-training",
         "karpenter.sh/discovery",
@@ -122,14 +127,14 @@ fn karpenter_route_has_prerequisites_and_plugin_installs_with_versions() {
     ] {
         assert!(gpu.contains(needle), "no {needle:?} in:\n{gpu}");
     }
-    let trn = &artifacts("trainium", "pytorchjob")["karpenter-prerequisites.sh"];
+    let trn = &karpenter_artifacts("trainium", "pytorchjob")["karpenter-prerequisites.sh"];
     assert!(
         trn.contains("oci://public.ecr.aws/neuron/neuron-helm-chart --version 1.9.0"),
         "{trn}"
     );
     assert!(!trn.contains("nvidia-device-plugin"));
     // On-demand pools need no reserved-capacity Karpenter check.
-    let od = &artifacts("l40s-on-demand", "pytorchjob")["karpenter-prerequisites.sh"];
+    let od = &karpenter_artifacts("l40s-on-demand", "pytorchjob")["karpenter-prerequisites.sh"];
     assert!(!od.contains("older than 1.6"));
     // The version check parses real image tags.
     for (image, ok) in [
@@ -334,10 +339,10 @@ fn images_carry_the_collective_stack_and_are_pinned() {
 #[test]
 fn karpenter_nodes_get_disk_and_reserved_pools_are_kept() {
     let blocks = objects(
-        &recommendation("h100-blocks", "pytorchjob"),
+        &karpenter_recommendation("h100-blocks", "pytorchjob"),
         &Policy::embedded(),
     );
-    let bdm = &blocks.node_class["spec"]["blockDeviceMappings"][0];
+    let bdm = &blocks.node_class.as_ref().unwrap()["spec"]["blockDeviceMappings"][0];
     assert_eq!(
         (
             bdm["deviceName"].as_str(),
@@ -345,17 +350,20 @@ fn karpenter_nodes_get_disk_and_reserved_pools_are_kept() {
         ),
         (Some("/dev/xvda"), Some("500Gi"))
     );
-    assert_eq!(blocks.node_class["spec"]["instanceStorePolicy"], "RAID0");
     assert_eq!(
-        blocks.node_pool["spec"]["disruption"]["consolidateAfter"],
+        blocks.node_class.as_ref().unwrap()["spec"]["instanceStorePolicy"],
+        "RAID0"
+    );
+    assert_eq!(
+        blocks.node_pool.as_ref().unwrap()["spec"]["disruption"]["consolidateAfter"],
         "Never"
     );
     let od = objects(
-        &recommendation("l40s-on-demand", "pytorchjob"),
+        &karpenter_recommendation("l40s-on-demand", "pytorchjob"),
         &Policy::embedded(),
     );
     assert_eq!(
-        od.node_pool["spec"]["disruption"]["consolidateAfter"],
+        od.node_pool.as_ref().unwrap()["spec"]["disruption"]["consolidateAfter"],
         "10m"
     );
 }
@@ -598,13 +606,12 @@ fn karpenter_route_launches_nodes_and_keeps_them_for_the_run() {
         ("a100-odcr", true, "1.6"),
         ("l40s-on-demand", false, "1.11"),
     ] {
-        let rec = recommendation(scenario, "pytorchjob");
+        let rec = karpenter_recommendation(scenario, "pytorchjob");
         let o = objects(&rec, &policy);
-        let job = o
-            .karpenter_job
-            .as_ref()
-            .expect("a job for the Karpenter route");
-        let pods = pod_templates(job);
+        let (Some(node_class), Some(node_pool)) = (&o.node_class, &o.node_pool) else {
+            panic!("{scenario}: no EC2NodeClass or NodePool on the Karpenter route");
+        };
+        let pods = pod_templates(&o.job);
         assert!(!pods.is_empty());
         for t in pods {
             let c = &t["spec"]["containers"][0]["resources"];
@@ -618,10 +625,7 @@ fn karpenter_route_launches_nodes_and_keeps_them_for_the_run() {
                 "{scenario}"
             );
             let sel = &t["spec"]["nodeSelector"];
-            assert_eq!(
-                sel["karpenter.sh/nodepool"],
-                o.node_pool["metadata"]["name"]
-            );
+            assert_eq!(sel["karpenter.sh/nodepool"], node_pool["metadata"]["name"]);
             assert_eq!(
                 sel.get("karpenter.sh/capacity-type").is_some(),
                 reserved,
@@ -629,7 +633,8 @@ fn karpenter_route_launches_nodes_and_keeps_them_for_the_run() {
             );
         }
         // The eksctl route's nodes have hugepages for libfabric: its job keeps them.
-        for t in pod_templates(&o.job) {
+        let eksctl = objects(&recommendation(scenario, "pytorchjob"), &policy);
+        for t in pod_templates(&eksctl.job) {
             assert!(
                 t["spec"]["containers"][0]["resources"]["requests"]
                     .get("hugepages-2Mi")
@@ -638,10 +643,10 @@ fn karpenter_route_launches_nodes_and_keeps_them_for_the_run() {
             assert!(t["metadata"].get("annotations").is_none());
         }
         assert_eq!(
-            o.node_pool["spec"]["template"]["spec"]["expireAfter"],
+            node_pool["spec"]["template"]["spec"]["expireAfter"],
             "Never"
         );
-        let alias = o.node_class["spec"]["amiSelectorTerms"][0]["alias"]
+        let alias = node_class["spec"]["amiSelectorTerms"][0]["alias"]
             .as_str()
             .unwrap();
         assert!(
@@ -649,10 +654,10 @@ fn karpenter_route_launches_nodes_and_keeps_them_for_the_run() {
             "{alias}"
         );
         assert_eq!(
-            o.node_class["spec"].get("placementGroupSelector").is_some(),
+            node_class["spec"].get("placementGroupSelector").is_some(),
             !reserved
         );
-        let script = &artifacts(scenario, "pytorchjob")["karpenter-prerequisites.sh"];
+        let script = &karpenter_artifacts(scenario, "pytorchjob")["karpenter-prerequisites.sh"];
         assert!(
             script.contains(&format!("older than {min}")),
             "{scenario}: {script}"

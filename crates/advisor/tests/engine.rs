@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::recommendation;
+use common::{karpenter_recommendation, recommendation};
 use serde_json::{Map, Value, json};
 use trainplace_advisor::artifacts::objects;
 use trainplace_engine::evaluate;
@@ -127,10 +127,11 @@ fn emitted_jobs_need_no_patch() {
     let mut checked = 0;
     for scenario in ["h100-blocks", "l40s-on-demand", "a100-odcr", "single-node"] {
         for framework in ["pytorchjob", "jobset", "mpijob", "trainjob"] {
-            let o = objects(&recommendation(scenario, framework), &policy);
-            let jobs = std::iter::once(&o.job)
-                .chain(o.karpenter_job.as_ref())
-                .chain(o.nccl_tests.as_ref());
+            let eksctl = objects(&recommendation(scenario, framework), &policy);
+            let karpenter = objects(&karpenter_recommendation(scenario, framework), &policy);
+            let jobs = [&eksctl, &karpenter]
+                .into_iter()
+                .flat_map(|o| std::iter::once(&o.job).chain(o.nccl_tests.as_ref()));
             for (what, p) in jobs.flat_map(pods_of) {
                 let v = evaluate(&p, &policy, &who)
                     .unwrap_or_else(|e| panic!("{scenario} {what}: {e}"));
@@ -278,9 +279,23 @@ fn efa_through_dra_emits_a_claim_the_engine_counts() {
         !files.contains(&"efa-device-plugin-values.yaml".to_string()),
         "{files:?}"
     );
-    // The EFA DRA driver is not supported with Karpenter: no Karpenter route.
+    // The EFA DRA driver is not supported with Karpenter: no Karpenter route, and asking
+    // for it is refused with the reason and the EKS guide's page.
     assert!(!files.iter().any(|f| f.contains("karpenter")), "{files:?}");
-    assert!(o.karpenter_job.is_none());
+    let mut on_karpenter = req.clone();
+    on_karpenter.route = Some("karpenter".into());
+    let valid = on_karpenter
+        .validate(&policy.catalog, jiff::Timestamp::now())
+        .unwrap();
+    let refused = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap_err();
+    assert_eq!(refused.field, "route");
+    assert!(
+        refused.message.contains("EFA DRA driver")
+            && refused.message.contains(
+                "https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html"
+            ),
+        "{refused}"
+    );
     // Unasked, nodes of the chosen type that advertise no EFA choose the DRA form too.
     let mut facts = facts;
     req.efa_dra = None;

@@ -12,11 +12,24 @@ fn docs(text: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The eksctl plan's ClusterConfig, whose nodegroups the Karpenter plan's NodePools
+/// stand for: the Karpenter plan's config has none of them (only the system nodegroup)
+/// and the same VPC, GPU subnets included.
+fn same_subnets_as_the_eksctl_plan(advice: &trainplace_advisor::Advice) -> Value {
+    let on_karpenter: Value =
+        serde_yaml_ng::from_str(common::emitted(advice, "eksctl-cluster.yaml")).unwrap();
+    assert!(common::gpu_nodegroups(&on_karpenter).is_empty());
+    let eksctl = common::split_plan();
+    let config: Value =
+        serde_yaml_ng::from_str(common::emitted(&eksctl, "eksctl-cluster.yaml")).unwrap();
+    assert_eq!(on_karpenter["vpc"], config["vpc"]);
+    config
+}
+
 #[test]
 fn each_placement_group_gets_its_own_node_class_and_pool() {
-    let advice = common::split_plan();
-    let config: Value =
-        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
+    let advice = common::split_plan_on(Some("karpenter"));
+    let config = same_subnets_as_the_eksctl_plan(&advice);
     let mut groups: Vec<String> = common::gpu_nodegroups(&config)
         .iter()
         .map(|ng| ng["placement"]["groupName"].as_str().unwrap().to_string())
@@ -90,9 +103,8 @@ fn each_placement_group_gets_its_own_node_class_and_pool() {
 
 #[test]
 fn each_node_class_selects_its_own_nodegroups_subnet() {
-    let advice = common::split_plan();
-    let config: Value =
-        serde_yaml_ng::from_str(common::emitted(&advice, "eksctl-cluster.yaml")).unwrap();
+    let advice = common::split_plan_on(Some("karpenter"));
+    let config = same_subnets_as_the_eksctl_plan(&advice);
     let cluster = config["metadata"]["name"].as_str().unwrap();
     let script = common::emitted(&advice, "karpenter-prerequisites.sh");
     let karpenter = docs(common::emitted(&advice, "karpenter.yaml"));

@@ -117,11 +117,22 @@ fn ten_thousand_h100_are_planned_within_the_limits() {
         quota < create && script.contains("-lt 240000 ]"),
         "vCPU quota checked first"
     );
-    // The Karpenter route's placement group is one aws-cli.sh creates.
-    let karpenter = common::emitted(&advice, "karpenter.yaml");
+    // The Karpenter route's placement group is one its aws-cli.sh creates.
+    let on_karpenter = ask_for(AdviceRequest {
+        gpus: Some(10_000),
+        family: Some("h100".into()),
+        route: Some("karpenter".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let karpenter = common::emitted(&on_karpenter, "karpenter.yaml");
     assert!(
         karpenter.contains(&format!("name: {}", groups[0])),
         "{karpenter}"
+    );
+    assert!(
+        common::emitted(&on_karpenter, "aws-cli.sh")
+            .contains(&format!("--group-name {} --strategy cluster", groups[0]))
     );
 }
 

@@ -1,8 +1,7 @@
 //! The per-node NCCL check runs on the nodes its job runs on, on either route: the eksctl
-//! check selects what `job-*.yaml` selects, the Karpenter check what
+//! plan's check selects what `job-*.yaml` selects, the Karpenter plan's what
 //! `job-*-karpenter.yaml` selects (its NodePools, reserved nodes for reserved capacity),
-//! so its pods schedule wherever the job's do. The multi-node nccl-tests likewise has a
-//! copy for each route.
+//! so its pods schedule wherever the job's do. The multi-node nccl-tests likewise.
 
 mod common;
 
@@ -56,41 +55,22 @@ fn assert_same_nodes(check: &Value, job: &Value, resource: &str, what: &str) {
     }
 }
 
-fn check_both_routes(rec: &Recommendation, what: &str) {
+/// The plan's checks select its job's nodes.
+fn check_route(rec: &Recommendation, what: &str) {
     let o = objects(rec, &Policy::embedded());
     let resource = rec.instance.accelerator_resource.as_str();
-    assert_same_nodes(
-        o.node_check.as_ref().unwrap(),
-        &o.job,
-        resource,
-        &format!("{what}, eksctl"),
-    );
-    let karpenter = o
-        .karpenter_node_check
+    let check = o
+        .node_check
         .as_ref()
-        .unwrap_or_else(|| panic!("{what}: no Karpenter node check"));
-    assert_same_nodes(
-        karpenter,
-        o.karpenter_job.as_ref().unwrap(),
-        resource,
-        &format!("{what}, Karpenter"),
-    );
+        .unwrap_or_else(|| panic!("{what}: no node check"));
+    assert_same_nodes(check, &o.job, resource, what);
     assert_same_nodes(
         o.nccl_tests.as_ref().unwrap(),
         &o.job,
         resource,
-        &format!("{what}, nccl-tests, eksctl"),
+        &format!("{what}, nccl-tests"),
     );
-    assert_same_nodes(
-        o.karpenter_nccl_tests
-            .as_ref()
-            .unwrap_or_else(|| panic!("{what}: no Karpenter nccl-tests")),
-        o.karpenter_job.as_ref().unwrap(),
-        resource,
-        &format!("{what}, nccl-tests, Karpenter"),
-    );
-    // Both are the same Job (one route is taken), on different nodes when reserved.
-    assert_eq!(karpenter["metadata"]["name"], node_check::name("train"));
+    assert_eq!(check["metadata"]["name"], node_check::name("train"));
 }
 
 #[test]
@@ -98,16 +78,28 @@ fn the_node_check_selects_the_jobs_nodes_on_both_routes() {
     for scenario in ["h100-blocks", "l40s-on-demand", "a100-odcr"] {
         for framework in ["pytorchjob", "jobset", "mpijob"] {
             let rec = common::recommendation(scenario, framework);
-            check_both_routes(&rec, &format!("{scenario} {framework}"));
+            check_route(&rec, &format!("{scenario} {framework}, eksctl"));
+            let rec = common::karpenter_recommendation(scenario, framework);
+            check_route(&rec, &format!("{scenario} {framework}, Karpenter"));
         }
     }
     let split = common::split_plan();
-    check_both_routes(&split.recommendation, "split on-demand");
+    check_route(&split.recommendation, "split on-demand, eksctl");
+    let split = common::split_plan_on(Some("karpenter"));
+    check_route(&split.recommendation, "split on-demand, Karpenter");
 }
 
 #[test]
 fn the_karpenter_check_is_its_own_file_and_keeps_off_the_eksctl_labels() {
-    let files = common::artifacts("h100-blocks", "pytorchjob");
+    let files = common::karpenter_artifacts("h100-blocks", "pytorchjob");
+    assert!(
+        !files.contains_key(node_check::NODE_CHECK_FILE),
+        "{files:?}"
+    );
+    assert!(
+        !files.contains_key(nccl_tests::NCCL_TESTS_FILE),
+        "{files:?}"
+    );
     let text = &files[node_check::KARPENTER_NODE_CHECK_FILE];
     let check: Value = serde_yaml_ng::from_str(text).unwrap();
     let spec = &check["spec"]["template"]["spec"];
@@ -123,7 +115,7 @@ fn the_karpenter_check_is_its_own_file_and_keeps_off_the_eksctl_labels() {
     assert!(!tests.contains("eks.amazonaws.com/capacityType"), "{tests}");
     assert!(files["aws-cli.sh"].contains(nccl_tests::KARPENTER_NCCL_TESTS_FILE));
     // Trainium has no NCCL check on either route.
-    let trainium = common::artifacts("trainium", "pytorchjob");
+    let trainium = common::karpenter_artifacts("trainium", "pytorchjob");
     assert!(!trainium.contains_key(node_check::KARPENTER_NODE_CHECK_FILE));
     assert!(!trainium.contains_key(nccl_tests::KARPENTER_NCCL_TESTS_FILE));
 }

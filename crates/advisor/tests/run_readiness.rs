@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::{artifacts, assert_valid, eksctl_validator, gpu_nodegroups, recommendation};
+use common::{
+    artifacts, assert_valid, eksctl_validator, gpu_nodegroups, karpenter_recommendation,
+    recommendation,
+};
 use serde_json::{Value, json};
 use trainplace_advisor::artifacts::{node_check, objects, storage};
 use trainplace_engine::{Policy, Requester, evaluate};
@@ -48,8 +51,8 @@ fn checkpoint_storage_is_sized_to_the_job_and_mounted_with_the_deadline() {
         assert_eq!(claim["spec"]["storageClassName"], class["metadata"]["name"]);
         assert_eq!(class["provisioner"], "fsx.csi.aws.com");
         assert_eq!(class["parameters"]["deploymentType"], "PERSISTENT_2");
-        let jobs = std::iter::once(&o.job).chain(o.karpenter_job.as_ref());
-        for job in jobs {
+        let on_karpenter = objects(&karpenter_recommendation("h100-blocks", framework), &policy);
+        for job in [&o.job, &on_karpenter.job] {
             let mut specs = Vec::new();
             pod_specs(job, &mut specs);
             assert!(!specs.is_empty());

@@ -25,8 +25,17 @@ fn eksctl_and_karpenter_validate_in_every_scenario() {
     for s in SCENARIOS {
         let o = objects(&recommendation(s, "pytorchjob"), &policy);
         assert_valid(&eksctl, &o.cluster_config, &format!("{s}: ClusterConfig"));
-        assert_valid(&node_class, &o.node_class, &format!("{s}: EC2NodeClass"));
-        assert_valid(&node_pool, &o.node_pool, &format!("{s}: NodePool"));
+        assert!(o.node_class.is_none() && o.node_pool.is_none(), "{s}");
+        let o = objects(&karpenter_recommendation(s, "pytorchjob"), &policy);
+        assert_valid(
+            &eksctl,
+            &o.cluster_config,
+            &format!("{s}: ClusterConfig (Karpenter route)"),
+        );
+        let class = o.node_class.as_ref().unwrap();
+        assert_valid(&node_class, class, &format!("{s}: EC2NodeClass"));
+        let pool = o.node_pool.as_ref().unwrap();
+        assert_valid(&node_pool, pool, &format!("{s}: NodePool"));
     }
 }
 
@@ -40,16 +49,19 @@ fn job_manifests_validate(#[case] framework: &str, #[case] crd: &str) {
     let v = crd_validator(crd);
     let mpi = crd_validator("mpi-operator-v2beta1/kubeflow.org_mpijobs.yaml");
     for s in SCENARIOS {
-        let o = objects(&recommendation(s, framework), &policy);
-        assert_valid(&v, &o.job, &format!("{s}: {framework}"));
-        if let Some(job) = &o.karpenter_job {
-            assert_valid(&v, job, &format!("{s}: {framework} (Karpenter route)"));
+        for rec in [
+            recommendation(s, framework),
+            karpenter_recommendation(s, framework),
+        ] {
+            let o = objects(&rec, &policy);
+            let route = o.route.slug();
+            assert_valid(&v, &o.job, &format!("{s}: {framework} ({route} route)"));
+            assert_valid(
+                &mpi,
+                o.nccl_tests.as_ref().unwrap(),
+                &format!("{s}: nccl-tests ({route} route)"),
+            );
         }
-        assert_valid(
-            &mpi,
-            o.nccl_tests.as_ref().unwrap(),
-            &format!("{s}: nccl-tests"),
-        );
     }
 }
 
@@ -65,6 +77,12 @@ fn validator_catches_a_broken_object() {
         !eksctl_validator().is_valid(&o.cluster_config),
         "refs resolve: nested unknown field rejected"
     );
-    o.node_pool["spec"]["template"]["spec"]["taints"][0]["effect"] = serde_json::json!("Sometimes");
-    assert!(!crd_validator("karpenter.sh_nodepools.yaml").is_valid(&o.node_pool));
+    let o = objects(
+        &karpenter_recommendation("h100-blocks", "pytorchjob"),
+        &policy,
+    );
+    let mut pool = o.node_pool.unwrap();
+    assert!(crd_validator("karpenter.sh_nodepools.yaml").is_valid(&pool));
+    pool["spec"]["template"]["spec"]["taints"][0]["effect"] = serde_json::json!("Sometimes");
+    assert!(!crd_validator("karpenter.sh_nodepools.yaml").is_valid(&pool));
 }

@@ -506,6 +506,39 @@ fn gb200_has_no_karpenter_route() {
     );
     let script = common::emitted(&advice, "aws-cli.sh");
     assert!(!script.contains("Karpenter instead"), "{script}");
+    assert!(
+        advice
+            .recommendation
+            .route_summary
+            .contains("no Karpenter route"),
+        "{}",
+        advice.recommendation.route_summary
+    );
+}
+
+/// Asked for, the Karpenter route is refused for GB200 with the reason and the EKS
+/// guide's page, as a bad request.
+#[test]
+fn gb200_on_karpenter_is_refused_with_the_reason() {
+    let req = trainplace_advisor::AdviceRequest {
+        route: Some("karpenter".into()),
+        ..request()
+    };
+    let refused = advise(
+        &req,
+        &offering(192),
+        &Policy::embedded(),
+        jiff::Timestamp::now(),
+    )
+    .unwrap_err();
+    assert_eq!(refused.field, "route");
+    for needle in [
+        "ComputeDomain",
+        "Karpenter does not support DRA",
+        "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html",
+    ] {
+        assert!(refused.message.contains(needle), "{needle}: {refused}");
+    }
 }
 
 #[test]

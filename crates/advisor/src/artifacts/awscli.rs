@@ -42,6 +42,9 @@ pub fn rerun_command(rec: &Recommendation) -> String {
         cmd.push(format!("--image {image}"));
     }
     cmd.push(format!("--eks-version {}", req.eks_version));
+    if super::on_karpenter(rec) {
+        cmd.push(format!("--route {}", req.route.slug()));
+    }
     cmd.push(format!("--offerings {OFFERINGS_FILE} --emit ."));
     cmd.join(" ")
 }
@@ -143,6 +146,7 @@ fn capacity_steps(rec: &Recommendation, out: &mut Vec<String>) -> Next {
 fn quota_lines(rec: &Recommendation, out: &mut Vec<String>) {
     super::quota::quota_check(rec, out);
     super::storage::quota_lines(rec, out);
+    super::prereqs::before_buying(rec, out);
 }
 
 /// Capacity Blocks: the offerings for this shape, then the held blocks to check, the
@@ -185,6 +189,7 @@ fn capacity_block_steps(
             // checkpoint storage cannot be made is money spent on a plan that cannot
             // finish. (Capacity Block nodes need no On-Demand vCPU quota: `quota.rs`.)
             super::storage::quota_lines(rec, out);
+            super::prereqs::before_buying(rec, out);
             out.push(String::new());
             super::purchase::buy_lines(rec, plan, out);
             let vars: Vec<String> = (0..plan.offerings.len())
@@ -245,31 +250,33 @@ fn cluster_steps(rec: &Recommendation, out: &mut Vec<String>) {
     out.push("fi".into());
 }
 
-/// The nodes (a new cluster, unless they exist), the EFA device plugin or DRA, and a
-/// stop until a bought block starts.
+/// The nodes (a new cluster, unless they exist; on the Karpenter route the cluster with
+/// its system nodegroup, then Karpenter's prerequisites and NodePools), the EFA device
+/// plugin or DRA, and a stop until a bought block starts.
 fn node_steps(rec: &Recommendation, out: &mut Vec<String>) {
+    let karpenter = super::on_karpenter(rec);
     if !matches!(rec.capacity, CapacityPlan::Existing { .. }) {
-        out.push(format!("# {{STEP}} Nodes: the cluster with the {} nodegroup(s); on an existing cluster (or a rerun) only the nodegroups it lacks.", rec.instance.name));
-        if super::karpenter_route(rec) {
-            out.push(format!(
-                "# Or with Karpenter instead: sh karpenter-prerequisites.sh && kubectl apply -f karpenter.yaml, and run job-{}-karpenter.yaml instead of job-{0}.yaml{}",
-                rec.request.framework.slug(),
-                if super::plugins::is_nvidia(rec) {
-                    format!(
-                        ", checking its nodes with {} and {} instead of the run stage's checks",
-                        super::node_check::KARPENTER_NODE_CHECK_FILE,
-                        super::nccl_tests::KARPENTER_NCCL_TESTS_FILE
-                    )
-                } else {
-                    String::new()
-                }
-            ));
+        if karpenter {
+            out.push(format!("# {{STEP}} Nodes: the cluster with its system nodegroup only (Karpenter launches the {} nodes: no nodegroup takes the reserved instances); on an existing cluster (or a rerun) only the nodegroup it lacks.", rec.instance.name));
+        } else {
+            out.push(format!("# {{STEP}} Nodes: the cluster with the {} nodegroup(s); on an existing cluster (or a rerun) only the nodegroups it lacks.", rec.instance.name));
         }
         out.push("if grep -q REPLACE-WITH eksctl-cluster.yaml; then echo 'eksctl-cluster.yaml still holds a placeholder reservation id: buy the block first (step above)' >&2; exit 1; fi".into());
         cluster_steps(rec, out);
         super::schedule::scale_lines(rec, out);
+        if karpenter {
+            out.push(String::new());
+            out.push("# {STEP} Karpenter: check what karpenter.yaml needs (Karpenter's version, node role, discovery tags) and install the device plugins, then the EC2NodeClass and NodePool(s).".into());
+            out.push("sh karpenter-prerequisites.sh".into());
+            out.push("kubectl apply -f karpenter.yaml".into());
+        }
     }
-    let plugin = efa_install(rec);
+    // On the Karpenter route karpenter-prerequisites.sh installs the EFA plugin.
+    let plugin = if karpenter {
+        Vec::new()
+    } else {
+        efa_install(rec)
+    };
     if !plugin.is_empty() {
         out.push(String::new());
         out.push(if rec.efa_dra {

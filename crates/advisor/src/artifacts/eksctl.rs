@@ -1,6 +1,8 @@
 //! eksctl `ClusterConfig`: the GPU managed nodegroup(s) (one AZ, EFA, taints, and a
 //! placement group or the Capacity Block / ODCR reservation), the untainted system
-//! nodegroup the cluster's own pods need, and an IAM OIDC provider.
+//! nodegroup the cluster's own pods need, and an IAM OIDC provider. On the Karpenter
+//! route (`crate::route`) only the system nodegroup: Karpenter launches the GPU nodes,
+//! and a GPU nodegroup beside it would take every reserved instance.
 
 use serde_json::{Value, json};
 
@@ -41,9 +43,11 @@ pub fn cluster_config(rec: &Recommendation) -> Value {
         config["addons"] = json!(addons);
     }
     if needs_large_subnets(rec) {
-        // Subnets named by the VPC: eksctl takes them instead of zones.
+        // Subnets named by the VPC: eksctl takes them instead of zones. One GPU subnet
+        // per nodegroup of the plan's split, on either route (Karpenter's NodePools
+        // select them by tag).
         config.as_object_mut().unwrap().remove("availabilityZones");
-        config["vpc"] = network::vpc(rec, &zones(rec), groups.len() - 1);
+        config["vpc"] = network::vpc(rec, &zones(rec), nodegroups(rec).len());
     }
     // A Local Zone plan's GPU nodes are a self-managed nodegroup there (`local_zone.rs`).
     super::local_zone::place(&mut config, rec, &nodegroup_names(rec));
@@ -61,13 +65,17 @@ fn zones(rec: &Recommendation) -> [String; 2] {
     [zone.clone(), companion_zone(zone, &req.region, &req.zones)]
 }
 
-/// Every nodegroup of the config: the job's, then the system nodegroup (none when the
-/// job's nodes exist: the cluster does too).
+/// Every nodegroup of the config: the job's (none on the Karpenter route), then the
+/// system nodegroup (none when the job's nodes exist: the cluster does too).
 fn all_nodegroups(rec: &Recommendation) -> Vec<Value> {
     let mut groups = nodegroups(rec);
-    if !groups.is_empty() {
-        groups.push(system_nodegroup(rec));
+    if groups.is_empty() {
+        return groups;
     }
+    if super::on_karpenter(rec) {
+        groups.clear();
+    }
+    groups.push(system_nodegroup(rec));
     groups
 }
 
@@ -112,7 +120,9 @@ pub const SYSTEM_NODEGROUP: &str = "system";
 pub const SYSTEM_INSTANCE_TYPE: &str = "m7i.2xlarge";
 pub const SYSTEM_NODES: u32 = 2;
 
-/// The names of the job's nodegroups in `eksctl-cluster.yaml` (not the system one).
+/// The names of the nodegroups the plan splits the job's nodes into (not the system
+/// one): in `eksctl-cluster.yaml` on the eksctl route; on the Karpenter route they are
+/// not created, and their count sizes the GPU subnets its NodePools select.
 pub fn nodegroup_names(rec: &Recommendation) -> Vec<String> {
     nodegroups(rec)
         .iter()

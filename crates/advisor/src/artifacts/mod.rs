@@ -1,5 +1,6 @@
-//! Ready-to-apply files for a recommendation: eksctl, Karpenter, aws CLI, the job in
-//! the recommended layout, and an nccl-tests check. Objects are built as JSON values
+//! Ready-to-apply files for a recommendation: eksctl (and, on the Karpenter route,
+//! Karpenter), aws CLI, the job in the recommended layout, and an nccl-tests check, all
+//! for the one route the plan takes (`crate::route`). Objects are built as JSON values
 //! (so tests validate them against the real schemas) and rendered as YAML.
 
 pub mod awscli;
@@ -36,6 +37,8 @@ use trainplace_engine::annotations::RES_NVIDIA_GPU;
 use crate::recommend::{CapacityPlan, Recommendation};
 use pod::{PodParts, Route};
 
+pub use crate::route::needs_dra;
+
 /// The Trainium collective check's file.
 pub const NCCOM_FILE: &str = "nccom-test-mpijob.yaml";
 
@@ -46,19 +49,25 @@ pub struct Artifact {
     pub content: String,
 }
 
-/// The objects behind the YAML artifacts, for validation and the engine check.
+/// The objects behind the YAML artifacts, for validation and the engine check: those
+/// of the plan's route only.
 #[derive(Debug, Clone)]
 pub struct Objects {
+    /// The route every object below is for.
+    pub route: Route,
+    /// Its GPU nodegroups on the eksctl route, only the system nodegroup on Karpenter's.
     pub cluster_config: Value,
-    pub node_class: Value,
-    pub node_pool: Value,
-    /// The job pinned to the eksctl nodegroups' nodes (the route `aws-cli.sh` takes).
+    /// The Karpenter route's EC2NodeClass (the first of `karpenter::pools`); `None` on
+    /// the eksctl route.
+    pub node_class: Option<Value>,
+    /// The Karpenter route's NodePool (the first of `karpenter::pools`).
+    pub node_pool: Option<Value>,
+    /// The job on the plan's route: pinned to the eksctl nodegroups' nodes, or to the
+    /// NodePool's nodes (reserved ones for reserved capacity) without hugepages and not
+    /// disrupted (`pod.rs`).
     pub job: Value,
-    /// The same job for the Karpenter route (`karpenter.yaml`): on the NodePool's nodes
-    /// (reserved ones for reserved capacity), without hugepages, not disrupted.
-    pub karpenter_job: Option<Value>,
-    /// The collective check before training: nccl-tests on NVIDIA, nccom-test on
-    /// Trainium (`nccl_tests.rs`).
+    /// The collective check before training, on the job's nodes: nccl-tests on NVIDIA,
+    /// nccom-test on Trainium (`nccl_tests.rs`).
     pub nccl_tests: Option<Value>,
     /// The EFA ResourceClaimTemplate the pods claim, when EFA comes through DRA.
     pub efa_claim: Option<Value>,
@@ -67,13 +76,9 @@ pub struct Objects {
     pub compute_domain: Option<Value>,
     /// The checkpoint StorageClass and claim the job's pods mount (`storage.rs`).
     pub checkpoint_storage: Option<[Value; 2]>,
-    /// One pod per GPU node checking NCCL inside the node (`node_check.rs`).
+    /// One pod per GPU node checking NCCL inside the node, on the job's nodes
+    /// (`node_check.rs`).
     pub node_check: Option<Value>,
-    /// The same check for the Karpenter route: on the nodes `karpenter_job` selects.
-    pub karpenter_node_check: Option<Value>,
-    /// The multi-node nccl-tests for the Karpenter route: on the nodes the Karpenter
-    /// job selects (the eksctl copy selects the eksctl nodegroups' labels).
-    pub karpenter_nccl_tests: Option<Value>,
 }
 
 /// The ComputeDomain's file, applied before the collective check.
@@ -91,21 +96,21 @@ pub fn nccl_env(rec: &Recommendation, policy: &Policy) -> Vec<(String, String)> 
         .collect()
 }
 
-/// Whether the plan has a Karpenter route: it makes nodes, and nothing it needs comes
-/// through DRA. The EFA DRA driver "is not supported with Karpenter or EKS Auto Mode"
-/// (<https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html>), and
-/// neither is the NVIDIA DRA driver whose ComputeDomain a multi-node NVLink job (GB200)
-/// claims: the EKS guide to P6e-GB200 UltraServers says Karpenter and EKS Auto Mode do not
-/// support DRA and recommends self-managed or managed node groups
-/// (<https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html>).
-pub fn karpenter_route(rec: &Recommendation) -> bool {
-    !needs_dra(rec) && !matches!(rec.capacity, CapacityPlan::Existing { .. })
+/// Whether the plan takes the Karpenter route (`crate::route`; a plan Karpenter cannot
+/// serve is refused before it gets here).
+pub fn on_karpenter(rec: &Recommendation) -> bool {
+    rec.request.route == Route::Karpenter
 }
 
-/// Whether the job claims a device through DRA: EFA through the EFA DRA driver, or the
-/// IMEX channel of a ComputeDomain (an NVLink domain that spans instances).
-pub fn needs_dra(rec: &Recommendation) -> bool {
-    rec.efa_dra || rec.instance.nvlink_domain_instances.is_some()
+/// The job's file: `job-FRAMEWORK.yaml`, or `job-FRAMEWORK-karpenter.yaml` on the
+/// Karpenter route.
+pub fn job_file(rec: &Recommendation) -> String {
+    let slug = rec.request.framework.slug();
+    if on_karpenter(rec) {
+        format!("job-{slug}-karpenter.yaml")
+    } else {
+        format!("job-{slug}.yaml")
+    }
 }
 
 pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
@@ -113,28 +118,17 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
     let parts = PodParts {
         rec,
         nccl_env: &env,
-        route: Route::Eksctl,
+        route: rec.request.route,
     };
-    let on_karpenter = PodParts {
-        rec,
-        nccl_env: &env,
-        route: Route::Karpenter,
-    };
-    // Nodes that exist need no route to them; EFA through the EFA DRA driver has none
-    // through Karpenter (`karpenter_route`).
-    let new_nodes = karpenter_route(rec);
     let mut job = jobs::job(&parts, rec.request.framework);
     storage::mount(rec, &mut job);
-    let mut karpenter_job = new_nodes.then(|| jobs::job(&on_karpenter, rec.request.framework));
-    if let Some(j) = karpenter_job.as_mut() {
-        storage::mount(rec, j);
-    }
+    let karpenter = on_karpenter(rec);
     Objects {
+        route: rec.request.route,
         cluster_config: eksctl::cluster_config(rec),
-        node_class: karpenter::node_class(rec),
-        node_pool: karpenter::node_pool(rec),
+        node_class: karpenter.then(|| karpenter::node_class(rec)),
+        node_pool: karpenter.then(|| karpenter::node_pool(rec)),
         job,
-        karpenter_job,
         nccl_tests: Some(if rec.instance.accelerator_resource == RES_NVIDIA_GPU {
             nccl_tests::nccl_tests(&parts)
         } else {
@@ -145,10 +139,6 @@ pub fn objects(rec: &Recommendation, policy: &Policy) -> Objects {
         checkpoint_storage: storage::applies(rec)
             .then(|| [storage::storage_class(rec), storage::claim(rec)]),
         node_check: plugins::is_nvidia(rec).then(|| node_check::node_check(&parts)),
-        karpenter_node_check: (plugins::is_nvidia(rec) && new_nodes)
-            .then(|| node_check::node_check(&on_karpenter)),
-        karpenter_nccl_tests: (plugins::is_nvidia(rec) && new_nodes)
-            .then(|| nccl_tests::nccl_tests(&on_karpenter)),
     }
 }
 
@@ -159,12 +149,16 @@ pub fn artifacts(rec: &Recommendation, policy: &Policy) -> Vec<Artifact> {
     out
 }
 
-/// The files that make the cluster: eksctl, Karpenter, the script, the operators' and
-/// the EFA plugin's configuration.
+/// The files that make the cluster: eksctl, Karpenter (on its route), the script, the
+/// operators' and the EFA plugin's configuration.
 fn setup_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
     let mut eksctl_notes =
         vec!["eksctl ClusterConfig: eksctl create cluster -f (or create nodegroup -f)"];
-    if matches!(rec.capacity, CapacityPlan::CapacityBlock { .. }) {
+    if on_karpenter(rec) {
+        eksctl_notes.push(
+            "the Karpenter route: only the system nodegroup; Karpenter launches the GPU nodes from karpenter.yaml (aws-cli.sh applies it), so no nodegroup takes the reserved instances",
+        );
+    } else if matches!(rec.capacity, CapacityPlan::CapacityBlock { .. }) {
         eksctl_notes.push(
             "Capacity Block nodegroups: run aws-cli.sh first (it fills in the reservation ids); nodes launch only once a block is active",
         );
@@ -173,13 +167,13 @@ fn setup_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
         name: "eksctl-cluster.yaml".into(),
         content: yaml(&eksctl_notes, &[&o.cluster_config]),
     }];
-    if !needs_dra(rec) {
+    if on_karpenter(rec) {
         let pools = karpenter::pools(rec);
         let docs: Vec<&Value> = pools.iter().flat_map(|(c, p)| [c, p]).collect();
         out.push(Artifact {
             name: "karpenter.yaml".into(),
             content: yaml(
-                &["Karpenter EC2NodeClass + NodePool (one pair per placement group of a split job): kubectl apply -f"],
+                &["Karpenter EC2NodeClass + NodePool (one pair per placement group of a split job): kubectl apply -f, after karpenter-prerequisites.sh (aws-cli.sh runs both)"],
                 &docs,
             ),
         });
@@ -233,14 +227,14 @@ fn setup_artifacts(rec: &Recommendation, o: &Objects) -> Vec<Artifact> {
     out
 }
 
-/// The files that run on it: the ComputeDomain, the job (both routes), the collective
-/// check.
+/// The files that run on it: the ComputeDomain, the job, the collective checks, all on
+/// the plan's route.
 fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Artifact> {
     let env = nccl_env(rec, policy);
     let parts = PodParts {
         rec,
         nccl_env: &env,
-        route: Route::Eksctl,
+        route: rec.request.route,
     };
     let mut out = Vec::new();
     if let Some(domain) = &o.compute_domain {
@@ -262,6 +256,7 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
         job_notes.push("hostIPC: true must be set in the torch-distributed ClusterTrainingRuntime (TrainJob cannot patch it)");
     }
     let pinned = match rec.capacity {
+        _ if on_karpenter(rec) => "",
         CapacityPlan::CapacityBlock { .. } => {
             "pinned to the Capacity Block nodes of the eksctl nodegroups (eks.amazonaws.com/capacityType: CAPACITY_BLOCK): no pod lands on an on-demand node beside the block"
         }
@@ -271,29 +266,24 @@ fn job_artifacts(rec: &Recommendation, policy: &Policy, o: &Objects) -> Vec<Arti
     if !pinned.is_empty() {
         job_notes.push(pinned);
     }
-    out.push(Artifact {
-        name: format!("job-{}.yaml", rec.request.framework.slug()),
-        content: yaml(&job_notes, &[&o.job]),
-    });
-    if let Some(job) = &o.karpenter_job {
-        let mut notes = vec![job_line.as_str()];
-        notes.push(if matches!(rec.capacity, CapacityPlan::CapacityBlock { .. } | CapacityPlan::Odcr { .. }) {
+    if on_karpenter(rec) {
+        job_notes.push(if matches!(rec.capacity, CapacityPlan::CapacityBlock { .. } | CapacityPlan::Odcr { .. }) {
             "the Karpenter route (karpenter.yaml): pinned to the NodePool's reserved nodes (karpenter.sh/capacity-type: reserved), by reservation id when it is known"
         } else {
             "the Karpenter route (karpenter.yaml): pinned to the NodePool's nodes"
         });
-        notes.push("no hugepages-2Mi requests (Karpenter does not model them: kubernetes-sigs/karpenter#751); karpenter.sh/do-not-disrupt keeps the nodes for the whole run");
-        out.push(Artifact {
-            name: format!("job-{}-karpenter.yaml", rec.request.framework.slug()),
-            content: yaml(&notes, &[job]),
-        });
+        job_notes.push("no hugepages-2Mi requests (Karpenter does not model them: kubernetes-sigs/karpenter#751); karpenter.sh/do-not-disrupt keeps the nodes for the whole run");
     }
+    out.push(Artifact {
+        name: job_file(rec),
+        content: yaml(&job_notes, &[&o.job]),
+    });
     out.extend(check_artifacts(rec, &parts, o));
     out
 }
 
 /// The collective checks before training: nccom-test on Trainium; on NVIDIA the
-/// per-node check (both routes) and the multi-node nccl-tests.
+/// per-node check and the multi-node nccl-tests, on the plan's route.
 fn check_artifacts(rec: &Recommendation, parts: &PodParts<'_>, o: &Objects) -> Vec<Artifact> {
     let mut out = Vec::new();
     if let Some(tests) = o.nccl_tests.as_ref().filter(|_| !plugins::is_nvidia(rec)) {
@@ -309,47 +299,33 @@ fn check_artifacts(rec: &Recommendation, parts: &PodParts<'_>, o: &Objects) -> V
         });
     } else if let Some(tests) = &o.nccl_tests {
         if let Some(check) = &o.node_check {
-            let notes = node_check::notes(parts);
-            let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
-            out.push(Artifact {
-                name: node_check::NODE_CHECK_FILE.into(),
-                content: yaml(&notes, &[check]),
-            });
-        }
-        if let Some(check) = &o.karpenter_node_check {
             let mut notes = node_check::notes(parts);
-            notes.push(node_check::karpenter_note(rec));
+            if on_karpenter(rec) {
+                notes.push(node_check::karpenter_note(rec));
+            }
             let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
             out.push(Artifact {
-                name: node_check::KARPENTER_NODE_CHECK_FILE.into(),
+                name: node_check::file(rec).into(),
                 content: yaml(&notes, &[check]),
             });
         }
         let expect = nccl_tests::expectation(parts);
-        out.push(Artifact {
-            name: nccl_tests::NCCL_TESTS_FILE.into(),
-            content: yaml(
-                &[
-                    "nccl-tests all_reduce_perf over every GPU of the nodegroup",
-                    &expect,
-                ],
-                &[tests],
-            ),
-        });
-        if let Some(tests) = &o.karpenter_nccl_tests {
-            let note = nccl_tests::karpenter_note(rec);
-            out.push(Artifact {
-                name: nccl_tests::KARPENTER_NCCL_TESTS_FILE.into(),
-                content: yaml(
-                    &[
-                        "nccl-tests all_reduce_perf over every GPU of the Karpenter job's nodes",
-                        &expect,
-                        &note,
-                    ],
-                    &[tests],
-                ),
-            });
+        let mut notes = vec![
+            if on_karpenter(rec) {
+                "nccl-tests all_reduce_perf over every GPU of the Karpenter job's nodes".to_string()
+            } else {
+                "nccl-tests all_reduce_perf over every GPU of the nodegroup".to_string()
+            },
+            expect,
+        ];
+        if on_karpenter(rec) {
+            notes.push(nccl_tests::karpenter_note(rec));
         }
+        let notes: Vec<&str> = notes.iter().map(String::as_str).collect();
+        out.push(Artifact {
+            name: nccl_tests::file(rec).into(),
+            content: yaml(&notes, &[tests]),
+        });
     }
     out
 }

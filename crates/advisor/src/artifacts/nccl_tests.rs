@@ -15,11 +15,20 @@ pub const NCCL_TESTS_FILE: &str = "nccl-tests-mpijob.yaml";
 /// The same check on the Karpenter route: the nodes `job-*-karpenter.yaml` selects.
 pub const KARPENTER_NCCL_TESTS_FILE: &str = "nccl-tests-mpijob-karpenter.yaml";
 
+/// The nccl-tests file on the plan's route.
+pub fn file(rec: &crate::recommend::Recommendation) -> &'static str {
+    if super::on_karpenter(rec) {
+        KARPENTER_NCCL_TESTS_FILE
+    } else {
+        NCCL_TESTS_FILE
+    }
+}
+
 /// The Karpenter file's extra header line.
 pub fn karpenter_note(rec: &crate::recommend::Recommendation) -> String {
     format!(
-        "the Karpenter route (karpenter.yaml): on the nodes job-{}-karpenter.yaml selects; kubectl apply -f {KARPENTER_NCCL_TESTS_FILE} instead of {NCCL_TESTS_FILE} before that job",
-        rec.request.framework.slug()
+        "the Karpenter route (karpenter.yaml): on the nodes {} selects; kubectl apply -f {KARPENTER_NCCL_TESTS_FILE} before that job (aws-cli.sh run does)",
+        super::job_file(rec)
     )
 }
 

@@ -19,15 +19,24 @@ use crate::recommend::Recommendation;
 pub const NODE_CHECK_FILE: &str = "nccl-node-check.yaml";
 /// The check on the Karpenter route: the nodes `job-*-karpenter.yaml` selects (the
 /// plan's NodePools, reserved nodes for reserved capacity), with its pods' Karpenter
-/// settings (no hugepages, not disrupted). The eksctl file selects the eksctl
-/// nodegroups' labels, which Karpenter's nodes do not carry.
+/// settings (no hugepages, not disrupted), named apart from the eksctl route's, which
+/// selects the eksctl nodegroups' labels.
 pub const KARPENTER_NODE_CHECK_FILE: &str = "nccl-node-check-karpenter.yaml";
+
+/// The check's file on the plan's route.
+pub fn file(rec: &Recommendation) -> &'static str {
+    if super::on_karpenter(rec) {
+        KARPENTER_NODE_CHECK_FILE
+    } else {
+        NODE_CHECK_FILE
+    }
+}
 
 /// The Karpenter file's extra header line.
 pub fn karpenter_note(rec: &Recommendation) -> String {
     format!(
-        "the Karpenter route (karpenter.yaml): on the nodes job-{}-karpenter.yaml selects; kubectl apply -f {KARPENTER_NODE_CHECK_FILE} instead of {NODE_CHECK_FILE} before that job",
-        rec.request.framework.slug()
+        "the Karpenter route (karpenter.yaml): on the nodes {} selects; kubectl apply -f {KARPENTER_NODE_CHECK_FILE} before that job (aws-cli.sh run does)",
+        super::job_file(rec)
     )
 }
 
@@ -156,11 +165,14 @@ pub fn notes(parts: &PodParts<'_>) -> Vec<String> {
 pub fn run_lines(rec: &Recommendation, out: &mut Vec<String>) {
     let ns = &rec.request.names.namespace;
     let job = name(&rec.request.names.job);
-    out.push(format!("# {{STEP}} Check each GPU node alone before they work together: {NODE_CHECK_FILE}, one pod per node."));
+    let file = file(rec);
+    out.push(format!(
+        "# {{STEP}} Check each GPU node alone before they work together: {file}, one pod per node."
+    ));
     out.push(format!(
         "kubectl -n {ns} delete job {job} --ignore-not-found --wait"
     ));
-    out.push(format!("kubectl apply -f {NODE_CHECK_FILE}"));
+    out.push(format!("kubectl apply -f {file}"));
     out.push("TRIES=0".into());
     out.push(format!("until kubectl -n {ns} get job {job} -o jsonpath='{{.status.conditions[*].type}}' | grep -qE 'Complete|Failed'; do TRIES=$((TRIES + 1)); if [ \"$TRIES\" -gt 360 ]; then echo 'the per-node check did not finish in 60 minutes' >&2; exit 1; fi; sleep 10; done"));
     out.push(format!(

@@ -21,13 +21,9 @@ pub const CHANNEL_CLAIM: &str = "compute-domain-channel";
 pub const JOB_LABEL: &str = "trainplace.io/job";
 pub const MASTER_PORT: u32 = 29500;
 
-/// Which nodes the job's pods are pinned to: those of the eksctl managed nodegroups
-/// (`aws-cli.sh`'s route) or those Karpenter launches from `karpenter.yaml`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    Eksctl,
-    Karpenter,
-}
+/// Which nodes the job's pods are pinned to: those of the eksctl nodegroups or those
+/// Karpenter launches from `karpenter.yaml` (the plan's route, `crate::route`).
+pub use crate::request::Route;
 
 pub use super::node_labels::{
     DO_NOT_DISRUPT, LABEL_EKS_CAPACITY_TYPE, LABEL_EKS_NODEGROUP, LABEL_KARPENTER_CAPACITY_TYPE,

@@ -42,6 +42,25 @@ pub fn karpenter_minimum(rec: &Recommendation) -> Option<((u32, u32), &'static s
     ))
 }
 
+/// `aws-cli.sh` lines, on the Karpenter route, before anything is bought or created:
+/// the node role `karpenter.yaml` names exists. It comes from the getting-started
+/// guide's CloudFormation stack, made before its cluster; without it Karpenter launches
+/// no node and a bought block's hours pass unused. (Karpenter itself is checked once the
+/// cluster exists, by this script.)
+pub fn before_buying(rec: &Recommendation, out: &mut Vec<String>) {
+    if !super::on_karpenter(rec) {
+        return;
+    }
+    let role = node_role(rec);
+    out.push(format!(
+        "# {{STEP}} The Karpenter route: its node role {role} exists before anything is bought or created (Karpenter itself is checked by karpenter-prerequisites.sh once the cluster exists)."
+    ));
+    out.push(format!(
+        "aws iam get-role --role-name {role} --query Role.Arn --output text || {{ echo 'no IAM role {role}: create it first with the Karpenter getting-started guide (https://karpenter.sh/docs/getting-started/getting-started-with-karpenter/, the CloudFormation stack Karpenter-{}), then run this again' >&2; exit 1; }}",
+        rec.request.names.cluster
+    ));
+}
+
 pub fn script(rec: &Recommendation) -> String {
     let cluster = &rec.request.names.cluster;
     let mut out = vec![
@@ -54,7 +73,10 @@ pub fn script(rec: &Recommendation) -> String {
         format!("REGION={}", rec.request.region),
         String::new(),
         format!("# 1. Karpenter itself (install: https://karpenter.sh/docs/getting-started/getting-started-with-karpenter/, v{KARPENTER_VERSION})."),
-        "KARPENTER_IMAGE=$(kubectl get deploy -A -l app.kubernetes.io/name=karpenter -o jsonpath='{.items[0].spec.template.spec.containers[0].image}')".into(),
+        // Every Karpenter Deployment's image (none: an empty answer, not an index error).
+        "KARPENTER_IMAGE=$(kubectl get deploy -A -l app.kubernetes.io/name=karpenter -o jsonpath='{.items[*].spec.template.spec.containers[0].image}')".into(),
+        "KARPENTER_IMAGE=${KARPENTER_IMAGE%% *}".into(),
+        format!("[ -n \"$KARPENTER_IMAGE\" ] || {{ echo \"Karpenter is not installed in cluster $CLUSTER: install it (https://karpenter.sh/docs/getting-started/getting-started-with-karpenter/, v{KARPENTER_VERSION}), then run this again\" >&2; exit 1; }}"),
         "KV=$(echo \"$KARPENTER_IMAGE\" | sed -n 's/.*:v\\{0,1\\}\\([0-9][0-9]*\\.[0-9][0-9]*\\).*/\\1/p')".into(),
         "echo \"Karpenter image: $KARPENTER_IMAGE\"".into(),
     ];

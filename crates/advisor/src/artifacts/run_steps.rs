@@ -39,7 +39,7 @@ pub fn run_steps(rec: &Recommendation, out: &mut Vec<String>) {
             "# {STEP} Check NCCL over EFA before training: run nccl-tests, wait, judge its log."
                 .into(),
         );
-        out.push("kubectl apply -f nccl-tests-mpijob.yaml".into());
+        out.push(format!("kubectl apply -f {}", super::nccl_tests::file(rec)));
         out.push(format!(
             "kubectl -n {ns} wait --for=condition=Succeeded mpijob/{tests} --timeout=60m"
         ));
@@ -70,9 +70,6 @@ pub fn run_steps(rec: &Recommendation, out: &mut Vec<String>) {
         out.push(String::new());
     }
     out.push("# {STEP} Start the training job.".into());
-    out.push(format!(
-        "kubectl apply -f job-{}.yaml",
-        req.framework.slug()
-    ));
+    out.push(format!("kubectl apply -f {}", super::job_file(rec)));
     out.push(String::new());
 }

@@ -56,6 +56,9 @@ pub struct Recommendation {
     /// expect and how to read it; absent for one node.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topology: Option<crate::topology::Topology>,
+    /// The route that makes the nodes (`request.route`), what it emits, and how to get
+    /// the other one or why there is none (`crate::route::summary`).
+    pub route_summary: String,
 }
 
 /// The plan for `req`: the best-ranked instance type and shape, its capacity and zone,
@@ -115,7 +118,8 @@ pub fn recommend(
         ));
     }
     let topology = crate::topology::topology(&profile.name, &req.region, shape.nodes, &capacity);
-    Ok(Recommendation {
+    let mut rec = Recommendation {
+        route_summary: String::new(),
         efa_dra,
         topology,
         capacity_options,
@@ -137,7 +141,13 @@ pub fn recommend(
         reasons,
         alternatives,
         warnings,
-    })
+    };
+    // One route per plan: Karpenter asked for where it cannot make the nodes is refused.
+    if let Some(why) = crate::route::refusal(&rec) {
+        return Err(InputError::request("route", why));
+    }
+    rec.route_summary = crate::route::summary(&rec);
+    Ok(rec)
 }
 
 /// The capacity the job runs on, and its zone when the capacity fixes it: the cluster's

@@ -11,7 +11,7 @@ mod fields;
 mod kinds;
 
 pub use fields::{DEFAULT_EKS_VERSION, Names};
-pub use kinds::{CapacityPref, Demand, Framework};
+pub use kinds::{CapacityPref, Demand, Framework, Route};
 
 use crate::error::InputError;
 use crate::regions;
@@ -48,6 +48,8 @@ pub struct AdviceRequest {
     /// The model's size in billions of parameters: sizes checkpoint storage
     /// (`checkpoint.rs`); without it, the job's accelerator memory bounds a checkpoint.
     pub model_params_billions: Option<f64>,
+    /// What makes the job's nodes: `eksctl` (default) or `karpenter` ([`Route`]).
+    pub route: Option<String>,
     /// Plan as of this instant (RFC 3339); default: the clock. Makes plans reproducible.
     pub now: Option<String>,
 }
@@ -78,6 +80,8 @@ pub struct Request {
     pub efa_dra: bool,
     /// See [`AdviceRequest::model_params_billions`].
     pub model_params_billions: Option<f64>,
+    /// What makes the job's nodes (one route per plan).
+    pub route: Route,
     /// The instant the plan is made for.
     pub now: Timestamp,
     /// The requested start when it was in the past and moved to `now`.
@@ -151,6 +155,7 @@ impl AdviceRequest {
             eks_version: fields::eks_version(&self.eks_version)?,
             efa_dra: self.efa_dra.unwrap_or(false),
             model_params_billions: self.model_params_billions,
+            route: self.route()?,
             now,
             start_moved_from,
         })
@@ -224,6 +229,16 @@ impl AdviceRequest {
             Some(text) => Framework::parse(text).ok_or_else(|| {
                 InputError::request("framework", format!("unknown framework {text:?}"))
                     .with_allowed(Framework::NAMES)
+            }),
+        }
+    }
+
+    fn route(&self) -> Result<Route, InputError> {
+        match self.route.as_deref() {
+            None => Ok(Route::default()),
+            Some(text) => Route::parse(text).ok_or_else(|| {
+                InputError::request("route", format!("unknown route {text:?}"))
+                    .with_allowed(Route::NAMES)
             }),
         }
     }

@@ -177,9 +177,32 @@ pub fn artifacts(name: &str, framework: &str) -> std::collections::BTreeMap<Stri
         .collect()
 }
 
+/// The artifacts of a scenario on the Karpenter route (`route: karpenter`), by file name.
+pub fn karpenter_artifacts(
+    name: &str,
+    framework: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let rec = karpenter_recommendation(name, framework);
+    trainplace_advisor::artifacts::artifacts(&rec, &Policy::embedded())
+        .into_iter()
+        .map(|a| (a.name, a.content))
+        .collect()
+}
+
 pub fn recommendation(name: &str, framework: &str) -> Recommendation {
+    recommendation_on(name, framework, None)
+}
+
+/// The scenario's plan on the Karpenter route.
+pub fn karpenter_recommendation(name: &str, framework: &str) -> Recommendation {
+    recommendation_on(name, framework, Some("karpenter"))
+}
+
+/// The scenario's plan on `route` (`None`: the default).
+pub fn recommendation_on(name: &str, framework: &str, route: Option<&str>) -> Recommendation {
     let (mut req, facts) = scenario(name);
     req.framework = Some(framework.into());
+    req.route = route.map(str::to_string);
     let policy = Policy::embedded();
     let valid = req
         .validate(&policy.catalog, jiff::Timestamp::now())
@@ -194,7 +217,8 @@ pub fn recommendation(name: &str, framework: &str) -> Recommendation {
 /// `describe-capacity-reservations` finds it by every tag its query names; placement groups, the cluster
 /// and nodegroups likewise, the Local Zone opt-in, and scheduled actions by group and
 /// name; an Auto Scaling group is named after its EKS nodegroup (`describe-nodegroup`)
-/// or its eksctl stack (`describe-stack-resource`); `kubectl` says a Job is Complete when asked for its conditions. Any call whose
+/// or its eksctl stack (`describe-stack-resource`); `kubectl` says a Job is Complete when asked for its conditions
+/// and names Karpenter's image when asked for its Deployment. Any call whose
 /// command line contains `$FAIL_ON` (when set) fails with exit 1; an offerings listing answers
 /// the file `$LISTED_OFFERINGS` names, else none; so a test can stop a run at a chosen step. `trainplace` (the
 /// diagnosis) exits `diagnose_exit`; `date` prints `epoch`.
@@ -287,7 +311,8 @@ esac"#;
             // A Job's conditions (the per-node check's wait): Complete.
             // The GB200 clique check: CLIQUE_NODES nodes (default 64) labelled with
             // CLIQUES' cliques in turn (default one).
-            "kubectl" => "case \"$*\" in *conditions*) echo Complete;; *clique*) i=0; set -- ${CLIQUES:-c1.0}; while [ $i -lt ${CLIQUE_NODES:-64} ]; do eval echo \\${$(( i % $# + 1 ))}; i=$((i + 1)); done;; esac".to_string(),
+            // Karpenter's Deployment image (karpenter-prerequisites.sh): v1.14.1.
+            "kubectl" => "case \"$*\" in *name=karpenter*) echo public.ecr.aws/karpenter/controller:1.14.1;; *conditions*) echo Complete;; *clique*) i=0; set -- ${CLIQUES:-c1.0}; while [ $i -lt ${CLIQUE_NODES:-64} ]; do eval echo \\${$(( i % $# + 1 ))}; i=$((i + 1)); done;; esac".to_string(),
             _ => String::new(),
         };
         let path = bin.join(tool);
@@ -374,7 +399,13 @@ pub fn count(calls: &str, what: &str) -> usize {
 /// The plan for 10,000 H100 on-demand for 14 days: split over several nodegroups,
 /// placement groups and subnets.
 pub fn split_plan() -> trainplace_advisor::Advice {
+    split_plan_on(None)
+}
+
+/// `split_plan` on `route` (`None`: the default).
+pub fn split_plan_on(route: Option<&str>) -> trainplace_advisor::Advice {
     let req = AdviceRequest {
+        route: route.map(str::to_string),
         gpus: Some(10_000),
         family: Some("h100".into()),
         duration_days: Some(14.0),
