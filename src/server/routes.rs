@@ -300,6 +300,11 @@ fn record(state: &AppState, endpoint: Endpoint, r: &Reviewed, bytes: &[u8]) {
             tracing::info!(endpoint = ep, uid = %r.uid, field = over.field, limit = over.limit, spent = r.work.spent, "review over budget");
             ("unknown", *operation, "over_budget")
         }
+        Outcome::TooBigToRead { operation, size } => {
+            let longest = size.longest.as_ref().map_or("", |(path, _)| path.as_str());
+            tracing::info!(endpoint = ep, uid = %r.uid, tree_bytes = size.bytes, longest, "object too big to read");
+            ("unknown", *operation, "over_budget")
+        }
         Outcome::Judged { operation, verdict } => {
             let label = verdict_label(endpoint, verdict);
             judged(state, endpoint, r, verdict, label, bytes);

@@ -73,6 +73,7 @@ fn main() {
             let ending = match &r.outcome {
                 Outcome::Judged { .. } => "verdict",
                 Outcome::OverBudget { .. } => "over budget",
+                Outcome::TooBigToRead { .. } => "too big to read",
                 Outcome::BadObject { .. } => "refused",
                 _ => "other",
             };

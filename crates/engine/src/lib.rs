@@ -20,7 +20,8 @@
 //! - [`bandwidth`]: expected nccl-tests busbw per instance type and node count (sourced rows).
 //! - [`vap`]: the deny rules CEL can express, as ValidatingAdmissionPolicies.
 //! - [`Budget`]: the work one review may do, sized from its body; a review past it ends
-//!   with [`OverBudget`] (its [`Work`] is in [`Reviewed`]).
+//!   with [`OverBudget`] (its [`Work`] is in [`Reviewed`]); a body whose object would
+//!   take more than [`MAX_TREE_BYTES`] as a JSON tree is answered unread ([`TreeSize`]).
 #![forbid(unsafe_code)]
 
 mod answer;
@@ -37,7 +38,9 @@ pub use facts::cluster_objects;
 pub use read::annotations;
 pub use trainplace_catalog::bandwidth;
 
-pub use answer::admission::{Endpoint, Outcome, Reviewed, review, review_bytes};
+pub use answer::admission::{
+    Endpoint, MAX_TREE_BYTES, Outcome, Reviewed, TREE_CHECK_FROM_BYTES, review, review_bytes,
+};
 pub use answer::response::{DEFAULT_MAX_CONTAINERS, DEFAULT_MAX_PATCH_BYTES, Limits};
 pub use budget::{Budget, OverBudget, Work};
 pub use engine::update::judge_change;
@@ -57,6 +60,7 @@ pub use judge::bounds;
 pub use judge::finding::{Finding, Rule};
 pub use judge::plan::Change;
 pub use judge::verdict::Verdict;
+pub use read::tree_size::TreeSize;
 pub use read::workload::Kind;
 pub use trainplace_catalog::{Catalog, InstanceProfile, Rdma};
 pub use write::layout::MUTATED_TEXT_LIMIT;

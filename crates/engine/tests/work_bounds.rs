@@ -27,6 +27,7 @@ fn ending(r: &Reviewed) -> Option<&'static str> {
     match &r.outcome {
         Outcome::Judged { .. } => Some("verdict"),
         Outcome::OverBudget { .. } => Some("over budget"),
+        Outcome::TooBigToRead { .. } => Some("too big to read"),
         // The container bound refuses an object before it is read.
         Outcome::BadObject { message, .. } if message.contains("--max-containers") => {
             Some("too many containers")

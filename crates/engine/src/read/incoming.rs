@@ -13,22 +13,26 @@ use serde_json::Value;
 
 /// The review's envelope. Fields other than these (and those of [`Request`]) are
 /// ignored, as kube-core's `AdmissionReview` ignores them.
+/// `O` is how the object is read: a JSON tree, or skipped unread (`IgnoredAny`) when
+/// the review is answered without it (a body too large to build, `read::tree_size`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Incoming {
+#[serde(bound(deserialize = "O: Deserialize<'de> + Default"))]
+pub(crate) struct Incoming<O = Value> {
     #[serde(default)]
     pub api_version: String,
     #[serde(default)]
     pub kind: String,
     #[serde(default)]
-    pub request: Option<Request>,
+    pub request: Option<Request<O>>,
 }
 
 /// kube-core's `AdmissionRequest` field for field (the same names, types and
 /// defaults), except that `object` stays JSON and `oldObject` is not kept.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Request {
+#[serde(bound(deserialize = "O: Deserialize<'de> + Default"))]
+pub(crate) struct Request<O = Value> {
     uid: String,
     kind: GroupVersionKind,
     resource: GroupVersionResource,
@@ -47,7 +51,7 @@ pub(crate) struct Request {
     operation: Operation,
     user_info: UserInfo,
     #[serde(default)]
-    object: Value,
+    object: O,
     // Kept as text (still checked to be well-formed JSON); built only when judged.
     #[serde(default, rename = "oldObject")]
     old_object: Option<Box<serde_json::value::RawValue>>,
@@ -57,14 +61,14 @@ pub(crate) struct Request {
     options: Option<RawExtension>,
 }
 
-impl Request {
+impl<O> Request<O> {
     /// The object under review, and the rest of the request as kube-core's type
     /// (without objects), for building the response and reading who asked.
     pub(crate) fn split(
         self,
         types: TypeMeta,
     ) -> (
-        Value,
+        O,
         Option<Box<serde_json::value::RawValue>>,
         AdmissionRequest<DynamicObject>,
     ) {

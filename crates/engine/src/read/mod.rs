@@ -11,5 +11,6 @@ pub(crate) mod podspec;
 pub(crate) mod quantity;
 pub(crate) mod recognize;
 pub(crate) mod templates;
+pub(crate) mod tree_size;
 pub(crate) mod workload;
 pub(crate) mod yaml;

@@ -19,7 +19,10 @@ use crate::facts::policy::Policy;
 use crate::facts::requester::Requester;
 use crate::judge::verdict::Verdict;
 use crate::read::incoming::{Incoming, Types};
-use refusal::{deny, object_name, over_budget, too_many_containers, validation_response};
+use crate::read::tree_size::{ReviewSize, TreeSize};
+use refusal::{
+    deny, object_name, over_budget, too_big_to_read, too_many_containers, validation_response,
+};
 use scale::{Scaled, scaled_object};
 
 /// Which webhook is answering.
@@ -61,6 +64,13 @@ pub enum Outcome {
     OverBudget {
         operation: &'static str,
         over: OverBudget,
+    },
+    /// The object's JSON tree would take more memory than one review may use
+    /// (`read::tree_size`): answered from the body's text without building it, as
+    /// `OverBudget` is (denied at `/validate`, allowed without a layout at `/mutate`).
+    TooBigToRead {
+        operation: &'static str,
+        size: TreeSize,
     },
 }
 
@@ -159,6 +169,9 @@ pub fn review_bytes(
     // One check of the whole body instead of serde_json checking each string it reads:
     // text that is UTF-8 is read as `str`. Bytes that are not go through the same byte
     // parser as before, which names where they stop being JSON.
+    if let Some(reviewed) = too_big(body, endpoint) {
+        return Ok(reviewed);
+    }
     let parsed = match std::str::from_utf8(body) {
         Ok(text) => serde_json::from_str::<Incoming>(text),
         Err(_) => serde_json::from_slice::<Incoming>(body),
@@ -188,6 +201,51 @@ pub fn review_bytes(
     Ok(reviewed)
 }
 
+/// Bodies from this size on are weighed before their objects are built: below it, no
+/// object can reach `MAX_TREE_BYTES` (a member costs at least 7 bytes of text and under
+/// 800 bytes of tree).
+pub const TREE_CHECK_FROM_BYTES: usize = 256 * 1024;
+
+/// The estimated JSON tree one review may build of an object (`read::tree_size`): a pod
+/// at every bound of `judge::bounds` (64 containers of 512 env entries) takes about 27
+/// MiB. Past it the object is refused unread, so a 3 MiB body of small objects cannot
+/// take a replica's memory (docs/performance.md).
+pub const MAX_TREE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The answer to a CREATE or UPDATE whose object (or, at `/validate`, old object) would
+/// take more than `MAX_TREE_BYTES` as a tree, from the body's text alone; `None` for
+/// everything else, which is read as usual.
+fn too_big(body: &[u8], endpoint: Endpoint) -> Option<Reviewed> {
+    if body.len() < TREE_CHECK_FROM_BYTES {
+        return None;
+    }
+    let text = std::str::from_utf8(body).ok()?;
+    let size = serde_json::from_str::<ReviewSize>(text).ok()?;
+    let big = match endpoint {
+        // The mutating webhook never builds the old object.
+        Endpoint::Mutate => size.object(),
+        Endpoint::Validate => size.largest(),
+    }
+    .filter(|t| t.bytes > MAX_TREE_BYTES)?
+    .clone();
+    let slim = serde_json::from_str::<Incoming<serde::de::IgnoredAny>>(text);
+    let (_, _, req) = request_of(slim, || serde_json::from_str::<Types>(text)).ok()?;
+    if !matches!(req.operation, Operation::Create | Operation::Update) {
+        return None;
+    }
+    let resp = too_big_to_read(endpoint, AdmissionResponse::from(&req), &req, &big);
+    Some(Reviewed {
+        body: answer_bytes(resp, None),
+        uid: req.uid,
+        dry_run: req.dry_run,
+        outcome: Outcome::TooBigToRead {
+            operation: op_label(&req.operation),
+            size: big,
+        },
+        work: Work::default(),
+    })
+}
+
 /// What a review is judged with.
 struct Judges<'a> {
     policy: &'a Policy,
@@ -199,16 +257,16 @@ struct Judges<'a> {
 
 /// The request of a review: its object, its old object (raw) and the rest; or the
 /// answer to a review that is not one.
-type Parts = (
-    Value,
+type Parts<O = Value> = (
+    O,
     Option<Box<serde_json::value::RawValue>>,
     AdmissionRequest<DynamicObject>,
 );
 
-fn request_of(
-    incoming: Result<Incoming, serde_json::Error>,
+fn request_of<O>(
+    incoming: Result<Incoming<O>, serde_json::Error>,
     types: impl FnOnce() -> Result<Types, serde_json::Error>,
-) -> Result<Parts, Box<Reviewed>> {
+) -> Result<Parts<O>, Box<Reviewed>> {
     let incoming = match incoming {
         Ok(incoming) => incoming,
         Err(e) => {

@@ -9,6 +9,7 @@ use super::Endpoint;
 use crate::answer::response::{Limits, count_containers};
 use crate::budget::OverBudget;
 use crate::judge::verdict::Verdict;
+use crate::read::tree_size::TreeSize;
 
 /// How messages name the object under review: its kind and name.
 pub(super) fn object_name(req: &AdmissionRequest<DynamicObject>) -> String {
@@ -72,6 +73,43 @@ pub(super) fn over_budget(
             let mut resp = base;
             resp.warnings = Some(vec![format!(
                 "trainplace did not lay out {name}: {over}. It is admitted without a layout; the validating webhook judges it"
+            )]);
+            resp
+        }
+    }
+}
+
+/// The answer to an object too large to build as a tree (`read::tree_size`): as
+/// `over_budget`, naming its estimated size, its longest list and the limit.
+pub(super) fn too_big_to_read(
+    endpoint: Endpoint,
+    base: AdmissionResponse,
+    req: &AdmissionRequest<DynamicObject>,
+    size: &TreeSize,
+) -> AdmissionResponse {
+    let name = object_name(req);
+    let mib = |b: u64| b.div_ceil(1024 * 1024);
+    let longest = size
+        .longest
+        .as_ref()
+        .map(|(path, n)| format!(" (its longest list: {path}, {n} entries)"))
+        .unwrap_or_default();
+    let why = format!(
+        "reading it would take about {} MiB of memory{longest}, more than the {} MiB one review may use",
+        mib(size.bytes),
+        mib(super::MAX_TREE_BYTES)
+    );
+    match endpoint {
+        Endpoint::Validate => deny(
+            base,
+            &format!(
+                "trainplace refuses {name}: {why}. No training object needs that much; shorten the list or split the object"
+            ),
+        ),
+        Endpoint::Mutate => {
+            let mut resp = base;
+            resp.warnings = Some(vec![format!(
+                "trainplace did not lay out {name}: {why}. It is admitted without a layout; the validating webhook judges it"
             )]);
             resp
         }
