@@ -72,9 +72,21 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A lead line (rule, where, what, fix, opt-in), then why it matters when the rule
-    /// says, indented on a line of its own.
+    /// The lead (rule, where, what, fix, opt-in), then why it matters when the rule
+    /// says, on one line: warnings travel in HTTP `Warning` headers, which the API server
+    /// drops when they hold a control character such as a newline
+    /// (<https://github.com/kubernetes/kubernetes/blob/master/staging/src/k8s.io/apimachinery/pkg/util/net/http.go>,
+    /// `NewWarningHeader`).
     pub fn message(&self) -> String {
+        match &self.why {
+            Some(why) => format!("{} Why: {why}", self.lead()),
+            None => self.lead(),
+        }
+    }
+
+    /// A denial's form: the lead on a line of its own, then why, indented (a denial's
+    /// status message may span lines; kubectl prints it as it is).
+    pub fn denial(&self) -> String {
         match &self.why {
             Some(why) => format!("{}\n  Why: {why}", self.lead()),
             None => self.lead(),
@@ -94,5 +106,38 @@ impl Finding {
             m.push_str(&format!(" Opt in: {a}: \"true\"."));
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_warning_is_one_line_and_a_denial_leads_with_its_own() {
+        let f = Finding {
+            rule: Rule::PartialNode,
+            mode: Mode::Warn,
+            site: "spec".into(),
+            found: "8 pods x 1 GPU.".into(),
+            fix: "use 1 pod x 8 GPUs.".into(),
+            opt_in: Some("trainplace.io/allow-partial-node"),
+            why: Some("ranks talk over EFA.".into()),
+        };
+        // The API server drops a Warning header holding a control character.
+        assert!(
+            !f.message().chars().any(char::is_control),
+            "{}",
+            f.message()
+        );
+        assert!(f.message().ends_with(" Why: ranks talk over EFA."));
+        let denial = f.denial();
+        let lines: Vec<&str> = denial.lines().collect();
+        assert_eq!(lines.len(), 2, "{denial}");
+        assert!(
+            lines[0].starts_with(
+                "[partial-node] spec: 8 pods x 1 GPU. Fix: use 1 pod x 8 GPUs. Opt in:"
+            )
+        );
     }
 }

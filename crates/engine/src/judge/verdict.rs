@@ -79,12 +79,12 @@ impl Verdict {
             .collect()
     }
 
-    /// Why the object is denied: `enforce` findings.
+    /// Why the object is denied: `enforce` findings, each its lead line and why.
     pub fn reasons(&self) -> Vec<String> {
         self.findings
             .iter()
             .filter(|f| f.mode == Mode::Enforce)
-            .map(Finding::message)
+            .map(Finding::denial)
             .collect()
     }
 }
