@@ -31,7 +31,6 @@ pub mod advice;
 pub mod allocatable;
 pub mod artifacts;
 pub mod render;
-pub mod route;
 pub mod svg;
 
 pub use advice::{Advice, RawFacts, advise};

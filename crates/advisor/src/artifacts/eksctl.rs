@@ -1,7 +1,7 @@
 //! eksctl `ClusterConfig`: the GPU managed nodegroup(s) (one AZ, EFA, taints, and a
 //! placement group or the Capacity Block / ODCR reservation), the untainted system
 //! nodegroup the cluster's own pods need, and an IAM OIDC provider. On the Karpenter
-//! route (`crate::route`) only the system nodegroup: Karpenter launches the GPU nodes,
+//! route (`crate::recommend::route`) only the system nodegroup: Karpenter launches the GPU nodes,
 //! and a GPU nodegroup beside it would take every reserved instance.
 
 use serde_json::{Value, json};

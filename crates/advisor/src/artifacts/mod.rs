@@ -1,6 +1,6 @@
 //! Ready-to-apply files for a recommendation: eksctl (and, on the Karpenter route,
 //! Karpenter), aws CLI, the job in the recommended layout, and an nccl-tests check, all
-//! for the one route the plan takes (`crate::route`). Objects are built as JSON values
+//! for the one route the plan takes (`crate::recommend::route`). Objects are built as JSON values
 //! (so tests validate them against the real schemas) and rendered as YAML.
 
 pub mod awscli;
@@ -37,7 +37,7 @@ use trainplace_engine::annotations::RES_NVIDIA_GPU;
 use crate::recommend::{CapacityPlan, Recommendation};
 use pod::{PodParts, Route};
 
-pub use crate::route::needs_dra;
+pub use crate::recommend::route::needs_dra;
 
 /// The Trainium collective check's file.
 pub const NCCOM_FILE: &str = "nccom-test-mpijob.yaml";
@@ -96,7 +96,7 @@ pub fn nccl_env(rec: &Recommendation, policy: &Policy) -> Vec<(String, String)> 
         .collect()
 }
 
-/// Whether the plan takes the Karpenter route (`crate::route`; a plan Karpenter cannot
+/// Whether the plan takes the Karpenter route (`crate::recommend::route`; a plan Karpenter cannot
 /// serve is refused before it gets here).
 pub fn on_karpenter(rec: &Recommendation) -> bool {
     rec.request.route == Route::Karpenter

@@ -22,7 +22,7 @@ pub const JOB_LABEL: &str = "trainplace.io/job";
 pub const MASTER_PORT: u32 = 29500;
 
 /// Which nodes the job's pods are pinned to: those of the eksctl nodegroups or those
-/// Karpenter launches from `karpenter.yaml` (the plan's route, `crate::route`).
+/// Karpenter launches from `karpenter.yaml` (the plan's route, `crate::recommend::route`).
 pub use crate::request::Route;
 
 pub use super::node_labels::{

@@ -4,6 +4,7 @@
 mod alternatives;
 mod capacity;
 mod cost;
+pub mod route;
 
 use serde::Serialize;
 use trainplace_catalog::{Catalog, InstanceProfile};
@@ -57,7 +58,7 @@ pub struct Recommendation {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topology: Option<crate::topology::Topology>,
     /// The route that makes the nodes (`request.route`), what it emits, and how to get
-    /// the other one or why there is none (`crate::route::summary`).
+    /// the other one or why there is none (`route::summary`).
     pub route_summary: String,
 }
 
@@ -143,10 +144,10 @@ pub fn recommend(
         warnings,
     };
     // One route per plan: Karpenter asked for where it cannot make the nodes is refused.
-    if let Some(why) = crate::route::refusal(&rec) {
+    if let Some(why) = route::refusal(&rec) {
         return Err(InputError::request("route", why));
     }
-    rec.route_summary = crate::route::summary(&rec);
+    rec.route_summary = route::summary(&rec);
     Ok(rec)
 }
 

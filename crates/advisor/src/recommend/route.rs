@@ -4,7 +4,7 @@
 //! wait, Pending, on paid hours. Where Karpenter cannot make the plan's nodes, asking
 //! for it is refused with the reason.
 
-use crate::recommend::{CapacityPlan, Recommendation};
+use super::{CapacityPlan, Recommendation};
 use crate::request::Route;
 
 /// Whether the job claims a device through DRA: EFA through the EFA DRA driver, or the
