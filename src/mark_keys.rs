@@ -52,6 +52,9 @@ pub fn key_files(dir: &Path) -> Result<Vec<PathBuf>, KeyError> {
 const PENDING: &str = ".pending";
 
 /// Read every key of `dir`; of those not pending, the one whose name sorts last signs.
+/// The shortest key the engine signs with (`MarkKeys::new`).
+const MIN_KEY_BYTES: usize = 32;
+
 pub fn load(dir: &Path) -> Result<MarkKeys, KeyError> {
     let mut keys = Vec::new();
     let mut pending = Vec::new();
@@ -60,7 +63,11 @@ pub fn load(dir: &Path) -> Result<MarkKeys, KeyError> {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
-        if bytes.last() == Some(&b'\n') {
+        // A key written as text (`echo ... > file`) ends with a newline that is not part
+        // of it; random bytes may end with 0x0a too (one key in 256 of the chart's
+        // `randBytes 32`), and those stay whole. Every replica reads the file the same
+        // way, so they agree on the key either way.
+        if bytes.last() == Some(&b'\n') && bytes.len() > MIN_KEY_BYTES {
             bytes.pop();
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -111,5 +118,19 @@ mod tests {
         let only = tempfile::tempdir().unwrap();
         std::fs::write(only.path().join("k.pending"), [3u8; 32]).unwrap();
         assert!(load(only.path()).is_err());
+    }
+
+    #[test]
+    fn random_bytes_ending_in_a_newline_are_a_whole_key() {
+        // One of the chart's 32 random bytes in 256 is a final 0x0a: the server must start.
+        let dir = tempfile::tempdir().unwrap();
+        let mut key = [7u8; 32];
+        key[31] = b'\n';
+        std::fs::write(dir.path().join("k1"), key).unwrap();
+        assert_eq!(load(dir.path()).unwrap().current_id(), "k1");
+        // A key written as text keeps working: its newline is not part of it.
+        let text = tempfile::tempdir().unwrap();
+        std::fs::write(text.path().join("k2"), format!("{}\n", "a".repeat(40))).unwrap();
+        assert_eq!(load(text.path()).unwrap().current_id(), "k2");
     }
 }
