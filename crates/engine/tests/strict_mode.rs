@@ -164,12 +164,13 @@ fn mutation_pins_the_zone_and_nothing_else_changes_a_verdict() {
     }
 }
 
+/// A deny finding offers its opt-in, or (set but refused) names who the policy grants
+/// it to instead; a granted opt-in's warning does neither.
 fn engine_outcome(v: &Verdict, check: Check) -> Outcome {
-    match v
-        .findings
-        .iter()
-        .find(|f| f.rule.as_str() == check.rule() && f.opt_in.is_some())
-    {
+    match v.findings.iter().find(|f| {
+        f.rule.as_str() == check.rule()
+            && (f.opt_in.is_some() || f.found.contains("is set, but the policy"))
+    }) {
         None => Outcome::Pass,
         Some(f) => Outcome::Flag(match f.mode {
             Mode::Enforce => "enforce",
