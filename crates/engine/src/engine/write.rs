@@ -9,8 +9,8 @@ use crate::judge::judgement::{Ctx, Judgement};
 use crate::judge::plan::Change;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{
-    KUEUE_PREFERRED_TOPOLOGY, KUEUE_QUEUE, KUEUE_REQUIRED_TOPOLOGY, KUEUE_UNCONSTRAINED_TOPOLOGY,
-    LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE,
+    KUEUE_QUEUE, KUEUE_REQUIRED_TOPOLOGY, LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE,
+    chose_kueue_topology,
 };
 use crate::read::json::annotation;
 use crate::read::podspec::PodView;
@@ -145,13 +145,6 @@ fn mark_admitted(
     Ok(())
 }
 
-/// Kueue's three topology annotations on a podset: a template that carries one chose.
-const KUEUE_TOPOLOGY: [&str; 3] = [
-    KUEUE_REQUIRED_TOPOLOGY,
-    KUEUE_PREFERRED_TOPOLOGY,
-    KUEUE_UNCONSTRAINED_TOPOLOGY,
-];
-
 /// A Kueue-managed workload: ask Topology Aware Scheduling for one zone per podset,
 /// where the cluster has a Kueue Topology with the zone level. Without one, Kueue would
 /// not admit a podset that asks for a level its flavor's topology lacks, so nothing is
@@ -174,14 +167,7 @@ fn kueue_topology(
     let Some(template) = object.pointer_mut(&site.pointer) else {
         return;
     };
-    let already = KUEUE_TOPOLOGY.iter().any(|k| {
-        template
-            .get("metadata")
-            .and_then(|m| m.get("annotations"))
-            .and_then(|a| a.get(*k))
-            .is_some()
-    });
-    if already {
+    if chose_kueue_topology(template) {
         return;
     }
     if let Some(mut ann) =

@@ -56,6 +56,20 @@ pub const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";
 pub const KUEUE_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
 pub const KUEUE_PREFERRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-preferred-topology";
 pub const KUEUE_UNCONSTRAINED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-unconstrained-topology";
+const KUEUE_TOPOLOGIES: [&str; 3] = [
+    KUEUE_REQUIRED_TOPOLOGY,
+    KUEUE_PREFERRED_TOPOLOGY,
+    KUEUE_UNCONSTRAINED_TOPOLOGY,
+];
+
+/// Whether a pod template already carries one of Kueue's three topology annotations:
+/// its author chose, and trainplace writes none.
+pub(crate) fn chose_kueue_topology(template: &serde_json::Value) -> bool {
+    let annotations = template.pointer("/metadata/annotations");
+    KUEUE_TOPOLOGIES
+        .iter()
+        .any(|k| annotations.and_then(|a| a.get(*k)).is_some())
+}
 
 pub const RES_NVIDIA_GPU: &str = "nvidia.com/gpu";
 pub const RES_NEURON: &str = "aws.amazon.com/neuron";

@@ -61,22 +61,7 @@ pub(super) fn over_budget(
     req: &AdmissionRequest<DynamicObject>,
     over: &OverBudget,
 ) -> AdmissionResponse {
-    let name = object_name(req);
-    match endpoint {
-        Endpoint::Validate => deny(
-            base,
-            &format!(
-                "trainplace refuses {name}: {over}. No training object needs that much; shorten the list or split the object"
-            ),
-        ),
-        Endpoint::Mutate => {
-            let mut resp = base;
-            resp.warnings = Some(vec![format!(
-                "trainplace did not lay out {name}: {over}. It is admitted without a layout; the validating webhook judges it"
-            )]);
-            resp
-        }
-    }
+    unread(endpoint, base, req, &over.to_string())
 }
 
 /// The answer to an object too large to build as a tree (`read::tree_size`): as
@@ -87,7 +72,6 @@ pub(super) fn too_big_to_read(
     req: &AdmissionRequest<DynamicObject>,
     size: &TreeSize,
 ) -> AdmissionResponse {
-    let name = object_name(req);
     let mib = |b: u64| b.div_ceil(1024 * 1024);
     let longest = size
         .longest
@@ -99,6 +83,18 @@ pub(super) fn too_big_to_read(
         mib(size.bytes),
         mib(super::MAX_TREE_BYTES)
     );
+    unread(endpoint, base, req, &why)
+}
+
+/// An object answered without a verdict, for `why`: the validating webhook denies it,
+/// the mutating one admits it unchanged and says why it has no layout.
+fn unread(
+    endpoint: Endpoint,
+    base: AdmissionResponse,
+    req: &AdmissionRequest<DynamicObject>,
+    why: &str,
+) -> AdmissionResponse {
+    let name = object_name(req);
     match endpoint {
         Endpoint::Validate => deny(
             base,

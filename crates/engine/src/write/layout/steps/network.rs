@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::spec::reborrow;
 use crate::facts::policy::{NetworkProximity, Placement};
 use crate::read::annotations::{
-    KUEUE_PREFERRED_TOPOLOGY, KUEUE_REQUIRED_TOPOLOGY, KUEUE_UNCONSTRAINED_TOPOLOGY, NETWORK_LAYERS,
+    KUEUE_PREFERRED_TOPOLOGY, KUEUE_REQUIRED_TOPOLOGY, NETWORK_LAYERS, chose_kueue_topology,
 };
 use crate::read::json::items;
 use crate::write::edit::Cursor;
@@ -84,15 +84,7 @@ impl Plan<'_> {
         if levels.is_empty() || ask == Ask::Nothing {
             return;
         }
-        let annotations = site.value.pointer("/metadata/annotations");
-        let chosen = [
-            KUEUE_REQUIRED_TOPOLOGY,
-            KUEUE_PREFERRED_TOPOLOGY,
-            KUEUE_UNCONSTRAINED_TOPOLOGY,
-        ]
-        .iter()
-        .any(|k| annotations.and_then(|a| a.get(*k)).is_some());
-        if chosen {
+        if chose_kueue_topology(site.value) {
             return;
         }
         // The most selective layer the Topology has: Kueue tries it first and climbs.
