@@ -337,12 +337,21 @@ fn resource_count(c: &Value, res: &str, at: &str) -> Result<Option<u32>, ObjectE
 
 /// Command and args of a container joined by spaces.
 pub fn command_line(c: &Value) -> String {
-    ["command", "args"]
-        .iter()
-        .flat_map(|k| items(c, &[k]))
-        .filter_map(Value::as_str)
-        .collect::<Vec<_>>()
-        .join(" ")
+    let words = || {
+        ["command", "args"]
+            .iter()
+            .flat_map(|k| items(c, &[k]))
+            .filter_map(Value::as_str)
+    };
+    // Sized once: a long command line is copied into its final place, not grown.
+    let mut line = String::with_capacity(words().map(|w| w.len() + 1).sum());
+    for w in words() {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    line
 }
 
 /// The pod's required node selector terms (ORed).

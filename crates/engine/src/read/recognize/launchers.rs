@@ -90,21 +90,59 @@ const SWITCHES: [&str; 10] = [
     "m",
 ];
 
-/// One launcher invocation: its options, each with its value when it has one.
-struct Invocation {
+/// One launcher invocation: the shell command it is in and where its options start.
+/// Options are read from the command's tokens when asked for, not collected: a command
+/// line of a million options costs a walk per question, and no copy of them.
+struct Invocation<'a> {
     launcher: Launcher,
-    options: Vec<(String, Option<String>)>,
+    command: &'a str,
+    start: usize,
 }
 
-impl Invocation {
+impl<'a> Invocation<'a> {
     /// The value of the last option that names `long` (an argparse launcher also
     /// accepts a unique prefix of it).
-    fn value(&self, long: &[&str]) -> Option<Option<&str>> {
-        self.options
-            .iter()
-            .rev()
-            .find(|(name, _)| self.names(name, long))
-            .map(|(_, v)| v.as_deref())
+    fn value(&self, long: &[&str]) -> Option<Option<&'a str>> {
+        let mut found = None;
+        self.options(|name, value| {
+            if self.names(name, long) {
+                found = Some(value);
+            }
+        });
+        found
+    }
+
+    /// Each option before the first positional argument (the training script, whose
+    /// own flags are not the launcher's), with its value when it has one.
+    fn options(&self, mut each: impl FnMut(&str, Option<&'a str>)) {
+        let argparse = matches!(
+            self.launcher,
+            Launcher::Torchrun | Launcher::DeepSpeed | Launcher::Accelerate
+        );
+        let mut tokens = tokens(self.command).skip(self.start).peekable();
+        while let Some(t) = tokens.next() {
+            if !t.starts_with('-') || t == "-" {
+                break;
+            }
+            let (name, inline) = match t.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (t, None),
+            };
+            // argparse options are named without their dashes; MPI's keep them (`-np`
+            // is not `--np` everywhere).
+            let key = if argparse {
+                name.trim_start_matches('-')
+            } else {
+                name
+            };
+            let switch = SWITCHES.contains(&key.trim_start_matches('-'));
+            let value = match inline {
+                Some(v) => Some(v),
+                None if switch => None,
+                None => tokens.next_if(|next| !next.starts_with('-')),
+            };
+            each(key, value);
+        }
     }
 
     fn names(&self, given: &str, long: &[&str]) -> bool {
@@ -140,7 +178,7 @@ pub(super) fn size(line: &str, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
         .reduce(JobSize::max)
 }
 
-fn invocation_size(inv: &Invocation, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
+fn invocation_size(inv: &Invocation<'_>, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
     match inv.launcher {
         Launcher::Torchrun => {
             // torchrun reads each option from the command line, else from `PET_<NAME>`,
@@ -235,26 +273,27 @@ pub(super) fn assignments(line: &str) -> Vec<(String, String)> {
 }
 
 /// Split a command line into shell commands, and each into tokens; find launchers.
-fn invocations(line: &str) -> impl Iterator<Item = Invocation> + '_ {
+fn invocations(line: &str) -> impl Iterator<Item = Invocation<'_>> {
     line.split(['\n', ';', '|', '&']).filter_map(parse)
 }
 
-fn tokens(command: &str) -> Vec<&str> {
+fn tokens(command: &str) -> impl Iterator<Item = &str> {
     command
         .split(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '`')
         .filter(|t| !t.is_empty())
-        .collect()
 }
 
-fn launcher_at(tokens: &[&str]) -> Option<(Launcher, usize)> {
-    for (i, t) in tokens.iter().enumerate() {
+/// The launcher a shell command runs, and the index of the token its options start at.
+fn launcher_at(command: &str) -> Option<(Launcher, usize)> {
+    let mut tokens = tokens(command).enumerate().peekable();
+    while let Some((i, t)) = tokens.next() {
         let base = t.rsplit('/').next().unwrap_or(t);
         let found = match base {
             "torchrun" | "torch.distributed.run" | "torch.distributed.launch" => {
                 Some(Launcher::Torchrun)
             }
             "deepspeed" | "deepspeed.launcher.runner" => Some(Launcher::DeepSpeed),
-            "accelerate" if tokens.get(i + 1) == Some(&"launch") => {
+            "accelerate" if tokens.peek().is_some_and(|(_, next)| *next == "launch") => {
                 return Some((Launcher::Accelerate, i + 2));
             }
             "mpirun" | "mpiexec" | "orterun" | "prterun" | "horovodrun" | "mpiexec.hydra" => {
@@ -270,47 +309,13 @@ fn launcher_at(tokens: &[&str]) -> Option<(Launcher, usize)> {
     None
 }
 
-fn parse(command: &str) -> Option<Invocation> {
-    let tokens = tokens(command);
-    let (launcher, start) = launcher_at(&tokens)?;
-    let argparse = matches!(
+fn parse(command: &str) -> Option<Invocation<'_>> {
+    let (launcher, start) = launcher_at(command)?;
+    Some(Invocation {
         launcher,
-        Launcher::Torchrun | Launcher::DeepSpeed | Launcher::Accelerate
-    );
-    let mut options = Vec::new();
-    let mut i = start;
-    while let Some(t) = tokens.get(i) {
-        i += 1;
-        if !t.starts_with('-') || *t == "-" {
-            // The training script: what follows is its own.
-            break;
-        }
-        let (name, inline) = match t.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (*t, None),
-        };
-        // argparse options are named without their dashes; MPI's keep them (`-np` is
-        // not `--np` everywhere).
-        let key = if argparse {
-            name.trim_start_matches('-')
-        } else {
-            name
-        };
-        let switch = SWITCHES.contains(&key.trim_start_matches('-'));
-        let value = match inline {
-            Some(v) => Some(v),
-            None if switch => None,
-            None => match tokens.get(i) {
-                Some(next) if !next.starts_with('-') => {
-                    i += 1;
-                    Some(next.to_string())
-                }
-                _ => None,
-            },
-        };
-        options.push((key.to_string(), value));
-    }
-    Some(Invocation { launcher, options })
+        command,
+        start,
+    })
 }
 
 /// Where the job's processes meet (torchrun's rendezvous endpoint or master address,

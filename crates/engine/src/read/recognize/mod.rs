@@ -10,6 +10,7 @@
 mod counts;
 mod launchers;
 
+use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
 use std::collections::HashMap;
 
@@ -182,7 +183,12 @@ impl<'a> Env<'a> {
     /// put in is not expanded again. Each byte is read once; past [`EXPANDED_LIMIT`]
     /// of added text (or the review's budget) the rest stays as written.
     /// https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/
-    pub(crate) fn expand(&self, text: &str) -> String {
+    pub(crate) fn expand<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if !text.contains('$') {
+            // Nothing to expand: the text itself, not a copy of it.
+            crate::budget::draw_len(ARGS, text.len());
+            return Cow::Borrowed(text);
+        }
         let limit = text.len().saturating_add(EXPANDED_LIMIT);
         let mut out = String::with_capacity(text.len());
         // No `$(` after the last `)` closes: known once, so unclosed references are
@@ -237,7 +243,7 @@ impl<'a> Env<'a> {
         }
         out.push_str(&text[cursor..]);
         crate::budget::draw_len(ARGS, text.len());
-        out
+        Cow::Owned(out)
     }
 }
 
@@ -247,7 +253,8 @@ pub(crate) fn rendezvous_label(view: &PodView<'_>) -> Option<String> {
     use sha2::{Digest, Sha256};
     let endpoint = view.trainer_containers().find_map(|c| {
         let env = Env::of(c);
-        launchers::rendezvous(&env.expand(&command_line(c)), &env)
+        let joined = command_line(c);
+        launchers::rendezvous(&env.expand(&joined), &env)
     })?;
     let digest = Sha256::digest(endpoint.as_bytes());
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -270,7 +277,8 @@ fn container_size(
     on: &Recognizers,
 ) -> Option<JobSize> {
     let env = Env::of(container);
-    let line = env.expand(&command_line(container));
+    let joined = command_line(container);
+    let line = env.expand(&joined);
     let env = env.with_assignments(&line);
     let launched = on
         .command_line

@@ -67,6 +67,17 @@ pub(super) fn merge_all(acc: &mut Value, patches: &[&Value]) {
     merge_run(acc, &run);
 }
 
+/// Merge `value` into `acc[key]` as a patch `{key: value}` would be merged.
+pub(super) fn merge_field(acc: &mut Map<String, Value>, key: &str, value: &Value) {
+    crate::budget::draw_len(PATCHES, 1);
+    match acc.get_mut(key) {
+        Some(slot) => merge_all(slot, &[value]),
+        None => {
+            acc.insert(key.to_string(), value.clone());
+        }
+    }
+}
+
 /// Patches all of `acc`'s own shape (objects into an object, arrays into an array).
 fn merge_run(acc: &mut Value, run: &[&Value]) {
     if run.is_empty() {

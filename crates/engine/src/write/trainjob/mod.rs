@@ -197,7 +197,7 @@ fn runtime_patch(
     after: &Value,
     changes: &[crate::judge::plan::Change],
 ) -> Value {
-    let base_pod = json!({"spec": layout_spec(&patched_layout(object, false, runtime), &[])});
+    let base_pod = json!({"spec": layout_spec(patched_layout(object, false, runtime), &[])});
     let added = delta(&patch_view(after), &patch_view(&base_pod)).unwrap_or_else(|| json!({}));
     let mut spec: Map<String, Value> = added
         .get("spec")

@@ -23,12 +23,7 @@ pub(super) fn node_template(patch: &Value) -> Option<&Value> {
 }
 
 pub(super) use super::merge::delta;
-use super::merge::merge_all;
-
-/// Merge one patch into `acc` (see [`merge_all`]).
-fn merge(acc: &mut Value, patch: &Value) {
-    merge_all(acc, &[patch]);
-}
+use super::merge::{merge_all, merge_field};
 
 /// The runtime's `node` pod template as this TrainJob will get it: the TrainJob's
 /// command and args replace the runtime's; its `resourcesPerNode` is merged over the
@@ -87,36 +82,45 @@ pub(super) fn patched_layout(object: &Value, with_ours: bool, runtime: Option<&V
 }
 
 /// The pod spec the runtime patches give the `node` job: their pod fields, and the
-/// `node` container with `extra` fields merged over it.
-pub(super) fn layout_spec(layout: &Value, extra: &[(&str, &Value)]) -> Map<String, Value> {
-    let mut container = json!({"name": NODE});
-    if let Some(c) = items(layout, &["spec", "containers"])
-        .iter()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some(NODE))
-    {
-        merge(&mut container, c);
-    }
+/// `node` container with `extra` fields merged over it. The layout is taken apart, not
+/// copied: a patch's long lists are moved into the spec.
+pub(super) fn layout_spec(mut layout: Value, extra: &[(&str, &Value)]) -> Map<String, Value> {
+    let mut spec = match layout.get_mut("spec").map(Value::take) {
+        Some(Value::Object(spec)) => spec,
+        _ => Map::new(),
+    };
+    let node = spec
+        .get_mut("containers")
+        .and_then(Value::as_array_mut)
+        .and_then(|cs| {
+            let at = cs
+                .iter()
+                .position(|c| c.get("name").and_then(Value::as_str) == Some(NODE))?;
+            Some(cs.swap_remove(at))
+        });
+    let mut container = match node {
+        Some(Value::Object(c)) => c,
+        _ => Map::new(),
+    };
+    container.insert("name".into(), json!(NODE));
     for (key, v) in extra {
-        merge(&mut container, &json!({ *key: v }));
+        merge_field(&mut container, key, v);
     }
-    let mut spec = Map::new();
+    let mut out = Map::new();
     for k in PATCH_SPEC {
-        if let Some(v) = layout.pointer(&format!("/spec/{k}")) {
-            spec.insert(k.into(), v.clone());
+        if let Some(v) = spec.remove(k) {
+            out.insert(k.into(), v);
         }
     }
-    spec.insert("containers".into(), json!([container]));
-    spec
+    out.insert("containers".into(), json!([container]));
+    out
 }
 
 /// The pod the trainer nodes will be, as far as the runtime (when known), the TrainJob
 /// and its patches say.
 pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
-    let trainer = object
-        .pointer("/spec/trainer")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let layout = patched_layout(object, true, runtime);
+    let trainer = object.pointer("/spec/trainer");
+    let mut layout = patched_layout(object, true, runtime);
     let mapped = [
         ("resourcesPerNode", "resources"),
         ("env", "env"),
@@ -125,18 +129,18 @@ pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
     ];
     let extra: Vec<(&str, &Value)> = mapped
         .iter()
-        .filter_map(|(from, to)| Some((*to, trainer.get(*from)?)))
+        .filter_map(|(from, to)| Some((*to, trainer?.get(*from)?)))
         .collect();
-    let mut spec = layout_spec(&layout, &extra);
     // Only a runtime's template can set hostIPC (a TrainJob cannot patch it).
-    if let Some(v) = layout.pointer("/spec/hostIPC") {
-        spec.insert("hostIPC".into(), v.clone());
+    let host_ipc = layout.pointer_mut("/spec/hostIPC").map(Value::take);
+    let mut labels = match layout.pointer_mut("/metadata/labels").map(Value::take) {
+        Some(Value::Object(labels)) => labels,
+        _ => Map::new(),
+    };
+    let mut spec = layout_spec(layout, &extra);
+    if let Some(v) = host_ipc {
+        spec.insert("hostIPC".into(), v);
     }
-    let mut labels: Map<String, Value> = layout
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
     if let Some(name) = str_at(object, &["metadata", "name"]) {
         labels.insert("jobset.sigs.k8s.io/jobset-name".into(), json!(name));
     }
