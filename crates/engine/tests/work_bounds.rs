@@ -249,3 +249,41 @@ fn a_trainer_env_past_the_bound_is_refused_before_the_node_pod_is_built() {
     assert_eq!(f.site, "spec.trainer");
     assert!(f.found.contains("513 env entries"), "{}", f.found);
 }
+
+/// Annotations past the API server's own limit (256 KiB of keys and values) are refused
+/// before the TrainJob's node pod copies them; at the limit they are read.
+#[test]
+fn annotations_past_what_the_api_server_stores_are_refused_before_they_are_copied() {
+    let job = |bytes: usize| {
+        let value = "x".repeat(1024 - 8);
+        let annotations: serde_json::Map<String, Value> = (0..bytes / 1024)
+            .map(|i| (format!("a{i:07}"), Value::String(value.clone())))
+            .collect();
+        serde_json::json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "annotated", "namespace": "ml", "annotations": annotations},
+            "spec": {"runtimeRef": {"name": "torch-distributed"},
+                "trainer": {"numNodes": 4, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 4}}}}})
+    };
+    let f = too_large_finding(job(257 * 1024));
+    assert_eq!(f.site, "metadata.annotations");
+    assert!(f.found.contains("262144 bytes"), "{}", f.found);
+    let body = serde_json::to_vec(&shapes::admission(job(256 * 1024))).unwrap();
+    let r = review_bytes(
+        &body,
+        Endpoint::Validate,
+        &Policy::embedded(),
+        None,
+        None,
+        &Limits::default(),
+        None,
+    )
+    .unwrap();
+    let Outcome::Judged { verdict, .. } = &r.outcome else {
+        panic!("{}", short(&r));
+    };
+    assert!(
+        verdict.findings.iter().all(|f| f.rule.as_str() != "too-large"),
+        "{:?}",
+        verdict.findings
+    );
+}

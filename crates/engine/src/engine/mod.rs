@@ -122,7 +122,7 @@ fn run(
         &object,
         kind,
         &sites,
-        || (kind == Kind::TrainJob).then(|| crate::write::trainjob::synthetic_pod(&object, None)),
+        || (kind == Kind::TrainJob).then(|| crate::write::trainjob::synthetic_spec(&object)),
         &policy.catalog,
         policy.strict(),
     ) {

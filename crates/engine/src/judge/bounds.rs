@@ -100,6 +100,34 @@ fn found(site: String, what: String) -> Finding {
     }
 }
 
+/// The most bytes an object's annotations hold together, keys and values: the API
+/// server's own limit (`TotalAnnotationSizeLimitB` in apimachinery's object meta
+/// validation). An object past it is never stored, so its validation runs before any
+/// validating policy and the exported policies need not repeat this bound; the engine
+/// reads it first because a mutating review comes before that validation, and a TrainJob's
+/// node pod carries a copy of the annotations.
+/// <https://kubernetes.io/docs/concepts/overview/working-with-objects/annotations/#syntax-and-character-set>
+pub const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
+
+/// Level 0: annotations past what the API server stores.
+fn annotations(object: &Value) -> Option<Finding> {
+    let map = object.pointer("/metadata/annotations")?.as_object()?;
+    let mut bytes = 0usize;
+    for (k, v) in map {
+        bytes += k.len() + v.as_str().map_or(0, str::len);
+        if bytes > MAX_ANNOTATION_BYTES {
+            return Some(found(
+                "metadata.annotations".into(),
+                format!(
+                    "{} entries holding more than {MAX_ANNOTATION_BYTES} bytes of keys and values, past what the API server stores (it refuses this object whatever trainplace answers)",
+                    map.len()
+                ),
+            ));
+        }
+    }
+    None
+}
+
 /// Level 1: a list of templates past [`MAX_TEMPLATES`].
 fn template_lists(object: &Value) -> Option<Finding> {
     let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -330,6 +358,9 @@ pub(crate) fn too_large(
     catalog: &Catalog,
     strict: bool,
 ) -> Option<Finding> {
+    if let Some(f) = annotations(object) {
+        return Some(f);
+    }
     if let Some(f) = template_lists(object) {
         return Some(f);
     }

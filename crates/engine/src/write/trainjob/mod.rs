@@ -10,8 +10,8 @@ mod patches;
 
 use serde_json::{Map, Value, json};
 
-pub(crate) use patches::synthetic_pod;
-use patches::{delta, layout_spec, our_patch_index, patch_view, patched_layout};
+use patches::{layout_spec, our_patch_index, patch_delta, patched_layout};
+pub(crate) use patches::{synthetic_pod, synthetic_spec};
 
 use crate::error::ObjectError;
 use crate::judge::judgement::{Ctx, judge};
@@ -108,7 +108,12 @@ pub(crate) fn evaluate(
     let Some(judgement) = judge(&view, &hints, object, ctx, verdict)? else {
         return Ok(false);
     };
-    let mut after = before.clone();
+    // The layout is written on a copy of the pod's spec and labels: what the runtime
+    // patch carries. Its annotations (already read into the view) are not copied again.
+    let mut after = json!({
+        "metadata": {"labels": before.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}))},
+        "spec": before.get("spec").cloned().unwrap_or_else(|| json!({})),
+    });
     let mut scratch = Ops::default();
     let mut changes = judgement.write(ctx.eff, Cursor::root(&mut after, ""), &mut scratch);
     if ctx.eff.policy.strict() {
@@ -198,7 +203,7 @@ fn runtime_patch(
     changes: &[crate::judge::plan::Change],
 ) -> Value {
     let base_pod = json!({"spec": layout_spec(patched_layout(object, false, runtime), &[])});
-    let added = delta(&patch_view(after), &patch_view(&base_pod)).unwrap_or_else(|| json!({}));
+    let added = patch_delta(after, &base_pod).unwrap_or_else(|| json!({}));
     let mut spec: Map<String, Value> = added
         .get("spec")
         .and_then(Value::as_object)

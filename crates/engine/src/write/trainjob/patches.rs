@@ -116,9 +116,8 @@ pub(super) fn layout_spec(mut layout: Value, extra: &[(&str, &Value)]) -> Map<St
     out
 }
 
-/// The pod the trainer nodes will be, as far as the runtime (when known), the TrainJob
-/// and its patches say.
-pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
+/// The trainer nodes' pod spec, and the labels the runtime and patches give them.
+fn node_spec(object: &Value, runtime: Option<&Value>) -> (Map<String, Value>, Map<String, Value>) {
     let trainer = object.pointer("/spec/trainer");
     let mut layout = patched_layout(object, true, runtime);
     let mapped = [
@@ -133,7 +132,7 @@ pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
         .collect();
     // Only a runtime's template can set hostIPC (a TrainJob cannot patch it).
     let host_ipc = layout.pointer_mut("/spec/hostIPC").map(Value::take);
-    let mut labels = match layout.pointer_mut("/metadata/labels").map(Value::take) {
+    let labels = match layout.pointer_mut("/metadata/labels").map(Value::take) {
         Some(Value::Object(labels)) => labels,
         _ => Map::new(),
     };
@@ -141,6 +140,13 @@ pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
     if let Some(v) = host_ipc {
         spec.insert("hostIPC".into(), v);
     }
+    (spec, labels)
+}
+
+/// The pod the trainer nodes will be, as far as the runtime (when known), the TrainJob
+/// and its patches say.
+pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
+    let (spec, mut labels) = node_spec(object, runtime);
     if let Some(name) = str_at(object, &["metadata", "name"]) {
         labels.insert("jobset.sigs.k8s.io/jobset-name".into(), json!(name));
     }
@@ -151,19 +157,40 @@ pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
     json!({"metadata": {"labels": labels, "annotations": annotations}, "spec": spec})
 }
 
-/// The part of a synthetic pod that lives in runtime patches.
-pub(super) fn patch_view(pod: &Value) -> Value {
-    let mut spec = Map::new();
-    for k in PATCH_SPEC {
-        if let Some(v) = pod["spec"].get(k) {
-            spec.insert(k.into(), v.clone());
-        }
+/// The same pod's spec alone, for reading its shape: the TrainJob's metadata is not
+/// copied into it.
+pub(crate) fn synthetic_spec(object: &Value) -> Value {
+    json!({"spec": node_spec(object, None).0})
+}
+
+/// What `after` adds to `base` in the part of a synthetic pod that lives in runtime
+/// patches (the pod fields of `PATCH_SPEC`, the `node` container's `PATCH_CONTAINER`):
+/// `{"spec": ..., "container": ...}` with only what changed, read in place, without
+/// copying either pod's part first.
+pub(super) fn patch_delta(after: &Value, base: &Value) -> Option<Value> {
+    fn part(after: &Value, base: &Value, keys: &[&str]) -> Option<Value> {
+        let changed: Map<String, Value> = keys
+            .iter()
+            .filter_map(|k| {
+                let v = after.get(*k)?;
+                let d = match base.get(*k) {
+                    Some(b) => delta(v, b)?,
+                    None => v.clone(),
+                };
+                Some(((*k).to_string(), d))
+            })
+            .collect();
+        (!changed.is_empty()).then_some(Value::Object(changed))
     }
-    let mut container = Map::new();
-    for k in PATCH_CONTAINER {
-        if let Some(v) = pod["spec"]["containers"][0].get(k) {
-            container.insert(k.into(), v.clone());
-        }
+    fn container(pod: &Value) -> &Value {
+        &pod["spec"]["containers"][0]
     }
-    json!({"spec": spec, "container": container})
+    let mut added = Map::new();
+    if let Some(spec) = part(&after["spec"], &base["spec"], &PATCH_SPEC) {
+        added.insert("spec".into(), spec);
+    }
+    if let Some(c) = part(container(after), container(base), &PATCH_CONTAINER) {
+        added.insert("container".into(), c);
+    }
+    (!added.is_empty()).then_some(Value::Object(added))
 }
