@@ -282,7 +282,10 @@ fn annotations_past_what_the_api_server_stores_are_refused_before_they_are_copie
         panic!("{}", short(&r));
     };
     assert!(
-        verdict.findings.iter().all(|f| f.rule.as_str() != "too-large"),
+        verdict
+            .findings
+            .iter()
+            .all(|f| f.rule.as_str() != "too-large"),
         "{:?}",
         verdict.findings
     );
