@@ -58,25 +58,31 @@ struct Workers {
     /// Zero in the server; tests widen the moment between a thread's timeout and its
     /// retirement to prove no review is lost there.
     retire_pause: Duration,
-    /// The nice value the threads run at: 0, or [`LARGE_NICE`] for the large lane.
+    /// How much above the process's nice value the threads run: 0, or [`LARGE_NICE`]
+    /// for the large lane.
     nice: i32,
 }
 
-/// The large lane's threads run at nice 10: on a busy node the scheduler gives them a
-/// small share of a contended core, so a burst of huge objects takes CPU from ordinary
-/// reviews only where cores are idle.
+/// The large lane's threads run at a nice value 10 above the process's own: on a busy
+/// node the scheduler gives them a small share of a contended core, so a burst of huge
+/// objects takes CPU from ordinary reviews only where cores are idle.
 pub const LARGE_NICE: i32 = 10;
 
-/// Lower this thread's priority to `nice` (Linux keeps a nice value per thread:
-/// https://man7.org/linux/man-pages/man2/setpriority.2.html). Raising one's own nice
-/// value needs no privilege.
+/// Lower this thread's priority by `nice` from the process's own (Linux keeps a nice
+/// value per thread: https://man7.org/linux/man-pages/man2/setpriority.2.html), up to
+/// the lowest, 19. Raising one's own nice value needs no privilege; a server started
+/// under `nice` keeps its large lane below its ordinary one.
 fn lower_priority(nice: i32) {
     if nice == 0 {
         return;
     }
     #[cfg(target_os = "linux")]
-    if let Err(error) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice) {
-        tracing::warn!(%error, nice, "cannot lower the large-review thread's priority");
+    {
+        let me = Some(rustix::thread::gettid());
+        let own = rustix::process::getpriority_process(me).unwrap_or(0);
+        if let Err(error) = rustix::process::setpriority_process(me, (own + nice).min(19)) {
+            tracing::warn!(%error, nice, "cannot lower the large-review thread's priority");
+        }
     }
 }
 
@@ -461,9 +467,14 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn large_reviews_run_at_a_lower_priority() {
+        // Relative to the process's own nice value: the tests may run under `nice`.
+        let base = own_nice();
         let lanes = Lanes::new(1, 8, 100);
-        assert_eq!(lanes.for_body(1000).run(own_nice).await, Ok(LARGE_NICE));
-        assert_eq!(lanes.for_body(10).run(own_nice).await, Ok(0));
+        assert_eq!(
+            lanes.for_body(1000).run(own_nice).await,
+            Ok((base + LARGE_NICE).min(19))
+        );
+        assert_eq!(lanes.for_body(10).run(own_nice).await, Ok(base));
     }
 
     #[test]
