@@ -52,9 +52,6 @@ pub fn key_files(dir: &Path) -> Result<Vec<PathBuf>, KeyError> {
 const PENDING: &str = ".pending";
 
 /// Read every key of `dir`; of those not pending, the one whose name sorts last signs.
-/// The shortest key the engine signs with (`MarkKeys::new`).
-const MIN_KEY_BYTES: usize = 32;
-
 pub fn load(dir: &Path) -> Result<MarkKeys, KeyError> {
     let mut keys = Vec::new();
     let mut pending = Vec::new();
@@ -67,7 +64,7 @@ pub fn load(dir: &Path) -> Result<MarkKeys, KeyError> {
         // of it; random bytes may end with 0x0a too (one key in 256 of the chart's
         // `randBytes 32`), and those stay whole. Every replica reads the file the same
         // way, so they agree on the key either way.
-        if bytes.last() == Some(&b'\n') && bytes.len() > MIN_KEY_BYTES {
+        if bytes.last() == Some(&b'\n') && bytes.len() > MarkKeys::MIN_BYTES {
             bytes.pop();
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

@@ -45,12 +45,15 @@ impl std::fmt::Debug for MarkKeys {
 }
 
 impl MarkKeys {
+    /// The shortest key that signs or verifies.
+    pub const MIN_BYTES: usize = 32;
+
     /// `current` signs; `previous` keys still verify. `None` when there is no key or a
-    /// key is shorter than 32 bytes.
+    /// key is shorter than [`Self::MIN_BYTES`].
     pub fn new(current: (String, Vec<u8>), previous: Vec<(String, Vec<u8>)>) -> Option<Self> {
         let keys: Vec<_> = std::iter::once(current).chain(previous).collect();
         keys.iter()
-            .all(|(id, k)| k.len() >= 32 && !id.is_empty() && !id.contains('.'))
+            .all(|(id, k)| k.len() >= Self::MIN_BYTES && !id.is_empty() && !id.contains('.'))
             .then_some(MarkKeys {
                 keys,
                 failures: Arc::default(),
