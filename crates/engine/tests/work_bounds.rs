@@ -196,22 +196,19 @@ fn env_past_the_bound() -> Vec<Value> {
         .collect()
 }
 
+/// `object` reviewed at /validate, judged: its verdict.
+fn validated(object: Value) -> trainplace_engine::Verdict {
+    let body = serde_json::to_vec(&shapes::admission(object)).unwrap();
+    let r = reviewed(&body, Endpoint::Validate, &Policy::embedded());
+    match r.outcome {
+        Outcome::Judged { verdict, .. } => *verdict,
+        _ => panic!("{}", short(&r)),
+    }
+}
+
 /// `object` reviewed at /validate: refused, and its too-large finding.
 fn too_large_finding(object: Value) -> trainplace_engine::Finding {
-    let body = serde_json::to_vec(&shapes::admission(object)).unwrap();
-    let r = review_bytes(
-        &body,
-        Endpoint::Validate,
-        &Policy::embedded(),
-        None,
-        None,
-        &Limits::default(),
-        None,
-    )
-    .unwrap();
-    let Outcome::Judged { verdict, .. } = &r.outcome else {
-        panic!("{}", short(&r));
-    };
+    let verdict = validated(object);
     assert!(!verdict.allowed);
     verdict
         .findings
@@ -267,20 +264,7 @@ fn annotations_past_what_the_api_server_stores_are_refused_before_they_are_copie
     let f = too_large_finding(job(257 * 1024));
     assert_eq!(f.site, "metadata.annotations");
     assert!(f.found.contains("262144 bytes"), "{}", f.found);
-    let body = serde_json::to_vec(&shapes::admission(job(256 * 1024))).unwrap();
-    let r = review_bytes(
-        &body,
-        Endpoint::Validate,
-        &Policy::embedded(),
-        None,
-        None,
-        &Limits::default(),
-        None,
-    )
-    .unwrap();
-    let Outcome::Judged { verdict, .. } = &r.outcome else {
-        panic!("{}", short(&r));
-    };
+    let verdict = validated(job(256 * 1024));
     assert!(
         verdict
             .findings
