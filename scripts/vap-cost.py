@@ -10,7 +10,8 @@ the verdict (admitted, or refused and by what) and the CPU in milliseconds (the 
 REPEAT requests, less the median of a 1 KiB pod's). A benchmark, not a test:
 docs/performance.md holds its figures.
 
-  scripts/vap-cost.py [--policy-dir DIR] [--sizes 1,3] [--repeat 3]
+  scripts/vap-cost.py [--policy-dir DIR] [--sizes 1,3] [--repeat 3] [--plugin]
+                      [--shapes env,labels] [--only-all]
 """
 import argparse
 import json
@@ -111,7 +112,14 @@ def main():
     ap.add_argument("--plugin", action="store_true",
                     help="report the admission plugin's own time (its histogram) instead of the "
                          "API server's CPU above a run with no policy")
+    ap.add_argument("--shapes", help="the shapes to send, comma-separated (default: all of them)")
+    ap.add_argument("--only-all", action="store_true",
+                    help="only the rows with no policy and with every policy installed")
     a = ap.parse_args()
+    shapes = a.shapes.split(",") if a.shapes else list(SHAPES)
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        ap.error(f"unknown shape(s) {unknown}; the shapes are {', '.join(SHAPES)}")
     trainplace = os.environ.get("TRAINPLACE_BIN") or os.path.join(ROOT, "target/release/trainplace")
     if not os.path.exists(trainplace):
         trainplace = os.path.join(ROOT, "target/debug/trainplace")
@@ -131,13 +139,15 @@ def main():
         items = json.loads(run(export, env=env).stdout)["items"]
         # "none": the API server's own work on each object (decoding, defaulting, Pod
         # validation), with no policy installed; each policy's row is its cost above it.
-        rules = ["none"] + sorted({o["metadata"]["labels"]["trainplace.io/rule"] for o in items}) + ["all"]
+        label = "trainplace.io/rules"
+        each = [] if a.only_all else sorted({o["metadata"]["labels"][label] for o in items})
+        rules = ["none"] + each + ["all"]
         own = {}
         print("| policy | shape | body | verdict | API server CPU ms (above the API server's own) |")
         print("|---|---|---|---|---|")
         for rule in rules:
-            mine = items if rule == "all" else \
-                [o for o in items if o["metadata"]["labels"]["trainplace.io/rule"] == rule]
+            mine = items if rule == "all" else [] if rule == "none" else \
+                [o for o in items if o["metadata"]["labels"][label] == rule]
             run(kubectl + ["delete", "validatingadmissionpolicies,validatingadmissionpolicybindings",
                            "--all"], env=env)
             if mine:
@@ -159,7 +169,8 @@ def main():
                 return "refused by the API server: " + err.strip()[:40], spent
 
             base = statistics.median(send(pod())[1] for _ in range(a.repeat))
-            for shape, make in SHAPES.items():
+            for shape in shapes:
+                make = SHAPES[shape]
                 for mib in a.sizes.split(","):
                     obj = grow(make, int(float(mib) * MIB))
                     runs = [send(obj) for _ in range(a.repeat)]

@@ -897,16 +897,15 @@ fn install_upgrade_uninstall_in_the_sandbox() {
     // The guardrail ValidatingAdmissionPolicies are accepted and in force: a partial-node
     // job is refused by the API server itself (in the labelled namespace, which the
     // chart's webhooks do not see).
-    for rule in ["partial-node", "multi-az", "impossible-request"] {
+    // The embedded policy's export: one policy of every rule, and its binding.
+    for kind in [
+        "validatingadmissionpolicy",
+        "validatingadmissionpolicybinding",
+    ] {
         sb.ok(&[
             "get",
-            "validatingadmissionpolicy",
-            &format!("trainplace-{rule}"),
-        ]);
-        sb.ok(&[
-            "get",
-            "validatingadmissionpolicybinding",
-            &format!("trainplace-{rule}"),
+            kind,
+            "trainplace-partial-node.multi-az.impossible-request",
         ]);
     }
     let job = sandbox::corpus::placed(
@@ -984,7 +983,7 @@ fn install_upgrade_uninstall_in_the_sandbox() {
         ("clusterrolebinding", full.clone()),
         (
             "validatingadmissionpolicy",
-            "trainplace-partial-node".to_string(),
+            "trainplace-partial-node.multi-az.impossible-request".to_string(),
         ),
     ] {
         let out = sb.kubectl(&["get", kind, &name]);

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use sandbox::{Sandbox, corpus, stderr, stdout, wait_until};
 use serde_json::{Value, json};
+use trainplace_engine::vap::{self, Check};
 use trainplace_engine::{Catalog, Mode, Policy, Requester, judge_owned};
 
 fn repo() -> &'static Path {
@@ -101,8 +102,8 @@ const UNSUSPEND: &str = r#"{"spec":{"suspend":false}}"#;
 const NO_FINALIZERS: &str = r#"[{"op":"remove","path":"/metadata/finalizers"}]"#;
 
 /// Apply the policies `trainplace policy export` writes for the policy in `dir`, less
-/// the rules in `leave_out`, and wait until a 4 x 1-GPU Job in `ns` is refused by them.
-fn apply_exported(sb: &Sandbox, ns: &str, dir: &Path, leave_out: &[&str], what: &str) {
+/// the checks in `leave_out`, and wait until a 4 x 1-GPU Job in `ns` is refused by them.
+fn apply_exported(sb: &Sandbox, ns: &str, dir: &Path, leave_out: &[Check], what: &str) {
     let exported = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
         .args([
             "policy",
@@ -118,18 +119,7 @@ fn apply_exported(sb: &Sandbox, ns: &str, dir: &Path, leave_out: &[&str], what: 
         .unwrap();
     assert!(exported.status.success(), "{}", stderr(&exported));
     let objects: Value = serde_json::from_slice(&exported.stdout).unwrap();
-    let kept: Vec<Value> = objects["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| {
-            let rule = o["metadata"]["labels"]["trainplace.io/rule"]
-                .as_str()
-                .unwrap_or("");
-            !leave_out.contains(&rule)
-        })
-        .cloned()
-        .collect();
+    let kept = vap::without(objects["items"].as_array().unwrap(), leave_out);
     let list = json!({"apiVersion": "v1", "kind": "List", "items": kept});
     let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&list.to_string()));
     assert!(out.status.success(), "{}", stderr(&out));
@@ -311,7 +301,7 @@ fn policies_alone_phase(sb: &Sandbox) {
         sb,
         &ns,
         &policy_dir(),
-        &["impossible-request"],
+        &[Check::ImpossibleRequest, Check::TooLarge],
         "the strict policies",
     );
     let policies = sb.json(&["get", "validatingadmissionpolicies", "-o", "json"]);

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::Value;
-use trainplace_engine::vap::{Check, RULE_LABEL, export, policy_of};
+use trainplace_engine::vap::{Check, bindings_of, export, policy_of};
 use trainplace_engine::{Mode, Policy, Requester, Verdict, evaluate, judge_change, judge_owned};
 use vap_support::corpus::{corpus, with_stack};
 use vap_support::fixture_env::{policy, repo_root};
@@ -189,11 +189,6 @@ fn vap_outcome(
     old: Option<&Value>,
     req: &Request<'_>,
 ) -> (Outcome, Option<String>) {
-    let of_rule = |kind: &'static str| {
-        exported.iter().filter(move |o| {
-            o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.policy().rule()
-        })
-    };
     let Some(policy) = policy_of(exported, check) else {
         return (Outcome::Pass, None);
     };
@@ -201,7 +196,8 @@ fn vap_outcome(
         Err(e) => (Outcome::Refused, Some(e)),
         Ok(None) => (Outcome::Pass, None),
         Ok(Some(message)) => {
-            let action = of_rule("ValidatingAdmissionPolicyBinding")
+            let action = bindings_of(exported, check)
+                .into_iter()
                 .find(|b| selects(b, &req.namespace_labels))
                 .and_then(|b| b["spec"]["validationActions"][0].as_str());
             let outcome = match action {

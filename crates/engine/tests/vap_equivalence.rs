@@ -12,7 +12,7 @@ mod vap_support;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use trainplace_engine::vap::{Check, RULE_LABEL, export, policy_of};
+use trainplace_engine::vap::{Check, bindings_of, export, policy_of};
 use trainplace_engine::{Claims, Mode, Requester, evaluate};
 use vap_support::corpus::{Case, corpus, policy_for, with_stack};
 use vap_support::fixture_env::{cluster, repo_root};
@@ -913,11 +913,6 @@ fn vap_outcome(
     object: &Value,
     req: &Request<'_>,
 ) -> (Outcome, Option<String>) {
-    let of_rule = |kind: &'static str| {
-        exported.iter().filter(move |o| {
-            o["kind"] == kind && o["metadata"]["labels"][RULE_LABEL] == check.policy().rule()
-        })
-    };
     let Some(policy) = policy_of(exported, check) else {
         return (Outcome::Pass, None);
     };
@@ -925,7 +920,8 @@ fn vap_outcome(
         Err(_) => (Outcome::Refused, None),
         Ok(None) => (Outcome::Pass, None),
         Ok(Some(message)) => {
-            let bound: Vec<&Value> = of_rule("ValidatingAdmissionPolicyBinding")
+            let bound: Vec<&Value> = bindings_of(exported, check)
+                .into_iter()
                 .filter(|b| selects(b, &req.namespace_labels))
                 .collect();
             assert!(bound.len() <= 1, "bindings overlap for {}", req.namespace);

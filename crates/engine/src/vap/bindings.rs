@@ -14,6 +14,7 @@ use crate::vap::error::ExportError;
 const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// One binding: its name suffix, mode and namespace selector (`None` = every namespace).
+#[derive(Debug)]
 pub(crate) struct Region {
     pub suffix: String,
     pub mode: Mode,
@@ -22,6 +23,15 @@ pub(crate) struct Region {
     /// cluster-scoped object (a ClusterTrainingRuntime, judged without a namespace, so
     /// under the base mode), so its binding also names the namespaced resources.
     pub namespaced_only: bool,
+}
+
+impl Region {
+    /// Whether `self` and `other` select the same objects with the same mode (their
+    /// names aside): rules whose regions all agree can share one policy.
+    pub fn same_as(&self, other: &Region) -> bool {
+        (self.mode, &self.selector, self.namespaced_only)
+            == (other.mode, &other.selector, other.namespaced_only)
+    }
 }
 
 pub(crate) fn actions(mode: Mode) -> Vec<&'static str> {

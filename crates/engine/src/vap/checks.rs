@@ -26,15 +26,6 @@ impl Check {
         Check::TooLarge,
     ];
 
-    /// The check whose policy exports this one: the too-large check is a validation of
-    /// the impossible-request policy (both always enforced).
-    pub fn policy(self) -> Check {
-        match self {
-            Check::TooLarge => Check::ImpossibleRequest,
-            c => c,
-        }
-    }
-
     /// The rule name, as in the webhook's findings.
     pub fn rule(self) -> &'static str {
         match self {

@@ -1,11 +1,19 @@
 //! The deny rules CEL can express, exported as `ValidatingAdmissionPolicy` and
 //! `ValidatingAdmissionPolicyBinding` objects (admissionregistration.k8s.io/v1, GA
 //! since Kubernetes 1.30): guardrails the API server evaluates itself, so they hold
-//! while the webhook is down. One policy per rule (`partial-node`, `multi-az`,
-//! `impossible-request`) over Pods and the pod templates of Job, JobSet, PyTorchJob,
+//! while the webhook is down. The rules (`too-large`, `partial-node`, `multi-az`,
+//! `impossible-request`) judge Pods and the pod templates of Job, JobSet, PyTorchJob,
 //! MPIJob, PaddleJob, LeaderWorkerSet, TrainJob, the Ray kinds, Volcano Jobs,
-//! HyperPodPyTorchJobs and training runtimes; one binding per namespace region with one
-//! mode.
+//! HyperPodPyTorchJobs and training runtimes. Rules whose bindings cover the same
+//! namespaces with the same mode share one policy (with the embedded policy, all of
+//! them); each policy has one binding per namespace region with one mode.
+//!
+//! One policy for several rules because the API server converts a typed object (a Pod)
+//! to the form CEL reads once per policy binding and per list of expressions it
+//! evaluates (validations, messages, audit annotations; k8s.io/apiserver
+//! pkg/admission/plugin/policy/validating/validator.go, each `ForInput`), whether the
+//! list is empty or not. On a pod of many small objects that conversion is most of
+//! what the policies cost, so every policy more is three conversions more.
 //!
 //! Pure: a [`Policy`] in, objects out. `tests/vap_equivalence.rs` evaluates the CEL
 //! against the fixture corpus and compares each verdict with the engine's.
@@ -31,13 +39,33 @@ use crate::read::annotations::SKIP;
 pub use checks::Check;
 pub use error::ExportError;
 
-/// The label naming the rule a policy or binding exports.
-pub const RULE_LABEL: &str = "trainplace.io/rule";
+/// The label naming the rules a policy or binding exports, joined by `.`
+/// (`partial-node.multi-az`).
+pub const RULES_LABEL: &str = "trainplace.io/rules";
 const API_VERSION: &str = "admissionregistration.k8s.io/v1";
 
-/// The policy's name for a rule.
-pub fn policy_name(check: Check) -> String {
-    format!("trainplace-{}", check.rule())
+/// The checks in the order a policy holds them: an object past the bounds is answered
+/// as too large before any rule reads it.
+const ORDER: [Check; 4] = [
+    Check::TooLarge,
+    Check::PartialNode,
+    Check::MultiAz,
+    Check::ImpossibleRequest,
+];
+
+/// The rules of a group of checks, as the label and the policy's name say them.
+fn rules(checks: &[Check]) -> String {
+    let names: Vec<&str> = checks
+        .iter()
+        .filter(|c| **c != Check::TooLarge)
+        .map(|c| c.rule())
+        .collect();
+    names.join(".")
+}
+
+/// The name of the policy that exports `checks`.
+fn policy_name(checks: &[Check]) -> String {
+    format!("trainplace-{}", rules(checks))
 }
 
 /// The kinds the webhook judges (manifests/base/webhooks.yaml), on CREATE and UPDATE
@@ -157,8 +185,8 @@ fn judged(policy: &Policy) -> String {
     )
 }
 
-fn labels(check: Check) -> Value {
-    json!({"app.kubernetes.io/name": "trainplace", RULE_LABEL: check.rule()})
+fn labels(checks: &[Check]) -> Value {
+    json!({"app.kubernetes.io/name": "trainplace", RULES_LABEL: rules(checks)})
 }
 
 /// Whether `check` is exported in its strict form.
@@ -203,10 +231,10 @@ fn validation_entry(
     })
 }
 
-fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError> {
-    let strict = strict_check(policy, check);
+/// The policy that exports `checks` (in [`ORDER`]).
+fn admission_policy(policy: &Policy, checks: &[Check]) -> Result<Value, ExportError> {
     // Strict mode's variables in every policy of a strict export: its `tooLarge` reads
-    // no env (the impossible-request policy carries the too-large check).
+    // no env.
     let named: Vec<(String, String)> = if policy.strict() {
         strict::variables(policy, facts::variables(policy)?)?
     } else {
@@ -220,21 +248,14 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
         .into_iter()
         .map(|(name, expression)| json!({"name": name, "expression": text::dyn_map_values(&expression)}))
         .collect();
-    // The too-large check rides in the impossible-request policy (both always
-    // enforced): one policy less is one conversion of the object less per list of
-    // expressions (see `judged`).
-    let checks: &[Check] = match check {
-        Check::ImpossibleRequest => &[Check::TooLarge, Check::ImpossibleRequest],
-        _ => std::slice::from_ref(&check),
-    };
     let validations: Vec<Value> = checks
         .iter()
-        .map(|c| validation_entry(policy, *c, strict, &renames))
+        .map(|c| validation_entry(policy, *c, strict_check(policy, *c), &renames))
         .collect();
     Ok(json!({
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": policy_name(check), "labels": labels(check)},
+        "metadata": {"name": policy_name(checks), "labels": labels(checks)},
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {
@@ -252,47 +273,98 @@ fn admission_policy(policy: &Policy, check: Check) -> Result<Value, ExportError>
     }))
 }
 
+/// Whether `validation` (an entry of a policy's `validations`) exports `check`: its
+/// message carries the rule's tag.
+fn exports(validation: &Value, check: Check) -> bool {
+    let tag = format!("'[{}] '", check.rule());
+    validation["messageExpression"]
+        .as_str()
+        .is_some_and(|m| m.contains(&tag))
+}
+
+/// The policy among `exported` (the objects [`export`] made) that holds `check`.
+fn holding(exported: &[Value], check: Check) -> Option<&Value> {
+    exported.iter().find(|o| {
+        o["kind"] == "ValidatingAdmissionPolicy"
+            && o["spec"]["validations"]
+                .as_array()
+                .is_some_and(|all| all.iter().any(|v| exports(v, check)))
+    })
+}
+
 /// `check`'s policy among `exported` (the objects [`export`] made), with only the
 /// validation that exports `check`; `None` when the rule is off everywhere.
 pub fn policy_of(exported: &[Value], check: Check) -> Option<Value> {
-    let mut found = exported
-        .iter()
-        .find(|o| {
-            o["kind"] == "ValidatingAdmissionPolicy"
-                && o["metadata"]["labels"][RULE_LABEL] == check.policy().rule()
-        })?
-        .clone();
-    let tag = format!("'[{}] '", check.rule());
+    let mut found = holding(exported, check)?.clone();
     if let Some(all) = found["spec"]["validations"].as_array_mut() {
-        all.retain(|v| {
-            v["messageExpression"]
-                .as_str()
-                .is_some_and(|m| m.contains(&tag))
-        });
+        all.retain(|v| exports(v, check));
     }
     Some(found)
 }
 
-/// Every policy and binding for `policy`, policies first.
-pub fn export(policy: &Policy) -> Result<Vec<Value>, ExportError> {
-    let mut policies = Vec::new();
-    let mut out_bindings = Vec::new();
-    for check in Check::ALL {
-        if check == Check::TooLarge {
-            // A validation of the impossible-request policy.
-            continue;
+/// The bindings of `check`'s policy among `exported`.
+pub fn bindings_of(exported: &[Value], check: Check) -> Vec<&Value> {
+    let Some(name) = holding(exported, check).map(|p| &p["metadata"]["name"]) else {
+        return Vec::new();
+    };
+    exported
+        .iter()
+        .filter(|o| {
+            o["kind"] == "ValidatingAdmissionPolicyBinding" && o["spec"]["policyName"] == *name
+        })
+        .collect()
+}
+
+/// `exported` less the validations of `leave_out`; a policy left with none goes, with
+/// its bindings.
+pub fn without(exported: &[Value], leave_out: &[Check]) -> Vec<Value> {
+    let mut kept: Vec<Value> = exported.to_vec();
+    let mut gone = Vec::new();
+    for o in kept
+        .iter_mut()
+        .filter(|o| o["kind"] == "ValidatingAdmissionPolicy")
+    {
+        if let Some(all) = o["spec"]["validations"].as_array_mut() {
+            all.retain(|v| !leave_out.iter().any(|c| exports(v, *c)));
+            if all.is_empty() {
+                gone.push(o["metadata"]["name"].clone());
+            }
         }
+    }
+    kept.retain(|o| {
+        !gone.contains(&o["metadata"]["name"]) && !gone.contains(&o["spec"]["policyName"])
+    });
+    kept
+}
+
+/// Every policy and binding for `policy`, policies first: the checks whose bindings
+/// agree share a policy.
+pub fn export(policy: &Policy) -> Result<Vec<Value>, ExportError> {
+    let mut groups: Vec<(Vec<Check>, Vec<bindings::Region>)> = Vec::new();
+    for check in ORDER {
         let regions = bindings::regions(policy, check)?;
         if regions.is_empty() {
             continue;
         }
-        policies.push(admission_policy(policy, check)?);
+        let same = |(_, r): &&mut (Vec<Check>, Vec<bindings::Region>)| {
+            r.len() == regions.len() && r.iter().zip(&regions).all(|(a, b)| a.same_as(b))
+        };
+        match groups.iter_mut().find(|g| same(g)) {
+            Some((checks, _)) => checks.push(check),
+            None => groups.push((vec![check], regions)),
+        }
+    }
+    let mut policies = Vec::new();
+    let mut out_bindings = Vec::new();
+    for (checks, regions) in &groups {
+        policies.push(admission_policy(policy, checks)?);
+        let name = policy_name(checks);
         for r in regions {
             let mut spec = json!({
-                "policyName": policy_name(check),
+                "policyName": name,
                 "validationActions": bindings::actions(r.mode),
             });
-            if let Some(sel) = r.selector {
+            if let Some(sel) = &r.selector {
                 spec["matchResources"] = json!({"namespaceSelector": sel});
             }
             if r.namespaced_only {
@@ -301,11 +373,92 @@ pub fn export(policy: &Policy) -> Result<Vec<Value>, ExportError> {
             out_bindings.push(json!({
                 "apiVersion": API_VERSION,
                 "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": {"name": format!("{}{}", policy_name(check), r.suffix), "labels": labels(check)},
+                "metadata": {"name": format!("{name}{}", r.suffix), "labels": labels(checks)},
                 "spec": spec,
             }));
         }
     }
     policies.extend(out_bindings);
     Ok(policies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Check, bindings_of, export, policy_of, without};
+    use crate::facts::policy::Policy;
+    use serde_json::Value;
+    use trainplace_catalog::Catalog;
+
+    fn names(objects: &[Value], kind: &str) -> Vec<String> {
+        objects
+            .iter()
+            .filter(|o| o["kind"] == kind)
+            .map(|o| o["metadata"]["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    fn tags(policy: &Value) -> Vec<String> {
+        let all = policy["spec"]["validations"].as_array().unwrap();
+        all.iter()
+            .map(|v| {
+                let m = v["messageExpression"].as_str().unwrap_or("");
+                let from = m.find("'[").map_or(0, |i| i + 2);
+                m[from..].split(']').next().unwrap_or("").to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rules_of_one_mode_everywhere_share_one_policy_too_large_first() {
+        let exported = export(&Policy::embedded()).unwrap();
+        let policies = names(&exported, "ValidatingAdmissionPolicy");
+        assert_eq!(
+            policies,
+            ["trainplace-partial-node.multi-az.impossible-request"]
+        );
+        assert_eq!(
+            tags(&exported[0]),
+            [
+                "too-large",
+                "partial-node",
+                "multi-az",
+                "impossible-request"
+            ]
+        );
+        assert_eq!(
+            names(&exported, "ValidatingAdmissionPolicyBinding"),
+            policies
+        );
+        for check in Check::ALL {
+            assert_eq!(tags(&policy_of(&exported, check).unwrap()), [check.rule()]);
+            assert_eq!(bindings_of(&exported, check).len(), 1, "{check:?}");
+        }
+    }
+
+    #[test]
+    fn a_rule_with_regions_of_its_own_gets_its_own_policy_and_bindings() {
+        let text = "apiVersion: trainplace.io/v1alpha1\nkind: Policy\nnamespaces:\n  - match: { names: [research] }\n    rules: { partialNode: warn }\n";
+        let policy = Policy::from_parts(text, "test", Catalog::embedded()).unwrap();
+        let exported = export(&policy).unwrap();
+        assert_eq!(
+            names(&exported, "ValidatingAdmissionPolicy"),
+            [
+                "trainplace-multi-az.impossible-request",
+                "trainplace-partial-node"
+            ]
+        );
+        assert_eq!(bindings_of(&exported, Check::PartialNode).len(), 2);
+        assert_eq!(bindings_of(&exported, Check::MultiAz).len(), 1);
+        // Leaving a rule out drops its validation; a policy left with none goes, and
+        // its bindings with it.
+        let kept = without(&exported, &[Check::PartialNode]);
+        assert_eq!(
+            names(&kept, "ValidatingAdmissionPolicy"),
+            ["trainplace-multi-az.impossible-request"]
+        );
+        assert!(bindings_of(&kept, Check::PartialNode).is_empty());
+        let kept = without(&exported, &[Check::MultiAz, Check::TooLarge]);
+        assert_eq!(tags(&kept[0]), ["impossible-request"]);
+        assert_eq!(kept.len(), exported.len());
+    }
 }
