@@ -7,26 +7,63 @@ use crate::sandbox;
 
 use std::time::Duration;
 
-use sandbox::{corpus, stderr, wait_until};
+use sandbox::{Sandbox, corpus, stderr, wait_until};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Deletes the policies and bindings it names when dropped, also when the test fails.
+struct Removed<'a>(&'a Sandbox, Vec<String>);
+
+impl Drop for Removed<'_> {
+    fn drop(&mut self) {
+        let mut args = vec!["delete", "--ignore-not-found"];
+        args.extend(self.1.iter().map(String::as_str));
+        let out = self.0.kubectl(&args);
+        if !out.status.success() {
+            eprintln!("removing {:?}: {}", self.1, stderr(&out));
+        }
+    }
+}
 
 #[test]
 fn with_the_webhook_up_no_object_it_admits_is_refused_by_a_policy() {
-    // The policies are cluster-wide: the control plane to this test alone, and they are
-    // deleted when it ends.
-    let turn = sandbox::shared_exclusive();
+    // Beside the other suites: the overlay's policy as it renders, its binding narrowed
+    // to this test's namespace, so no other test's objects meet it. Both are deleted when
+    // the test ends.
+    let turn = sandbox::shared();
     let sb = turn.sb();
+    let ns = sb.namespace("corpus");
     let overlay = format!(
         "{}/manifests/overlays/guardrails",
         env!("CARGO_MANIFEST_DIR")
     );
-    let out = sb.kubectl(&["apply", "-k", &overlay]);
+    let rendered = sb.ok(&["kustomize", &overlay]);
+    let mut objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
+        .map(|d| Value::deserialize(d).expect("kustomize writes YAML"))
+        .filter(|v| !v.is_null())
+        .collect();
+    let mut names = Vec::new();
+    for o in &mut objects {
+        let kind = o["kind"].as_str().unwrap_or("").to_lowercase();
+        names.push(format!(
+            "{kind}/{}",
+            o["metadata"]["name"].as_str().unwrap()
+        ));
+        if kind == "validatingadmissionpolicybinding" {
+            o["spec"]["matchResources"]["namespaceSelector"] =
+                json!({"matchLabels": {"kubernetes.io/metadata.name": ns}});
+        }
+    }
+    // The embedded policy's export: one policy holding every rule, and its binding.
+    assert_eq!(names.len(), 2, "{names:?}");
+    let _removed = Removed(sb, names);
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&list.to_string()));
     assert!(out.status.success(), "{}", stderr(&out));
-    let ns = sb.namespace("corpus");
     let denied = corpus::placed(&corpus::fixture("workloads/job-one-gpu.yaml"), &ns);
-    wait_until(Duration::from_secs(30), "the policies loaded", || {
-        let list = sb.json(&["get", "validatingadmissionpolicies"]);
-        // The embedded policy's export: one policy holding every rule.
-        list["items"].as_array().is_some_and(|i| i.len() == 1)
+    // In force: the policy refuses what the webhook would have refused too, first.
+    wait_until(Duration::from_secs(30), "the policy in force", || {
+        corpus::dry_run(sb, &denied).is_err_and(|e| e.contains("ValidatingAdmissionPolicy"))
     });
     let mut admitted = 0;
     let mut refused_by_policy = Vec::new();

@@ -38,6 +38,8 @@ fn spanned(sb: &Sandbox, pods: &[Value], layer: u8) -> BTreeSet<String> {
 #[test]
 fn a_job_is_packed_under_one_layer3_node_when_it_fits_and_spills_up_a_layer_when_not() {
     let sb = sb();
+    // The suite's only test: its control plane stops with it.
+    let _stop = sandbox::StopWhenDone(sb);
     let ns = sb.namespace("network");
     let first = sb.whole_node_job(&ns, "fits", 4, Duration::from_secs(90));
     let mutated = first[0]["metadata"]["annotations"]["trainplace.io/mutated"]

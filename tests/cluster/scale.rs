@@ -123,22 +123,25 @@ async fn grow_and_churn(
 
 #[test]
 fn publishing_cost_does_not_grow_with_the_cluster() {
-    // It measures: no test on the shared control plane runs meanwhile (the guard is
-    // held outside the runtime, across the whole test).
+    // A control plane of its own: the cluster grows to 500 nodes and 3,000 pods, and
+    // what trainplace and a whole-cluster audit cost at that size is measured; other
+    // suites' objects would be in the measurement, and its nodes would take their pods.
+    // Stopped when the test ends: 500 nodes' heartbeats would load the rest of the run.
+    let sb = sandbox::own("cluster_scale", &[]);
+    let _stop = sandbox::StopWhenDone(sb);
+    // It measures: no test on the shared control plane runs meanwhile, from the moment
+    // its own control plane is up (the guard is held outside the runtime, across the
+    // rest of the test).
     let _alone = sandbox::alone();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap()
-        .block_on(publishing_cost());
+        .block_on(publishing_cost(sb));
 }
 
-async fn publishing_cost() {
-    // A control plane of its own: the cluster grows to 500 nodes and 3,000 pods, and
-    // what trainplace and a whole-cluster audit cost at that size is measured; other
-    // suites' objects would be in the measurement, and its nodes would take their pods.
-    let sb = sandbox::own("cluster_scale", &[]);
+async fn publishing_cost(sb: &'static sandbox::Sandbox) {
     let t = Arc::new(Target::new(sb.dir.clone(), &sb.env).await);
     scale::namespaces(&t).await;
     let small = grow_and_churn(sb, &t, (0, 0), (NODES / 10, JOBS / 10)).await;

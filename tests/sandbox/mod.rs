@@ -130,6 +130,27 @@ pub fn own(name: &str, extra: &[(&str, &str)]) -> &'static Sandbox {
     sb
 }
 
+/// Stops a control plane of its own ([`own`]) when dropped, also when the test fails:
+/// for a suite of one test, so that its processes (a scale fleet's node heartbeats among
+/// them) stop taking the machine's two cores from the suites that run after it. The
+/// suite's name cannot be used again in the run.
+pub struct StopWhenDone(pub &'static Sandbox);
+
+impl Drop for StopWhenDone {
+    fn drop(&mut self) {
+        let down = Command::new(repo().join("scripts/sandbox.sh"))
+            .arg("down")
+            .env("SANDBOX_DIR", &self.0.dir)
+            .output();
+        if !down.as_ref().is_ok_and(|d| d.status.success()) {
+            eprintln!(
+                "scripts/sandbox.sh down for {}: {down:?}",
+                self.0.dir.display()
+            );
+        }
+    }
+}
+
 enum Guard {
     Read(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
     Write(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
