@@ -478,4 +478,63 @@ fn strict_mode_holds_through_the_real_controllers_with_the_webhook_and_with_the_
     webhook_phase(sb);
     policies_alone_phase(sb);
     precise_updates_phase(sb);
+    hostile_phase(sb);
+}
+
+/// Hostile pods through the whole strict export (its precise impossible-request check
+/// included), the webhook still down: each is answered by the policies. A strict export
+/// bounds what strict mode reads, and its precise check reads nothing past the precise
+/// bounds; before that check was guarded, the zone-values pod ran the request into the
+/// API server's timeout, and a pod of 3 MiB of env cost it 19 s (docs/performance.md).
+fn hostile_phase(sb: &Sandbox) {
+    let ns = sb.namespace("hostile");
+    sb.ok(&[
+        "delete",
+        "validatingadmissionpolicies,validatingadmissionpolicybindings",
+        "-l",
+        "app.kubernetes.io/name=trainplace",
+    ]);
+    apply_exported(sb, &ns, &policy_dir(), &[], "the whole strict export");
+    let pod = |name: &str, container: Value, affinity: Value| {
+        let mut c = json!({"name": "t", "image": "registry.example/trainer:1",
+            "resources": {"limits": {"nvidia.com/gpu": 8}}});
+        if let (Some(c), Some(extra)) = (c.as_object_mut(), container.as_object()) {
+            c.extend(extra.clone());
+        }
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"containers": [c], "affinity": affinity,
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge",
+                    "topology.kubernetes.io/zone": "us-east-1a"}}})
+    };
+    let env: Vec<Value> = (0..60_000)
+        .map(|i| json!({"name": format!("E{i}"), "value": "xxxxxxxx"}))
+        .collect();
+    let many_env = pod("many-env", json!({"env": env}), json!({}));
+    let mut values = vec![json!("us-east-1a")];
+    values.extend((0..100_000).map(|i| json!(format!("z{i}"))));
+    let zone_values = pod(
+        "zone-values",
+        json!({}),
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone",
+                "operator": "In", "values": values}]}]}}}),
+    );
+    let dry = ["--dry-run=server".to_string()];
+    // A whole p5 in the namespace's zone: strict mode reads no env, and the precise
+    // check holds past its bounds.
+    let answer = create(sb, &many_env, &dry);
+    assert!(
+        answer.is_ok(),
+        "{} bytes of env: {answer:?}",
+        many_env.to_string().len()
+    );
+    // Past strict mode's own bound on zone values: refused as holding part of a node,
+    // by the policy.
+    let e = create(sb, &zone_values, &dry).expect_err("past strict mode's bounds");
+    assert!(
+        e.contains("ValidatingAdmissionPolicy") && e.contains("[partial-node]"),
+        "{} bytes of zone values: {e}",
+        zone_values.to_string().len()
+    );
 }

@@ -157,15 +157,17 @@ fn device_lists() -> String {
     format!("({asks} ? {checks} : '')")
 }
 
-/// `tooLarge` over the template records of variable `templates` (`{t, f}` each), and
-/// in precise mode (`devices`: the `devices` variable) the device templates' lists.
-pub(crate) fn too_large(templates: &str, devices: Option<&str>) -> String {
-    let shapes = format!(
-        "variables.{templates}.map(s, {}).filter(m, m != '')",
-        template_shape()
-    );
+/// `tooLarge` over the template records of each variable of `templates` (`{t, f}`
+/// each), in order, then the lists of the device templates of variable `devices`.
+pub(crate) fn too_large(templates: &[&str], devices: Option<&str>) -> String {
     let mut checks = template_lists();
-    checks.push((format!("size({shapes}) > 0"), format!("{shapes}[0]")));
+    for t in templates {
+        let shapes = format!(
+            "variables.{t}.map(s, {}).filter(m, m != '')",
+            template_shape()
+        );
+        checks.push((format!("size({shapes}) > 0"), format!("{shapes}[0]")));
+    }
     if let Some(d) = devices {
         let lists = format!(
             "variables.{d}.map(x, {}).filter(m, m != '')",

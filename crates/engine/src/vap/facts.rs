@@ -395,7 +395,7 @@ pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
         v("devices", crate::vap::sites::devices()),
         v(
             "tooLarge",
-            crate::vap::bounds::too_large("sites", Some("devices")),
+            crate::vap::bounds::too_large(&["sites"], Some("devices")),
         ),
         v("pods", pods(policy)),
         v("templates", templates(policy)?),

@@ -220,6 +220,17 @@ fn validation_entry(
             format!("variables.tooLarge != '' ? '' : ({message})"),
         )
     };
+    // A precise check in a strict export: strict mode's bounds do not cover the device
+    // lists it reads, so past the precise ones it holds (the webhook judges the object).
+    let (validation, message) = if policy.strict() && !strict && check != Check::TooLarge {
+        let past = format!("variables.{} != ''", strict::PRECISE_TOO_LARGE);
+        (
+            format!("{past} || ({validation})"),
+            format!("{past} ? '' : ({message})"),
+        )
+    } else {
+        (validation, message)
+    };
     let judged = judged(policy);
     let validation = format!("!({judged}) || ({validation})");
     let message = format!("!({judged}) ? '' : ({message})");

@@ -278,7 +278,14 @@ pub(crate) fn variables(
         v("strictTemplates", templates()),
         v(
             "tooLarge",
-            crate::vap::bounds::too_large("strictTemplates", None),
+            crate::vap::bounds::too_large(&["strictTemplates"], None),
+        ),
+        // The precise bounds, for the precise check a strict export carries
+        // (impossible-request), which reads the device templates' env and zone values:
+        // past them it reads nothing and leaves the object to the webhook.
+        v(
+            PRECISE_TOO_LARGE,
+            crate::vap::bounds::too_large(&["sites"], Some("devices")),
         ),
         v("strictParts", parts()),
         v("strictFacts", facts(policy)),
@@ -287,7 +294,7 @@ pub(crate) fn variables(
         v("strictClaims", claim_fires()),
     ]);
     // A name may be defined once: the precise grants are the same expressions, and
-    // strict mode's `tooLarge` (over its own templates, no device lists) replaces the
+    // strict mode's `tooLarge` (its own templates, then the precise ones) replaces the
     // precise one.
     if let Some(i) = out.iter().position(|(n, _)| n == "tooLarge") {
         out.remove(i);
@@ -296,6 +303,9 @@ pub(crate) fn variables(
     out.retain(|(name, _)| seen.insert(name.clone()));
     Ok(out)
 }
+
+/// The variable holding the precise bounds' finding in a strict export.
+pub(crate) const PRECISE_TOO_LARGE: &str = "preciseTooLarge";
 
 /// The fields the rule fires on.
 fn fired(check: Check) -> &'static str {
