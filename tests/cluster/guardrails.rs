@@ -3,13 +3,13 @@
 //! them: the policies see what the mutating webhook wrote, and refuse nothing the webhook
 //! admits.
 
+use crate::manifests_helpers::kustomize;
 use crate::sandbox;
 
 use std::time::Duration;
 
 use sandbox::{Sandbox, corpus, stderr, wait_until};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Deletes the policies and bindings it names when dropped, also when the test fails.
 struct Removed<'a>(&'a Sandbox, Vec<String>);
@@ -33,15 +33,9 @@ fn with_the_webhook_up_no_object_it_admits_is_refused_by_a_policy() {
     let turn = sandbox::shared();
     let sb = turn.sb();
     let ns = sb.namespace("corpus");
-    let overlay = format!(
-        "{}/manifests/overlays/guardrails",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let rendered = sb.ok(&["kustomize", &overlay]);
-    let mut objects: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&rendered)
-        .map(|d| Value::deserialize(d).expect("kustomize writes YAML"))
-        .filter(|v| !v.is_null())
-        .collect();
+    let overlay =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/overlays/guardrails");
+    let mut objects = kustomize(&overlay);
     let mut names = Vec::new();
     for o in &mut objects {
         let kind = o["kind"].as_str().unwrap_or("").to_lowercase();

@@ -16,6 +16,9 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../common/manifests_helpers.rs"]
+#[allow(dead_code)]
+mod manifests_helpers;
 #[path = "../sandbox/mod.rs"]
 mod sandbox;
 

@@ -101,8 +101,9 @@ fn replay_controllers(sb: &Sandbox, ns: &str, job: &str) {
 const UNSUSPEND: &str = r#"{"spec":{"suspend":false}}"#;
 const NO_FINALIZERS: &str = r#"[{"op":"remove","path":"/metadata/finalizers"}]"#;
 
-/// Apply the policies `trainplace policy export` writes for the policy in `dir`, less
-/// the checks in `leave_out`, and wait until a 4 x 1-GPU Job in `ns` is refused by them.
+/// Replace the trainplace policies installed (if any) with those `trainplace policy
+/// export` writes for the policy in `dir`, less the checks in `leave_out`, and wait until
+/// a 4 x 1-GPU Job in `ns` is refused by them.
 fn apply_exported(sb: &Sandbox, ns: &str, dir: &Path, leave_out: &[Check], what: &str) {
     let exported = std::process::Command::new(env!("CARGO_BIN_EXE_trainplace"))
         .args([
@@ -120,6 +121,12 @@ fn apply_exported(sb: &Sandbox, ns: &str, dir: &Path, leave_out: &[Check], what:
     assert!(exported.status.success(), "{}", stderr(&exported));
     let objects: Value = serde_json::from_slice(&exported.stdout).unwrap();
     let kept = vap::without(objects["items"].as_array().unwrap(), leave_out);
+    sb.ok(&[
+        "delete",
+        "validatingadmissionpolicies,validatingadmissionpolicybindings",
+        "-l",
+        "app.kubernetes.io/name=trainplace",
+    ]);
     let list = json!({"apiVersion": "v1", "kind": "List", "items": kept});
     let out = sb.kubectl_stdin(&["apply", "-f", "-"], Some(&list.to_string()));
     assert!(out.status.success(), "{}", stderr(&out));
@@ -430,12 +437,6 @@ fn policies_alone_phase(sb: &Sandbox) {
 /// nothing), is not refused; the same Job created by them is.
 fn precise_updates_phase(sb: &Sandbox) {
     let ns = sb.namespace("precise");
-    sb.ok(&[
-        "delete",
-        "validatingadmissionpolicies,validatingadmissionpolicybindings",
-        "-l",
-        "app.kubernetes.io/name=trainplace",
-    ]);
     apply_exported(
         sb,
         &ns,
@@ -488,12 +489,6 @@ fn strict_mode_holds_through_the_real_controllers_with_the_webhook_and_with_the_
 /// API server's timeout, and a pod of 3 MiB of env cost it 19 s (docs/performance.md).
 fn hostile_phase(sb: &Sandbox) {
     let ns = sb.namespace("hostile");
-    sb.ok(&[
-        "delete",
-        "validatingadmissionpolicies,validatingadmissionpolicybindings",
-        "-l",
-        "app.kubernetes.io/name=trainplace",
-    ]);
     apply_exported(sb, &ns, &policy_dir(), &[], "the whole strict export");
     let pod = |name: &str, container: Value, affinity: Value| {
         let mut c = json!({"name": "t", "image": "registry.example/trainer:1",
