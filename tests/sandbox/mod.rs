@@ -138,10 +138,7 @@ pub struct StopWhenDone(pub &'static Sandbox);
 
 impl Drop for StopWhenDone {
     fn drop(&mut self) {
-        let down = Command::new(repo().join("scripts/sandbox.sh"))
-            .arg("down")
-            .env("SANDBOX_DIR", &self.0.dir)
-            .output();
+        let down = down(&self.0.dir);
         if !down.as_ref().is_ok_and(|d| d.status.success()) {
             eprintln!(
                 "scripts/sandbox.sh down for {}: {down:?}",
@@ -149,6 +146,14 @@ impl Drop for StopWhenDone {
             );
         }
     }
+}
+
+/// `scripts/sandbox.sh down` for the sandbox in `dir`.
+fn down(dir: &Path) -> std::io::Result<std::process::Output> {
+    Command::new(repo().join("scripts/sandbox.sh"))
+        .arg("down")
+        .env("SANDBOX_DIR", dir)
+        .output()
 }
 
 enum Guard {
@@ -362,11 +367,7 @@ impl Sandbox {
         std::fs::create_dir_all(&dir).unwrap();
         // A sandbox left by an earlier run of this binary that was killed too hard for its
         // watchdog: stopped first, so this run starts clean.
-        let down = Command::new(repo().join("scripts/sandbox.sh"))
-            .arg("down")
-            .env("SANDBOX_DIR", &dir)
-            .output()
-            .expect("run scripts/sandbox.sh down");
+        let down = down(&dir).expect("run scripts/sandbox.sh down");
         assert!(
             down.status.success(),
             "{}",
