@@ -8,6 +8,37 @@ use trainplace_engine::{
     Endpoint, Limits, MAX_TREE_BYTES, Outcome, Policy, TREE_CHECK_FROM_BYTES, review_bytes,
 };
 
+/// A review of a TrainJob with two runtime patches of `volumes` volumes each for its
+/// node pod.
+fn trainjob_review(volumes: usize) -> Vec<u8> {
+    let patch = |p: usize| {
+        let list: Vec<Value> = (0..volumes)
+            .map(|i| json!({"name": format!("p{p}v{i}"), "emptyDir": {}}))
+            .collect();
+        json!({"manager": format!("tenant.example.com/m{p}"), "trainingRuntimeSpec": {"template": {"spec": {
+            "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {"volumes": list}}}}}]}}}})
+    };
+    let job = json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "wide", "namespace": "ml"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}}},
+            "runtimePatches": [patch(0), patch(1)]}
+    });
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"},
+            "resource": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "resource": "trainjobs"},
+            "name": "wide", "namespace": "ml", "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": job
+        }
+    }))
+    .unwrap()
+}
+
 /// A review of a GPU pod whose first container has `env` entries, as `operation`.
 fn review(env: usize, operation: &str) -> Vec<u8> {
     let entries: Vec<Value> = (0..env)
@@ -89,8 +120,8 @@ fn a_pod_of_a_hundred_thousand_small_objects_is_answered_unread() {
 
 #[test]
 fn smaller_bodies_and_deletes_are_read_as_usual() {
-    // 5,000 entries: a 150 KiB body, under the size from which bodies are weighed.
-    let small = review(5_000, "CREATE");
+    // 3,000 entries: a 90 KiB body, under the size from which bodies are weighed.
+    let small = review(3_000, "CREATE");
     assert!(small.len() < TREE_CHECK_FROM_BYTES);
     let (_, outcome) = answer(&small, Endpoint::Validate);
     assert!(
@@ -111,5 +142,26 @@ fn smaller_bodies_and_deletes_are_read_as_usual() {
     assert!(
         !matches!(outcome, Outcome::TooBigToRead { .. }),
         "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_trainjob_counts_what_its_node_pod_copies() {
+    // Two patches of 12,000 volumes: about 19 MiB as a tree, under the limit alone, but
+    // the node pod copies the patches, so the review would hold twice that.
+    let body = trainjob_review(12_000);
+    let (resp, outcome) = answer(&body, Endpoint::Validate);
+    let Outcome::TooBigToRead { size, .. } = outcome else {
+        // (Not the outcome itself: it holds the whole object.)
+        panic!("read and judged: {}", resp["allowed"])
+    };
+    assert!(size.bytes < MAX_TREE_BYTES, "{size:?}");
+    assert!(size.held() > MAX_TREE_BYTES, "{size:?}");
+    assert_eq!(resp["allowed"], false, "{resp}");
+    // A tenth of that is read and judged.
+    let (_, outcome) = answer(&trainjob_review(1_200), Endpoint::Validate);
+    assert!(
+        !matches!(outcome, Outcome::TooBigToRead { .. }),
+        "refused unread"
     );
 }

@@ -29,7 +29,20 @@ pub struct TreeSize {
     pub bytes: u64,
     /// The longest list: its path (`spec.containers[].env`) and length.
     pub longest: Option<(String, u64)>,
+    /// Estimated bytes the review copies on top of the tree: a TrainJob's
+    /// `spec.trainer` and `spec.runtimePatches`, which its node pod is assembled from.
+    pub copied: u64,
 }
+
+impl TreeSize {
+    /// The most the review holds at once: the tree and what it copies of it.
+    pub fn held(&self) -> u64 {
+        self.bytes.saturating_add(self.copied)
+    }
+}
+
+/// The fields of a TrainJob's `spec` that its node pod copies.
+const COPIED: [&str; 2] = ["trainer", "runtimePatches"];
 
 /// The review's two objects, as `TreeSize`s; other fields are skipped unread.
 #[derive(Deserialize, Default)]
@@ -58,7 +71,7 @@ impl ReviewSize {
         [r.object.as_ref(), r.old_object.as_ref()]
             .into_iter()
             .flatten()
-            .max_by_key(|t| t.bytes)
+            .max_by_key(|t| t.held())
     }
 }
 
@@ -69,6 +82,7 @@ impl<'de> Deserialize<'de> for TreeSize {
         Ok(TreeSize {
             bytes: count.bytes,
             longest: count.longest,
+            copied: if count.trainjob { count.copied } else { 0 },
         })
     }
 }
@@ -78,6 +92,10 @@ struct Count {
     bytes: u64,
     path: Vec<String>,
     longest: Option<(String, u64)>,
+    /// Bytes under the fields of [`COPIED`].
+    copied: u64,
+    /// The object's `kind` is TrainJob.
+    trainjob: bool,
 }
 
 impl Count {
@@ -129,6 +147,9 @@ impl<'de> Visitor<'de> for Walk<'_> {
     }
     fn visit_str<E>(self, s: &str) -> Result<(), E> {
         self.0.bytes += VALUE + s.len() as u64;
+        if self.0.path.len() == 1 && self.0.path[0] == "kind" && s == "TrainJob" {
+            self.0.trainjob = true;
+        }
         Ok(())
     }
     fn visit_unit<E>(self) -> Result<(), E> {
@@ -160,8 +181,14 @@ impl<'de> Visitor<'de> for Walk<'_> {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             members = true;
             count.bytes += KEY + key.len() as u64;
+            let copied =
+                count.path.len() == 1 && count.path[0] == "spec" && COPIED.contains(&key.as_ref());
             count.path.push(key.into_owned());
+            let before = count.bytes;
             map.next_value_seed(Walk(&mut *count))?;
+            if copied {
+                count.copied += count.bytes - before;
+            }
             count.path.pop();
         }
         if members {

@@ -202,14 +202,16 @@ pub fn review_bytes(
 }
 
 /// Bodies from this size on are weighed before their objects are built: below it, no
-/// object can reach `MAX_TREE_BYTES` (a member costs at least 7 bytes of text and under
-/// 800 bytes of tree).
-pub const TREE_CHECK_FROM_BYTES: usize = 256 * 1024;
+/// object can reach `MAX_TREE_BYTES` with what the review copies of it (a member costs
+/// at least 7 bytes of text and under 800 bytes of tree, and a TrainJob's node pod
+/// copies at most the whole object once: 128 KiB / 7 x 800 x 2 is 29 MiB).
+pub const TREE_CHECK_FROM_BYTES: usize = 128 * 1024;
 
 /// The estimated JSON tree one review may build of an object (`read::tree_size`): a pod
 /// at every bound of `judge::bounds` (64 containers of 512 env entries) takes about 27
-/// MiB. Past it the object is refused unread, so a 3 MiB body of small objects cannot
-/// take a replica's memory (docs/performance.md).
+/// MiB. Past it, counting what the review copies of the object (`TreeSize::held`), the
+/// object is refused unread, so a 3 MiB body of small objects cannot take a replica's
+/// memory (docs/performance.md).
 pub const MAX_TREE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The answer to a CREATE or UPDATE whose object (or, at `/validate`, old object) would
@@ -226,7 +228,7 @@ fn too_big(body: &[u8], endpoint: Endpoint) -> Option<Reviewed> {
         Endpoint::Mutate => size.object(),
         Endpoint::Validate => size.largest(),
     }
-    .filter(|t| t.bytes > MAX_TREE_BYTES)?
+    .filter(|t| t.held() > MAX_TREE_BYTES)?
     .clone();
     let slim = serde_json::from_str::<Incoming<serde::de::IgnoredAny>>(text);
     let (_, _, req) = request_of(slim, || serde_json::from_str::<Types>(text)).ok()?;

@@ -80,7 +80,7 @@ pub(super) fn too_big_to_read(
         .unwrap_or_default();
     let why = format!(
         "reading it would take about {} MiB of memory{longest}, more than the {} MiB one review may use",
-        mib(size.bytes),
+        mib(size.held()),
         mib(super::MAX_TREE_BYTES)
     );
     unread(endpoint, base, req, &why)

@@ -218,11 +218,15 @@ impl<'a> Env<'a> {
                         continue;
                     };
                     let value = self.literal(&text[at + 2..end]);
+                    // What the whole line would be with this value and the rest as
+                    // written: within the limit, or the rest stays as written.
+                    let rest = text.len() - (end + 1);
                     match value {
                         Some(v)
-                            if out.len() + v.len() <= limit
+                            if out.len() + v.len() + rest <= limit
                                 && crate::budget::draw_len(ARGS, v.len()) =>
                         {
+                            grow(&mut out, v.len(), limit);
                             out.push_str(v);
                         }
                         Some(_) => {
@@ -241,9 +245,20 @@ impl<'a> Env<'a> {
                 }
             };
         }
+        grow(&mut out, text.len() - cursor, limit);
         out.push_str(&text[cursor..]);
         crate::budget::draw_len(ARGS, text.len());
         Cow::Owned(out)
+    }
+}
+
+/// Make room in `out` for `more` bytes, doubling at most up to `limit` (the longest the
+/// expansion may be), so the buffer never grows to twice a long line.
+fn grow(out: &mut String, more: usize, limit: usize) {
+    let need = out.len() + more;
+    if need > out.capacity() {
+        let target = need.max(out.capacity().saturating_mul(2).min(limit));
+        out.reserve_exact(target - out.len());
     }
 }
 

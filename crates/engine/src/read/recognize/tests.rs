@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use serde_json::json;
 
 use super::launchers::{rendezvous, size};
@@ -141,6 +143,30 @@ fn references_expand_by_the_kubelets_rules() {
     for (text, expanded) in cases {
         assert_eq!(e.expand(text), expanded, "{text}");
     }
+}
+
+#[test]
+fn a_long_line_of_references_grows_by_the_limit_at_most() {
+    // Every reference would add 4 KiB: the line may grow by 128 KiB in all, wherever
+    // the references are, and its buffer is never twice the line.
+    let c = json!({"env": [{"name": "BIG", "value": "x".repeat(4096)}]});
+    let e = Env::of(&c);
+    let line = "$(BIG) ".repeat(100_000);
+    let out = e.expand(&line);
+    assert!(
+        out.len() <= line.len() + EXPANDED_LIMIT,
+        "{} bytes",
+        out.len()
+    );
+    assert!(out.ends_with("$(BIG) "), "the rest stays as written");
+    let Cow::Owned(out) = out else {
+        panic!("expanded");
+    };
+    assert!(
+        out.capacity() <= line.len() + EXPANDED_LIMIT,
+        "{} bytes held",
+        out.capacity()
+    );
 }
 
 #[test]

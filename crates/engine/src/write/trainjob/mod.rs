@@ -8,6 +8,8 @@
 mod merge;
 mod patches;
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value, json};
 
 use patches::{layout_spec, our_patch_index, patch_delta, patched_layout};
@@ -108,12 +110,14 @@ pub(crate) fn evaluate(
     let Some(judgement) = judge(&view, &hints, object, ctx, verdict)? else {
         return Ok(false);
     };
-    // The layout is written on a copy of the pod's spec and labels: what the runtime
-    // patch carries. Its annotations (already read into the view) are not copied again.
-    let mut after = json!({
-        "metadata": {"labels": before.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}))},
-        "spec": before.get("spec").cloned().unwrap_or_else(|| json!({})),
-    });
+    // The layout is written on the node pod itself, not a copy (its lists may be most
+    // of a 3 MiB request): what the trainer fields are compared with is read first,
+    // and the annotations, already read into the view, are dropped.
+    let was = NodeBefore::read(&before);
+    let mut after = before;
+    if let Some(meta) = after.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("annotations");
+    }
     let mut scratch = Ops::default();
     let mut changes = judgement.write(ctx.eff, Cursor::root(&mut after, ""), &mut scratch);
     if ctx.eff.policy.strict() {
@@ -124,7 +128,7 @@ pub(crate) fn evaluate(
             &mut scratch,
         )?);
     }
-    if after.pointer("/spec/hostIPC").is_some() && before.pointer("/spec/hostIPC").is_none() {
+    if after.pointer("/spec/hostIPC").is_some() && !was.host_ipc {
         changes.retain(|c| c.what != "hostIPC=true");
         let runtime =
             str_at(object, &["spec", "runtimeRef", "name"]).unwrap_or("the training runtime");
@@ -138,31 +142,45 @@ pub(crate) fn evaluate(
     for c in &mut changes {
         c.site = "spec.trainer".into();
     }
-    write_back(object, runtime, &before, &after, &changes, ops);
+    trainer_fields(object, &was, &after["spec"]["containers"][0], ops);
+    let entry = runtime_patch(object, runtime, &after, &changes);
+    drop(after);
+    put_runtime_patch(object, entry, ops);
     verdict.changes.extend(changes);
     Ok(true)
 }
 
-fn write_back(
-    object: &mut Value,
-    runtime: Option<&Value>,
-    before: &Value,
-    after: &Value,
-    changes: &[crate::judge::plan::Change],
-    ops: &mut Ops,
-) {
-    let c_before = &before["spec"]["containers"][0];
-    let c_after = &after["spec"]["containers"][0];
-    trainer_fields(object, c_before, c_after, ops);
-    let entry = runtime_patch(object, runtime, after, changes);
-    put_runtime_patch(object, entry, ops);
+/// What the layout's write is compared with, read from the node pod before it: the
+/// node container's device keys and env length, and whether the pod set hostIPC.
+struct NodeBefore {
+    resources: [(&'static str, BTreeSet<String>); 2],
+    env: usize,
+    host_ipc: bool,
+}
+
+impl NodeBefore {
+    fn read(pod: &Value) -> Self {
+        let container = &pod["spec"]["containers"][0];
+        let keys = |w: &str| {
+            container
+                .pointer(&format!("/resources/{w}"))
+                .and_then(Value::as_object)
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        NodeBefore {
+            resources: [("limits", keys("limits")), ("requests", keys("requests"))],
+            env: items(container, &["env"]).len(),
+            host_ipc: pod.pointer("/spec/hostIPC").is_some(),
+        }
+    }
 }
 
 /// What the layout added to the node container that the TrainJob's own trainer fields
 /// carry: new device keys in resourcesPerNode, appended env entries.
-fn trainer_fields(object: &mut Value, c_before: &Value, c_after: &Value, ops: &mut Ops) {
+fn trainer_fields(object: &mut Value, was: &NodeBefore, c_after: &Value, ops: &mut Ops) {
     // Devices: new keys in resourcesPerNode.
-    for w in ["limits", "requests"] {
+    for (w, had) in &was.resources {
         let Some(new) = c_after
             .pointer(&format!("/resources/{w}"))
             .and_then(Value::as_object)
@@ -170,10 +188,7 @@ fn trainer_fields(object: &mut Value, c_before: &Value, c_after: &Value, ops: &m
             continue;
         };
         for (k, v) in new {
-            if c_before
-                .pointer(&format!("/resources/{w}"))
-                .and_then(|m| m.get(k))
-                .is_none()
+            if !had.contains(k)
                 && let Some(mut m) = Cursor::root(object, "")
                     .objects(&["spec", "trainer", "resourcesPerNode", w], ops)
             {
@@ -182,8 +197,7 @@ fn trainer_fields(object: &mut Value, c_before: &Value, c_after: &Value, ops: &m
         }
     }
     // Env: appended entries.
-    let old_env = items(c_before, &["env"]).len();
-    for e in items(c_after, &["env"]).iter().skip(old_env) {
+    for e in items(c_after, &["env"]).iter().skip(was.env) {
         if let Some(mut env) = Cursor::root(object, "")
             .object("spec", ops)
             .and_then(|c| c.object("trainer", ops))
@@ -202,30 +216,42 @@ fn runtime_patch(
     after: &Value,
     changes: &[crate::judge::plan::Change],
 ) -> Value {
-    let base_pod = json!({"spec": layout_spec(patched_layout(object, false, runtime), &[])});
-    let added = patch_delta(after, &base_pod).unwrap_or_else(|| json!({}));
-    let mut spec: Map<String, Value> = added
-        .get("spec")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let base_pod = patches::owned_object([(
+        "spec",
+        Value::Object(layout_spec(patched_layout(object, false, runtime), &[])),
+    )]);
+    let mut added = patch_delta(after, &base_pod).unwrap_or_else(|| json!({}));
+    drop(base_pod);
+    let mut take = |key: &str| match added.get_mut(key).map(Value::take) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let mut spec = take("spec");
     let mut container = Map::new();
     container.insert("name".into(), json!(NODE));
-    if let Some(c) = added.get("container").and_then(Value::as_object) {
-        container.extend(c.clone());
-    }
-    spec.insert("containers".into(), json!([container]));
+    container.extend(take("container"));
+    spec.insert(
+        "containers".into(),
+        Value::Array(vec![Value::Object(container)]),
+    );
     let text = crate::write::layout::mutated_text(changes);
-    json!({
+    let mut entry = json!({
         "manager": MANAGER,
         "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{
             "name": NODE,
             "template": {"spec": {"template": {
                 "metadata": {"annotations": {MUTATED: text}},
-                "spec": spec,
+                "spec": {},
             }}},
         }]}}},
-    })
+    });
+    // Moved in, not through `json!`, which would copy it.
+    if let Some(slot) = entry.pointer_mut(
+        "/trainingRuntimeSpec/template/spec/replicatedJobs/0/template/spec/template/spec",
+    ) {
+        *slot = Value::Object(spec);
+    }
+    entry
 }
 
 /// Replace trainplace's runtime patch whole, so it stays one entry, or append it.

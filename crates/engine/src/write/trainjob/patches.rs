@@ -112,8 +112,22 @@ pub(super) fn layout_spec(mut layout: Value, extra: &[(&str, &Value)]) -> Map<St
             out.insert(k.into(), v);
         }
     }
-    out.insert("containers".into(), json!([container]));
+    out.insert(
+        "containers".into(),
+        Value::Array(vec![Value::Object(container)]),
+    );
     out
+}
+
+/// An object of `members`, moved in. (`json!` serializes each value it is given, so a
+/// long list put in through it is copied.)
+pub(super) fn owned_object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
 
 /// The trainer nodes' pod spec, and the labels the runtime and patches give them.
@@ -154,13 +168,22 @@ pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
         .pointer("/metadata/annotations")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    json!({"metadata": {"labels": labels, "annotations": annotations}, "spec": spec})
+    owned_object([
+        (
+            "metadata",
+            owned_object([
+                ("labels", Value::Object(labels)),
+                ("annotations", annotations),
+            ]),
+        ),
+        ("spec", Value::Object(spec)),
+    ])
 }
 
 /// The same pod's spec alone, for reading its shape: the TrainJob's metadata is not
 /// copied into it.
 pub(crate) fn synthetic_spec(object: &Value) -> Value {
-    json!({"spec": node_spec(object, None).0})
+    owned_object([("spec", Value::Object(node_spec(object, None).0))])
 }
 
 /// What `after` adds to `base` in the part of a synthetic pod that lives in runtime
