@@ -11,7 +11,12 @@ REPEAT requests, less the median of a 1 KiB pod's). A benchmark, not a test:
 docs/performance.md holds its figures.
 
   scripts/vap-cost.py [--policy-dir DIR] [--sizes 1,3] [--repeat 3] [--plugin]
-                      [--shapes env,labels] [--only-all]
+                      [--shapes env,labels] [--only-all] [--floor]
+
+With --floor a row "floor" installs a policy that reads nothing (one validation, `true`)
+on pods: what the API server spends on any one policy, whatever it checks (it converts the
+object for the validations, again for the messages and again for the audit annotations;
+k8s.io/apiserver pkg/admission/plugin/policy/validating/validator.go, Validate).
 """
 import argparse
 import json
@@ -104,6 +109,22 @@ def cpu(pid):
     return (int(fields[11]) + int(fields[12])) * 1000 / TICK
 
 
+def floor(label):
+    """A policy on pods that reads nothing, and its binding."""
+    meta = {"name": "vap-cost-floor", "labels": {label: "floor"}}
+    return [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": meta,
+         "spec": {"failurePolicy": "Fail", "validations": [{"expression": "true"}],
+                  "matchConstraints": {"resourceRules": [{
+                      "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"],
+                      "operations": ["CREATE", "UPDATE"]}]}}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": meta,
+         "spec": {"policyName": "vap-cost-floor", "validationActions": ["Deny"]}},
+    ]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--policy-dir")
@@ -115,6 +136,9 @@ def main():
     ap.add_argument("--shapes", help="the shapes to send, comma-separated (default: all of them)")
     ap.add_argument("--only-all", action="store_true",
                     help="only the rows with no policy and with every policy installed")
+    ap.add_argument("--floor", action="store_true",
+                    help="add a row for a policy that reads nothing: the API server's cost of "
+                         "any one policy")
     a = ap.parse_args()
     shapes = a.shapes.split(",") if a.shapes else list(SHAPES)
     unknown = [s for s in shapes if s not in SHAPES]
@@ -141,12 +165,13 @@ def main():
         # validation), with no policy installed; each policy's row is its cost above it.
         label = "trainplace.io/rules"
         each = [] if a.only_all else sorted({o["metadata"]["labels"][label] for o in items})
-        rules = ["none"] + each + ["all"]
+        rules = ["none"] + each + (["floor"] if a.floor else []) + ["all"]
         own = {}
         print("| policy | shape | body | verdict | API server CPU ms (above the API server's own) |")
         print("|---|---|---|---|---|")
         for rule in rules:
             mine = items if rule == "all" else [] if rule == "none" else \
+                floor(label) if rule == "floor" else \
                 [o for o in items if o["metadata"]["labels"][label] == rule]
             run(kubectl + ["delete", "validatingadmissionpolicies,validatingadmissionpolicybindings",
                            "--all"], env=env)
