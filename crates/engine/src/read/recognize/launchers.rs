@@ -248,28 +248,25 @@ fn truthy(v: &str) -> bool {
 
 /// The variables a shell command line assigns, in order: `export A=1 B=2`, `env A=1 cmd`,
 /// and `A=1 cmd` (assignments before a command's first word).
-pub(super) fn assignments(line: &str) -> Vec<(String, String)> {
+pub(super) fn assignments(line: &str) -> impl Iterator<Item = (&str, &str)> {
     let is_name = |n: &str| {
         n.chars()
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
-    let mut out = Vec::new();
-    for command in line.split(['\n', ';', '|', '&']) {
+    line.split(['\n', ';', '|', '&']).flat_map(move |command| {
         // An assignment is a command's first word, or follows `export`, `env`, a shell's
         // `-c`, or another assignment.
         let mut open = true;
-        for w in tokens(command) {
-            match w.split_once('=') {
-                Some((n, v)) if open && is_name(n) => {
-                    out.push((n.to_string(), v.to_string()));
-                }
-                _ => open = matches!(w, "export" | "env" | "-c"),
+        tokens(command).filter_map(move |w| match w.split_once('=') {
+            Some((n, v)) if open && is_name(n) => Some((n, v)),
+            _ => {
+                open = matches!(w, "export" | "env" | "-c");
+                None
             }
-        }
-    }
-    out
+        })
+    })
 }
 
 /// Split a command line into shell commands, and each into tokens; find launchers.

@@ -158,7 +158,11 @@ impl<'a> Env<'a> {
     /// This env with the assignments a shell command line makes (the last one of a
     /// name wins).
     pub(crate) fn with_assignments(mut self, line: &str) -> Self {
-        self.assigned = launchers::assignments(line).into_iter().collect();
+        // Straight into the map, later assignments replacing earlier ones: a long shell
+        // line's assignments are not listed first.
+        self.assigned = launchers::assignments(line)
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
         self
     }
 

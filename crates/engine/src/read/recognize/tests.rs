@@ -208,14 +208,12 @@ fn rendezvous_endpoints_tie_pods_together_unless_local() {
 #[test]
 fn a_command_line_sets_env_for_what_follows() {
     use super::launchers::assignments;
-    let got = assignments("bash -c \"export PET_NNODES=4 X=1; WORLD_SIZE=8 python t.py --lr=3\"");
+    let got: Vec<_> =
+        assignments("bash -c \"export PET_NNODES=4 X=1; WORLD_SIZE=8 python t.py --lr=3\"")
+            .collect();
     assert_eq!(
         got,
-        vec![
-            ("PET_NNODES".to_string(), "4".to_string()),
-            ("X".to_string(), "1".to_string()),
-            ("WORLD_SIZE".to_string(), "8".to_string()),
-        ]
+        vec![("PET_NNODES", "4"), ("X", "1"), ("WORLD_SIZE", "8")]
     );
     let none = env(&[("PET_NNODES", "1")]);
     let e = Env::of(&none).with_assignments("export PET_NNODES=4; torchrun t.py");
