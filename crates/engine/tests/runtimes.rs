@@ -3,7 +3,7 @@
 //! when created, and a TrainJob that names it is judged with its `node` template.
 
 use serde_json::{Value, json};
-use trainplace_engine::{Endpoint, Policy, Snapshot, review};
+use trainplace_engine::{Endpoint, Limits, Outcome, Policy, Snapshot, review, review_bytes};
 
 /// A ClusterTrainingRuntime whose `node` job runs 2 pods x 8 GPUs on p5.
 fn runtime() -> Value {
@@ -83,5 +83,79 @@ fn a_trainjob_is_judged_with_its_runtime_from_the_inventory() {
     assert!(
         message.contains("4 pods x 1 GPU on p5.48xlarge"),
         "{message}"
+    );
+}
+
+#[test]
+fn a_runtime_too_large_to_copy_ends_the_review_over_budget() {
+    // The runtime's node container carries 300,000 env entries: the TrainJob naming it
+    // is a small request, and copying the runtime into its node pod would be most of the
+    // review's memory. The copy draws from the review's budget first.
+    let mut big = runtime();
+    big["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        ["containers"][0]["env"] = (0..300_000)
+        .map(|i| json!({"name": format!("E{i}"), "value": "x"}))
+        .collect();
+    let mut inventory = Snapshot::build(&[], &[], &[]);
+    inventory.add_runtimes([&big]);
+    let job = json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "llama", "namespace": "ml"},
+        "spec": {"runtimeRef": {"name": "torch-p5"}, "trainer": {"numNodes": 2}}
+    });
+    let body = serde_json::to_vec(&admission(
+        &job,
+        "trainer.kubeflow.org",
+        "trainjobs",
+        Some("ml"),
+    ))
+    .unwrap();
+    let policy = Policy::embedded();
+    let at = |endpoint| {
+        let r = review_bytes(
+            &body,
+            endpoint,
+            &policy,
+            Some(&inventory),
+            None,
+            &Limits::default(),
+            None,
+        )
+        .expect("JSON");
+        let response =
+            serde_json::from_slice::<Value>(r.body.as_ref().unwrap()).unwrap()["response"].clone();
+        (response, r.outcome)
+    };
+    let (denied, outcome) = at(Endpoint::Validate);
+    assert!(
+        matches!(outcome, Outcome::OverBudget { .. }),
+        "not over budget"
+    );
+    assert_eq!(denied["allowed"], false);
+    let message = denied["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("the node template of the runtime in spec.runtimeRef"),
+        "{message}"
+    );
+    // The mutating webhook admits it without a layout.
+    let (admitted, _) = at(Endpoint::Mutate);
+    assert_eq!(admitted["allowed"], true);
+    assert!(admitted.get("patch").is_none());
+    // The same TrainJob with the runtime as it ships is judged.
+    let mut small = Snapshot::build(&[], &[], &[]);
+    small.add_runtimes([&runtime()]);
+    let r = review_bytes(
+        &body,
+        Endpoint::Validate,
+        &policy,
+        Some(&small),
+        None,
+        &Limits::default(),
+        None,
+    )
+    .expect("JSON");
+    assert!(
+        !matches!(r.outcome, Outcome::OverBudget { .. }),
+        "over budget"
     );
 }

@@ -30,9 +30,15 @@ use super::merge::{merge_all, merge_field};
 /// runtime's resources key by key (Trainer's `MergeResourceRequirements`,
 /// https://github.com/kubeflow/trainer/blob/8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3/pkg/runtime/core/trainingruntime.go).
 fn runtime_base(object: &Value, runtime: Option<&Value>) -> Value {
-    let Some(mut base) = runtime.and_then(runtime_node_template).cloned() else {
+    let Some(template) = runtime.and_then(runtime_node_template) else {
         return json!({});
     };
+    // A cluster object, copied into every review of a TrainJob that names it: its size is
+    // not the request's, so the copy draws from the review's budget first.
+    if !weigh(template) {
+        return json!({});
+    }
+    let mut base = template.clone();
     let trainer = object.pointer("/spec/trainer");
     let overridden: Vec<&str> = ["command", "args"]
         .into_iter()
@@ -53,6 +59,22 @@ fn runtime_base(object: &Value, runtime: Option<&Value>) -> Value {
         }
     }
     base
+}
+
+/// What [`weigh`] draws for.
+const RUNTIME_TEMPLATE: &str = "the node template of the runtime in spec.runtimeRef";
+
+/// Draw one unit of the review's budget for each value of `v`, as copying it visits
+/// each; false at the first draw that finds the budget spent.
+fn weigh(v: &Value) -> bool {
+    if !crate::budget::draw(RUNTIME_TEMPLATE, 1) {
+        return false;
+    }
+    match v {
+        Value::Array(a) => a.iter().all(weigh),
+        Value::Object(m) => m.values().all(weigh),
+        _ => true,
+    }
 }
 
 /// The `node` pod template of a TrainingRuntime or ClusterTrainingRuntime.
