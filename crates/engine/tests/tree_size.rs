@@ -25,15 +25,31 @@ fn trainjob_review(volumes: usize) -> Vec<u8> {
             "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}}},
             "runtimePatches": [patch(0), patch(1)]}
     });
+    admission(
+        ("trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"),
+        "CREATE",
+        job,
+        Value::Null,
+    )
+}
+
+/// The AdmissionReview of `object` (and `old`) named `wide` in `ml`, as `operation` on
+/// the resource `(group, version, kind, resource)`.
+fn admission(
+    (group, version, kind, resource): (&str, &str, &str, &str),
+    operation: &str,
+    object: Value,
+    old: Value,
+) -> Vec<u8> {
     serde_json::to_vec(&json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {
             "uid": "u-1",
-            "kind": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"},
-            "resource": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "resource": "trainjobs"},
-            "name": "wide", "namespace": "ml", "operation": "CREATE",
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": resource},
+            "name": "wide", "namespace": "ml", "operation": operation,
             "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-            "object": job
+            "object": object, "oldObject": old
         }
     }))
     .unwrap()
@@ -55,18 +71,7 @@ fn review(env: usize, operation: &str) -> Vec<u8> {
     } else {
         (pod, Value::Null)
     };
-    serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": "u-1",
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "name": "wide", "namespace": "ml", "operation": operation,
-            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-            "object": object, "oldObject": old
-        }
-    }))
-    .unwrap()
+    admission(("", "v1", "Pod", "pods"), operation, object, old)
 }
 
 fn answer(body: &[u8], endpoint: Endpoint) -> (Value, Outcome) {
