@@ -111,12 +111,12 @@ fn a_runtime_too_large_to_copy_ends_the_review_over_budget() {
     ))
     .unwrap();
     let policy = Policy::embedded();
-    let at = |endpoint| {
+    let at = |body: &[u8], inventory: &Snapshot, endpoint| {
         let r = review_bytes(
-            &body,
+            body,
             endpoint,
             &policy,
-            Some(&inventory),
+            Some(inventory),
             None,
             &Limits::default(),
             None,
@@ -126,36 +126,45 @@ fn a_runtime_too_large_to_copy_ends_the_review_over_budget() {
             serde_json::from_slice::<Value>(r.body.as_ref().unwrap()).unwrap()["response"].clone();
         (response, r.outcome)
     };
-    let (denied, outcome) = at(Endpoint::Validate);
-    assert!(
-        matches!(outcome, Outcome::OverBudget { .. }),
-        "not over budget"
-    );
-    assert_eq!(denied["allowed"], false);
-    let message = denied["status"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("the node template of the runtime in spec.runtimeRef"),
-        "{message}"
-    );
+    let over_budget = |(denied, outcome): (Value, Outcome)| {
+        assert!(
+            matches!(outcome, Outcome::OverBudget { .. }),
+            "not over budget"
+        );
+        assert_eq!(denied["allowed"], false);
+        let message = denied["status"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("the node template of the runtime in spec.runtimeRef"),
+            "{message}"
+        );
+    };
+    over_budget(at(&body, &inventory, Endpoint::Validate));
+    // The same for a namespaced TrainingRuntime in the TrainJob's namespace.
+    let mut namespaced = big.clone();
+    namespaced["kind"] = json!("TrainingRuntime");
+    namespaced["metadata"]["namespace"] = json!("ml");
+    let mut own = Snapshot::build(&[], &[], &[]);
+    own.add_runtimes([&namespaced]);
+    let mut job_ns = job.clone();
+    job_ns["spec"]["runtimeRef"]["kind"] = json!("TrainingRuntime");
+    let body_ns = serde_json::to_vec(&admission(
+        &job_ns,
+        "trainer.kubeflow.org",
+        "trainjobs",
+        Some("ml"),
+    ))
+    .unwrap();
+    over_budget(at(&body_ns, &own, Endpoint::Validate));
     // The mutating webhook admits it without a layout.
-    let (admitted, _) = at(Endpoint::Mutate);
+    let (admitted, _) = at(&body, &inventory, Endpoint::Mutate);
     assert_eq!(admitted["allowed"], true);
     assert!(admitted.get("patch").is_none());
     // The same TrainJob with the runtime as it ships is judged.
     let mut small = Snapshot::build(&[], &[], &[]);
     small.add_runtimes([&runtime()]);
-    let r = review_bytes(
-        &body,
-        Endpoint::Validate,
-        &policy,
-        Some(&small),
-        None,
-        &Limits::default(),
-        None,
-    )
-    .expect("JSON");
+    let (_, outcome) = at(&body, &small, Endpoint::Validate);
     assert!(
-        !matches!(r.outcome, Outcome::OverBudget { .. }),
+        !matches!(outcome, Outcome::OverBudget { .. }),
         "over budget"
     );
 }
