@@ -53,6 +53,13 @@ async fn api_down_falls_back_to_the_catalog_and_stays_ready() {
     write_kubeconfig(&kubeconfig, &format!("https://127.0.0.1:{dead}"), true);
     let _server = serve_with_kubeconfig(&kubeconfig, addr, probe, Stdio::piped());
     let readyz = format!("http://127.0.0.1:{probe}/readyz");
+    // The probes answer before the webhook has bound its port, and the watch may give up
+    // on the API before that: wait for the webhook to start, then judge readiness.
+    eventually("the webhook started", || async {
+        let v: Value = reqwest::get(&readyz).await.ok()?.json().await.ok()?;
+        (v["ready"] == true).then_some(())
+    })
+    .await;
     let ready = eventually("the inventory reporting the API as down", || async {
         let r = reqwest::get(&readyz).await.ok()?;
         let status = r.status();
