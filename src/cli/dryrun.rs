@@ -127,7 +127,7 @@ pub struct JsonEntry<'a> {
     pub allowed: bool,
     pub warnings: Vec<String>,
     pub reasons: Vec<String>,
-    pub patch: &'a json_patch::Patch,
+    pub patch: json_patch::Patch,
     pub object: &'a Value,
     pub findings: &'a [Finding],
     pub changes: &'a [trainplace_engine::Change],
@@ -188,7 +188,7 @@ fn run_judged(
     if args.diff {
         out::print(&render::diffs(&reports))?;
         out::stderr(format_args!("{}", render::text(&reports, false)));
-        let changed = verdicts.iter().any(|v| !v.patch.0.is_empty());
+        let changed = verdicts.iter().any(|v| !v.patch.is_empty());
         return Ok(if changed || verdicts.iter().any(|v| !v.allowed) {
             ExitCode::Denied
         } else {
@@ -269,7 +269,7 @@ pub fn json_entry(v: &Verdict) -> JsonEntry<'_> {
         allowed: v.allowed,
         warnings: v.warnings(),
         reasons: v.reasons(),
-        patch: &v.patch,
+        patch: v.json_patch(),
         object: &v.object,
         findings: &v.findings,
         changes: &v.changes,

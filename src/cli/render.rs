@@ -194,7 +194,7 @@ pub fn yaml(value: &Value) -> String {
 pub fn diffs(reports: &[ObjectReport<'_>]) -> String {
     let mut s = String::new();
     for r in reports {
-        if r.verdict.patch.0.is_empty() {
+        if r.verdict.patch.is_empty() {
             continue;
         }
         let before = yaml(r.original);

@@ -209,7 +209,7 @@ fn encoded(json: Result<Vec<u8>, String>) -> Result<Vec<u8>, ApiError> {
 fn verdict_label(endpoint: Endpoint, verdict: &Verdict) -> &'static str {
     if endpoint == Endpoint::Validate && !verdict.allowed {
         "denied"
-    } else if endpoint == Endpoint::Mutate && !verdict.patch.0.is_empty() {
+    } else if endpoint == Endpoint::Mutate && !verdict.patch.is_empty() {
         "patched"
     } else if verdict.findings.iter().any(|f| f.mode == Mode::Warn) {
         "warned"

@@ -141,7 +141,7 @@ fn emitted_jobs_need_no_patch() {
                     v.reasons()
                 );
                 assert!(
-                    v.patch.0.is_empty(),
+                    v.patch.is_empty(),
                     "{scenario}/{framework} {what} would be patched: {:#?}\n{}",
                     v.changes,
                     serde_json::to_string_pretty(&p).unwrap()
@@ -169,7 +169,7 @@ fn engine_would_patch_a_pod_missing_the_layout() {
     let v = evaluate(&p, &policy, &who).unwrap();
     let what: Vec<&str> = v.changes.iter().map(|c| c.what.as_str()).collect();
     assert!(what.iter().any(|w| w.contains("hostIPC")), "{what:?}");
-    assert!(!v.patch.0.is_empty());
+    assert!(!v.patch.is_empty());
 }
 
 /// The emitted workloads themselves (not only their pods) pass the engine's workload
@@ -195,7 +195,7 @@ fn emitted_workloads_need_no_patch() {
                     v.reasons()
                 );
                 assert!(
-                    v.patch.0.is_empty(),
+                    v.patch.is_empty(),
                     "{scenario}/{framework} {kind} would be patched: {:#?}",
                     v.changes
                 );
@@ -246,7 +246,7 @@ fn efa_through_dra_emits_a_claim_the_engine_counts() {
                 v.reasons()
             );
             assert!(
-                v.patch.0.is_empty(),
+                v.patch.is_empty(),
                 "{what} would be patched: {:#?}",
                 v.changes
             );

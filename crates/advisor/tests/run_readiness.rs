@@ -164,7 +164,7 @@ fn the_node_check_keeps_the_layout_the_webhook_enforces() {
         assert_eq!(check["spec"]["parallelism"], rec.shape.nodes);
         let v = evaluate(&check, &policy, &who).unwrap();
         assert!(
-            v.allowed && v.patch.0.is_empty(),
+            v.allowed && v.patch.is_empty(),
             "{scenario} Job: {:?} {:#?}",
             v.reasons(),
             v.changes
@@ -179,7 +179,7 @@ fn the_node_check_keeps_the_layout_the_webhook_enforces() {
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": t["spec"]});
         let v = evaluate(&pod, &policy, &who).unwrap();
         assert!(
-            v.allowed && v.patch.0.is_empty(),
+            v.allowed && v.patch.is_empty(),
             "{scenario} pod: {:?} {:#?}",
             v.reasons(),
             v.changes

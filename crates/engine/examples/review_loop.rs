@@ -9,6 +9,10 @@
 //!   PARSE_ONLY=1 target/release/examples/review_loop 20000    # only parse and drop the
 //!                                                             # review, as the baseline does
 //!   UPDATE=1 target/release/examples/review_loop 200          # an UPDATE (oldObject = pod)
+//!   TYPED_ONLY=1 target/release/examples/review_loop 20000    # what the do-nothing webhook
+//!                                                             # kube-rs leads to does: parse
+//!                                                             # into AdmissionReview<DynamicObject>,
+//!                                                             # answer from(&request), encode
 //!
 //! It allocates with mimalloc, as `trainplace serve` does.
 
@@ -59,6 +63,25 @@ fn main() {
         println!("{n} parses {bytes}");
         return;
     }
+    if std::env::var_os("TYPED_ONLY").is_some() {
+        // examples/baseline.rs `typed`, without the HTTP around it.
+        use kube_core::DynamicObject;
+        use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+        for _ in 0..n {
+            let review: AdmissionReview<DynamicObject> =
+                serde_json::from_slice(black_box(&body)).expect("parse");
+            let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
+            let response = match request {
+                Ok(request) => AdmissionResponse::from(&request),
+                Err(error) => AdmissionResponse::invalid(error.to_string()),
+            };
+            bytes += serde_json::to_vec(&response.into_review())
+                .expect("JSON")
+                .len();
+        }
+        println!("{n} typed reviews, {bytes} response bytes");
+        return;
+    }
     for _ in 0..n {
         let r = review_bytes(
             black_box(&body),
@@ -70,7 +93,11 @@ fn main() {
             None,
         )
         .expect("JSON");
-        bytes += r.body.expect("encoded").len();
+        let body = r.body.expect("encoded");
+        if std::env::var_os("PRINT").is_some() {
+            println!("{}", String::from_utf8_lossy(&body));
+        }
+        bytes += body.len();
     }
     println!("{n} reviews, {bytes} response bytes");
 }

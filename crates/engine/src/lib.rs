@@ -59,7 +59,7 @@ pub use facts::reservations::Reservations;
 pub use judge::bounds;
 pub use judge::finding::{Finding, Rule};
 pub use judge::plan::Change;
-pub use judge::verdict::Verdict;
+pub use judge::verdict::{Patch, Verdict};
 pub use read::tree_size::TreeSize;
 pub use read::workload::Kind;
 pub use trainplace_catalog::{Catalog, InstanceProfile, Rdma};

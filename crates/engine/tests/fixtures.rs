@@ -247,7 +247,7 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
     );
     if case.object["kind"] == "Pod" {
         assert!(
-            judged.patch.0.is_empty(),
+            judged.patch.is_empty(),
             "{name}: judge_owned wrote a pod's layout"
         );
     }
@@ -272,7 +272,7 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
     }
     if e.untouched {
         assert!(
-            v.patch.0.is_empty(),
+            v.patch.is_empty(),
             "{name}: expected no patch, got {:?}",
             v.patch
         );
@@ -386,7 +386,7 @@ fn invariants(
 ) {
     // The patch only adds: no user value is replaced or removed. Reshape (opt-in)
     // rewrites sizes, and trainplace may refresh its own annotation.
-    for op in &v.patch.0 {
+    for op in &v.json_patch().0 {
         let ok = match op {
             json_patch::PatchOperation::Add(_) => true,
             json_patch::PatchOperation::Replace(r) => {
@@ -398,16 +398,13 @@ fn invariants(
     }
     // Applying the patch to the original gives exactly the returned object.
     let mut patched = original.clone();
-    json_patch::patch(&mut patched, &v.patch)
+    json_patch::patch(&mut patched, &v.json_patch())
         .unwrap_or_else(|e| panic!("{name}: patch does not apply: {e}"));
     assert_eq!(&patched, &v.object, "{name}: patch and object disagree");
     // Every change is explained in a trainplace.io/mutated annotation: each change
     // named, each reason written once per annotation.
     if v.changes.is_empty() {
-        assert!(
-            v.patch.0.is_empty(),
-            "{name}: patch without recorded changes"
-        );
+        assert!(v.patch.is_empty(), "{name}: patch without recorded changes");
     } else {
         let mut notes = Vec::new();
         mutated_notes(&v.object, &mut notes);
@@ -436,7 +433,7 @@ fn invariants(
     // Idempotent: a second pass over the mutated object changes nothing.
     let again = evaluate(&v.object, policy, who).expect("second pass");
     assert!(
-        again.patch.0.is_empty(),
+        again.patch.is_empty(),
         "{name}: second pass patched {:?}",
         again.patch
     );

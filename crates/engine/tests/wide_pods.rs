@@ -44,7 +44,7 @@ fn the_mutated_annotation_of_a_wide_pod_stays_under_its_limit() {
     assert_eq!(ipc[0].matches("capability IPC_LOCK").count(), wide);
     // A second pass over the mutated pod adds nothing.
     let again = evaluate(&v.object, &policy, &who).expect("second pass");
-    assert!(again.patch.0.is_empty(), "{:?}", again.patch);
+    assert!(again.patch.is_empty(), "{:?}", again.patch);
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn one_container_more_is_refused_as_too_large_not_laid_out() {
     let wide = trainplace_engine::bounds::MAX_CONTAINERS;
     let v = evaluate(&wide_pod(wide + 1), &policy, &who).expect("judged");
     assert!(!v.allowed);
-    assert!(v.patch.0.is_empty(), "{:?}", v.patch);
+    assert!(v.patch.is_empty(), "{:?}", v.patch);
     assert!(
         v.findings
             .iter()

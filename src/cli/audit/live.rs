@@ -345,7 +345,7 @@ fn without_object(mut v: Verdict) -> Verdict {
         "apiVersion": v.object["apiVersion"],
         "metadata": {"uid": v.object["metadata"]["uid"]},
     });
-    v.patch = json_patch::Patch(Vec::new());
+    v.patch = trainplace_engine::Patch::default();
     v
 }
 

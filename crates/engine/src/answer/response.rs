@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::judge::verdict::Patch;
 use crate::read::workload::{Kind, locate};
 
 /// Size limits for one review. The defaults are far above any real training object
@@ -108,18 +109,23 @@ fn containers_anywhere(value: &Value) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodedPatch(Vec<u8>);
 
-/// Serialise `patch`, refusing it once the text passes `max_bytes`. The length is
-/// checked after each operation, so serialising stops at the first operation past
-/// the ceiling: memory stays within the ceiling plus one operation, whose value the
-/// engine built from the (size-limited) object.
+/// Serialise `patch`, its values read from `object` (the object as laid out), refusing
+/// it once the text passes `max_bytes`. The length is checked after each operation, so
+/// serialising stops at the first operation past the ceiling: memory stays within the
+/// ceiling plus one operation, whose value the engine built from the (size-limited)
+/// object. The values are written from the object where they are, never copied.
 pub fn encode_patch(
-    patch: &json_patch::Patch,
+    patch: &Patch,
+    object: &Value,
     max_bytes: usize,
 ) -> Result<EncodedPatch, EncodeError> {
     let mut out = Vec::with_capacity(4096.min(max_bytes));
-    write_patch(&mut out, patch, max_bytes).map_err(|e| match e {
+    write_patch(&mut out, patch, object, max_bytes).map_err(|e| match e {
         Written::TooLarge => EncodeError::PatchTooLarge { limit: max_bytes },
         Written::Failed(e) => EncodeError::Patch(e.to_string()),
+        Written::Missing(path) => EncodeError::Patch(format!(
+            "the patch writes {path}, which the laid-out object does not hold"
+        )),
     })?;
     Ok(EncodedPatch(out))
 }
@@ -127,6 +133,7 @@ pub fn encode_patch(
 enum Written {
     TooLarge,
     Failed(serde_json::Error),
+    Missing(String),
 }
 
 impl From<serde_json::Error> for Written {
@@ -135,23 +142,22 @@ impl From<serde_json::Error> for Written {
     }
 }
 
-/// `patch` as JSON text, the same as its `Serialize` writes. The operations the
-/// engine records (`add`, `replace`) are written directly rather than through serde's
-/// internally tagged enum (14k of 667k instructions per review of the 10 KB pod,
-/// docs/performance-history.md); others go through serde.
-fn write_patch(out: &mut Vec<u8>, patch: &json_patch::Patch, max: usize) -> Result<(), Written> {
-    use json_patch::PatchOperation::{Add, Replace};
+/// `patch` as JSON text, the same as `json_patch`'s `Serialize` writes it, without
+/// building its operations (their pointers parsed, their values copied) first.
+fn write_patch(
+    out: &mut Vec<u8>,
+    patch: &Patch,
+    object: &Value,
+    max: usize,
+) -> Result<(), Written> {
     let too_large = |out: &Vec<u8>| out.len() > max;
     out.push(b'[');
-    for (i, op) in patch.0.iter().enumerate() {
+    for (i, operation) in patch.operations(object).enumerate() {
+        let (op, path, value) = operation.map_err(|path| Written::Missing(path.to_string()))?;
         if i > 0 {
             out.push(b',');
         }
-        match op {
-            Add(a) => write_op(out, "add", a.path.as_str(), &a.value)?,
-            Replace(r) => write_op(out, "replace", r.path.as_str(), &r.value)?,
-            other => serde_json::to_writer(&mut *out, other)?,
-        }
+        write_op(out, op.as_str(), path, value)?;
         if too_large(out) {
             return Err(Written::TooLarge);
         }
@@ -241,6 +247,7 @@ struct Answer<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::verdict::Op;
     use base64_simd::STANDARD;
     use serde_json::json;
 
@@ -282,30 +289,36 @@ mod tests {
         assert_eq!(count_containers(&trainjob), 3);
     }
 
+    fn patch(ops: &[(Op, &str)]) -> Patch {
+        Patch(ops.iter().map(|&(op, p)| (op, p.to_string())).collect())
+    }
+
     #[test]
     fn patch_is_base64_of_its_json() {
-        // Every kind of operation, escapes in paths and values, and no operation at all:
-        // the bytes are what the patch's own `Serialize` writes.
+        // Both operations, escapes in paths and values, and no operation at all: the
+        // bytes are what `json_patch`'s own `Serialize` writes for the same patch.
+        let object = json!({
+            "a": 1,
+            "metadata": {"annotations": {"trainplace.io/mutated": "line \"one\"\nline\ttwo \u{1F680}"}},
+            "spec": {"x~y": {"b": [true, null, 1.5], "a": {}},
+                "containers": [{"env": [{"name": "N", "value": ""}]}]},
+        });
         let patches = [
-            json!([{"op": "add", "path": "/a", "value": 1}]),
-            json!([
-                {"op": "add", "path": "/metadata/annotations/trainplace.io~1mutated",
-                    "value": "line \"one\"\nline\ttwo \u{1F680}"},
-                {"op": "replace", "path": "/spec/x~0y", "value": {"b": [true, null, 1.5], "a": {}}},
-                {"op": "remove", "path": "/spec/z"},
-                {"op": "test", "path": "/spec/t", "value": "v"},
-                {"op": "move", "from": "/a", "path": "/b"},
-                {"op": "copy", "from": "/b", "path": "/c"},
-                {"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "N", "value": ""}},
+            patch(&[(Op::Add, "/a")]),
+            patch(&[
+                (Op::Add, "/metadata/annotations/trainplace.io~1mutated"),
+                (Op::Replace, "/spec/x~0y"),
+                (Op::Add, "/spec/containers/0/env/0"),
             ]),
-            json!([]),
+            patch(&[]),
         ];
-        for value in patches {
-            let patch: json_patch::Patch = serde_json::from_value(value).unwrap();
-            let encoded = encode_patch(&patch, 4096).unwrap();
+        for patch in patches {
+            let typed = patch.to_json_patch(&object);
+            assert_eq!(typed.0.len(), patch.len());
+            let encoded = encode_patch(&patch, &object, 4096).unwrap();
             assert_eq!(
                 String::from_utf8(encoded.0.clone()).unwrap(),
-                serde_json::to_string(&patch).unwrap()
+                serde_json::to_string(&typed).unwrap()
             );
             let mut resp = AdmissionResponse::invalid("x");
             resp.allowed = true;
@@ -314,18 +327,24 @@ mod tests {
             let raw = STANDARD
                 .decode_to_vec(answer["response"]["patch"].as_str().unwrap())
                 .unwrap();
-            assert_eq!(raw, serde_json::to_vec(&patch).unwrap());
+            assert_eq!(raw, serde_json::to_vec(&typed).unwrap());
         }
     }
 
     #[test]
+    fn a_place_the_object_does_not_hold_is_an_error_not_a_smaller_patch() {
+        let e = encode_patch(&patch(&[(Op::Add, "/gone")]), &json!({}), 4096).unwrap_err();
+        assert!(e.to_string().contains("/gone"), "{e}");
+    }
+
+    #[test]
     fn the_answer_carries_the_patch_as_base64_with_its_type() {
-        let patch: json_patch::Patch =
-            serde_json::from_value(json!([{"op": "add", "path": "/a", "value": 1}])).unwrap();
+        let object = json!({"a": 1});
+        let patch = patch(&[(Op::Add, "/a")]);
         let mut resp = AdmissionResponse::invalid("x");
         resp.allowed = true;
         resp.uid = "u-1".into();
-        let bytes = answer_bytes(resp, Some(encode_patch(&patch, 1024).unwrap())).unwrap();
+        let bytes = answer_bytes(resp, Some(encode_patch(&patch, &object, 1024).unwrap())).unwrap();
         let answer: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(answer["apiVersion"], "admission.k8s.io/v1");
         assert_eq!(answer["kind"], "AdmissionReview");
@@ -337,7 +356,10 @@ mod tests {
         let raw = STANDARD
             .decode_to_vec(r["patch"].as_str().unwrap())
             .unwrap();
-        assert_eq!(raw, serde_json::to_vec(&patch).unwrap());
+        assert_eq!(
+            raw,
+            serde_json::to_vec(&patch.to_json_patch(&object)).unwrap()
+        );
         let plain: Value =
             serde_json::from_slice(&answer_bytes(AdmissionResponse::invalid("no"), None).unwrap())
                 .unwrap();
@@ -351,18 +373,19 @@ mod tests {
 
     #[test]
     fn patch_over_the_ceiling_is_refused() {
-        let patch: json_patch::Patch =
-            serde_json::from_value(json!([{"op": "add", "path": "/a", "value": "x".repeat(100)}]))
-                .unwrap();
+        let object = json!({"a": "x".repeat(100)});
+        let patch = patch(&[(Op::Add, "/a")]);
         assert_eq!(
-            encode_patch(&patch, 50),
+            encode_patch(&patch, &object, 50),
             Err(EncodeError::PatchTooLarge { limit: 50 })
         );
         // The closing bracket counts too: a patch one byte over its ceiling is refused.
-        let exact = serde_json::to_vec(&patch).unwrap().len();
-        assert!(encode_patch(&patch, exact).is_ok());
+        let exact = serde_json::to_vec(&patch.to_json_patch(&object))
+            .unwrap()
+            .len();
+        assert!(encode_patch(&patch, &object, exact).is_ok());
         assert_eq!(
-            encode_patch(&patch, exact - 1),
+            encode_patch(&patch, &object, exact - 1),
             Err(EncodeError::PatchTooLarge { limit: exact - 1 })
         );
     }

@@ -8,7 +8,7 @@ use crate::facts::policy::Mode;
 use crate::facts::requester::Requester;
 use crate::judge::finding::Finding;
 use crate::judge::plan::Change;
-use crate::read::json::str_at;
+use crate::read::json::{at_pointer, str_at};
 use crate::read::workload::Kind;
 
 /// The engine's answer for one object.
@@ -24,9 +24,86 @@ pub struct Verdict {
     /// Informational lines shown as warnings (e.g. a kind we pass through).
     pub notes: Vec<String>,
     pub changes: Vec<Change>,
-    pub patch: json_patch::Patch,
+    /// Where the JSON Patch writes; [`Verdict::json_patch`] gives it with its values.
+    #[serde(skip)]
+    pub patch: Patch,
     /// The object after the patch.
     pub object: Value,
+}
+
+/// Add or replace: the only operations the engine writes (replace only for its own
+/// annotation and a reshape's rewritten fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Add,
+    Replace,
+}
+
+impl Op {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Add => "add",
+            Op::Replace => "replace",
+        }
+    }
+}
+
+/// A review's JSON Patch as the places it writes, in the order written. The value of
+/// each operation is not kept here: it is the laid-out object's at that place
+/// ([`Verdict::object`]), which already holds whatever later edits added inside it, so
+/// no value is copied until the patch is written, and then once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Patch(pub(crate) Vec<(Op, String)>);
+
+impl Patch {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Each operation with its value, read from `object` (the object as laid out).
+    /// `Err` names an operation whose place `object` does not hold, which the engine
+    /// never records (its edits only add, and a replaced place takes the operations
+    /// inside it along).
+    pub fn operations<'a>(
+        &'a self,
+        object: &'a Value,
+    ) -> impl Iterator<Item = Result<(Op, &'a str, &'a Value), &'a str>> {
+        self.0.iter().map(move |(op, path)| {
+            at_pointer(object, path)
+                .map(|value| (*op, path.as_str(), value))
+                .ok_or(path.as_str())
+        })
+    }
+
+    /// The patch as `json_patch` operations, values copied from `object`.
+    pub fn to_json_patch(&self, object: &Value) -> json_patch::Patch {
+        json_patch::Patch(
+            self.operations(object)
+                .filter_map(Result::ok)
+                .filter_map(|(op, path, value)| {
+                    // Every path here was built from escaped tokens, so parsing succeeds.
+                    let path = json_patch::jsonptr::PointerBuf::parse(path).ok()?;
+                    let value = value.clone();
+                    Some(match op {
+                        Op::Add => json_patch::PatchOperation::Add(json_patch::AddOperation {
+                            path,
+                            value,
+                        }),
+                        Op::Replace => {
+                            json_patch::PatchOperation::Replace(json_patch::ReplaceOperation {
+                                path,
+                                value,
+                            })
+                        }
+                    })
+                })
+                .collect(),
+        )
+    }
 }
 
 impl Verdict {
@@ -42,7 +119,7 @@ impl Verdict {
             findings: Vec::new(),
             notes: Vec::new(),
             changes: Vec::new(),
-            patch: json_patch::Patch(Vec::new()),
+            patch: Patch::default(),
             object: Value::Null,
         }
     }
@@ -67,6 +144,11 @@ impl Verdict {
             }
         }
         self.findings = folded;
+    }
+
+    /// The JSON Patch from the object as sent to [`Verdict::object`].
+    pub fn json_patch(&self) -> json_patch::Patch {
+        self.patch.to_json_patch(&self.object)
     }
 
     /// What the client sees as warnings: `warn` findings and notes.

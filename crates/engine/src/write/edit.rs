@@ -3,22 +3,27 @@
 //! straight into it: no clone of the object and no tree diff in the hot path. Edits
 //! only add (missing keys, appended list entries), so user values are never replaced.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 
-use crate::read::json::{child_pointer, unescape};
+use crate::judge::verdict::{Op, Patch};
+use crate::read::json::child_pointer;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Add,
-    /// Only for trainplace's own annotation.
-    Replace,
-}
-
-/// The recorded operations, in application order.
+/// The recorded operations, in application order: their places only, as the values
+/// are the object's ([`Patch`]).
 #[derive(Debug, Default)]
-pub struct Ops(Vec<(Op, String, Value)>);
+pub struct Ops(Vec<(Op, String)>);
+
+/// An object of `members`, moved in. (`json!` serializes each value it is given, so a
+/// value built beforehand and put in through it is copied: a long list, or a pod
+/// affinity term in every review.)
+pub fn owned_object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
 
 /// A place in the object being edited, with its JSON Pointer.
 pub struct Cursor<'v> {
@@ -62,7 +67,7 @@ impl<'v> Cursor<'v> {
                 return None;
             }
             None => {
-                ops.0.push((Op::Add, ptr.clone(), empty()));
+                ops.0.push((Op::Add, ptr.clone()));
                 map.entry(key.to_string()).or_insert_with(empty)
             }
         };
@@ -90,7 +95,7 @@ impl<'v> Cursor<'v> {
     pub fn push(&mut self, v: Value, ops: &mut Ops) {
         if let Value::Array(a) = self.value {
             let ptr = child_pointer(&self.ptr, itoa::Buffer::new().format(a.len()));
-            ops.0.push((Op::Add, ptr, v.clone()));
+            ops.0.push((Op::Add, ptr));
             a.push(v);
         }
     }
@@ -99,8 +104,7 @@ impl<'v> Cursor<'v> {
     pub fn insert_missing(&mut self, key: &str, v: Value, ops: &mut Ops) -> bool {
         match self.value {
             Value::Object(m) if !m.contains_key(key) => {
-                ops.0
-                    .push((Op::Add, child_pointer(&self.ptr, key), v.clone()));
+                ops.0.push((Op::Add, child_pointer(&self.ptr, key)));
                 m.insert(key.to_string(), v);
                 true
             }
@@ -118,7 +122,7 @@ impl<'v> Cursor<'v> {
             } else {
                 Op::Add
             };
-            ops.0.push((op, ptr, v.clone()));
+            ops.0.push((op, ptr));
             m.insert(key.to_string(), v);
         }
     }
@@ -126,96 +130,87 @@ impl<'v> Cursor<'v> {
 
 impl Ops {
     /// Record a replacement the caller already made (reshape only).
-    pub fn replace(&mut self, ptr: &str, v: Value) {
-        self.0.push((Op::Replace, ptr.to_string(), v));
+    pub fn replace(&mut self, ptr: &str) {
+        self.0.push((Op::Replace, ptr.to_string()));
     }
 
-    /// Fold additions into containers added earlier in the same patch, so a new
-    /// `affinity` arrives as one operation, then build the JSON Patch.
+    /// The patch: each place once, and none inside another recorded place, whose value
+    /// (the object's, [`Patch`]) already holds it. So a new `affinity` arrives as one
+    /// operation, and an addition to a list a reshape replaced later is in the
+    /// replacement rather than applied to a list that is gone.
     ///
-    /// Each addition looks up its own ancestors among the objects and arrays recorded
-    /// so far and tries them latest first, as a scan back over every earlier operation
-    /// would, but at the cost of the pointer's depth per operation rather than the
-    /// number of operations before it (a pod of many containers records thousands).
-    pub fn into_patch(self) -> json_patch::Patch {
+    /// A dozen places are compared pairwise; more are sorted once (n log n: a pod of
+    /// many containers records thousands).
+    pub fn into_patch(self) -> Patch {
         crate::budget::draw_len("the layout patch", self.0.len());
-        let mut out: Vec<(Op, String, Value)> = Vec::with_capacity(self.0.len());
-        // Pointer of each recorded object or array -> its entries in `out`.
-        let mut containers: foldhash::HashMap<String, Vec<usize>> = Default::default();
-        let mut candidates: Vec<(usize, usize)> = Vec::new();
-        'next: for (op, path, mut value) in self.0 {
-            if op == Op::Add && !containers.is_empty() {
-                candidates.clear();
-                for (cut, _) in path.rmatch_indices('/') {
-                    if let Some(found) = containers.get(&path[..cut]) {
-                        candidates.extend(found.iter().map(|&i| (i, cut)));
-                    }
-                }
-                candidates.sort_unstable_by_key(|&(i, _)| std::cmp::Reverse(i));
-                for &(i, cut) in &candidates {
-                    match insert_under(&mut out[i].2, &path[cut..], value) {
-                        Ok(()) => continue 'next,
-                        Err(back) => value = back,
-                    }
-                }
-            }
-            if value.is_object() || value.is_array() {
-                containers.entry(path.clone()).or_default().push(out.len());
-            }
-            out.push((op, path, value));
-        }
-        let ops = out
-            .into_iter()
-            .filter_map(|(op, path, value)| {
-                // Every pointer here was built from escaped tokens, so parsing succeeds.
-                let path = json_patch::jsonptr::PointerBuf::parse(path).ok()?;
-                Some(match op {
-                    Op::Add => {
-                        json_patch::PatchOperation::Add(json_patch::AddOperation { path, value })
-                    }
-                    Op::Replace => {
-                        json_patch::PatchOperation::Replace(json_patch::ReplaceOperation {
-                            path,
-                            value,
-                        })
-                    }
-                })
-            })
-            .collect();
-        json_patch::Patch(ops)
+        let places: Vec<&str> = self.0.iter().map(|(_, p)| p.as_str()).collect();
+        let keep = if places.len() <= PAIRWISE_UP_TO {
+            pairwise(&places)
+        } else {
+            sorted(&places)
+        };
+        Patch(
+            self.0
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(op, keep)| keep.then_some(op))
+                .collect(),
+        )
     }
 }
 
-/// Put `value` at relative pointer `rest` inside `container` (which we created), or
-/// hand it back when that place is missing or taken.
-fn insert_under(container: &mut Value, rest: &str, value: Value) -> Result<(), Value> {
-    let tokens: Vec<Cow<'_, str>> = rest[1..].split('/').map(unescape).collect();
-    let Some((last, parents)) = tokens.split_last() else {
-        return Err(value);
+/// Up to this many operations (an ordinary pod records about a dozen), each place is
+/// compared with every other: cheaper than sorting them, and at most 1,024 comparisons.
+const PAIRWISE_UP_TO: usize = 32;
+
+/// `inside(a, b)`: `a` is `b` or a place inside it.
+fn inside(a: &str, b: &str) -> bool {
+    a.strip_prefix(b)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// Which places to keep: each the first of its place, and inside no other.
+fn pairwise(places: &[&str]) -> Vec<bool> {
+    places
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            !places
+                .iter()
+                .enumerate()
+                .any(|(j, q)| j != i && inside(p, q) && (p.len() != q.len() || j < i))
+        })
+        .collect()
+}
+
+/// The same as [`pairwise`], in n log n. Sorted token by token, a place comes right
+/// before everything inside it, so each place is inside the last one kept or inside
+/// none. Ties keep the order recorded: the first of a place is kept.
+fn sorted(places: &[&str]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..places.len()).collect();
+    order.sort_unstable_by(|&a, &b| token_order(places[a], places[b]).then(a.cmp(&b)));
+    let mut keep = vec![false; places.len()];
+    let mut last_kept: Option<&str> = None;
+    for i in order {
+        if !last_kept.is_some_and(|k| inside(places[i], k)) {
+            keep[i] = true;
+            last_kept = Some(places[i]);
+        }
+    }
+    keep
+}
+
+/// Pointers in the order of their tokens, compared as text: where they first differ, an
+/// end sorts first, then a `/`, then any other byte (as `split('/')` would compare them,
+/// without splitting).
+fn token_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let rank = |c: Option<&u8>| match c {
+        None => 0,
+        Some(b'/') => 1,
+        Some(&c) => u16::from(c) + 2,
     };
-    let mut cur = container;
-    for t in parents {
-        let next = match cur {
-            Value::Object(m) => m.get_mut(t.as_ref()),
-            Value::Array(a) => t.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
-            _ => None,
-        };
-        match next {
-            Some(v) => cur = v,
-            None => return Err(value),
-        }
-    }
-    match cur {
-        Value::Object(m) if !m.contains_key(last.as_ref()) => {
-            m.insert(last.to_string(), value);
-            Ok(())
-        }
-        Value::Array(a) if last.parse::<usize>().ok() == Some(a.len()) => {
-            a.push(value);
-            Ok(())
-        }
-        _ => Err(value),
-    }
+    rank(a.as_bytes().get(same)).cmp(&rank(b.as_bytes().get(same)))
 }
 
 #[cfg(test)]
@@ -223,28 +218,34 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn add(ops: &mut Ops, path: &str, value: Value) {
-        ops.0.push((Op::Add, path.to_string(), value));
+    fn record(ops: &mut Ops, op: Op, path: &str) {
+        ops.0.push((op, path.to_string()));
     }
 
     #[test]
-    fn additions_fold_into_containers_added_earlier() {
+    fn places_inside_recorded_places_go_with_them() {
         let mut ops = Ops::default();
-        add(&mut ops, "/spec/affinity", json!({}));
-        add(&mut ops, "/spec/tolerations", json!([]));
-        add(&mut ops, "/spec/affinity/podAffinity", json!({}));
-        add(&mut ops, "/spec/affinity/podAffinity/required", json!([]));
-        add(&mut ops, "/spec/tolerations/0", json!({"key": "a"}));
-        add(
-            &mut ops,
+        for path in [
+            "/spec/affinity",
+            "/spec/tolerations",
+            "/spec/affinity/podAffinity",
+            "/spec/affinity/podAffinity/required",
+            "/spec/tolerations/0",
             "/spec/affinity/podAffinity/required/0",
-            json!({"x": 1}),
-        );
-        // Not under anything added here: stays its own operation.
-        add(&mut ops, "/spec/containers/0/env/3", json!({"name": "N"}));
-        // Under a container, but not at its end: cannot fold, stays.
-        add(&mut ops, "/spec/tolerations/5", json!({"key": "b"}));
-        let patch = serde_json::to_value(ops.into_patch()).unwrap();
+            // Not under anything recorded here: its own operation.
+            "/spec/containers/0/env/3",
+            // A sibling whose name starts like a recorded place's is not inside it.
+            "/spec/tolerationsExtra",
+        ] {
+            record(&mut ops, Op::Add, path);
+        }
+        let laid_out = json!({"spec": {
+            "affinity": {"podAffinity": {"required": [{"x": 1}]}},
+            "tolerations": [{"key": "a"}],
+            "containers": [{"env": [{}, {}, {}, {"name": "N"}]}],
+            "tolerationsExtra": 1,
+        }});
+        let patch = serde_json::to_value(ops.into_patch().to_json_patch(&laid_out)).unwrap();
         assert_eq!(
             patch,
             json!([
@@ -252,22 +253,54 @@ mod tests {
                     "value": {"podAffinity": {"required": [{"x": 1}]}}},
                 {"op": "add", "path": "/spec/tolerations", "value": [{"key": "a"}]},
                 {"op": "add", "path": "/spec/containers/0/env/3", "value": {"name": "N"}},
-                {"op": "add", "path": "/spec/tolerations/5", "value": {"key": "b"}},
+                {"op": "add", "path": "/spec/tolerationsExtra", "value": 1},
             ])
         );
     }
 
     #[test]
-    fn the_latest_container_takes_the_addition_even_when_a_nearer_one_is_older() {
+    fn a_later_replacement_takes_the_additions_inside_it() {
         let mut ops = Ops::default();
-        add(&mut ops, "/a/b", json!({}));
-        ops.replace("/a", json!({"b": {}}));
-        add(&mut ops, "/a/b/c", json!(1));
-        let patch = ops.into_patch();
-        // Folding into the older `/a/b` would be undone by the replace that follows it.
+        record(&mut ops, Op::Add, "/a/b");
+        record(&mut ops, Op::Replace, "/a");
+        record(&mut ops, Op::Add, "/a/b/c");
+        record(&mut ops, Op::Replace, "/a");
+        let laid_out = json!({"a": {"b": {"c": 1}}});
+        let patch = ops.into_patch().to_json_patch(&laid_out);
+        assert_eq!(patch.0.len(), 1, "{patch:?}");
         let mut doc = json!({"a": {}});
         json_patch::patch(&mut doc, &patch).unwrap();
-        assert_eq!(doc, json!({"a": {"b": {"c": 1}}}));
-        assert_eq!(patch.0.len(), 2, "{patch:?}");
+        assert_eq!(doc, laid_out);
+    }
+
+    #[test]
+    fn sorting_keeps_the_places_the_pairwise_comparison_keeps() {
+        // Siblings that sort between a place and what is inside it byte by byte
+        // (`-`, `.` and `!` are below `/`), repeats, and replacements.
+        let paths = [
+            "/spec/a",
+            "/spec/a-x",
+            "/spec/a/b",
+            "/spec/a.y/c",
+            "/spec/a/b/0",
+            "/spec/a!",
+            "/spec/a",
+            "/spec",
+            "/meta/x~1y",
+            "/meta/x~1y/z",
+            "/meta/x",
+            "/spec/a-x/1",
+        ];
+        // Every window of the list, so the places come in many orders.
+        for start in 0..paths.len() {
+            for end in start + 1..=paths.len() {
+                let mut window: Vec<&str> = paths[start..end].to_vec();
+                assert_eq!(sorted(&window), pairwise(&window), "{window:?}");
+                window.reverse();
+                assert_eq!(sorted(&window), pairwise(&window), "{window:?}");
+            }
+        }
+        let keep = pairwise(&["/spec/a", "/spec/a-x", "/spec/a/b", "/spec/a"]);
+        assert_eq!(keep, [true, true, false, false]);
     }
 }

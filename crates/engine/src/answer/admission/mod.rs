@@ -420,8 +420,12 @@ fn decide(
     let (resp, patch) = match endpoint {
         // A Scale is judged on the workload it scales; that workload's patch would not
         // apply to the Scale object.
-        Endpoint::Mutate if verdict.patch.0.is_empty() || is_scale => (base, None),
-        Endpoint::Mutate => match encode_patch(&verdict.patch, judges.limits.max_patch_bytes) {
+        Endpoint::Mutate if verdict.patch.is_empty() || is_scale => (base, None),
+        Endpoint::Mutate => match encode_patch(
+            &verdict.patch,
+            &verdict.object,
+            judges.limits.max_patch_bytes,
+        ) {
             Ok(encoded) => (base, Some(encoded)),
             Err(e) => {
                 let message = format!("trainplace cannot patch {}: {e}", object_name(req));

@@ -203,7 +203,7 @@ fn command_tokens(
                 && let Some(slot) = c.get_mut(key).and_then(|a| a.get_mut(ti))
             {
                 *slot = json!(r);
-                ops.replace(&format!("{base}/{key}/{ti}"), json!(r));
+                ops.replace(&format!("{base}/{key}/{ti}"));
                 lines.push(format!("{}.{key}[{ti}] = {r}", at.field));
             }
         }

@@ -22,7 +22,7 @@ use crate::read::annotations::MUTATED;
 use crate::read::json::{items, str_at};
 use crate::read::podspec::PodView;
 use crate::read::workload::SiteHints;
-use crate::write::edit::{Cursor, Ops};
+use crate::write::edit::{Cursor, Ops, owned_object};
 
 pub const MANAGER: &str = "trainplace.io/webhook";
 /// The replicated job and container names of Trainer's torch runtimes.
@@ -216,7 +216,7 @@ fn runtime_patch(
     after: &Value,
     changes: &[crate::judge::plan::Change],
 ) -> Value {
-    let base_pod = patches::owned_object([(
+    let base_pod = owned_object([(
         "spec",
         Value::Object(layout_spec(patched_layout(object, false, runtime), &[])),
     )]);

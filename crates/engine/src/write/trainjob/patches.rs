@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::{MANAGER, NODE, PATCH_CONTAINER, PATCH_SPEC};
 use crate::read::json::{items, str_at};
+use crate::write::edit::owned_object;
 
 pub(super) fn our_patch_index(object: &Value) -> Option<usize> {
     items(object, &["spec", "runtimePatches"])
@@ -139,17 +140,6 @@ pub(super) fn layout_spec(mut layout: Value, extra: &[(&str, &Value)]) -> Map<St
         Value::Array(vec![Value::Object(container)]),
     );
     out
-}
-
-/// An object of `members`, moved in. (`json!` serializes each value it is given, so a
-/// long list put in through it is copied.)
-pub(super) fn owned_object<const N: usize>(members: [(&str, Value); N]) -> Value {
-    Value::Object(
-        members
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-    )
 }
 
 /// The trainer nodes' pod spec, and the labels the runtime and patches give them.

@@ -12,7 +12,7 @@ use crate::read::annotations::{
     KUEUE_PREFERRED_TOPOLOGY, KUEUE_REQUIRED_TOPOLOGY, NETWORK_LAYERS, chose_kueue_topology,
 };
 use crate::read::json::items;
-use crate::write::edit::Cursor;
+use crate::write::edit::{Cursor, owned_object};
 use crate::write::layout::{Edit, Plan};
 
 use crate::read::annotations::NETWORK_LAYER_WEIGHTS as WEIGHTS;
@@ -190,10 +190,10 @@ impl Plan<'_> {
         let layers: Vec<u8> = (below..=4).rev().collect();
         for &layer in &layers {
             terms.push(
-                json!({
-                    "weight": WEIGHTS[usize::from(layer) - 1],
-                    "podAffinityTerm": self.job_term(key, value, label(layer)),
-                }),
+                owned_object([
+                    ("weight", WEIGHTS[usize::from(layer) - 1].into()),
+                    ("podAffinityTerm", self.job_term(key, value, label(layer))),
+                ]),
                 ed.ops,
             );
         }
