@@ -8,6 +8,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::judge::verdict::Patch;
+use crate::read::json::Lookup as _;
 use crate::read::workload::{Kind, locate};
 
 /// Size limits for one review. The defaults are far above any real training object
@@ -67,7 +68,7 @@ pub fn count_containers(object: &Value) -> usize {
         Ok((Kind::TrainJob, _)) => containers_anywhere(object),
         Ok((_, sites)) => sites
             .iter()
-            .filter_map(|site| object.pointer(&site.pointer))
+            .filter_map(|site| object.lookup(&site.pointer))
             .map(|template| containers_in_spec(&template["spec"]))
             .fold(0, usize::saturating_add),
         Err(_) => 0,

@@ -13,6 +13,7 @@ use crate::error::ObjectError;
 use crate::facts::policy::Policy;
 use crate::facts::requester::Requester;
 use crate::judge::verdict::Verdict;
+use crate::read::json::Lookup as _;
 use crate::read::workload::Kind;
 
 /// The groups of the controllers that create these kinds' children (service accounts in
@@ -27,18 +28,18 @@ const CONTROLLER_GROUPS: [&str; 2] = [
 pub(crate) fn made_by_controller(object: &Value) -> Option<(Value, &'static str)> {
     let api = object.get("apiVersion")?.as_str()?;
     let kind = object.get("kind")?.as_str()?;
-    let namespace = object.pointer("/metadata/namespace").cloned();
+    let namespace = object.lookup("/metadata/namespace").cloned();
     let name = object
-        .pointer("/metadata/name")
+        .lookup("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("unnamed");
     let meta = |t: &Value| {
         json!({"name": format!("{name}-0"), "namespace": namespace,
-            "labels": t.pointer("/metadata/labels"), "annotations": t.pointer("/metadata/annotations")})
+            "labels": t.lookup("/metadata/labels"), "annotations": t.lookup("/metadata/annotations")})
     };
     match (api, kind) {
         ("apps/v1", "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet") => {
-            let t = object.pointer("/spec/template")?;
+            let t = object.lookup("/spec/template")?;
             let spec = t.get("spec")?;
             Some((
                 json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta(t), "spec": spec}),
@@ -46,7 +47,7 @@ pub(crate) fn made_by_controller(object: &Value) -> Option<(Value, &'static str)
             ))
         }
         ("batch/v1", "CronJob") => {
-            let t = object.pointer("/spec/jobTemplate")?;
+            let t = object.lookup("/spec/jobTemplate")?;
             let spec = t.get("spec")?;
             Some((
                 json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta(t), "spec": spec}),

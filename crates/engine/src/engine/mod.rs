@@ -18,6 +18,7 @@ use crate::judge::judgement::Ctx;
 use crate::judge::rules::{OptInState, opt_in_state};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::SKIP;
+use crate::read::json::Lookup as _;
 use crate::read::json::annotation;
 use crate::read::workload::{Kind, Site, locate};
 use crate::write::edit::Ops;
@@ -290,7 +291,7 @@ fn skip_on_templates(object: &Value, kind: Kind, sites: &[Site]) -> Vec<String> 
         .filter(|site| !site.pointer.is_empty())
         .filter(|site| {
             object
-                .pointer(&site.pointer)
+                .lookup(&site.pointer)
                 .is_some_and(|t| annotation(t, SKIP) == Some("true"))
         })
         .map(|site| {

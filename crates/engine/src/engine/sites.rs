@@ -9,6 +9,7 @@ use crate::judge::finding::{Finding, Rule};
 use crate::judge::judgement::{Ctx, Judgement, judge};
 use crate::judge::rules::OptInState;
 use crate::judge::verdict::Verdict;
+use crate::read::json::Lookup as _;
 use crate::read::json::annotation;
 use crate::read::podspec::PodView;
 use crate::read::workload::{Kind, Site};
@@ -96,7 +97,7 @@ pub(super) fn judge_sites<'s, 'a>(
     let mut views = Vec::with_capacity(sites.len());
     for site in sites {
         let template = object
-            .pointer(&site.pointer)
+            .lookup(&site.pointer)
             .ok_or_else(|| ObjectError::bad(&site.field, "missing"))?;
         let view = PodView::read(template, &site.field, &ctx.eff.policy.catalog)?;
         views.push((

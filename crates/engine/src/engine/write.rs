@@ -12,6 +12,7 @@ use crate::read::annotations::{
     KUEUE_QUEUE, KUEUE_REQUIRED_TOPOLOGY, LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE,
     chose_kueue_topology,
 };
+use crate::read::json::Lookup as _;
 use crate::read::json::annotation;
 use crate::read::podspec::PodView;
 use crate::read::workload::Site;
@@ -119,7 +120,7 @@ fn mark_admitted(
         return Ok(());
     };
     let missing = || ObjectError::bad(&site.field, "missing");
-    let template = object.pointer(&site.pointer).ok_or_else(missing)?;
+    let template = object.lookup(&site.pointer).ok_or_else(missing)?;
     let view = PodView::read(template, &site.field, &ctx.eff.policy.catalog)?;
     let claim = Claim {
         namespace,

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde_json::Value;
 
 use crate::read::annotations::JOB_IDENTITY_LABELS;
+use crate::read::json::Lookup as _;
 use crate::read::json::str_at;
 use crate::read::quantity::parse_count;
 
@@ -41,7 +42,7 @@ pub trait NamespaceFacts {
 }
 
 fn json_label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object.pointer("/metadata/labels")?.get(key)?.as_str()
+    object.lookup("/metadata/labels")?.get(key)?.as_str()
 }
 
 impl NodeFacts for Value {
@@ -52,7 +53,7 @@ impl NodeFacts for Value {
         json_label(self, key)
     }
     fn allocatable(&self, resource: &str) -> u32 {
-        self.pointer("/status/allocatable")
+        self.lookup("/status/allocatable")
             .and_then(|a| a.get(resource))
             .and_then(|v| parse_count(v).ok())
             .unwrap_or(0)
@@ -81,7 +82,7 @@ impl NamespaceFacts for Value {
         str_at(self, &["metadata", "name"])
     }
     fn labels(&self) -> BTreeMap<String, String> {
-        self.pointer("/metadata/labels")
+        self.lookup("/metadata/labels")
             .and_then(Value::as_object)
             .map(|m| {
                 m.iter()

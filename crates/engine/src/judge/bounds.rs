@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::judge::finding::{Finding, Rule};
 use crate::read::annotations::RES_EFA;
+use crate::read::json::Lookup as _;
 use crate::read::json::items;
 use crate::read::templates::{Template, every_template};
 use crate::read::workload::{Kind, Site};
@@ -111,7 +112,7 @@ pub const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
 
 /// Level 0: annotations past what the API server stores.
 fn annotations(object: &Value) -> Option<Finding> {
-    let map = object.pointer("/metadata/annotations")?.as_object()?;
+    let map = object.lookup("/metadata/annotations")?.as_object()?;
     let mut bytes = 0usize;
     for (k, v) in map {
         bytes += k.len() + v.as_str().map_or(0, str::len);
@@ -217,7 +218,7 @@ fn asks_for_devices(spec: &Value, catalog: &Catalog) -> bool {
     containers(spec).any(|c| {
         ["/resources/limits", "/resources/requests"]
             .iter()
-            .filter_map(|p| c.pointer(p).and_then(Value::as_object))
+            .filter_map(|p| c.lookup(p).and_then(Value::as_object))
             .any(|m| m.iter().any(|(k, q)| device(k) && nonzero(q)))
     })
 }
@@ -308,7 +309,7 @@ fn patch_specs(object: &Value, catalog: &Catalog, strict: bool) -> Option<Findin
     }
     // The trainer's own env, before the node pod copies it (precise mode reads it when
     // the trainer asks for devices, as the policies read `spec.trainer.env`).
-    if !strict && let Some(trainer) = object.pointer("/spec/trainer") {
+    if !strict && let Some(trainer) = object.lookup("/spec/trainer") {
         let resources = trainer
             .get("resourcesPerNode")
             .cloned()
@@ -325,10 +326,10 @@ fn patch_specs(object: &Value, catalog: &Catalog, strict: bool) -> Option<Findin
     let field = format!("spec.runtimePatches[].{PATCH_JOBS}[].template.spec.template.spec");
     for p in items(object, &["spec", "runtimePatches"]) {
         let jobs = p
-            .pointer("/trainingRuntimeSpec/template/spec/replicatedJobs")
+            .lookup("/trainingRuntimeSpec/template/spec/replicatedJobs")
             .and_then(Value::as_array);
         for job in jobs.into_iter().flatten() {
-            let Some(spec) = job.pointer("/template/spec/template/spec") else {
+            let Some(spec) = job.lookup("/template/spec/template/spec") else {
                 continue;
             };
             let f = template_shape(spec, &field).or_else(|| {

@@ -17,6 +17,7 @@ use crate::facts::reservations::Reservation;
 use crate::judge::classify::{Allowed, affinity_values, required_node_terms};
 use crate::judge::finding::{Finding, Rule};
 use crate::read::annotations::{EXPECTED_DURATION, LABEL_RESERVATION_ID, LABEL_ZONE};
+use crate::read::json::Lookup as _;
 use crate::read::json::{items, str_at};
 use crate::read::podspec::PodView;
 
@@ -193,8 +194,8 @@ fn expected(input: &BlockInput<'_>) -> Result<Option<(SignedDuration, String)>, 
         let seconds = input
             .view
             .pod
-            .pointer(pointer)
-            .or_else(|| input.object.pointer(pointer))
+            .lookup(pointer)
+            .or_else(|| input.object.lookup(pointer))
             .and_then(Value::as_i64);
         if let Some(s) = seconds {
             return Ok(Some((SignedDuration::from_secs(s), format!("{what}: {s}"))));
@@ -203,7 +204,7 @@ fn expected(input: &BlockInput<'_>) -> Result<Option<(SignedDuration, String)>, 
     // A JobSet's deadlines sit on its child Jobs: the longest one bounds the run.
     let jobset = items(input.object, &["spec", "replicatedJobs"])
         .iter()
-        .filter_map(|r| r.pointer("/template/spec/activeDeadlineSeconds")?.as_i64())
+        .filter_map(|r| r.lookup("/template/spec/activeDeadlineSeconds")?.as_i64())
         .max();
     if let Some(s) = jobset {
         return Ok(Some((

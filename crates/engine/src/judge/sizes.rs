@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::read::json::Lookup as _;
 use crate::read::podspec::PodView;
 use crate::read::workload::{Kind, locate};
 use trainplace_catalog::Catalog;
@@ -43,7 +44,7 @@ impl Sizes {
         };
         for site in &sites {
             let Some(view) = object
-                .pointer(&site.pointer)
+                .lookup(&site.pointer)
                 .and_then(|t| PodView::read(t, &site.field, catalog).ok())
             else {
                 return Sizes::default();
@@ -53,7 +54,7 @@ impl Sizes {
                     .iter()
                     .map(|c| serde_json::json!([c.name, c.accelerators, c.efa]))
                     .collect::<Vec<_>>(),
-                view.pod.pointer("/spec/resourceClaims"),
+                view.pod.lookup("/spec/resourceClaims"),
             ]);
             let asks = view.accelerators().is_some() || view.efa() > 0 || view.claims > 0;
             if asks {

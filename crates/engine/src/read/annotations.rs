@@ -1,6 +1,7 @@
 //! The public contract: annotation and label names trainplace reads and writes.
 
 pub const ALLOW_PARTIAL_NODE: &str = "trainplace.io/allow-partial-node";
+use crate::read::json::Lookup as _;
 pub const ALLOW_MULTI_AZ: &str = "trainplace.io/allow-multi-az";
 pub const SKIP: &str = "trainplace.io/skip";
 pub const INSTANCE_TYPE: &str = "trainplace.io/instance-type";
@@ -65,7 +66,7 @@ const KUEUE_TOPOLOGIES: [&str; 3] = [
 /// Whether a pod template already carries one of Kueue's three topology annotations:
 /// its author chose, and trainplace writes none.
 pub(crate) fn chose_kueue_topology(template: &serde_json::Value) -> bool {
-    let annotations = template.pointer("/metadata/annotations");
+    let annotations = template.lookup("/metadata/annotations");
     KUEUE_TOPOLOGIES
         .iter()
         .any(|k| annotations.and_then(|a| a.get(*k)).is_some())

@@ -44,6 +44,17 @@ pub fn child_pointer(parent: &str, token: &str) -> String {
     out
 }
 
+/// `value.lookup(pointer)`: [`at_pointer`] as a method, where `Value::pointer` was.
+pub trait Lookup {
+    fn lookup(&self, pointer: &str) -> Option<&Value>;
+}
+
+impl Lookup for Value {
+    fn lookup(&self, pointer: &str) -> Option<&Value> {
+        at_pointer(self, pointer)
+    }
+}
+
 /// The value at a JSON Pointer (RFC 6901), as `Value::pointer` finds it, but borrowing
 /// each token that has no escape where `Value::pointer` allocates two strings per token
 /// (measured: 4,900 instructions for a six-token pointer into the bench pod).
@@ -54,15 +65,32 @@ pub fn at_pointer<'v>(object: &'v Value, pointer: &str) -> Option<&'v Value> {
     let mut cur = object;
     for token in pointer.strip_prefix('/')?.split('/') {
         cur = match cur {
-            Value::Object(m) if token.contains('~') => {
-                m.get(&token.replace("~1", "/").replace("~0", "~"))?
-            }
+            Value::Object(m) if token.contains('~') => m.get(&unescaped(token))?,
             Value::Object(m) => m.get(token)?,
             Value::Array(a) => a.get(index(token)?)?,
             _ => return None,
         };
     }
     Some(cur)
+}
+
+/// A token with its escapes undone in one pass: `~1` is `/`, `~0` is `~` (so `~01` is
+/// `~1`), and any other `~` stays as it is, as `Value::pointer` reads them.
+fn unescaped(token: &str) -> String {
+    let mut out = String::with_capacity(token.len());
+    let mut rest = token;
+    while let Some(i) = rest.find('~') {
+        out.push_str(&rest[..i]);
+        let (with, skip) = match rest.as_bytes().get(i + 1) {
+            Some(b'1') => ('/', 2),
+            Some(b'0') => ('~', 2),
+            _ => ('~', 1),
+        };
+        out.push(with);
+        rest = &rest[i + skip..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// An array index token: digits, no leading zero (RFC 6901).

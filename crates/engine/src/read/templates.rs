@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::read::json::Lookup as _;
 use crate::read::json::str_at;
 use crate::read::workload::{Kind, Site};
 
@@ -49,7 +50,7 @@ pub(crate) fn templates<'o>(object: &'o Value, kind: Kind, sites: &[Site]) -> Ve
             return Vec::new();
         };
         return object
-            .pointer(pointer)
+            .lookup(pointer)
             .filter(|t| t.is_object())
             .map(|t| Template {
                 value: Cow::Borrowed(t),
@@ -62,7 +63,7 @@ pub(crate) fn templates<'o>(object: &'o Value, kind: Kind, sites: &[Site]) -> Ve
     sites
         .iter()
         .filter_map(|s| {
-            let t = object.pointer(&s.pointer)?;
+            let t = object.lookup(&s.pointer)?;
             Some(Template {
                 value: Cow::Borrowed(t),
                 field: s.field.clone(),

@@ -29,6 +29,9 @@ pub fn owned_object<const N: usize>(members: [(&str, Value); N]) -> Value {
 pub struct Cursor<'v> {
     pub value: &'v mut Value,
     pub ptr: String,
+    /// Inside a place this patch added: what is written here is in that place's
+    /// value ([`Patch`]), so it is not recorded again.
+    fresh: bool,
 }
 
 impl<'v> Cursor<'v> {
@@ -36,6 +39,16 @@ impl<'v> Cursor<'v> {
         Cursor {
             value,
             ptr: ptr.to_string(),
+            fresh: false,
+        }
+    }
+
+    /// The same place, borrowed for a while.
+    pub fn reborrow(&mut self) -> Cursor<'_> {
+        Cursor {
+            value: &mut *self.value,
+            ptr: self.ptr.clone(),
+            fresh: self.fresh,
         }
     }
 
@@ -47,31 +60,48 @@ impl<'v> Cursor<'v> {
             _ => return None,
         };
         let ptr = child_pointer(&self.ptr, key);
-        Some(Cursor { value, ptr })
+        Some(Cursor {
+            value,
+            ptr,
+            fresh: self.fresh,
+        })
     }
 
     /// An existing array entry; never creates.
     pub fn at(self, index: usize) -> Option<Cursor<'v>> {
         let value = self.value.as_array_mut()?.get_mut(index)?;
         let ptr = child_pointer(&self.ptr, itoa::Buffer::new().format(index));
-        Some(Cursor { value, ptr })
+        Some(Cursor {
+            value,
+            ptr,
+            fresh: self.fresh,
+        })
     }
 
     fn ensure(self, key: &str, empty: fn() -> Value, ops: &mut Ops) -> Option<Cursor<'v>> {
-        let map = self.value.as_object_mut()?;
         let ptr = child_pointer(&self.ptr, key);
-        let slot = match map.get(key) {
-            Some(v) if !v.is_null() => map.get_mut(key)?,
-            Some(_) => {
-                // An explicit null is the user's value; leave it rather than replace it.
-                return None;
-            }
+        let added = match self.value.as_object()?.get(key) {
+            Some(v) if !v.is_null() => false,
+            // An explicit null is the user's value; leave it rather than replace it.
+            Some(_) => return None,
             None => {
-                ops.0.push((Op::Add, ptr.clone()));
-                map.entry(key.to_string()).or_insert_with(empty)
+                if !self.fresh {
+                    ops.0.push((Op::Add, ptr.clone()));
+                }
+                true
             }
         };
-        Some(Cursor { value: slot, ptr })
+        let map = self.value.as_object_mut()?;
+        let slot = if added {
+            map.entry(key.to_string()).or_insert_with(empty)
+        } else {
+            map.get_mut(key)?
+        };
+        Some(Cursor {
+            value: slot,
+            ptr,
+            fresh: self.fresh || added,
+        })
     }
 
     /// The object at `key`, added empty when missing. `None` if it holds something else.
@@ -94,8 +124,10 @@ impl<'v> Cursor<'v> {
     /// Append to this array.
     pub fn push(&mut self, v: Value, ops: &mut Ops) {
         if let Value::Array(a) = self.value {
-            let ptr = child_pointer(&self.ptr, itoa::Buffer::new().format(a.len()));
-            ops.0.push((Op::Add, ptr));
+            if !self.fresh {
+                let ptr = child_pointer(&self.ptr, itoa::Buffer::new().format(a.len()));
+                ops.0.push((Op::Add, ptr));
+            }
             a.push(v);
         }
     }
@@ -104,7 +136,9 @@ impl<'v> Cursor<'v> {
     pub fn insert_missing(&mut self, key: &str, v: Value, ops: &mut Ops) -> bool {
         match self.value {
             Value::Object(m) if !m.contains_key(key) => {
-                ops.0.push((Op::Add, child_pointer(&self.ptr, key)));
+                if !self.fresh {
+                    ops.0.push((Op::Add, child_pointer(&self.ptr, key)));
+                }
                 m.insert(key.to_string(), v);
                 true
             }
@@ -116,13 +150,14 @@ impl<'v> Cursor<'v> {
     /// annotation).
     pub fn set(&mut self, key: &str, v: Value, ops: &mut Ops) {
         if let Value::Object(m) = self.value {
-            let ptr = child_pointer(&self.ptr, key);
-            let op = if m.contains_key(key) {
-                Op::Replace
-            } else {
-                Op::Add
-            };
-            ops.0.push((op, ptr));
+            if !self.fresh {
+                let op = if m.contains_key(key) {
+                    Op::Replace
+                } else {
+                    Op::Add
+                };
+                ops.0.push((op, child_pointer(&self.ptr, key)));
+            }
             m.insert(key.to_string(), v);
         }
     }
@@ -302,5 +337,42 @@ mod tests {
         }
         let keep = pairwise(&["/spec/a", "/spec/a-x", "/spec/a/b", "/spec/a"]);
         assert_eq!(keep, [true, true, false, false]);
+    }
+
+    #[test]
+    fn writes_inside_a_place_this_patch_added_are_not_recorded_again() {
+        let sent = json!({"spec": {"containers": [{"name": "a"}]}});
+        let mut doc = sent.clone();
+        let mut ops = Ops::default();
+        let mut root = Cursor::root(&mut doc, "");
+        let spec = root.reborrow().get("spec").unwrap();
+        let mut terms = spec
+            .objects(&["affinity", "podAffinity"], &mut ops)
+            .and_then(|c| c.array("required", &mut ops))
+            .unwrap();
+        terms.push(json!({"topologyKey": "zone"}), &mut ops);
+        terms.push(json!({"topologyKey": "host"}), &mut ops);
+        // Reached again from the root: `affinity` exists now, so this is recorded, and
+        // folded into `affinity` when the patch is made.
+        let mut anti = root
+            .reborrow()
+            .objects(&["spec", "affinity", "podAntiAffinity"], &mut ops)
+            .unwrap();
+        anti.insert_missing("x", json!(1), &mut ops);
+        let mut c = root.get("spec").and_then(|s| s.get("containers")).unwrap();
+        c.push(json!({"name": "b"}), &mut ops);
+        assert_eq!(
+            ops.0.iter().map(|(_, p)| p.as_str()).collect::<Vec<_>>(),
+            [
+                "/spec/affinity",
+                "/spec/affinity/podAntiAffinity",
+                "/spec/containers/1"
+            ]
+        );
+        let patch = ops.into_patch().to_json_patch(&doc);
+        assert_eq!(patch.0.len(), 2, "{patch:?}");
+        let mut applied = sent;
+        json_patch::patch(&mut applied, &patch).unwrap();
+        assert_eq!(applied, doc);
     }
 }

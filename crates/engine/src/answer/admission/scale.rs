@@ -5,6 +5,7 @@ use kube_core::admission::AdmissionRequest;
 use serde_json::Value;
 
 use crate::facts::inventory::{Snapshot, scale_replicas_path};
+use crate::read::json::Lookup as _;
 
 /// What a Scale review is judged as.
 pub(super) enum Scaled {
@@ -25,7 +26,7 @@ pub(super) fn scaled_object(
     namespace: &str,
     inventory: Option<&Snapshot>,
 ) -> Scaled {
-    let replicas = |v: &Value| v.pointer("/spec/replicas").and_then(Value::as_u64);
+    let replicas = |v: &Value| v.lookup("/spec/replicas").and_then(Value::as_u64);
     let Some(new) = replicas(scale) else {
         return Scaled::Pass("trainplace: a Scale without spec.replicas was not judged.".into());
     };

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::read::devices::{Accelerators, Channel, Count, Domain, PodDevices};
+use crate::read::json::Lookup as _;
 use crate::read::json::{items, str_at};
 use trainplace_catalog::{Catalog, Counts};
 
@@ -118,7 +119,7 @@ impl Claims {
             let key = (ns.clone(), name.to_string());
             match (group, str_at(o, &["kind"]).unwrap_or("")) {
                 ("resource.k8s.io", "ResourceClaimTemplate") => {
-                    let spec = o.pointer("/spec/spec").unwrap_or(&Value::Null);
+                    let spec = o.lookup("/spec/spec").unwrap_or(&Value::Null);
                     self.templates.insert(key, Arc::new(read_requests(spec)));
                 }
                 ("resource.k8s.io", "ResourceClaim") => {
@@ -132,7 +133,7 @@ impl Claims {
                         continue;
                     };
                     let num_nodes = o
-                        .pointer("/spec/numNodes")
+                        .lookup("/spec/numNodes")
                         .and_then(Value::as_u64)
                         .and_then(|n| u32::try_from(n).ok())
                         .unwrap_or(0);

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::facts::policy::Policy;
+use crate::read::json::Lookup as _;
 use crate::read::json::items;
 use crate::read::quantity::parse_count;
 
@@ -40,7 +41,7 @@ pub(crate) fn held(
             break;
         }
         for (i, c) in containers.iter().enumerate() {
-            let Some(limits) = c.pointer("/resources/limits").and_then(Value::as_object) else {
+            let Some(limits) = c.lookup("/resources/limits").and_then(Value::as_object) else {
                 continue;
             };
             if !crate::budget::draw_len("resources.limits", limits.len()) {

@@ -30,6 +30,7 @@ use crate::judge::finding::{Finding, Rule};
 use crate::judge::judgement::Ctx;
 use crate::judge::rules::{OptInState, opted_in, path_cost};
 use crate::read::annotations::{ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, LABEL_ZONE, RES_EFA};
+use crate::read::json::Lookup as _;
 use crate::read::json::{annotation, items};
 use crate::read::templates::{Template, every_template, templates};
 use crate::read::workload::{Kind, Site};
@@ -105,7 +106,7 @@ fn partial_reasons(spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> 
     }
     let efa = items(spec, &["containers"])
         .iter()
-        .filter_map(|c| c.pointer(&format!("/resources/limits/{}", RES_EFA.replace('/', "~1"))))
+        .filter_map(|c| c.lookup(&format!("/resources/limits/{}", RES_EFA.replace('/', "~1"))))
         .filter_map(|q| crate::read::quantity::parse_count(q).ok())
         .sum::<u32>();
     for (resource, &h) in &asks.held {
@@ -293,7 +294,7 @@ pub(crate) fn to_pin(
         let Some(pointer) = &t.pointer else { continue };
         let template = t.value.as_ref();
         let named = template
-            .pointer(&format!(
+            .lookup(&format!(
                 "/spec/nodeSelector/{}",
                 LABEL_ZONE.replace('/', "~1")
             ))

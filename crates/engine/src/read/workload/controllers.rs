@@ -11,6 +11,7 @@ use crate::read::annotations::{
     LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN,
     LABEL_REPLICATED_JOB, LABEL_VOLCANO_JOB, TRAINING,
 };
+use crate::read::json::Lookup as _;
 use crate::read::json::{items, str_at};
 
 /// Where a Ray kind keeps its RayCluster spec.
@@ -37,7 +38,7 @@ const UNBOUNDED: u32 = i32::MAX as u32;
 /// scheduler narrows the term to the pod's own cluster.
 pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
     let base = ray_cluster_spec(kind);
-    let Some(cluster) = obj.pointer(base) else {
+    let Some(cluster) = obj.lookup(base) else {
         // A RayJob that submits to an existing cluster (`clusterSelector`) has no pods.
         return Ok(Vec::new());
     };
@@ -197,8 +198,7 @@ pub(super) fn runtime(obj: &Value) -> Result<Vec<Site>, ObjectError> {
     for (i, job) in jobs.iter().enumerate() {
         let base = format!("/spec/template/spec/replicatedJobs/{i}");
         let name = job.get("name").and_then(Value::as_str).unwrap_or("");
-        let knobs = if name == TRAINER_NODE_JOB && obj.pointer("/spec/mlPolicy/numNodes").is_some()
-        {
+        let knobs = if name == TRAINER_NODE_JOB && obj.lookup("/spec/mlPolicy/numNodes").is_some() {
             vec![count_at(obj, "/spec/mlPolicy/numNodes", 1)?]
         } else {
             vec![

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::read::annotations::{INSTANCE_TYPE, JOB_IDENTITY_LABELS, KUEUE_QUEUE, LABEL_JOB};
+use crate::read::json::Lookup as _;
 use crate::read::json::str_at;
 
 /// What the surrounding workload knows about this template (empty for a bare Pod).
@@ -161,7 +162,7 @@ pub fn kind_of(obj: &Value) -> Result<Kind, ObjectError> {
 }
 
 pub(crate) fn count_at(obj: &Value, pointer: &str, default: u32) -> Result<Knob, ObjectError> {
-    let value = match obj.pointer(pointer) {
+    let value = match obj.lookup(pointer) {
         None | Some(Value::Null) => default,
         Some(v) => v
             .as_u64()
@@ -187,7 +188,7 @@ pub(crate) fn count_at(obj: &Value, pointer: &str, default: u32) -> Result<Knob,
 /// https://github.com/kubernetes/kubernetes/blob/v1.33.0/pkg/controller/job/job_controller.go
 pub(crate) fn active_pods(obj: &Value, spec: &str) -> Result<Knob, ObjectError> {
     let parallelism = count_at(obj, &format!("{spec}/parallelism"), 1)?;
-    let completions = match obj.pointer(&format!("{spec}/completions")) {
+    let completions = match obj.lookup(&format!("{spec}/completions")) {
         None | Some(Value::Null) => None,
         Some(_) => Some(count_at(obj, &format!("{spec}/completions"), 1)?.value),
     };
@@ -205,7 +206,7 @@ pub(crate) fn site(
 ) -> Site {
     let field = format!("{}.spec", pointer.trim_start_matches('/').replace('/', "."));
     // A label already on the template names the job best (a Job created by a JobSet).
-    let template_identity = obj.pointer(&pointer).and_then(|t| {
+    let template_identity = obj.lookup(&pointer).and_then(|t| {
         JOB_IDENTITY_LABELS.iter().find_map(|(k, _)| {
             str_at(t, &["metadata", "labels", k]).map(|v| (k.to_string(), v.to_string()))
         })

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::{Kind, Knob, Site, active_pods, count_at, site};
 use crate::error::ObjectError;
 use crate::read::annotations::LWS_GROUP_KEY;
+use crate::read::json::Lookup as _;
 use crate::read::json::{escape, items};
 
 /// The workload's own job label, `label: NAME`, when it has a name.
@@ -47,7 +48,7 @@ pub(super) fn kubeflow(
     };
     let mut out = Vec::new();
     if let Some(map) = obj
-        .pointer(&format!("/spec/{specs}"))
+        .lookup(&format!("/spec/{specs}"))
         .and_then(Value::as_object)
     {
         for role in map.keys() {
@@ -72,7 +73,7 @@ pub(super) fn leader_worker_set(obj: &Value, name: Option<&str>) -> Result<Vec<S
     // host affinity are keyed per group.
     let size = count_at(obj, "/spec/leaderWorkerTemplate/size", 1)?;
     let has_leader = obj
-        .pointer("/spec/leaderWorkerTemplate/leaderTemplate")
+        .lookup("/spec/leaderWorkerTemplate/leaderTemplate")
         .is_some();
     let ident = id("leaderworkerset.sigs.k8s.io/name");
     let mut out = Vec::new();

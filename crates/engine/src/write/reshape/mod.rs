@@ -18,6 +18,7 @@ use crate::judge::judgement::Ctx;
 use crate::judge::rules::{OptInState, count, count64, opt_in_state};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::RESHAPE;
+use crate::read::json::Lookup as _;
 use crate::read::json::escape;
 use crate::read::workload::{Kind, Site};
 use crate::write::edit::Ops;
@@ -47,7 +48,7 @@ pub(crate) fn apply(
     ops: &mut Ops,
 ) -> Result<bool, ObjectError> {
     let asked = object
-        .pointer(&format!("/metadata/annotations/{}", escape(RESHAPE)))
+        .lookup(&format!("/metadata/annotations/{}", escape(RESHAPE)))
         .and_then(Value::as_str)
         == Some("true");
     if !asked {

@@ -8,6 +8,7 @@ use crate::error::ObjectError;
 use crate::judge::classify::{Class, Target, classify};
 use crate::judge::judgement::Ctx;
 use crate::judge::verdict::Verdict;
+use crate::read::json::Lookup as _;
 use crate::read::podspec::PodView;
 use crate::read::workload::Site;
 use crate::read::workload::SiteHints;
@@ -30,7 +31,7 @@ pub(super) fn gpu_sites<'s, 'c>(
     let mut gpu_sites = Vec::new();
     let mut instance = None;
     for site in sites {
-        let Some(t) = object.pointer(&site.pointer) else {
+        let Some(t) = object.lookup(&site.pointer) else {
             continue;
         };
         let view = PodView::read(t, &site.field, &ctx.eff.policy.catalog)?;

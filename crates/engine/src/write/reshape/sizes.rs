@@ -6,6 +6,7 @@ use super::refusal::refuse;
 use super::sites::GpuSite;
 use crate::judge::rules::count;
 use crate::judge::verdict::Verdict;
+use crate::read::json::Lookup as _;
 use crate::read::workload::Kind;
 
 /// The size fields to set for `new_pods`, per kind.
@@ -21,7 +22,7 @@ pub(super) fn distribute(
     match kind {
         Kind::Job => {
             let mut out = vec![("/spec/parallelism".to_string(), json!(new_pods))];
-            if object.pointer("/spec/completions").is_some() {
+            if object.lookup("/spec/completions").is_some() {
                 out.push(("/spec/completions".to_string(), json!(new_pods)));
             }
             Some(out)

@@ -7,6 +7,7 @@ use super::refusal::refuse;
 use crate::error::ObjectError;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{RES_EFA, RES_NVIDIA_GPU};
+use crate::read::json::Lookup as _;
 use crate::read::json::items;
 use crate::read::workload::Site;
 use crate::write::edit::{Cursor, Ops};
@@ -17,7 +18,7 @@ const NNODES_FLAG: &str = "--nnodes";
 
 /// Check that command lines hold the torchrun sizes only as literal tokens.
 pub(super) fn commands_are_literal(object: &Value, site: &Site, verdict: &mut Verdict) -> bool {
-    let Some(t) = object.pointer(&site.pointer) else {
+    let Some(t) = object.lookup(&site.pointer) else {
         return true;
     };
     for (ci, c) in items(t, &["spec", "containers"]).iter().enumerate() {
@@ -78,7 +79,7 @@ pub(super) fn rewrite_template(
             continue;
         };
         let has_gpu = ["limits", "requests"].iter().any(|w| {
-            c.pointer(&format!("/resources/{w}/nvidia.com~1gpu"))
+            c.lookup(&format!("/resources/{w}/nvidia.com~1gpu"))
                 .is_some()
         });
         if !has_gpu {
@@ -148,7 +149,7 @@ fn env(
     let envs = items(c, &["env"]).len();
     for ei in 0..envs {
         let name = c
-            .pointer(&format!("/env/{ei}/name"))
+            .lookup(&format!("/env/{ei}/name"))
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
@@ -157,7 +158,7 @@ fn env(
             "PET_NPROC_PER_NODE" => shape.big,
             _ => continue,
         };
-        if c.pointer(&format!("/env/{ei}/value"))
+        if c.lookup(&format!("/env/{ei}/value"))
             .and_then(Value::as_str)
             .is_some_and(|v| v.parse::<u32>().is_ok())
             && let Some(e) = c.pointer_mut(&format!("/env/{ei}"))

@@ -12,6 +12,7 @@ use crate::judge::judgement::Ctx;
 use crate::judge::rules::count;
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{RES_EFA, RES_NVIDIA_GPU, RESHAPE};
+use crate::read::json::Lookup as _;
 use crate::read::podspec::PodView;
 use crate::read::workload::SiteHints;
 use crate::write::edit::{Cursor, Ops};
@@ -105,7 +106,7 @@ fn trainer_shape<'c>(
 /// `spec.trainer.numNodes`, 1 when unset. Read whole: `as u32` would turn numNodes
 /// 2^32 + 1 into 1.
 fn num_nodes(object: &Value) -> Result<u32, ObjectError> {
-    match object.pointer("/spec/trainer/numNodes") {
+    match object.lookup("/spec/trainer/numNodes") {
         None | Some(Value::Null) => Ok(1),
         Some(v) => match v.as_u64().map(u32::try_from) {
             Some(Ok(n)) => Ok(n),

@@ -19,6 +19,7 @@ use crate::error::ObjectError;
 use crate::judge::judgement::{Ctx, judge};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::MUTATED;
+use crate::read::json::Lookup as _;
 use crate::read::json::{items, str_at};
 use crate::read::podspec::PodView;
 use crate::read::workload::SiteHints;
@@ -57,7 +58,7 @@ fn runtime_note(object: &Value, ctx: &Ctx<'_, '_>, found: bool, verdict: &mut Ve
 }
 
 fn count_at(object: &Value, pointer: &str, field: &str) -> Result<Option<u32>, ObjectError> {
-    match object.pointer(pointer) {
+    match object.lookup(pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_u64()
@@ -128,7 +129,7 @@ pub(crate) fn evaluate(
             &mut scratch,
         )?);
     }
-    if after.pointer("/spec/hostIPC").is_some() && !was.host_ipc {
+    if after.lookup("/spec/hostIPC").is_some() && !was.host_ipc {
         changes.retain(|c| c.what != "hostIPC=true");
         let runtime =
             str_at(object, &["spec", "runtimeRef", "name"]).unwrap_or("the training runtime");
@@ -163,7 +164,7 @@ impl NodeBefore {
         let container = &pod["spec"]["containers"][0];
         let keys = |w: &str| {
             container
-                .pointer(&format!("/resources/{w}"))
+                .lookup(&format!("/resources/{w}"))
                 .and_then(Value::as_object)
                 .map(|m| m.keys().cloned().collect())
                 .unwrap_or_default()
@@ -171,7 +172,7 @@ impl NodeBefore {
         NodeBefore {
             resources: [("limits", keys("limits")), ("requests", keys("requests"))],
             env: items(container, &["env"]).len(),
-            host_ipc: pod.pointer("/spec/hostIPC").is_some(),
+            host_ipc: pod.lookup("/spec/hostIPC").is_some(),
         }
     }
 }
@@ -182,7 +183,7 @@ fn trainer_fields(object: &mut Value, was: &NodeBefore, c_after: &Value, ops: &m
     // Devices: new keys in resourcesPerNode.
     for (w, had) in &was.resources {
         let Some(new) = c_after
-            .pointer(&format!("/resources/{w}"))
+            .lookup(&format!("/resources/{w}"))
             .and_then(Value::as_object)
         else {
             continue;

@@ -16,15 +16,16 @@ pub(super) fn our_patch_index(object: &Value) -> Option<usize> {
 /// The `node` pod template a runtime patch carries, if any.
 pub(super) fn node_template(patch: &Value) -> Option<&Value> {
     patch
-        .pointer("/trainingRuntimeSpec/template/spec/replicatedJobs")?
+        .lookup("/trainingRuntimeSpec/template/spec/replicatedJobs")?
         .as_array()?
         .iter()
         .find(|j| j.get("name").and_then(Value::as_str) == Some(NODE))?
-        .pointer("/template/spec/template")
+        .lookup("/template/spec/template")
 }
 
 pub(super) use super::merge::delta;
 use super::merge::{merge_all, merge_field};
+use crate::read::json::Lookup as _;
 
 /// The runtime's `node` pod template as this TrainJob will get it: the TrainJob's
 /// command and args replace the runtime's; its `resourcesPerNode` is merged over the
@@ -40,7 +41,7 @@ fn runtime_base(object: &Value, runtime: Option<&Value>) -> Value {
         return json!({});
     }
     let mut base = template.clone();
-    let trainer = object.pointer("/spec/trainer");
+    let trainer = object.lookup("/spec/trainer");
     let overridden: Vec<&str> = ["command", "args"]
         .into_iter()
         .filter(|key| trainer.and_then(|t| t.get(*key)).is_some())
@@ -81,11 +82,11 @@ fn weigh(v: &Value) -> bool {
 /// The `node` pod template of a TrainingRuntime or ClusterTrainingRuntime.
 fn runtime_node_template(runtime: &Value) -> Option<&Value> {
     runtime
-        .pointer("/spec/template/spec/replicatedJobs")?
+        .lookup("/spec/template/spec/replicatedJobs")?
         .as_array()?
         .iter()
         .find(|j| j.get("name").and_then(Value::as_str) == Some(NODE))?
-        .pointer("/template/spec/template")
+        .lookup("/template/spec/template")
 }
 
 /// The pod layout the runtime and all runtime patches give the `node` job: the
@@ -144,7 +145,7 @@ pub(super) fn layout_spec(mut layout: Value, extra: &[(&str, &Value)]) -> Map<St
 
 /// The trainer nodes' pod spec, and the labels the runtime and patches give them.
 fn node_spec(object: &Value, runtime: Option<&Value>) -> (Map<String, Value>, Map<String, Value>) {
-    let trainer = object.pointer("/spec/trainer");
+    let trainer = object.lookup("/spec/trainer");
     let mut layout = patched_layout(object, true, runtime);
     let mapped = [
         ("resourcesPerNode", "resources"),
@@ -177,7 +178,7 @@ pub(crate) fn synthetic_pod(object: &Value, runtime: Option<&Value>) -> Value {
         labels.insert("jobset.sigs.k8s.io/jobset-name".into(), json!(name));
     }
     let annotations = object
-        .pointer("/metadata/annotations")
+        .lookup("/metadata/annotations")
         .cloned()
         .unwrap_or_else(|| json!({}));
     owned_object([

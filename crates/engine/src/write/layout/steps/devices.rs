@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::spec::{container, container_name, reborrow};
+use super::spec::{container, container_name};
 use crate::read::annotations::RES_EFA;
 use crate::read::json::items;
 use crate::write::edit::Cursor;
@@ -151,7 +151,7 @@ impl Plan<'_> {
             }
             name
         };
-        if let Some(mut vols) = reborrow(spec).array("volumes", ed.ops) {
+        if let Some(mut vols) = spec.reborrow().array("volumes", ed.ops) {
             vols.push(
                 json!({"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size}}),
                 ed.ops,

@@ -6,7 +6,6 @@
 
 use serde_json::{Value, json};
 
-use super::spec::reborrow;
 use crate::facts::policy::{NetworkProximity, Placement};
 use crate::read::annotations::{
     KUEUE_PREFERRED_TOPOLOGY, KUEUE_REQUIRED_TOPOLOGY, NETWORK_LAYERS, chose_kueue_topology,
@@ -16,6 +15,7 @@ use crate::write::edit::{Cursor, owned_object};
 use crate::write::layout::{Edit, Plan};
 
 use crate::read::annotations::NETWORK_LAYER_WEIGHTS as WEIGHTS;
+use crate::read::json::Lookup as _;
 
 const DEFAULT_LAYER: u8 = 3;
 const DEFAULT_UP_TO_PODS: u32 = 16;
@@ -108,7 +108,10 @@ impl Plan<'_> {
                 ),
             ),
         };
-        let Some(mut ann) = reborrow(site).objects(&["metadata", "annotations"], ed.ops) else {
+        let Some(mut ann) = site
+            .reborrow()
+            .objects(&["metadata", "annotations"], ed.ops)
+        else {
             return;
         };
         if ann.insert_missing(key, json!(level), ed.ops) {
@@ -135,7 +138,7 @@ impl Plan<'_> {
         let Some((key, value)) = &self.shape.identity else {
             return;
         };
-        let affinity = spec.value.pointer("/affinity/podAffinity");
+        let affinity = spec.value.lookup("/affinity/podAffinity");
         let required = affinity.map_or(&[][..], |a| {
             items(a, &["requiredDuringSchedulingIgnoredDuringExecution"])
         });
@@ -181,7 +184,8 @@ impl Plan<'_> {
         if below > 4 {
             return;
         }
-        let Some(mut terms) = reborrow(spec)
+        let Some(mut terms) = spec
+            .reborrow()
             .objects(&["affinity", "podAffinity"], ed.ops)
             .and_then(|c| c.array("preferredDuringSchedulingIgnoredDuringExecution", ed.ops))
         else {

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::spec::{push_required, reborrow};
+use super::spec::push_required;
 use crate::judge::classify::InstanceSource;
 use crate::read::annotations::{LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA};
 use crate::read::json::items;
@@ -60,7 +60,7 @@ impl Plan<'_> {
             if covered {
                 continue;
             }
-            if let Some(mut tols) = reborrow(spec).array("tolerations", ed.ops) {
+            if let Some(mut tols) = spec.reborrow().array("tolerations", ed.ops) {
                 tols.push(
                     json!({"key": key, "operator": "Exists", "effect": "NoSchedule"}),
                     ed.ops,
@@ -80,7 +80,7 @@ impl Plan<'_> {
         ) {
             return;
         }
-        let Some(mut sel) = reborrow(spec).object("nodeSelector", ed.ops) else {
+        let Some(mut sel) = spec.reborrow().object("nodeSelector", ed.ops) else {
             return;
         };
         if sel.insert_missing(LABEL_INSTANCE_TYPE, json!(self.instance.name), ed.ops) {

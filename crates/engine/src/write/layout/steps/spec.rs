@@ -7,15 +7,8 @@ use crate::read::json::items;
 use crate::write::edit::{Cursor, Ops};
 
 /// A short-lived cursor on the same place, so `spec` can be walked again later.
-pub(super) fn reborrow<'a>(c: &'a mut Cursor<'_>) -> Cursor<'a> {
-    Cursor {
-        value: &mut *c.value,
-        ptr: c.ptr.clone(),
-    }
-}
-
 pub(super) fn container<'a>(spec: &'a mut Cursor<'_>, i: usize) -> Option<Cursor<'a>> {
-    reborrow(spec).get("containers")?.at(i)
+    spec.reborrow().get("containers")?.at(i)
 }
 
 pub(super) fn container_name(spec: &Value, i: usize) -> String {
@@ -33,7 +26,8 @@ pub(in crate::write::layout) fn push_required(
     term: Value,
     ops: &mut Ops,
 ) -> bool {
-    match reborrow(spec)
+    match spec
+        .reborrow()
         .objects(&["affinity", kind], ops)
         .and_then(|c| c.array("requiredDuringSchedulingIgnoredDuringExecution", ops))
     {
