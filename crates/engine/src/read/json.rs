@@ -35,9 +35,10 @@ pub fn escape(token: &str) -> String {
     out
 }
 
-/// `parent` followed by `/` and the escaped `token`: one allocation, sized up front.
+/// `parent` followed by `/` and the escaped `token`: one allocation, sized up front
+/// (with room for two escapes, as in `vpc.amazonaws.com~1efa`).
 pub fn child_pointer(parent: &str, token: &str) -> String {
-    let mut out = String::with_capacity(parent.len() + 1 + token.len());
+    let mut out = String::with_capacity(parent.len() + 3 + token.len());
     out.push_str(parent);
     out.push('/');
     push_escaped(&mut out, token);
@@ -63,15 +64,24 @@ pub fn at_pointer<'v>(object: &'v Value, pointer: &str) -> Option<&'v Value> {
         return Some(object);
     }
     let mut cur = object;
-    for token in pointer.strip_prefix('/')?.split('/') {
+    let mut rest = pointer.strip_prefix('/')?;
+    loop {
+        // Tokens are short: a plain loop finds the next `/` sooner than a searcher.
+        let (token, next) = match rest.bytes().position(|b| b == b'/') {
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        };
         cur = match cur {
-            Value::Object(m) if token.contains('~') => m.get(&unescaped(token))?,
+            Value::Object(m) if token.as_bytes().contains(&b'~') => m.get(&unescaped(token))?,
             Value::Object(m) => m.get(token)?,
             Value::Array(a) => a.get(index(token)?)?,
             _ => return None,
         };
+        match next {
+            Some(next) => rest = next,
+            None => return Some(cur),
+        }
     }
-    Some(cur)
 }
 
 /// A token with its escapes undone in one pass: `~1` is `/`, `~0` is `~` (so `~01` is
@@ -105,17 +115,17 @@ fn index(token: &str) -> Option<usize> {
 }
 
 fn push_escaped(out: &mut String, token: &str) {
-    if !token.contains(['~', '/']) {
-        out.push_str(token);
-        return;
+    let mut rest = token;
+    while let Some(i) = rest.bytes().position(|b| b == b'~' || b == b'/') {
+        out.push_str(&rest[..i]);
+        out.push_str(if rest.as_bytes()[i] == b'~' {
+            "~0"
+        } else {
+            "~1"
+        });
+        rest = &rest[i + 1..];
     }
-    for c in token.chars() {
-        match c {
-            '~' => out.push_str("~0"),
-            '/' => out.push_str("~1"),
-            c => out.push(c),
-        }
-    }
+    out.push_str(rest);
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@ pub fn owned_object<const N: usize>(members: [(&str, Value); N]) -> Value {
 /// A place in the object being edited, with its JSON Pointer.
 pub struct Cursor<'v> {
     pub value: &'v mut Value,
-    pub ptr: String,
+    /// Empty inside a place this patch added, where nothing is recorded.
+    ptr: String,
     /// Inside a place this patch added: what is written here is in that place's
     /// value ([`Patch`]), so it is not recorded again.
     fresh: bool,
@@ -54,12 +55,12 @@ impl<'v> Cursor<'v> {
 
     /// An existing child by key or index; never creates.
     pub fn get(self, key: &str) -> Option<Cursor<'v>> {
+        let ptr = self.child(key);
         let value = match self.value {
             Value::Object(m) => m.get_mut(key)?,
             Value::Array(a) => a.get_mut(key.parse::<usize>().ok()?)?,
             _ => return None,
         };
-        let ptr = child_pointer(&self.ptr, key);
         Some(Cursor {
             value,
             ptr,
@@ -67,10 +68,19 @@ impl<'v> Cursor<'v> {
         })
     }
 
+    /// The pointer of a child of this place, when it can be recorded.
+    fn child(&self, token: &str) -> String {
+        if self.fresh {
+            String::new()
+        } else {
+            child_pointer(&self.ptr, token)
+        }
+    }
+
     /// An existing array entry; never creates.
     pub fn at(self, index: usize) -> Option<Cursor<'v>> {
+        let ptr = self.child(itoa::Buffer::new().format(index));
         let value = self.value.as_array_mut()?.get_mut(index)?;
-        let ptr = child_pointer(&self.ptr, itoa::Buffer::new().format(index));
         Some(Cursor {
             value,
             ptr,
@@ -79,20 +89,19 @@ impl<'v> Cursor<'v> {
     }
 
     fn ensure(self, key: &str, empty: fn() -> Value, ops: &mut Ops) -> Option<Cursor<'v>> {
-        let ptr = child_pointer(&self.ptr, key);
         let added = match self.value.as_object()?.get(key) {
             Some(v) if !v.is_null() => false,
             // An explicit null is the user's value; leave it rather than replace it.
             Some(_) => return None,
-            None => {
-                if !self.fresh {
-                    ops.0.push((Op::Add, ptr.clone()));
-                }
-                true
-            }
+            None => true,
         };
+        let mut ptr = self.child(key);
         let map = self.value.as_object_mut()?;
         let slot = if added {
+            // Recorded here; nothing inside it is, so its own pointer is not kept.
+            if !self.fresh {
+                ops.0.push((Op::Add, std::mem::take(&mut ptr)));
+            }
             map.entry(key.to_string()).or_insert_with(empty)
         } else {
             map.get_mut(key)?
