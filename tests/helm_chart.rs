@@ -656,6 +656,24 @@ impl Release<'_> {
     }
 }
 
+/// A test that fails part way leaves no install behind: the next install test would be
+/// refused beside it (one trainplace install per cluster) and fail for this one's
+/// reason. The release goes, and the webhook configurations its replicas registered
+/// (cluster-wide, owned by a ClusterRole the garbage collector may not have reached).
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        let _ = self.helm(&["uninstall", self.name, "--wait", "--timeout", "60s"]);
+        for kind in WEBHOOK_KINDS {
+            let _ = self
+                .sb
+                .kubectl(&["delete", kind, &self.fullname(), "--ignore-not-found"]);
+        }
+    }
+}
+
 /// The Event and namespace-metric values reach `trainplace serve` as the environment
 /// its flags read (each name one that `trainplace serve --help` lists); by default only
 /// the pod's name (the Events' reporting instance) is set, and the server's defaults hold.
@@ -1414,6 +1432,23 @@ fn the_default_install_refuses_nothing_until_a_replica_serves() {
         sb.pods(&ns, "app.kubernetes.io/component=webhook")
             .is_empty()
     });
+    // What the replica reads: the Service's EndpointSlices, which the endpoint-slice
+    // controller updates after the pods are gone. A replica started in between sees a
+    // ready endpoint and rightly registers (CI saw it once).
+    sandbox::wait_until(
+        Duration::from_secs(60),
+        "no ready endpoint in the Service's EndpointSlices",
+        || {
+            let selector = format!("kubernetes.io/service-name={full}");
+            let slices = sb.json(&["-n", &ns, "get", "endpointslices", "-l", &selector]);
+            !slices["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|s| s["endpoints"].as_array().into_iter().flatten())
+                .any(|e| e["conditions"]["ready"] == true)
+        },
+    );
     let gated_dir = tempfile::tempdir().unwrap();
     let gated = LocalReplica::start(sb, &ns, &full, gated_dir.path(), false);
     sandbox::wait_until(
