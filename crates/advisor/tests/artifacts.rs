@@ -410,8 +410,7 @@ fn eks_version_is_a_flag_with_a_current_default() {
     req.eks_version = Some("1.34".into());
     let policy = Policy::embedded();
     let rec = trainplace_advisor::recommend(
-        &req.validate(&policy.catalog, jiff::Timestamp::now())
-            .unwrap(),
+        &req.validate(&policy.catalog, common::now()).unwrap(),
         &policy.catalog,
         &facts,
     )
@@ -422,7 +421,7 @@ fn eks_version_is_a_flag_with_a_current_default() {
     );
     req.eks_version = Some("latest".into());
     assert_eq!(
-        req.validate(&policy.catalog, jiff::Timestamp::now())
+        req.validate(&policy.catalog, common::now())
             .unwrap_err()
             .field,
         "eksVersion"
@@ -539,8 +538,7 @@ fn job_pods_request_cpu_memory_for_shm_and_efa_hugepages() {
     req.gpus = Some(1);
     let policy = Policy::embedded();
     let r = trainplace_advisor::recommend(
-        &req.validate(&policy.catalog, jiff::Timestamp::now())
-            .unwrap(),
+        &req.validate(&policy.catalog, common::now()).unwrap(),
         &policy.catalog,
         &facts,
     )

@@ -26,7 +26,7 @@ fn sixteen_h100_three_days(capacity: Option<&str>, budget: Option<f64>) -> Advic
 fn plan(req: &AdviceRequest) -> Result<Recommendation, InputError> {
     let (_, facts) = scenario("h100-blocks");
     let policy = Policy::embedded();
-    let valid = req.validate(&policy.catalog, jiff::Timestamp::now())?;
+    let valid = req.validate(&policy.catalog, common::now())?;
     recommend(&valid, &policy.catalog, &facts)
 }
 
@@ -178,7 +178,7 @@ fn l40s_in(region: &str) -> trainplace_advisor::Advice {
         &req,
         &trainplace_advisor::RawFacts::default(),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap()
 }

@@ -216,9 +216,7 @@ fn efa_through_dra_emits_a_claim_the_engine_counts() {
     let (mut req, facts) = common::scenario("h100-blocks");
     req.efa_dra = Some(true);
     req.framework = Some("pytorchjob".into());
-    let valid = req
-        .validate(&policy.catalog, jiff::Timestamp::now())
-        .unwrap();
+    let valid = req.validate(&policy.catalog, common::now()).unwrap();
     let rec = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap();
     assert!(rec.efa_dra);
     let o = objects(&rec, &policy);
@@ -285,7 +283,7 @@ fn efa_through_dra_emits_a_claim_the_engine_counts() {
     let mut on_karpenter = req.clone();
     on_karpenter.route = Some("karpenter".into());
     let valid = on_karpenter
-        .validate(&policy.catalog, jiff::Timestamp::now())
+        .validate(&policy.catalog, common::now())
         .unwrap();
     let refused = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap_err();
     assert_eq!(refused.field, "route");
@@ -299,9 +297,7 @@ fn efa_through_dra_emits_a_claim_the_engine_counts() {
     // Unasked, nodes of the chosen type that advertise no EFA choose the DRA form too.
     let mut facts = facts;
     req.efa_dra = None;
-    let valid = req
-        .validate(&policy.catalog, jiff::Timestamp::now())
-        .unwrap();
+    let valid = req.validate(&policy.catalog, common::now()).unwrap();
     let node = |efa| trainplace_advisor::inventory::NodeInfo {
         name: "n1".into(),
         instance_type: Some(rec.instance.name.clone()),

@@ -41,7 +41,7 @@ fn plan(offers: &[Value], held: Option<Value>, window: (Option<&str>, Option<&st
         reservations: held.map(|h| json!({"CapacityReservations": [h]}).to_string()),
         ..Default::default()
     };
-    advise(&req, &facts, &Policy::embedded(), jiff::Timestamp::now()).unwrap()
+    advise(&req, &facts, &Policy::embedded(), common::now()).unwrap()
 }
 
 fn fallback<'a>(advice: &'a Advice, kind: &str) -> &'a CapacityOption {
@@ -72,7 +72,7 @@ fn the_script_lists_smaller_counts_and_the_chooser_combines_them() {
         &req,
         &RawFacts::default(),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap();
     let script = common::emitted(&advice, "aws-cli.sh");

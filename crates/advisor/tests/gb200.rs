@@ -21,9 +21,7 @@ fn gb200(framework: &str) -> (Value, Value, Value) {
         now: Some(common::NOW.into()),
         ..Default::default()
     };
-    let req = req
-        .validate(&policy.catalog, jiff::Timestamp::now())
-        .unwrap();
+    let req = req.validate(&policy.catalog, common::now()).unwrap();
     let rec = recommend(&req, &policy.catalog, &Facts::default()).unwrap();
     assert_eq!(
         (rec.instance.name.as_str(), rec.shape.nodes),
@@ -140,7 +138,7 @@ fn gb200_blocks_are_listed_as_ultraservers_and_bought_in_the_local_zone() {
         },
         &trainplace_advisor::RawFacts::default(),
         &policy,
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap();
     let script = common::emitted(&advice, "aws-cli.sh");
@@ -168,7 +166,7 @@ fn gb200_blocks_are_listed_as_ultraservers_and_bought_in_the_local_zone() {
         offerings: Some(offering.to_string()),
         ..Default::default()
     };
-    let advice = trainplace_advisor::advise(&req, &facts, &policy, jiff::Timestamp::now()).unwrap();
+    let advice = trainplace_advisor::advise(&req, &facts, &policy, common::now()).unwrap();
     let rec = &advice.recommendation;
     assert_eq!(rec.request.region, "us-east-1");
     assert_eq!(rec.availability_zone, "us-east-1-dfw-2a");
@@ -200,7 +198,7 @@ fn gpu_memory_the_catalog_lacks_is_said_to_be_unknown() {
         now: Some(common::NOW.into()),
         ..Default::default()
     }
-    .validate(&policy.catalog, jiff::Timestamp::now())
+    .validate(&policy.catalog, common::now())
     .unwrap();
     let rec = recommend(&req, &policy.catalog, &Facts::default()).unwrap();
     let first = &rec.reasons[0];
@@ -218,7 +216,7 @@ fn gpu_memory_the_catalog_lacks_is_said_to_be_unknown() {
         now: Some(common::NOW.into()),
         ..Default::default()
     }
-    .validate(&policy.catalog, jiff::Timestamp::now())
+    .validate(&policy.catalog, common::now())
     .unwrap();
     let rec = recommend(&req, &policy.catalog, &Facts::default()).unwrap();
     assert!(

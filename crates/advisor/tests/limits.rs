@@ -31,7 +31,7 @@ fn ask_for(
         &req,
         &RawFacts::default(),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
 }
 

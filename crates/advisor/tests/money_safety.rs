@@ -207,9 +207,7 @@ fn plan_files(gpus: i64) -> std::collections::BTreeMap<String, String> {
     req.gpus = Some(gpus);
     req.framework = Some("pytorchjob".into());
     let policy = trainplace_engine::Policy::embedded();
-    let valid = req
-        .validate(&policy.catalog, jiff::Timestamp::now())
-        .unwrap();
+    let valid = req.validate(&policy.catalog, common::now()).unwrap();
     let rec = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap();
     trainplace_advisor::artifacts::artifacts(&rec, &policy)
         .into_iter()

@@ -74,12 +74,7 @@ fn g_family_has_no_blocks_and_gets_a_placement_group() {
     let (mut req, facts) = scenario("l40s-on-demand");
     req.capacity = Some("capacity-block".into());
     let c = Catalog::embedded();
-    let r = recommend(
-        &req.validate(&c, jiff::Timestamp::now()).unwrap(),
-        &c,
-        &facts,
-    )
-    .unwrap();
+    let r = recommend(&req.validate(&c, common::now()).unwrap(), &c, &facts).unwrap();
     assert_eq!(r.instance.name, "g6e.48xlarge");
     assert_eq!(r.capacity, CapacityPlan::OnDemand);
     assert_eq!(r.availability_zone, "us-east-1b");
@@ -117,12 +112,7 @@ fn week_long_job_buys_the_week_long_block() {
         offerings: Some(only_7d),
         ..Default::default()
     };
-    let r = recommend(
-        &req.validate(&c, jiff::Timestamp::now()).unwrap(),
-        &c,
-        &facts,
-    )
-    .unwrap();
+    let r = recommend(&req.validate(&c, common::now()).unwrap(), &c, &facts).unwrap();
     let CapacityPlan::CapacityBlock {
         block_hours: 168,
         blocks: Some(plan),
@@ -152,12 +142,7 @@ fn rounding_budget_and_inventory() {
         nodes: Some(nodes),
         ..Default::default()
     };
-    let r = recommend(
-        &req.validate(&c, jiff::Timestamp::now()).unwrap(),
-        &c,
-        &facts,
-    )
-    .unwrap();
+    let r = recommend(&req.validate(&c, common::now()).unwrap(), &c, &facts).unwrap();
     assert_eq!(
         (r.shape.nodes, r.shape.total_gpus, r.shape.rounded_up),
         (2, 16, true)
@@ -173,12 +158,7 @@ fn rounding_budget_and_inventory() {
         budget_usd: Some(100.0),
         ..req
     };
-    let e = recommend(
-        &over.validate(&c, jiff::Timestamp::now()).unwrap(),
-        &c,
-        &facts,
-    )
-    .unwrap_err();
+    let e = recommend(&over.validate(&c, common::now()).unwrap(), &c, &facts).unwrap_err();
     assert_eq!(e.field, "budgetUsd");
     assert!(e.message.contains("over the budget of $100.00"), "{e}");
 }
@@ -196,12 +176,7 @@ fn instance_types_limit_and_cross_check() {
         instance_types: Some(types),
         ..Default::default()
     };
-    let r = recommend(
-        &req.validate(&c, jiff::Timestamp::now()).unwrap(),
-        &c,
-        &facts,
-    )
-    .unwrap();
+    let r = recommend(&req.validate(&c, common::now()).unwrap(), &c, &facts).unwrap();
     assert_eq!(r.instance.name, "p5.48xlarge");
     assert!(r.alternatives.iter().all(|a| {
         ["p5en.48xlarge", "p4d.24xlarge", "g6e.48xlarge"].contains(&a.instance_type.as_str())
@@ -312,7 +287,7 @@ fn bad_input_names_the_field() {
         ),
     ];
     for (req, field) in cases {
-        let err = req.validate(&c, jiff::Timestamp::now()).unwrap_err();
+        let err = req.validate(&c, common::now()).unwrap_err();
         assert_eq!(
             (err.input, err.field.as_str()),
             (InputSource::Request, field),
@@ -323,7 +298,7 @@ fn bad_input_names_the_field() {
         family: Some("v100".into()),
         ..base
     }
-    .validate(&c, jiff::Timestamp::now())
+    .validate(&c, common::now())
     .unwrap_err();
     assert!(err.allowed.contains(&"h100".to_string()) && err.allowed.contains(&"any".to_string()));
 }
@@ -337,8 +312,7 @@ fn trainium_uses_neuron_devices_and_skips_nccl_tests() {
         duration_days: Some(2.0),
         ..Default::default()
     };
-    let advice =
-        trainplace_advisor::advise(&req, &Default::default(), &c, jiff::Timestamp::now()).unwrap();
+    let advice = trainplace_advisor::advise(&req, &Default::default(), &c, common::now()).unwrap();
     assert_eq!(
         advice.recommendation.instance.accelerator_resource,
         "aws.amazon.com/neuron"
@@ -366,7 +340,7 @@ fn region_comes_from_the_offerings_or_is_refused_with_the_flag() {
         duration_days: Some(7.0),
         ..Default::default()
     };
-    let advice = trainplace_advisor::advise(&req, &facts, &policy, jiff::Timestamp::now()).unwrap();
+    let advice = trainplace_advisor::advise(&req, &facts, &policy, common::now()).unwrap();
     let r = &advice.recommendation;
     assert_eq!(r.request.region, "us-east-2");
     assert_eq!(r.availability_zone, "us-east-2a");
@@ -385,7 +359,7 @@ fn region_comes_from_the_offerings_or_is_refused_with_the_flag() {
         },
         &facts,
         &policy,
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap_err();
     assert_eq!(err.field, "region");
@@ -399,7 +373,7 @@ fn region_comes_from_the_offerings_or_is_refused_with_the_flag() {
             ..Default::default()
         },
         &policy,
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap_err();
     assert!(err.message.contains("pass --region"), "{err}");
@@ -415,7 +389,7 @@ fn more_than_64_instances_split_into_blocks_and_nodegroups() {
         ..Default::default()
     };
     let r = recommend(
-        &req.validate(&c.catalog, jiff::Timestamp::now()).unwrap(),
+        &req.validate(&c.catalog, common::now()).unwrap(),
         &c.catalog,
         &Facts::default(),
     )
@@ -438,7 +412,7 @@ fn more_than_64_instances_split_into_blocks_and_nodegroups() {
         ..req
     };
     let r = recommend(
-        &req.validate(&c.catalog, jiff::Timestamp::now()).unwrap(),
+        &req.validate(&c.catalog, common::now()).unwrap(),
         &c.catalog,
         &Facts::default(),
     )
@@ -604,7 +578,7 @@ fn trn1n_is_in_the_catalog_with_its_16_efa() {
         ..Default::default()
     };
     let r = recommend(
-        &req.validate(&c, jiff::Timestamp::now()).unwrap(),
+        &req.validate(&c, common::now()).unwrap(),
         &c,
         &Facts::default(),
     )
@@ -633,7 +607,7 @@ fn alternatives_keep_the_layout_or_are_marked_slower_with_the_cost() {
             ..Default::default()
         };
         recommend(
-            &req.validate(&c, jiff::Timestamp::now()).unwrap(),
+            &req.validate(&c, common::now()).unwrap(),
             &c,
             &Facts::default(),
         )

@@ -224,9 +224,7 @@ fn an_unknown_route_and_karpenter_on_existing_nodes_are_refused() {
     let policy = Policy::embedded();
     let (mut req, facts) = scenario("h100-blocks");
     req.route = Some("autopilot".into());
-    let e = req
-        .validate(&policy.catalog, jiff::Timestamp::now())
-        .unwrap_err();
+    let e = req.validate(&policy.catalog, common::now()).unwrap_err();
     assert_eq!(e.field, "route");
     assert_eq!(e.allowed, ["eksctl", "karpenter"]);
     // The cluster's own nodes: nothing for Karpenter to make.
@@ -244,9 +242,7 @@ fn an_unknown_route_and_karpenter_on_existing_nodes_are_refused() {
         route: Some("karpenter".into()),
         ..req
     };
-    let valid = req
-        .validate(&policy.catalog, jiff::Timestamp::now())
-        .unwrap();
+    let valid = req.validate(&policy.catalog, common::now()).unwrap();
     let e = trainplace_advisor::recommend(&valid, &policy.catalog, &facts).unwrap_err();
     assert_eq!(e.field, "route");
     assert!(e.message.contains("existing"), "{e}");

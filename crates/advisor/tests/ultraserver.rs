@@ -49,7 +49,7 @@ fn planned() -> trainplace_advisor::Advice {
         &request(),
         &offering(192),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap()
 }
@@ -94,7 +94,7 @@ fn a_job_that_needs_the_last_hour_of_an_ultraserver_block_is_told_to_checkpoint(
         &request(),
         &offering(168),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap();
     let end = advice
@@ -138,7 +138,7 @@ fn gb200_is_never_planned_or_offered_on_demand() {
         },
         &RawFacts::default(),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap_err();
     assert_eq!(err.field, "capacity");
@@ -150,7 +150,7 @@ fn gb200_is_never_planned_or_offered_on_demand() {
         &request(),
         &offering(24),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap_err();
     assert_eq!(err.field, "offerings", "{err}");
@@ -524,13 +524,7 @@ fn gb200_on_karpenter_is_refused_with_the_reason() {
         route: Some("karpenter".into()),
         ..request()
     };
-    let refused = advise(
-        &req,
-        &offering(192),
-        &Policy::embedded(),
-        jiff::Timestamp::now(),
-    )
-    .unwrap_err();
+    let refused = advise(&req, &offering(192), &Policy::embedded(), common::now()).unwrap_err();
     assert_eq!(refused.field, "route");
     for needle in [
         "ComputeDomain",
@@ -601,7 +595,7 @@ fn the_local_zone_is_opted_in_and_its_offerings_listed_before_anything_is_bought
         &request(),
         &RawFacts::default(),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap();
     let script = common::emitted(&listing, "aws-cli.sh");
@@ -641,7 +635,7 @@ fn checkpoint_storage_follows_the_model_size_and_is_in_the_cost_line() {
         },
         &offering(192),
         &Policy::embedded(),
-        jiff::Timestamp::now(),
+        common::now(),
     )
     .unwrap();
     let storage = common::emitted(&sized, "checkpoint-storage.yaml");

@@ -92,6 +92,13 @@ pub fn fixture(name: &str) -> String {
 /// The instant scenarios are planned at.
 pub const NOW: &str = "2026-11-22T00:00:00Z";
 
+/// [`NOW`] as a timestamp: what a test plans at instead of the wall clock, so the
+/// fixtures' offerings (from 2026-12-01) and reservations stay ahead of it on any day
+/// the tests run. (With the wall clock, two tests began to fail on 2026-12-07.)
+pub fn now() -> jiff::Timestamp {
+    NOW.parse().expect("NOW is a timestamp")
+}
+
 /// A named scenario: request + facts.
 pub fn scenario(name: &str) -> (AdviceRequest, Facts) {
     let base = AdviceRequest {
