@@ -216,7 +216,7 @@ impl Manager {
                 )
             }
             Ok(Registered::Waiting(why)) => {
-                let text = format!("not registered yet: {why}");
+                let text = waiting_text(why, self.registered);
                 if self.said != text {
                     tracing::info!(why, "webhook configurations not registered yet");
                 }
@@ -435,6 +435,16 @@ fn report(
             d.certificate.clone_from(&text);
             d
         });
+    }
+}
+
+/// What `/readyz` says while a replica does not apply the configurations: not yet, or
+/// (once it did, and they stay registered) not again for now.
+fn waiting_text(why: &str, registered: bool) -> String {
+    if registered {
+        format!("registered earlier; not applied again now: {why}")
+    } else {
+        format!("not registered yet: {why}")
     }
 }
 

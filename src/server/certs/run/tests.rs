@@ -48,3 +48,18 @@ fn the_serving_names_are_the_services_four_forms_then_the_extra_ones() {
         ]
     );
 }
+
+#[test]
+fn a_replica_that_registered_says_so_while_it_waits() {
+    let why = "the Service has no ready endpoint yet";
+    assert_eq!(
+        waiting_text(why, false),
+        "not registered yet: the Service has no ready endpoint yet"
+    );
+    // The configurations stay (and `trainplace_webhooks_registered` stays 1): /readyz
+    // does not say they are missing.
+    assert_eq!(
+        waiting_text(why, true),
+        "registered earlier; not applied again now: the Service has no ready endpoint yet"
+    );
+}
