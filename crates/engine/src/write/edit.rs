@@ -55,7 +55,6 @@ impl<'v> Cursor<'v> {
 
     /// An existing child by key or index; never creates.
     pub fn get(self, key: &str) -> Option<Cursor<'v>> {
-        let ptr = self.child(key);
         let value = match self.value {
             Value::Object(m) => m.get_mut(key)?,
             Value::Array(a) => a.get_mut(key.parse::<usize>().ok()?)?,
@@ -63,27 +62,17 @@ impl<'v> Cursor<'v> {
         };
         Some(Cursor {
             value,
-            ptr,
+            ptr: child(&self.ptr, self.fresh, key),
             fresh: self.fresh,
         })
     }
 
-    /// The pointer of a child of this place, when it can be recorded.
-    fn child(&self, token: &str) -> String {
-        if self.fresh {
-            String::new()
-        } else {
-            child_pointer(&self.ptr, token)
-        }
-    }
-
     /// An existing array entry; never creates.
     pub fn at(self, index: usize) -> Option<Cursor<'v>> {
-        let ptr = self.child(itoa::Buffer::new().format(index));
         let value = self.value.as_array_mut()?.get_mut(index)?;
         Some(Cursor {
             value,
-            ptr,
+            ptr: child(&self.ptr, self.fresh, itoa::Buffer::new().format(index)),
             fresh: self.fresh,
         })
     }
@@ -95,7 +84,7 @@ impl<'v> Cursor<'v> {
             Some(_) => return None,
             None => true,
         };
-        let mut ptr = self.child(key);
+        let mut ptr = child(&self.ptr, self.fresh, key);
         let map = self.value.as_object_mut()?;
         let slot = if added {
             // Recorded here; nothing inside it is, so its own pointer is not kept.
@@ -169,6 +158,16 @@ impl<'v> Cursor<'v> {
             }
             m.insert(key.to_string(), v);
         }
+    }
+}
+
+/// The pointer of a child of the place at `parent`, when it can be recorded: none
+/// inside a place the patch added (`fresh`), so a miss or a fresh place builds none.
+fn child(parent: &str, fresh: bool, token: &str) -> String {
+    if fresh {
+        String::new()
+    } else {
+        child_pointer(parent, token)
     }
 }
 

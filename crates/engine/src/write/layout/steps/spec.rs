@@ -6,7 +6,8 @@ use serde_json::Value;
 use crate::read::json::items;
 use crate::write::edit::{Cursor, Ops};
 
-/// A short-lived cursor on the same place, so `spec` can be walked again later.
+/// Container `i` of `spec`, through a short-lived cursor, so `spec` can be walked
+/// again later.
 pub(super) fn container<'a>(spec: &'a mut Cursor<'_>, i: usize) -> Option<Cursor<'a>> {
     spec.reborrow().get("containers")?.at(i)
 }
