@@ -253,3 +253,131 @@ fn a_mark_signed_on_update_grants_nothing() {
     );
     assert!(allowed(&a), "Kueue's unsuspend refused: {a}");
 }
+
+/// The answer of the mutating webhook to `new` (an UPDATE of `old` when there is one).
+fn mutate(old: Option<&Value>, new: &Value, user: &str, groups: &[&str], policy: &Policy) -> Value {
+    let marks = trainplace_engine::MarkKeys::new(("k1".into(), vec![7; 32]), Vec::new());
+    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u-1",
+            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+            "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+            "name": new["metadata"]["name"], "namespace": "research",
+            "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
+            "userInfo": {"username": user, "groups": groups},
+            "object": new, "oldObject": old}});
+    let reviewed = review(body, Endpoint::Mutate, policy, None, marks.as_ref());
+    serde_json::from_slice::<Value>(&reviewed.body.unwrap()).unwrap()["response"].clone()
+}
+
+fn patch_text(response: &Value) -> String {
+    let b64 = response["patch"].as_str().unwrap_or("");
+    String::from_utf8(base64_simd::STANDARD.decode_to_vec(b64).unwrap()).unwrap()
+}
+
+/// A stored Job that the mutating webhook would still lay out (created before
+/// trainplace, or left alone then): an update that changes nothing in its spec (the
+/// garbage collector removing a finalizer) gets no patch. A patch would rewrite a
+/// running Job's template, which the API server refuses, and so the update.
+#[test]
+fn the_mutating_webhook_leaves_an_update_that_changes_no_spec() {
+    let stored = job(8);
+    let created = mutate(None, &stored, "alice", &["ml-researchers"], &policy());
+    assert!(
+        patch_text(&created).contains("vpc.amazonaws.com/efa"),
+        "the stored Job is one the layout changes: {created}"
+    );
+    let mut finalized = stored.clone();
+    finalized["metadata"]["finalizers"] = json!([]);
+    let gc = mutate(
+        Some(&stored),
+        &finalized,
+        GC,
+        &["system:serviceaccounts"],
+        &policy(),
+    );
+    assert_eq!(gc["allowed"], true, "{gc}");
+    assert!(gc["patch"].is_null(), "{gc}");
+    // An update of the spec is laid out as usual.
+    let mut unsuspended = stored.clone();
+    unsuspended["spec"]["suspend"] = json!(false);
+    let kueue = mutate(
+        Some(&stored),
+        &unsuspended,
+        KUEUE,
+        &["system:serviceaccounts"],
+        &policy(),
+    );
+    assert!(
+        patch_text(&kueue).contains("vpc.amazonaws.com/efa"),
+        "{kueue}"
+    );
+}
+
+/// An object created with a granted `trainplace.io/skip` stays alone on its updates,
+/// whoever sends them (the skip was judged with its submitter's grants at creation).
+#[test]
+fn an_update_of_a_skipped_object_that_keeps_the_skip_gets_no_patch() {
+    let mut stored = job(8);
+    stored["metadata"]["annotations"]["trainplace.io/skip"] = json!("true");
+    let mut unsuspended = stored.clone();
+    unsuspended["spec"]["suspend"] = json!(false);
+    let kueue = mutate(
+        Some(&stored),
+        &unsuspended,
+        KUEUE,
+        &["system:serviceaccounts"],
+        &policy(),
+    );
+    assert!(kueue["patch"].is_null(), "{kueue}");
+    // Taking the skip off is laid out.
+    let mut unskipped = unsuspended.clone();
+    unskipped["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove("trainplace.io/skip");
+    let user = mutate(
+        Some(&stored),
+        &unskipped,
+        "alice",
+        &["ml-researchers"],
+        &policy(),
+    );
+    assert!(
+        patch_text(&user).contains("vpc.amazonaws.com/efa"),
+        "{user}"
+    );
+}
+
+/// Strict mode reads no admission mark and writes none: its zone pin comes after the
+/// layout, so a mark written before it never matched the stored template, and every
+/// later update signed it again.
+#[test]
+fn strict_mode_writes_no_admission_mark() {
+    let strict = Policy::from_parts(
+        "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+guarantee: strict
+defaults: { zone: us-east-1a }
+",
+        "test",
+        Catalog::embedded(),
+    )
+    .unwrap();
+    let created = mutate(None, &job(8), "alice", &["ml-researchers"], &strict);
+    let patch = patch_text(&created);
+    assert!(patch.contains("us-east-1a"), "the zone is pinned: {patch}");
+    // As a path (`.../annotations/trainplace.io~1admitted`) or a key in an added map.
+    let signs = |patch: &str| {
+        patch.contains("trainplace.io~1admitted") || patch.contains("\"trainplace.io/admitted\"")
+    };
+    assert!(!signs(&patch), "{patch}");
+    // The precise policy signs the same Job's template.
+    let precise = patch_text(&mutate(
+        None,
+        &job(8),
+        "alice",
+        &["ml-researchers"],
+        &policy(),
+    ));
+    assert!(signs(&precise), "{precise}");
+}

@@ -168,7 +168,11 @@ fn run(
     // changes (`judge::update`): a finding the object was admitted with does not stop
     // it (Kueue's unsuspend of an opted-in job, writing its flavor's node selector), and
     // an update that brings a new one is refused, its signed template never stored.
-    let admitted = who.updating || !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
+    // Strict mode reads no mark, so it signs none (its zone pin, written after the
+    // layout, would leave a stored mark that no longer matches the template, and every
+    // later update would sign it again).
+    let admitted = !policy.strict()
+        && (who.updating || !verdict.findings.iter().any(|f| f.mode == Mode::Enforce));
     if layout == Layout::Write {
         for (site, judgement) in judged {
             let zone = pin

@@ -60,12 +60,7 @@ struct RequestSize {
 }
 
 impl ReviewSize {
-    /// The object's tree.
-    pub(crate) fn object(&self) -> Option<&TreeSize> {
-        self.request.as_ref()?.object.as_ref()
-    }
-
-    /// The larger of the two objects' trees (the validating webhook may build both).
+    /// The larger of the two objects' trees (both webhooks may build both).
     pub(crate) fn largest(&self) -> Option<&TreeSize> {
         let r = self.request.as_ref()?;
         [r.object.as_ref(), r.old_object.as_ref()]

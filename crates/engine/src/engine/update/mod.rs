@@ -16,8 +16,8 @@ use crate::facts::requester::Requester;
 use crate::judge::finding::{Finding, Rule};
 use crate::judge::sizes::Sizes;
 use crate::judge::verdict::Verdict;
-use crate::read::annotations::JOB_IDENTITY_LABELS;
-use crate::read::json::str_at;
+use crate::read::annotations::{JOB_IDENTITY_LABELS, SKIP};
+use crate::read::json::{annotation, str_at};
 
 mod strict;
 
@@ -70,6 +70,21 @@ pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Re
         });
     }
     verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
+}
+
+/// Whether the mutating webhook leaves a workload's UPDATE as sent. The layout was
+/// written when the object was created, or the object was left alone then; so an update
+/// that changes nothing in `spec` (labels, annotations, finalizers, status: the garbage
+/// collector, an operator, `kubectl label`) gets no patch, and neither does an update
+/// of an object created with `trainplace.io/skip` that keeps it (the opt-out was
+/// judged, with its submitter's grants, when the object was created). A patch there
+/// would rewrite templates the API server holds immutable (a running Job's, a
+/// JobSet's), so the update itself would be refused, or roll out a Deployment the
+/// platform team left alone. The validating webhook still judges what the update
+/// changes.
+pub fn leave_as_sent(old: &Value, new: &Value) -> bool {
+    let skip = |o: &Value| annotation(o, SKIP) == Some("true");
+    old.get("spec") == new.get("spec") || (skip(old) && skip(new))
 }
 
 /// A training pod whose job label changed: (label, old value, new value); "" = absent.
