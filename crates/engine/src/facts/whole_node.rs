@@ -25,6 +25,21 @@ pub(crate) fn holds(catalog: &Catalog, inst: &InstanceProfile, resource: &str) -
     (!named.shared).then_some(inst.accelerators)
 }
 
+/// Whether `inst` offers `resource` in a count the catalog does not give: device cores
+/// of its accelerators' family on a type with no `acceleratorCores` (trn2's
+/// `aws.amazon.com/neuroncore`, whose count its node's logical-core setting decides).
+/// Strict mode refuses such a pod where its selection reaches that type: a whole node
+/// cannot be shown.
+pub(crate) fn uncounted(catalog: &Catalog, inst: &InstanceProfile, resource: &str) -> bool {
+    resource != inst.accelerator_resource
+        && catalog.accelerator(resource).is_some_and(|named| {
+            named.cores
+                && !named.name.ends_with('*')
+                && inst.accelerator_cores.is_none()
+                && catalog.family_of(&inst.accelerator_resource) == Some(&named.family)
+        })
+}
+
 /// Every resource some catalog type offers whole, with what each type holds of it.
 pub(crate) fn offers(catalog: &Catalog) -> BTreeMap<String, BTreeMap<String, u32>> {
     let mut names: Vec<&str> = catalog

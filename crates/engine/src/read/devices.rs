@@ -2,6 +2,12 @@
 //! extended resource their class stands for), EFA interfaces, and a ComputeDomain's IMEX
 //! channel. `facts::dra` resolves the claims into these; the pod's view carries them.
 
+/// The extended resource name a pod may ask a DRA device class's devices by, with no
+/// claim of its own: `deviceclass.resource.kubernetes.io/<class>: N`; the scheduler
+/// writes the claim (KEP-5004, `DRAExtendedResource`).
+/// https://github.com/kubernetes/enhancements/tree/master/keps/sig-scheduling/5004-dra-extended-resource
+pub const DRA_EXTENDED_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+
 /// How many devices of a class a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Count {

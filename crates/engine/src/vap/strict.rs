@@ -7,13 +7,14 @@
 //! An UPDATE is judged for what it changes (`vap::old`), as in the precise policies.
 
 use crate::facts::policy::{OptIn, Policy};
-use crate::facts::whole_node::offers;
+use crate::facts::whole_node::{offers, uncounted};
 use crate::judge::bounds::{MAX_EXPRESSIONS, MAX_TERMS, MAX_VALUES};
 use crate::judge::strict::PARTIAL_FIX;
 use crate::judge::strict::claims::{CLAIM_FIX, whole_node_count};
 use crate::read::annotations::{
     ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE,
 };
+use crate::read::devices::DRA_EXTENDED_PREFIX;
 use crate::vap::checks::Check;
 use crate::vap::error::ExportError;
 use crate::vap::facts::{Variable, grant_of, per_namespace};
@@ -22,14 +23,22 @@ use crate::vap::text::{fill, list, lit};
 /// A count no catalog type reaches (a class whose resource no type offers).
 const NEVER: i64 = 1 << 40;
 
-/// `offers`: accelerator resource -> instance type -> what a whole node holds.
+/// `offers`: accelerator resource -> instance type -> what a whole node holds; a type
+/// that offers the resource in a count the catalog does not give holds [`NEVER`], so
+/// every count is short of it (the engine's `uncounted`).
 fn offers_map(policy: &Policy) -> String {
-    let entries: Vec<String> = offers(&policy.catalog)
+    let catalog = &policy.catalog;
+    let entries: Vec<String> = offers(catalog)
         .iter()
         .map(|(r, types)| {
+            let unknown = catalog
+                .instances()
+                .filter(|i| uncounted(catalog, i, r))
+                .map(|i| format!("{}: {NEVER}", lit(&i.name)));
             let t: Vec<String> = types
                 .iter()
                 .map(|(n, c)| format!("{}: {c}", lit(n)))
+                .chain(unknown)
                 .collect();
             format!("{}: {{{}}}", lit(r), t.join(", "))
         })
@@ -77,7 +86,20 @@ fn is_accelerator(policy: &Policy, k: &str) -> String {
             None => out.push_str(&format!(" && {k} != {}", lit(n))),
         }
     }
-    out.push_str(&format!(" && !{k}.matches('^[^/]*[.]kubernetes[.]io/'))"));
+    // A DRA class's devices asked for by name, unless the class counts no accelerator.
+    let not_devices: Vec<String> = policy
+        .catalog
+        .device_classes()
+        .iter()
+        .filter(|d| d.counts != trainplace_catalog::Counts::Accelerator)
+        .map(|d| format!("{DRA_EXTENDED_PREFIX}{}", d.name))
+        .collect();
+    let names: Vec<&str> = not_devices.iter().map(String::as_str).collect();
+    out.push_str(&format!(
+        " && (!{k}.matches('^[^/]*[.]kubernetes[.]io/') || ({k}.startsWith({}) && !({k} in {}))))",
+        lit(DRA_EXTENDED_PREFIX),
+        list(&names)
+    ));
     out
 }
 

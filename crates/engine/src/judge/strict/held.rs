@@ -10,18 +10,32 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::facts::policy::Policy;
+use crate::read::devices::DRA_EXTENDED_PREFIX;
 use crate::read::json::Lookup as _;
 use crate::read::json::items;
 use crate::read::quantity::parse_count;
+use trainplace_catalog::Counts;
 
-/// Whether `resource` is an accelerator for strict mode.
+/// Whether `resource` is an accelerator for strict mode: any extended resource outside
+/// the `kubernetes.io` domains, and a DRA device class's devices asked for by name
+/// (`deviceclass.resource.kubernetes.io/<class>`) unless the catalog says the class
+/// counts no accelerator (EFA, IMEX channels); the policy's `nonAcceleratorResources`
+/// excepted. No catalog type offers a class's name whole, so such a pod is refused: a
+/// ResourceClaim with `allocationMode: All` is what strict mode can judge whole.
 pub(crate) fn is_accelerator(resource: &str, policy: &Policy) -> bool {
     let Some((domain, _)) = resource.split_once('/') else {
         return false;
     };
-    domain != "kubernetes.io"
-        && !domain.ends_with(".kubernetes.io")
-        && !policy.non_accelerator(resource)
+    if policy.non_accelerator(resource) {
+        return false;
+    }
+    if let Some(class) = resource.strip_prefix(DRA_EXTENDED_PREFIX) {
+        return policy
+            .catalog
+            .device_class(class)
+            .is_none_or(|d| d.counts == Counts::Accelerator);
+    }
+    domain != "kubernetes.io" && !domain.ends_with(".kubernetes.io")
 }
 
 /// The accelerators one template holds, by resource name (counts above zero only).

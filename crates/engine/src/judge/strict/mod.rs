@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::facts::policy::OptIn;
-use crate::facts::whole_node::holds;
+use crate::facts::whole_node::{holds, uncounted};
 use crate::judge::bounds;
 use crate::judge::finding::{Finding, Rule};
 use crate::judge::judgement::Ctx;
@@ -110,6 +110,20 @@ fn partial_reasons(spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> 
         .filter_map(|q| crate::read::quantity::parse_count(q).ok())
         .sum::<u32>();
     for (resource, &h) in &asks.held {
+        let uncounted: Vec<&str> = reach
+            .types
+            .iter()
+            .filter_map(|t| catalog.get(t))
+            .filter(|inst| uncounted(catalog, inst, resource))
+            .map(|inst| inst.name.as_str())
+            .collect();
+        if !uncounted.is_empty() {
+            out.push(format!(
+                "it holds {h} {resource}, and its node selection reaches {}, where the catalog gives no count of {resource}, so a whole node cannot be shown",
+                uncounted.join(", ")
+            ));
+            continue;
+        }
         let offering: Vec<(&str, u32)> = reach
             .types
             .iter()
