@@ -22,8 +22,19 @@ const POD_ID: &str = "((has(object.metadata.labels) && variables.podJobLabels.ex
 fn replica_specs(field: &str) -> String {
     let m = format!("object.spec.{field}");
     let t = format!("{m}[role].template");
+    let replicas = format!("(has({m}[role].replicas) ? {m}[role].replicas : 1)");
+    // An elastic PyTorchJob's Workers are judged at `elasticPolicy.maxReplicas` (the
+    // engine's `operators::kubeflow`).
+    let n = if field == "pytorchReplicaSpecs" {
+        let max = "object.spec.elasticPolicy.maxReplicas";
+        format!(
+            "(role == 'Worker' && has(object.spec.elasticPolicy) && has({max}) && {max} > {replicas} ? {max} : {replicas})"
+        )
+    } else {
+        replicas
+    };
     format!(
-        "(has({m}) ? {m}.filter(role, has({m}[role].template)).map(role, {{'t': {t}, 'n': has({m}[role].replicas) ? {m}[role].replicas : 1, 'u': false, 'f': 'spec.{field}.' + role + '.template.spec', 'id': {id}}}) : [])",
+        "(has({m}) ? {m}.filter(role, has({m}[role].template)).map(role, {{'t': {t}, 'n': {n}, 'u': false, 'f': 'spec.{field}.' + role + '.template.spec', 'id': {id}}}) : [])",
         id = workload_id(&t, "training.kubeflow.org/job-name")
     )
 }

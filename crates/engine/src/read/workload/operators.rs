@@ -53,11 +53,21 @@ pub(super) fn kubeflow(
     {
         for role in map.keys() {
             let base = format!("/spec/{specs}/{}", escape(role));
+            let mut pods = count_at(obj, &format!("{base}/replicas"), 1)?;
+            // An elastic PyTorchJob's Workers grow to `elasticPolicy.maxReplicas` (the
+            // operator scales them through an HPA): the job is judged at its largest.
+            // https://github.com/kubeflow/trainer/blob/release-1.9/pkg/apis/kubeflow.org/v1/pytorch_types.go
+            if kind == Kind::PyTorchJob && role == "Worker" {
+                let max = count_at(obj, "/spec/elasticPolicy/maxReplicas", 0)?;
+                if max.value > pods.value {
+                    pods = max;
+                }
+            }
             out.push(site(
                 obj,
                 format!("{base}/template"),
                 id("training.kubeflow.org/job-name"),
-                vec![count_at(obj, &format!("{base}/replicas"), 1)?],
+                vec![pods],
             ));
         }
     }
