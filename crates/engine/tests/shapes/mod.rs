@@ -103,6 +103,20 @@ fn shell_line(o: &mut Value, n: usize) {
         .collect();
     container(o)["command"] = json!(["bash", "-c", line]);
 }
+/// Shell words the reading rewrites: quotes inside words, backslashes, continued lines,
+/// subshells, and a variable that names the launcher.
+fn shell_words(o: &mut Value, n: usize) {
+    let line: String = (0..n)
+        .map(|i| format!("L{i:06}=torch\"run\"; (${{L{i:06}}} --nn\\odes=2 \\\n t.py); "))
+        .collect();
+    container(o)["command"] = json!(["bash", "-c", line]);
+}
+/// A variable naming the launcher, 4 KiB long, used as the command word of every
+/// command: each use reads its value again.
+fn var_command_words(o: &mut Value, n: usize) {
+    container(o)["env"] = json!([{"name": "L", "value": format!("torchrun {}", "x".repeat(4096))}]);
+    container(o)["command"] = json!(["bash", "-c", "$L; ".repeat(n)]);
+}
 fn containers(o: &mut Value, n: usize) {
     pod_of(o)["spec"]["containers"] = list(
         n,
@@ -289,7 +303,8 @@ macro_rules! shapes {
 /// Every shape: each list or string field a tenant controls, on each kind it lives in.
 pub fn all() -> Vec<Shape> {
     shapes! {
-        Pod: containers init_containers env args command shell_line tolerations volumes
+        Pod: containers init_containers env args command shell_line shell_words
+            var_command_words tolerations volumes
             shm_volumes volume_mounts node_terms zone_values pod_affinity spread claims annotations
             var_refs var_amplify var_unclosed;
         Job: env args tolerations volumes shm_volumes zone_values annotations var_refs;

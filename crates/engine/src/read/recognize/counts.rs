@@ -44,8 +44,21 @@ pub(super) fn node_count(text: &str, env: &Env<'_>) -> JobSize {
     count(text.rsplit(':').next().unwrap_or(text), env)
 }
 
+/// srun's node count: `N`, a range `MIN-MAX`, or a list of the counts it accepts
+/// (`1,4,8`): the largest bounds the job; any part not a literal number is several.
+/// <https://slurm.schedmd.com/srun.html#OPT_nodes>
+pub(super) fn slurm_nodes(text: &str, env: &Env<'_>) -> JobSize {
+    text.split([',', '-'])
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| count(part, env))
+        .reduce(JobSize::max)
+        .unwrap_or(JobSize::Several)
+}
+
 /// A literal count; a shell variable from the container's env (`$N`, `${N}`); else
-/// several. `-1` reads as the largest count (callers that give it a meaning check).
+/// several: an unexpanded `$(VAR)` reference or a `$(...)` substitution (read as the
+/// word `$`) is a count trainplace cannot derive, never one pod. `-1` reads as the
+/// largest count (callers that give it a meaning check).
 pub(super) fn count(text: &str, env: &Env<'_>) -> JobSize {
     let text = text.trim();
     let resolved = match text.strip_prefix('$') {

@@ -1,19 +1,31 @@
 //! Launcher command lines, parsed the way each launcher parses them: torchrun and
-//! `torch.distributed.run`/`.launch`, DeepSpeed, Accelerate, and MPI-style launchers
-//! (mpirun, mpiexec, horovodrun, srun). A shell string (`bash -c "..."`) is split into
+//! `torch.distributed.run`/`.launch`, DeepSpeed, Accelerate, Horovod, and MPI-style
+//! launchers (mpirun, mpiexec, srun). A shell string (`bash -c "..."`) is split into
 //! its commands; each launcher's options end at its first positional argument (the
 //! training script, whose own flags are not the launcher's). Python launchers use
 //! argparse, which accepts any unambiguous prefix of a long option (`--nnode 4`).
 //! <https://docs.python.org/3/library/argparse.html#allow-abbrev>
+//!
+//! The line is first rewritten the way a shell rewrites it before it reads words
+//! ([`shell_text`]: line continuations and quotes inside a word removed); the words
+//! of a command are split at whitespace, quotes, backquotes and parentheses, so a
+//! nested `bash -c "..."`, a `( ... )` subshell and a `$( ... )` substitution are read
+//! as the commands they hold. A launcher is named by its program, its Python module
+//! (`python -m torch.distributed.run`, `-mtorch.distributed.run`), the module's file
+//! run as a script, or a shell variable holding one of these (`$LAUNCH`).
 
-use super::counts::{count, host_list, node_count, per_pods};
-use super::{Env, JobSize};
+use std::borrow::Cow;
+use std::cell::Cell;
+
+use super::counts::{count, host_list, node_count, per_pods, slurm_nodes};
+use super::{ARGS, EXPANDED_LIMIT, Env, JobSize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Launcher {
     Torchrun,
     DeepSpeed,
     Accelerate,
+    Horovod,
     Mpi,
     Slurm,
 }
@@ -76,8 +88,82 @@ const ACCELERATE_OPTIONS: [&str; 8] = [
     "multi_gpu",
 ];
 
+/// horovodrun's options (horovod/runner/launch.py `parse_args`, an argparse parser),
+/// for argparse's prefix matching: `--num-p 4` is `--num-proc 4`.
+/// <https://horovod.readthedocs.io/en/stable/running_include.html>
+/// <https://github.com/horovod/horovod/blob/v0.28.1/horovod/runner/launch.py>
+const HOROVOD_OPTIONS: [&str; 67] = [
+    "v",
+    "version",
+    "np",
+    "num-proc",
+    "cb",
+    "check-build",
+    "disable-cache",
+    "start-timeout",
+    "network-interfaces",
+    "network-interface",
+    "output-filename",
+    "verbose",
+    "config-file",
+    "p",
+    "ssh-port",
+    "i",
+    "ssh-identity-file",
+    "fusion-threshold-mb",
+    "cycle-time-ms",
+    "cache-capacity",
+    "hierarchical-allreduce",
+    "no-hierarchical-allreduce",
+    "hierarchical-allgather",
+    "no-hierarchical-allgather",
+    "autotune",
+    "no-autotune",
+    "autotune-log-file",
+    "autotune-warmup-samples",
+    "autotune-steps-per-sample",
+    "autotune-bayes-opt-max-samples",
+    "autotune-gaussian-process-noise",
+    "min-np",
+    "min-num-proc",
+    "max-np",
+    "max-num-proc",
+    "slots-per-host",
+    "elastic-timeout",
+    "reset-limit",
+    "blacklist-cooldown-range",
+    "timeline-filename",
+    "timeline-mark-cycles",
+    "no-timeline-mark-cycles",
+    "no-stall-check",
+    "stall-check",
+    "stall-check-warning-time-seconds",
+    "stall-check-shutdown-time-seconds",
+    "mpi-threads-disable",
+    "no-mpi-threads-disable",
+    "mpi-args",
+    "tcp",
+    "binding-args",
+    "num-nccl-streams",
+    "thread-affinity",
+    "gloo-timeout-seconds",
+    "log-level",
+    "log-with-timestamp",
+    "log-without-timestamp",
+    "prefix-timestamp",
+    "prefix-output-with-timestamp",
+    "log-hide-timestamp",
+    "no-log-hide-timestamp",
+    "H",
+    "hosts",
+    "hostfile",
+    "host-discovery-script",
+    "gloo",
+    "mpi",
+];
+
 /// Options that take no value (the next token is not theirs).
-const SWITCHES: [&str; 10] = [
+const SWITCHES: [&str; 18] = [
     "standalone",
     "no-python",
     "no_python",
@@ -88,6 +174,44 @@ const SWITCHES: [&str; 10] = [
     "no_local_rank",
     "multi_gpu",
     "m",
+    // horovodrun
+    "verbose",
+    "disable-cache",
+    "check-build",
+    "cb",
+    "gloo",
+    "mpi",
+    "jsrun",
+    "tcp",
+];
+
+/// srun's short options that take no value (getopt letters without `:`); every other
+/// letter takes one, joined (`-N4`) or as the next word.
+/// <https://slurm.schedmd.com/srun.html>
+const SRUN_SHORT_SWITCHES: &str = "EHhlOQsuVvXZ";
+
+/// srun's long options that take no value, or one only when joined with `=`.
+const SRUN_LONG_SWITCHES: [&str; 20] = [
+    "label",
+    "overcommit",
+    "quiet",
+    "unbuffered",
+    "verbose",
+    "exclusive",
+    "pty",
+    "hold",
+    "disable-status",
+    "no-allocate",
+    "oversubscribe",
+    "contiguous",
+    "exact",
+    "overlap",
+    "multi-prog",
+    "test-only",
+    "preserve-env",
+    "no-kill",
+    "kill-on-bad-exit",
+    "immediate",
 ];
 
 /// One launcher invocation: the shell command it is in and where its options start.
@@ -115,33 +239,57 @@ impl<'a> Invocation<'a> {
     /// Each option before the first positional argument (the training script, whose
     /// own flags are not the launcher's), with its value when it has one.
     fn options(&self, mut each: impl FnMut(&str, Option<&'a str>)) {
-        let argparse = matches!(
-            self.launcher,
-            Launcher::Torchrun | Launcher::DeepSpeed | Launcher::Accelerate
-        );
         let mut tokens = tokens(self.command).skip(self.start).peekable();
         while let Some(t) = tokens.next() {
             if !t.starts_with('-') || t == "-" {
                 break;
             }
-            let (name, inline) = match t.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (t, None),
-            };
-            // argparse options are named without their dashes; MPI's keep them (`-np`
-            // is not `--np` everywhere).
-            let key = if argparse {
-                name.trim_start_matches('-')
-            } else {
-                name
-            };
-            let switch = SWITCHES.contains(&key.trim_start_matches('-'));
+            let (key, inline) = self.option(t);
             let value = match inline {
                 Some(v) => Some(v),
-                None if switch => None,
+                None if self.switch(key) => None,
                 None => tokens.next_if(|next| !next.starts_with('-')),
             };
             each(key, value);
+        }
+    }
+
+    /// An option word's name, as [`Invocation::names`] matches it, and its value when
+    /// written in the same word.
+    fn option(&self, word: &'a str) -> (&'a str, Option<&'a str>) {
+        if self.launcher == Launcher::Slurm
+            && let Some(short) = getopt_short(word)
+        {
+            return short;
+        }
+        if self.launcher == Launcher::Horovod
+            && let Some(hosts) = word.strip_prefix("-H").filter(|h| !h.is_empty())
+            && !hosts.starts_with('=')
+        {
+            // argparse joins a one-letter option's value to it: `-Ha:4,b:4`.
+            return ("H", Some(hosts));
+        }
+        let (name, inline) = match word.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (word, None),
+        };
+        // argparse options, and srun's (one letter after `-`, words after `--`), are
+        // named without their dashes; MPI's keep them (`-np` is not `--np` everywhere).
+        let key = if self.launcher == Launcher::Mpi {
+            name
+        } else {
+            name.trim_start_matches('-')
+        };
+        (key, inline)
+    }
+
+    /// Whether an option takes no value, so the next word is not its value.
+    fn switch(&self, key: &str) -> bool {
+        let bare = key.trim_start_matches('-');
+        match self.launcher {
+            Launcher::Slurm if bare.len() == 1 => SRUN_SHORT_SWITCHES.contains(bare),
+            Launcher::Slurm => SRUN_LONG_SWITCHES.contains(&bare),
+            _ => SWITCHES.contains(&bare),
         }
     }
 
@@ -150,6 +298,7 @@ impl<'a> Invocation<'a> {
             Launcher::Torchrun => &TORCHRUN_OPTIONS,
             Launcher::DeepSpeed => &DEEPSPEED_OPTIONS,
             Launcher::Accelerate => &ACCELERATE_OPTIONS,
+            Launcher::Horovod => &HOROVOD_OPTIONS,
             Launcher::Mpi | Launcher::Slurm => return long.contains(&given),
         };
         if long.contains(&given) {
@@ -165,15 +314,29 @@ impl<'a> Invocation<'a> {
     }
 }
 
+/// A grouped short-option word as srun's getopt reads it: switches first (`-l`), then
+/// one letter that takes a value, joined to it (`-N4`, `-lN4`) or in the next word
+/// (`-lN 4`). `None` for a word that is not such a group (`-N`, `--nodes`).
+/// <https://slurm.schedmd.com/srun.html>
+fn getopt_short(word: &str) -> Option<(&str, Option<&str>)> {
+    let group = word
+        .strip_prefix('-')
+        .filter(|g| g.len() > 1 && !g.starts_with('-'))?;
+    let at = group.find(|c| !SRUN_SHORT_SWITCHES.contains(c))?;
+    let letter = group[at..].chars().next()?;
+    let (key, rest) = group[at..].split_at(letter.len_utf8());
+    Some((key, (!rest.is_empty()).then_some(rest)))
+}
+
 /// Whether the command line runs torchrun (or `torch.distributed.run`/`.launch`), the
 /// one launcher that reads `PET_*`: elsewhere those variables are a decoy.
-pub(super) fn runs_torchrun(line: &str) -> bool {
-    invocations(line).any(|inv| inv.launcher == Launcher::Torchrun)
+pub(super) fn runs_torchrun(line: &str, env: &Env<'_>) -> bool {
+    invocations(line, env).any(|inv| inv.launcher == Launcher::Torchrun)
 }
 
 /// The job size the launchers on a command line start, the largest if several do.
 pub(super) fn size(line: &str, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
-    invocations(line)
+    invocations(line, env)
         .filter_map(|inv| invocation_size(&inv, env, per_pod))
         .reduce(JobSize::max)
 }
@@ -221,6 +384,7 @@ fn invocation_size(inv: &Invocation<'_>, env: &Env<'_>, per_pod: u32) -> Option<
             let procs = inv.value(&["num_processes", "num-processes"])??;
             Some(per_pods(count(procs, env), per_pod, None))
         }
+        Launcher::Horovod => horovod_size(inv, env, per_pod),
         Launcher::Mpi => {
             if let Some(Some(hosts)) = inv.value(&["-H", "--host", "-host", "--hosts"]) {
                 return Some(host_list(hosts));
@@ -233,13 +397,35 @@ fn invocation_size(inv: &Invocation<'_>, env: &Env<'_>, per_pod: u32) -> Option<
             Some(per_pods(count(procs, env), per_pod, per_node))
         }
         Launcher::Slurm => {
-            if let Some(v) = inv.value(&["-N", "--nodes"]) {
-                return Some(v.map_or(JobSize::Several, |v| node_count(v, env)));
+            if let Some(v) = inv.value(&["N", "nodes"]) {
+                return Some(v.map_or(JobSize::Several, |v| slurm_nodes(v, env)));
             }
-            let procs = inv.value(&["-n", "--ntasks"])??;
+            let procs = inv.value(&["n", "ntasks"])??;
             Some(per_pods(count(procs, env), per_pod, None))
         }
     }
+}
+
+/// horovodrun: its host list, else its process count (`-np`, `--num-proc`; an elastic
+/// job's `--max-np` bounds it) over the pod's accelerators or `--slots-per-host`.
+/// argparse also takes `-n` for `-np`, the one option it prefixes.
+fn horovod_size(inv: &Invocation<'_>, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
+    if let Some(Some(hosts)) = inv.value(&["H", "hosts"]) {
+        return Some(host_list(hosts));
+    }
+    let per_node = inv
+        .value(&["slots-per-host"])
+        .flatten()
+        .and_then(|v| v.parse().ok());
+    let procs = [
+        inv.value(&["np", "n", "num-proc"]),
+        inv.value(&["max-np", "max-num-proc"]),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|v| v.map_or(JobSize::Several, |v| count(v, env)))
+    .reduce(JobSize::max)?;
+    Some(per_pods(procs, per_pod, per_node))
 }
 
 fn truthy(v: &str) -> bool {
@@ -249,13 +435,7 @@ fn truthy(v: &str) -> bool {
 /// The variables a shell command line assigns, in order: `export A=1 B=2`, `env A=1 cmd`,
 /// and `A=1 cmd` (assignments before a command's first word).
 pub(super) fn assignments(line: &str) -> impl Iterator<Item = (&str, &str)> {
-    let is_name = |n: &str| {
-        n.chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
-    line.split(['\n', ';', '|', '&']).flat_map(move |command| {
+    commands(line).flat_map(move |command| {
         // An assignment is a command's first word, or follows `export`, `env`, a shell's
         // `-c`, or another assignment.
         let mut open = true;
@@ -269,57 +449,252 @@ pub(super) fn assignments(line: &str) -> impl Iterator<Item = (&str, &str)> {
     })
 }
 
-/// Split a command line into shell commands, and each into tokens; find launchers.
-fn invocations(line: &str) -> impl Iterator<Item = Invocation<'_>> {
-    line.split(['\n', ';', '|', '&']).filter_map(parse)
+/// A shell variable name: a letter or `_`, then letters, digits and `_`.
+fn is_name(n: &str) -> bool {
+    n.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The shell commands of a line: split at newlines and the control operators `;`,
+/// `|`, `&` (and so `&&`, `||`).
+fn commands(line: &str) -> impl Iterator<Item = &str> {
+    line.split(['\n', ';', '|', '&'])
+}
+
+/// Split a command line into shell commands, and each into tokens; find launchers.
+fn invocations<'a>(line: &'a str, env: &'a Env<'_>) -> impl Iterator<Item = Invocation<'a>> {
+    // Variables' values read as command words, over the whole line (see `resolved`).
+    let room = Cell::new(EXPANDED_LIMIT);
+    commands(line).filter_map(move |command| {
+        let (launcher, start) = launcher_at(command, env, &room)?;
+        Some(Invocation {
+            launcher,
+            command,
+            start,
+        })
+    })
+}
+
+/// A command's words: split at whitespace, quotes and backquotes (so a quoted
+/// `bash -c` string is read as the commands it holds), and at `(` and `)`, so a
+/// subshell `( ... )` or a substitution `$( ... )` opens onto the command inside it,
+/// while the command it sits in goes on after it. An unexpanded `$(VAR)` reference
+/// reads as the word `$`, a count trainplace cannot derive.
 fn tokens(command: &str) -> impl Iterator<Item = &str> {
     command
-        .split(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '`')
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | ')'))
         .filter(|t| !t.is_empty())
 }
 
+/// The shell rewriting of a command line that comes before its words are read, as the
+/// POSIX shell does it: a backslash-newline (or backslash-CRLF) is removed, joining
+/// the lines; a backslash before any other character is removed and that character
+/// kept as written (`--nn\odes` is `--nnodes`); the quotes around part of a word are
+/// removed, joining it (`torch"run"`, `"--nnodes"=4`), and so is the `$` of `$'...'`
+/// (ANSI-C quoting) and `$"..."`. A quote at the edge of a word (beside whitespace or
+/// an end of the line) stays, and [`tokens`] splits at it, so a quoted `bash -c`
+/// string is still read as commands. Linear in the line; a line with nothing to remove
+/// is returned as it is, not copied.
+/// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html#tag_18_02>
+pub(super) fn shell_text(line: &str) -> Cow<'_, str> {
+    let bytes = line.as_bytes();
+    let mut out: Option<String> = None;
+    // Where the bytes not yet copied to `out` start, and the last byte kept.
+    let (mut kept_from, mut prev) = (0, None);
+    let mut i = 0;
+    while i < bytes.len() {
+        let removed = removed_at(bytes, i, prev);
+        if removed == 0 {
+            prev = Some(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let text = out.get_or_insert_with(|| {
+            crate::budget::draw_len(ARGS, line.len());
+            String::with_capacity(line.len())
+        });
+        text.push_str(&line[kept_from..i]);
+        let escape = bytes[i] == b'\\' && removed == 1;
+        i += removed;
+        kept_from = i;
+        if escape && i < bytes.len() {
+            // The escaped character is kept as written, whatever it is.
+            prev = Some(bytes[i]);
+            i += 1;
+        }
+    }
+    match out {
+        Some(mut text) => {
+            text.push_str(&line[kept_from..]);
+            Cow::Owned(text)
+        }
+        None => Cow::Borrowed(line),
+    }
+}
+
+/// How many bytes the shell removes at `i` (0: the byte is kept). `prev` is the last
+/// byte kept before it.
+fn removed_at(bytes: &[u8], i: usize, prev: Option<u8>) -> usize {
+    let next = bytes.get(i + 1).copied();
+    match bytes[i] {
+        b'\\' => match (next, bytes.get(i + 2)) {
+            (Some(b'\n'), _) => 2,
+            (Some(b'\r'), Some(b'\n')) => 3,
+            _ => 1,
+        },
+        b'$' if matches!(next, Some(b'\'' | b'"')) => 1,
+        b'"' | b'\'' => {
+            let inside = |b: Option<u8>| b.is_some_and(|b| !b.is_ascii_whitespace());
+            usize::from(inside(prev) && inside(next))
+        }
+        _ => 0,
+    }
+}
+
+/// What a word of a command names: a launcher, whose options follow it, or the
+/// `accelerate` command line, a launcher when `launch` follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Named {
+    Launcher(Launcher),
+    AccelerateCli,
+}
+
+/// The launcher a word names: a program (its path's last part), a Python module
+/// (`torch.distributed.run`, as `-m`'s next word or joined to it), or the module's
+/// file run as a script.
+fn named(word: &str) -> Option<Named> {
+    let word = python_module(word).unwrap_or(word);
+    if let Some(found) = module_script(word) {
+        return Some(found);
+    }
+    let base = word.rsplit('/').next().unwrap_or(word);
+    let launcher = match base {
+        "torchrun" | "torch.distributed.run" | "torch.distributed.launch" => Launcher::Torchrun,
+        "deepspeed" | "deepspeed.launcher.runner" => Launcher::DeepSpeed,
+        "accelerate" | "accelerate.commands.accelerate_cli" => return Some(Named::AccelerateCli),
+        "accelerate-launch" | "accelerate.commands.launch" => Launcher::Accelerate,
+        "horovodrun" | "horovod.runner.launch" => Launcher::Horovod,
+        "mpirun" | "mpiexec" | "orterun" | "prterun" | "mpiexec.hydra" => Launcher::Mpi,
+        "srun" => Launcher::Slurm,
+        _ => return None,
+    };
+    Some(Named::Launcher(launcher))
+}
+
+/// CPython's switches that take no value (`-u`, `-B`, `-O`, ...): they may come before
+/// `-m` in one word.
+/// <https://docs.python.org/3/using/cmdline.html>
+const PYTHON_SWITCHES: &str = "bBdEhiIOPqRsSuvVx?";
+
+/// The module of a CPython word that joins it to `-m`, after any switches
+/// (`-mtorch.distributed.run`, `-umtorch.distributed.run`): CPython reads the rest of
+/// the word as `-m`'s value. <https://docs.python.org/3/using/cmdline.html>
+fn python_module(word: &str) -> Option<&str> {
+    let group = word.strip_prefix('-').filter(|g| !g.starts_with('-'))?;
+    let at = group.find(|c| !PYTHON_SWITCHES.contains(c))?;
+    group[at..]
+        .strip_prefix('m')
+        .filter(|module| !module.is_empty())
+}
+
+/// Launcher modules whose file runs the launcher when run as a script
+/// (`python .../site-packages/torch/distributed/run.py`: each ends in
+/// `if __name__ == "__main__"`).
+const MODULE_SCRIPTS: [(&str, Named); 6] = [
+    (
+        "torch/distributed/run.py",
+        Named::Launcher(Launcher::Torchrun),
+    ),
+    (
+        "torch/distributed/launch.py",
+        Named::Launcher(Launcher::Torchrun),
+    ),
+    (
+        "deepspeed/launcher/runner.py",
+        Named::Launcher(Launcher::DeepSpeed),
+    ),
+    (
+        "accelerate/commands/launch.py",
+        Named::Launcher(Launcher::Accelerate),
+    ),
+    (
+        "accelerate/commands/accelerate_cli.py",
+        Named::AccelerateCli,
+    ),
+    (
+        "horovod/runner/launch.py",
+        Named::Launcher(Launcher::Horovod),
+    ),
+];
+
+/// The launcher whose module file a path names (the path ends in the package's own
+/// directories, so a user's `launch.py` is not one).
+fn module_script(word: &str) -> Option<Named> {
+    MODULE_SCRIPTS
+        .iter()
+        .find(|(file, _)| {
+            word.strip_suffix(file)
+                .is_some_and(|dir| dir.is_empty() || dir.ends_with('/'))
+        })
+        .map(|&(_, named)| named)
+}
+
+/// A word that is a shell variable's value (`$LAUNCH`, `${LAUNCH}`): the variable's name.
+fn variable(word: &str) -> Option<&str> {
+    let name = word.strip_prefix('$')?;
+    let name = name
+        .strip_prefix('{')
+        .and_then(|n| n.strip_suffix('}'))
+        .unwrap_or(name);
+    is_name(name).then_some(name)
+}
+
+/// A word as the shell runs it: a variable's value from the command line's own
+/// assignments or the container's env (the words it splits into), else the word.
+/// Each value read is drawn from the review's budget, and from `room`: past
+/// [`EXPANDED_LIMIT`] bytes of values on one line (what Linux execs in one argument)
+/// the words stay as written, so a long value named by every command of a long line
+/// is not read again and again.
+fn resolved<'s>(word: &'s str, env: &'s Env<'_>, room: &Cell<usize>) -> &'s str {
+    variable(word)
+        .and_then(|name| env.literal(name))
+        .filter(|value| {
+            let fits = value.len() <= room.get();
+            if fits {
+                room.set(room.get() - value.len());
+            }
+            fits && crate::budget::draw_len(ARGS, value.len())
+        })
+        .unwrap_or(word)
+}
+
 /// The launcher a shell command runs, and the index of the token its options start at.
-fn launcher_at(command: &str) -> Option<(Launcher, usize)> {
-    let mut tokens = tokens(command).enumerate().peekable();
-    while let Some((i, t)) = tokens.next() {
-        let base = t.rsplit('/').next().unwrap_or(t);
-        let found = match base {
-            "torchrun" | "torch.distributed.run" | "torch.distributed.launch" => {
-                Some(Launcher::Torchrun)
+fn launcher_at(command: &str, env: &Env<'_>, room: &Cell<usize>) -> Option<(Launcher, usize)> {
+    let mut words = tokens(command)
+        .enumerate()
+        .flat_map(|(i, t)| tokens(resolved(t, env, room)).map(move |w| (i, w)))
+        .peekable();
+    while let Some((i, w)) = words.next() {
+        match named(w) {
+            Some(Named::Launcher(l)) => return Some((l, i + 1)),
+            Some(Named::AccelerateCli) => {
+                if let Some((j, _)) = words.next_if(|&(_, next)| next == "launch") {
+                    return Some((Launcher::Accelerate, j + 1));
+                }
             }
-            "deepspeed" | "deepspeed.launcher.runner" => Some(Launcher::DeepSpeed),
-            "accelerate" if tokens.peek().is_some_and(|(_, next)| *next == "launch") => {
-                return Some((Launcher::Accelerate, i + 2));
-            }
-            "mpirun" | "mpiexec" | "orterun" | "prterun" | "horovodrun" | "mpiexec.hydra" => {
-                Some(Launcher::Mpi)
-            }
-            "srun" => Some(Launcher::Slurm),
-            _ => None,
-        };
-        if let Some(l) = found {
-            return Some((l, i + 1));
+            None => {}
         }
     }
     None
-}
-
-fn parse(command: &str) -> Option<Invocation<'_>> {
-    let (launcher, start) = launcher_at(command)?;
-    Some(Invocation {
-        launcher,
-        command,
-        start,
-    })
 }
 
 /// Where the job's processes meet (torchrun's rendezvous endpoint or master address,
 /// DeepSpeed's and Accelerate's master): every pod of one job names the same one.
 /// `None` for a local endpoint, which ties nothing together.
 pub(crate) fn rendezvous(line: &str, env: &Env<'_>) -> Option<String> {
-    let from_line = invocations(line).find_map(|inv| {
+    let from_line = invocations(line, env).find_map(|inv| {
         let keys: &[&str] = match inv.launcher {
             Launcher::Torchrun => &[
                 "rdzv-endpoint",

@@ -1,7 +1,8 @@
 //! How many pods a training job has, read the way the job really starts: the container's
 //! env as the kubelet builds it (the last entry of a name wins; `$(VAR)` in command and
-//! args is expanded from it), then each launcher's own flags and env with the
-//! launcher's precedence (see [`launchers`]). Every container that can run the trainer
+//! args is expanded from it), then the shell's own rewriting of the line (continued
+//! lines joined, quotes inside words removed), then each launcher's own flags and env
+//! with the launcher's precedence (see [`launchers`]). Every container that can run the trainer
 //! is read: app containers and native sidecars that hold devices. A pod that says it
 //! is one of several is a multi-pod training job even without a label trainplace knows.
 //! Volcano's `pytorch` plugin writes its own `WORLD_SIZE` (a pod count) into the pods
@@ -273,7 +274,9 @@ pub(crate) fn rendezvous_label(view: &PodView<'_>) -> Option<String> {
     let endpoint = view.trainer_containers().find_map(|c| {
         let env = Env::of(c);
         let joined = command_line(c);
-        launchers::rendezvous(&env.expand(&joined), &env)
+        let expanded = env.expand(&joined);
+        let line = launchers::shell_text(&expanded);
+        launchers::rendezvous(&line, &env.with_assignments(&line))
     })?;
     let digest = Sha256::digest(endpoint.as_bytes());
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -297,7 +300,9 @@ fn container_size(
 ) -> Option<JobSize> {
     let env = Env::of(container);
     let joined = command_line(container);
-    let line = env.expand(&joined);
+    let expanded = env.expand(&joined);
+    // Read as the shell reads it: continuations joined, quotes inside words removed.
+    let line = launchers::shell_text(&expanded);
     let env = env.with_assignments(&line);
     let launched = on
         .command_line
@@ -306,7 +311,13 @@ fn container_size(
         .flatten();
     match launched {
         Some(size) => Some(size),
-        None => env_size(view, &env, per_pod, on, launchers::runs_torchrun(&line)),
+        None => env_size(
+            view,
+            &env,
+            per_pod,
+            on,
+            launchers::runs_torchrun(&line, &env),
+        ),
     }
 }
 

@@ -2,7 +2,7 @@ use std::borrow::Cow;
 
 use serde_json::json;
 
-use super::launchers::{rendezvous, size};
+use super::launchers::{rendezvous, shell_text, size};
 use super::{EXPANDED_LIMIT, Env, JobSize};
 
 fn env(vars: &[(&str, &str)]) -> serde_json::Value {
@@ -221,4 +221,252 @@ fn a_command_line_sets_env_for_what_follows() {
         size("export PET_NNODES=4; torchrun t.py", &e, 8),
         Some(JobSize::Pods(4))
     );
+}
+
+/// A command line read as a container's is: the shell's rewriting, then the launchers
+/// with the line's own assignments.
+fn read(line: &str, container: &serde_json::Value, per_pod: u32) -> Option<JobSize> {
+    let line = shell_text(line);
+    let env = Env::of(container).with_assignments(&line);
+    size(&line, &env, per_pod)
+}
+
+#[test]
+fn the_shell_joins_continued_lines_before_reading_words() {
+    let none = env(&[]);
+    let cases = [
+        "torchrun \\\n  --nnodes=4 --nproc-per-node=1 \\\n  train.py\n",
+        "torchrun \\\r\n  --nnodes=4 \\\r\n  train.py",
+        // A continuation inside a word joins it.
+        "torchrun --nn\\\nodes=4 train.py",
+        "bash -c 'torchrun \\\n --nnodes 4 \\\n train.py'",
+        "set -e\ncd /w\ntorchrun \\\n  --rdzv-backend=c10d \\\n  --nnodes=4 \\\n  t.py",
+    ];
+    for line in cases {
+        assert_eq!(read(line, &none, 1), Some(JobSize::Pods(4)), "{line:?}");
+    }
+    // Without the backslash the next line is a command of its own: its flags are not
+    // torchrun's.
+    assert_eq!(read("torchrun train.py\n--nnodes=4", &none, 1), None);
+}
+
+#[test]
+fn the_shell_removes_quotes_and_backslashes_inside_a_word() {
+    let none = env(&[]);
+    let cases = [
+        "torch\"run\" --nnodes=4 t.py",
+        "'torchrun' --nnodes=4 t.py",
+        "torch''run --nnodes=4 t.py",
+        "torchrun --nn\\odes=4 t.py",
+        "torchrun \"--nnodes\"=4 t.py",
+        "torchrun --nnodes=\"4\" t.py",
+        "torchrun $'--nnodes=4' t.py",
+        "torchrun $\"--nnodes\" 4 t.py",
+        "\\torchrun --nnodes=4 t.py",
+        // A nested shell string is still read as the commands it holds.
+        "bash -c \"torchrun --nnodes=4 t.py\"",
+        "sh -c \"bash -c \\\"torchrun --nnodes=4 t.py\\\"\"",
+        "bash -lc 'export X=1; torchrun --nnodes=4 t.py'",
+    ];
+    for line in cases {
+        assert_eq!(read(line, &none, 1), Some(JobSize::Pods(4)), "{line:?}");
+    }
+}
+
+#[test]
+fn shell_rewriting_copies_only_a_line_it_changes() {
+    for line in [
+        "torchrun --nnodes=4 t.py",
+        "bash -c \"torchrun --nnodes=4 t.py\"",
+        "sh -c 'echo a'",
+    ] {
+        assert!(matches!(shell_text(line), Cow::Borrowed(_)), "{line}");
+    }
+    let cases = [
+        ("a \\\nb", "a b"),
+        ("a\\\r\nb", "ab"),
+        ("torch\"run\" x", "torchrun\" x"),
+        ("\\\\x", "\\x"),
+        ("\\\"a\"", "\"a\""),
+        ("$'x'", "'x'"),
+        // Multi-byte characters around what is removed stay whole.
+        ("é\\é\"é\"", "ééé\""),
+        ("end\\", "end"),
+    ];
+    for (line, want) in cases {
+        assert_eq!(shell_text(line), want, "{line:?}");
+    }
+}
+
+#[test]
+fn subshells_substitutions_and_groups_hold_commands() {
+    let none = env(&[]);
+    let cases = [
+        "(torchrun --nnodes=4 --nproc-per-node=1 train.py) || exit 1",
+        "echo done: $(torchrun --nnodes=4 train.py)",
+        "out=`torchrun --nnodes=4 train.py`",
+        "{ torchrun --nnodes=4 train.py; }",
+        "( cd /w && (torchrun --nnodes=4 train.py) )",
+        // A substitution for the program: the command goes on after it.
+        "$(which torchrun) --nnodes=4 train.py",
+    ];
+    for line in cases {
+        assert_eq!(read(line, &none, 1), Some(JobSize::Pods(4)), "{line:?}");
+    }
+}
+
+#[test]
+fn an_unexpanded_reference_or_substitution_is_several_pods_not_one() {
+    // A `$(VAR)` the kubelet left as written (undefined, or from `valueFrom`) and a
+    // `$(...)` substitution: the shell derives the count, trainplace cannot.
+    let none = env(&[]);
+    for line in [
+        "torchrun --nnodes=$(NNODES) --nproc-per-node=1 t.py",
+        "torchrun --nnodes $(NNODES) t.py",
+        "torchrun --nnodes=$(cat /etc/nnodes) t.py",
+        "torchrun --nnodes=$((N * 2)) t.py",
+        "srun -N$(NODES) python t.py",
+    ] {
+        assert_eq!(read(line, &none, 1), Some(JobSize::Several), "{line}");
+    }
+}
+
+#[test]
+fn a_variable_can_name_the_launcher() {
+    let none = env(&[]);
+    let cases = [
+        "LAUNCH=torchrun; $LAUNCH --nnodes=4 train.py",
+        "export LAUNCH=torchrun\n${LAUNCH} --nnodes=4 train.py",
+        "L=/opt/conda/bin/torchrun; exec \"$L\" --nnodes=4 train.py",
+    ];
+    for line in cases {
+        assert_eq!(read(line, &none, 1), Some(JobSize::Pods(4)), "{line:?}");
+    }
+    // From the container's env, several words: `python -m torch.distributed.run`.
+    let c = env(&[("LAUNCH", "python -m torch.distributed.run")]);
+    assert_eq!(
+        read("$LAUNCH --nnodes=4 train.py", &c, 1),
+        Some(JobSize::Pods(4))
+    );
+    // A variable that names no launcher is only a word.
+    let c = env(&[("APP", "python")]);
+    assert_eq!(read("$APP train.py --nnodes=4", &c, 1), None);
+    assert_eq!(read("$UNSET --nnodes=4 train.py", &none, 1), None);
+}
+
+#[test]
+fn python_runs_a_launcher_module_however_it_is_named() {
+    let none = env(&[]);
+    let cases = [
+        "python -mtorch.distributed.run --nnodes=4 train.py",
+        "python3 -umtorch.distributed.run --nnodes=4 train.py",
+        "python -u -B -mtorch.distributed.run --nnodes=4 train.py",
+        "python -mtorch.distributed.launch --nnodes=4 --use-env train.py",
+        "python /usr/local/lib/python3.11/site-packages/torch/distributed/run.py --nnodes=4 t.py",
+        "python3 /opt/venv/lib/python3.10/site-packages/torch/distributed/launch.py --nnodes 4 t.py",
+        "python /x/site-packages/deepspeed/launcher/runner.py --num_nodes 4 t.py",
+        "python -mdeepspeed.launcher.runner --num_nodes=4 t.py",
+        "python /x/site-packages/accelerate/commands/launch.py --num_machines 4 t.py",
+        "python -m accelerate.commands.launch --num_machines=4 --machine_rank=1 t.py",
+        "python -m accelerate.commands.accelerate_cli launch --num_machines 4 t.py",
+        "accelerate-launch --num_machines 4 t.py",
+        "python -m horovod.runner.launch -np 4 python t.py",
+    ];
+    for line in cases {
+        assert_eq!(read(line, &none, 1), Some(JobSize::Pods(4)), "{line:?}");
+    }
+    // Not a launcher: a value-taking switch before `m`, a user's own launch.py, the
+    // script's own flags.
+    for line in [
+        "python -Wmtorch.distributed.run --nnodes=4 t.py",
+        "python -cmtorch.distributed.run --nnodes=4",
+        "python launch.py --nnodes=4",
+        "python /app/run.py --nnodes=4",
+        "python train.py --nnodes=4",
+        "python -m mypkg.train --nnodes=4",
+    ] {
+        assert_eq!(read(line, &none, 1), None, "{line}");
+    }
+}
+
+#[test]
+fn srun_reads_its_options_as_getopt_does() {
+    let none = env(&[]);
+    let cases = [
+        (
+            "srun -N4 --ntasks-per-node=1 python train.py",
+            JobSize::Pods(4),
+        ),
+        ("srun -N 4 python train.py", JobSize::Pods(4)),
+        ("srun --nodes 4 python train.py", JobSize::Pods(4)),
+        ("srun --nodes=2-4 python train.py", JobSize::Pods(4)),
+        ("srun -lN4 python train.py", JobSize::Pods(4)),
+        ("srun -l -N4 python train.py", JobSize::Pods(4)),
+        ("srun -n4 python train.py", JobSize::Pods(4)),
+        ("srun --ntasks 4 python train.py", JobSize::Pods(4)),
+        // `-m` takes a value in srun (the task distribution).
+        ("srun -m block -N 4 python train.py", JobSize::Pods(4)),
+    ];
+    for (line, want) in cases {
+        assert_eq!(read(line, &none, 1), Some(want), "{line}");
+    }
+    // 8 tasks on 8-GPU pods: one pod.
+    assert_eq!(
+        read("srun -n8 python t.py", &none, 8),
+        Some(JobSize::Pods(1))
+    );
+    // `-k`'s value is optional, so only ever joined: `-kN4` is `-k N4`.
+    assert_eq!(read("srun -kN4 python t.py", &none, 1), None);
+}
+
+#[test]
+fn horovodrun_reads_its_argparse_options() {
+    let none = env(&[]);
+    let cases = [
+        ("horovodrun --num-proc 4 python train.py", JobSize::Pods(4)),
+        ("horovodrun --num-proc=4 python train.py", JobSize::Pods(4)),
+        ("horovodrun --num-p 4 python train.py", JobSize::Pods(4)),
+        ("horovodrun -np 4 python train.py", JobSize::Pods(4)),
+        ("horovodrun -n 4 python train.py", JobSize::Pods(4)),
+        (
+            "horovodrun -np 2 --max-np 4 python train.py",
+            JobSize::Pods(4),
+        ),
+        (
+            "horovodrun -np 4 -Ha:1,b:1 python train.py",
+            JobSize::Pods(2),
+        ),
+        (
+            "horovodrun --verbose --gloo -np 4 python train.py",
+            JobSize::Pods(4),
+        ),
+    ];
+    for (line, want) in cases {
+        assert_eq!(read(line, &none, 1), Some(want), "{line}");
+    }
+    // `--num` is ambiguous (`--num-proc`, `--num-nccl-streams`): argparse refuses it.
+    assert_eq!(read("horovodrun --num 4 python t.py", &none, 1), None);
+    // The script's own flags are not horovodrun's.
+    assert_eq!(read("horovodrun python train.py -np 4", &none, 1), None);
+}
+
+#[test]
+fn single_pod_command_lines_stay_single_pod() {
+    let none = env(&[]);
+    for line in [
+        "python train.py --nnodes=4",
+        "bash -c \"echo torchrun; python train.py --nnodes=4\"",
+        "echo 'see torchrun docs'",
+        "torchrun \\\n --standalone --nnodes=4 \\\n t.py",
+        "(torchrun --standalone --nnodes=4 t.py)",
+        "python \"train.py\" --nnodes=\"4\"",
+        "python -c 'print(\"--nnodes=4\")'",
+        "sh -c 'python train.py \\\n  --nnodes=4'",
+    ] {
+        assert!(
+            read(line, &none, 1).is_none_or(|s| !s.multi_pod()),
+            "{line:?}: {:?}",
+            read(line, &none, 1)
+        );
+    }
 }
