@@ -223,3 +223,66 @@ fn a_pod_index_past_the_marks_count_is_judged() {
         );
     }
 }
+
+/// A LeaderWorkerSet of 4 groups of 1 pod (four single-GPU model replicas): its leader
+/// StatefulSet runs one leader per group, numbered by group (`apps.kubernetes.io/
+/// pod-index` 0-3) and held by the inventory at 4 replicas. The controller's leaders are
+/// never refused: the mark states the 4 leaders its StatefulSet runs. A fifth leader (a
+/// StatefulSet grown past the LeaderWorkerSet) is judged.
+#[test]
+fn a_leader_worker_sets_leaders_of_every_group_are_left_as_admitted() {
+    let k = keys();
+    let controller = [KUBE_SYSTEM.to_string()];
+    let user = ["alice".to_string()];
+    let lws = json!({
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "serve", "namespace": "prod"},
+        "spec": {"replicas": 4, "leaderWorkerTemplate": {"size": 1, "workerTemplate": {
+            "spec": {"containers": [{"name": "model", "image": "serve:1",
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}
+    });
+    for (name, policy) in policies() {
+        let stored = evaluate(&lws, &policy, &who(&user, &k, None))
+            .unwrap()
+            .object;
+        let template = &stored["spec"]["leaderWorkerTemplate"]["workerTemplate"];
+        let mark = template["metadata"]["annotations"][ADMITTED]
+            .as_str()
+            .expect("the admitted template is signed");
+        assert!(mark.starts_with("v2.k1.4."), "{name}: {mark}");
+        let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "serve", "namespace": "prod", "uid": JOB_UID},
+            "spec": {"replicas": 4, "template": template.clone()}});
+        let inv = inventory_with(&sts);
+        let leader = |group: u32| {
+            let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": template["metadata"].clone(), "spec": template["spec"].clone()});
+            pod["metadata"]["name"] = json!(format!("serve-{group}"));
+            pod["metadata"]["namespace"] = json!("prod");
+            pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] = json!(group.to_string());
+            // The labels the LeaderWorkerSet controller writes on its pods.
+            pod["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/name"] = json!("serve");
+            pod["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"] =
+                json!(group.to_string());
+            pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1",
+                "kind": "StatefulSet", "name": "serve", "uid": JOB_UID, "controller": true}]);
+            pod
+        };
+        for group in 0..4 {
+            let v = evaluate(&leader(group), &policy, &who(&controller, &k, Some(&inv))).unwrap();
+            assert!(
+                v.allowed && left_as_admitted(&v),
+                "{name}: the leader of group {group}: {:#?} {:?}",
+                v.findings,
+                v.notes
+            );
+        }
+        let v = evaluate(&leader(4), &policy, &who(&controller, &k, Some(&inv))).unwrap();
+        assert!(
+            !left_as_admitted(&v),
+            "{name}: a fifth leader: {:?}",
+            v.notes
+        );
+    }
+}

@@ -15,7 +15,7 @@ use crate::read::annotations::{
 use crate::read::json::Lookup as _;
 use crate::read::json::annotation;
 use crate::read::podspec::PodView;
-use crate::read::workload::Site;
+use crate::read::workload::{Kind, Site};
 use crate::write::edit::{Cursor, Ops};
 
 /// Write one judged template's layout, the Kueue topology ask and the explanation; and,
@@ -127,7 +127,7 @@ fn mark_admitted(
         identity: (key, value),
         owner_kind,
         digest: crate::facts::mark::digest(&view),
-        pods: judgement.pods().unwrap_or(0),
+        pods: signed_pods(object, judgement.pods().unwrap_or(0), ctx),
     };
     let kept = annotation(template, ADMITTED)
         .filter(|m| m.split('.').nth(1) == Some(keys.current_id()))
@@ -144,6 +144,24 @@ fn mark_admitted(
         ann.set(ADMITTED, Value::String(mark), ops);
     }
     Ok(())
+}
+
+/// The pod count a template's mark states: the job's (0: several, count unknown). A
+/// LeaderWorkerSet's groups are separate jobs of `size` pods, but its leader
+/// StatefulSet runs one leader per group (`replicas` of them, numbered by group), from
+/// the leader template or, without one, the worker template: the mark states the larger
+/// count, so the leaders of groups past `size` are not taken for pods of a larger job.
+/// Each group's job size is still judged on the LeaderWorkerSet (its template's
+/// launcher at CREATE and on every UPDATE).
+fn signed_pods(object: &Value, job: u32, ctx: &Ctx<'_, '_>) -> u32 {
+    if job == 0 || ctx.kind != Kind::LeaderWorkerSet {
+        return job;
+    }
+    let groups = object
+        .lookup("/spec/replicas")
+        .and_then(Value::as_u64)
+        .map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX));
+    job.max(groups)
 }
 
 /// A Kueue-managed workload: ask Topology Aware Scheduling for one zone per podset,
