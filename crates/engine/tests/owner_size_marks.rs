@@ -286,3 +286,66 @@ fn a_leader_worker_sets_leaders_of_every_group_are_left_as_admitted() {
         );
     }
 }
+
+/// Attack: a Job whose pods take a whole p5 each through a ResourceClaimTemplate is
+/// admitted and signed; the user then deletes the template and creates it again asking
+/// for one GPU. The Job controller's pods carry the verifying mark, but their claims now
+/// give one GPU: the mark covers what the claims gave when it was signed, so the pods
+/// are judged as they are, 4 pods x 1 GPU.
+#[test]
+fn a_claim_template_replaced_after_admission_voids_the_mark() {
+    let k = keys();
+    let user = ["alice".to_string()];
+    let controller = [KUBE_SYSTEM.to_string()];
+    let template = |devices: Value| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpus", "namespace": "prod"},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "g", "exactly": devices}]}}}})
+    };
+    let claims_of = |t: Value| {
+        let mut c = trainplace_engine::Claims::default();
+        c.add(&[t], "prod");
+        c
+    };
+    let whole = claims_of(template(
+        json!({"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}),
+    ));
+    let one = claims_of(template(
+        json!({"deviceClassName": "gpu.nvidia.com", "count": 1}),
+    ));
+    let job = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "namespace": "prod", "uid": JOB_UID},
+        "spec": {"parallelism": 4, "completions": 4, "completionMode": "Indexed", "template": {
+            "metadata": {"labels": {"batch.kubernetes.io/job-name": "train"}},
+            "spec": {"restartPolicy": "Never",
+                "containers": [{"name": "trainer", "image": "train:1",
+                    "command": ["torchrun", "--nnodes=4", "train.py"],
+                    "resources": {"claims": [{"name": "gpus"}]}}],
+                "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "gpus"}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}
+    });
+    for (name, policy) in policies() {
+        let submit = Requester {
+            claims: Some(&whole),
+            ..who(&user, &k, None)
+        };
+        let stored = evaluate(&job, &policy, &submit).unwrap().object;
+        let v = judge_owned(stored.clone(), &policy, &submit).unwrap();
+        assert!(v.allowed, "{name}: {:#?}", v.findings);
+        let pod = pod_of(&stored);
+        let with = |claims| Requester {
+            claims: Some(claims),
+            ..who(&controller, &k, None)
+        };
+        let v = evaluate(&pod, &policy, &with(&whole)).unwrap();
+        assert!(v.allowed && left_as_admitted(&v), "{name}: {:?}", v.notes);
+        let v = evaluate(&pod, &policy, &with(&one)).unwrap();
+        assert!(!left_as_admitted(&v), "{name}: {:?}", v.notes);
+        assert!(
+            !v.allowed,
+            "{name}: the 1-GPU pods admitted on the old mark"
+        );
+    }
+}

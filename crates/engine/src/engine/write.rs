@@ -121,7 +121,9 @@ fn mark_admitted(
     };
     let missing = || ObjectError::bad(&site.field, "missing");
     let template = object.lookup(&site.pointer).ok_or_else(missing)?;
-    let view = PodView::read(template, &site.field, &ctx.eff.policy.catalog)?;
+    let catalog = &ctx.eff.policy.catalog;
+    let view = PodView::read(template, &site.field, catalog)?;
+    let view = crate::judge::judgement::claims_resolved(view, ctx.who, namespace, catalog);
     let claim = Claim {
         namespace,
         identity: (key, value),

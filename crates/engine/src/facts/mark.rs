@@ -206,6 +206,23 @@ pub(crate) fn digest(view: &PodView<'_>) -> [u8; 32] {
         .cloned()
         .unwrap_or_else(|| Value::String("ClusterFirst".into()));
     put("dnsPolicy", Some(&dns));
+    // What the pod's DRA claims give, as counted when signing and when verifying: a
+    // claim template replaced after admission (deleted and created again with fewer
+    // devices) changes it. Pods with no claims digest as before.
+    if view.claims > 0 {
+        let d = &view.devices;
+        let count = |c: Option<crate::read::devices::Count>| match c {
+            None => Value::Null,
+            Some(crate::read::devices::Count::All) => Value::String("All".into()),
+            Some(crate::read::devices::Count::Exact(n)) => Value::from(n),
+        };
+        let devices = serde_json::json!({
+            "accelerators": d.accelerators.as_ref().map(|a| serde_json::json!([a.resource, count(Some(a.count)), a.shared])),
+            "efa": count(d.efa),
+            "unresolved": d.unresolved,
+        });
+        put("claims", Some(&devices));
+    }
     for key in crate::read::annotations::OPT_INS {
         put(
             key,

@@ -120,19 +120,25 @@ pub(crate) fn with_claims<'v>(
     ctx: &Ctx<'_, '_>,
     verdict: &Verdict,
 ) -> PodView<'v> {
+    claims_resolved(view, ctx.who, &verdict.namespace, &ctx.eff.policy.catalog)
+}
+
+/// The view with its DRA claims counted in `namespace`, through the templates the
+/// requester submitted alongside, then the inventory's.
+pub(crate) fn claims_resolved<'v>(
+    view: PodView<'v>,
+    who: &Requester<'_>,
+    namespace: &str,
+    catalog: &trainplace_catalog::Catalog,
+) -> PodView<'v> {
     if view.claims == 0 {
         return view;
     }
-    let sources: Vec<&Claims> = [ctx.who.claims, ctx.who.inventory.map(Snapshot::claims)]
+    let sources: Vec<&Claims> = [who.claims, who.inventory.map(Snapshot::claims)]
         .into_iter()
         .flatten()
         .collect();
-    let devices = dra::resolve(
-        view.pod,
-        &verdict.namespace,
-        &sources,
-        &ctx.eff.policy.catalog,
-    );
+    let devices = dra::resolve(view.pod, namespace, &sources, catalog);
     view.with_devices(devices)
 }
 

@@ -45,9 +45,12 @@ pub(crate) fn made_from_admitted(
     else {
         return false;
     };
-    verified(object, owner_kind, namespace, keys, policy).is_some_and(|(key, value, signed)| {
-        !placed_apart(object, namespace, (key, value), who) && !owner_larger(object, signed, who)
-    })
+    verified(object, owner_kind, namespace, keys, who, policy).is_some_and(
+        |(key, value, signed)| {
+            !placed_apart(object, namespace, (key, value), who)
+                && !owner_larger(object, signed, who)
+        },
+    )
 }
 
 /// Pod labels that number a pod among its owner's pods, from 0: an index at or past the
@@ -102,7 +105,8 @@ pub(crate) fn vouched(
     if !kind.is_workload() || !policy.trusted_controller(who) {
         return false;
     }
-    let Some((_, _, signed)) = verified(template, owner_kind, who.namespace, keys, policy) else {
+    let Some((_, _, signed)) = verified(template, owner_kind, who.namespace, keys, who, policy)
+    else {
         return false;
     };
     // 0: the mark vouches for a job of several pods, count unknown.
@@ -121,10 +125,13 @@ fn verified<'v>(
     owner_kind: &str,
     namespace: &str,
     keys: &MarkKeys,
+    who: &Requester<'_>,
     policy: &Policy,
 ) -> Option<(&'static str, &'v str, u32)> {
     let mark = str_at(object, &["metadata", "annotations", ADMITTED])?;
     let view = PodView::read(object, "spec", &policy.catalog).ok()?;
+    // Its claims as they count now: the mark covers what they gave when it was signed.
+    let view = crate::judge::judgement::claims_resolved(view, who, namespace, &policy.catalog);
     let digest = crate::facts::mark::digest(&view);
     let found = JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
         let value = str_at(object, &["metadata", "labels", key])?;
