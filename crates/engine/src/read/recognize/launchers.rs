@@ -717,5 +717,16 @@ pub(crate) fn rendezvous(line: &str, env: &Env<'_>) -> Option<String> {
     let host = endpoint.split(':').next().unwrap_or(&endpoint);
     let local =
         host.is_empty() || host == "localhost" || host.starts_with("127.") || host.starts_with('$');
-    (!local).then_some(endpoint)
+    (!local).then(|| same_host(host))
+}
+
+/// One spelling of a rendezvous host, so ranks that write it differently still meet
+/// at one: DNS names are case-insensitive, a trailing dot only marks a name absolute,
+/// and a Service resolves as `NAME.NAMESPACE`, `.svc` and `.svc.cluster.local` alike; the
+/// port is left out (`MASTER_ADDR` names none, torchrun's endpoint does).
+/// https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/
+fn same_host(host: &str) -> String {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let host = host.strip_suffix(".cluster.local").unwrap_or(&host);
+    host.strip_suffix(".svc").unwrap_or(host).to_string()
 }

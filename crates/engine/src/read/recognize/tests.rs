@@ -192,7 +192,7 @@ fn rendezvous_endpoints_tie_pods_together_unless_local() {
     let e = Env::of(&none);
     assert_eq!(
         rendezvous("torchrun --rdzv-endpoint=job-0.job:29400 t.py", &e).as_deref(),
-        Some("job-0.job:29400")
+        Some("job-0.job")
     );
     assert_eq!(
         rendezvous("torchrun --rdzv_endpoint localhost:0 t.py", &e),
@@ -201,8 +201,29 @@ fn rendezvous_endpoints_tie_pods_together_unless_local() {
     let c = env(&[("MASTER_ADDR", "w-0.svc")]);
     assert_eq!(
         rendezvous("python t.py", &Env::of(&c)).as_deref(),
-        Some("w-0.svc")
+        Some("w-0")
     );
+}
+
+/// Ranks that write their rendezvous host differently meet at one host, so they are one
+/// job (one-Job-per-rank jobs split by spelling were held apart).
+#[test]
+fn every_spelling_of_a_rendezvous_host_is_one_rendezvous() {
+    let none = env(&[]);
+    let e = Env::of(&none);
+    let spellings = [
+        "torchrun --rdzv-endpoint=llm-rank-0.team-a:29400 t.py",
+        "torchrun --rdzv-endpoint=llm-rank-0.team-a.svc t.py",
+        "torchrun --rdzv-endpoint=LLM-RANK-0.team-a.svc.cluster.local:29400 t.py",
+        "torchrun --rdzv-endpoint=llm-rank-0.team-a.svc.cluster.local. t.py",
+    ];
+    for line in spellings {
+        assert_eq!(
+            rendezvous(line, &e).as_deref(),
+            Some("llm-rank-0.team-a"),
+            "{line}"
+        );
+    }
 }
 
 #[test]
