@@ -349,3 +349,42 @@ fn a_claim_template_replaced_after_admission_voids_the_mark() {
         );
     }
 }
+
+/// A platform admin's Job left alone on a granted `trainplace.io/skip` (4 pods x 1 GPU):
+/// its templates are signed as they are, so the pods the Job controller makes are left
+/// alone too; before, they were judged as the controller's own pods and refused.
+#[test]
+fn the_pods_of_a_workload_skipped_by_a_granted_admin_are_left_alone() {
+    let k = keys();
+    let (_, policy) = policies().into_iter().nth(1).unwrap();
+    let admin = ["ml-platform-admins".to_string()];
+    let controller = [KUBE_SYSTEM.to_string()];
+    let mut skipped = job(4);
+    skipped["metadata"]["annotations"] = json!({"trainplace.io/skip": "true"});
+    skipped["spec"]["template"]["spec"]["containers"][0]["command"] =
+        json!(["torchrun", "--nnodes=4", "train.py"]);
+    let v = evaluate(&skipped, &policy, &who(&admin, &k, None)).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    let stored = v.object;
+    let mark = stored["spec"]["template"]["metadata"]["annotations"][ADMITTED]
+        .as_str()
+        .expect("the skipped Job's template is signed");
+    assert!(mark.starts_with("v2.k1.4."), "{mark}");
+    // Nothing but the mark: no layout.
+    assert!(
+        stored["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+            .get("vpc.amazonaws.com/efa")
+            .is_none()
+    );
+    let v = evaluate(&pod_of(&stored), &policy, &who(&controller, &k, None)).unwrap();
+    assert!(
+        v.allowed && left_as_admitted(&v),
+        "{:#?} {:?}",
+        v.findings,
+        v.notes
+    );
+    // The same Job from a user the skip is not granted to is refused, and not signed.
+    let alice = ["alice".to_string()];
+    let v = evaluate(&skipped, &policy, &who(&alice, &k, None)).unwrap();
+    assert!(!v.allowed);
+}

@@ -115,6 +115,13 @@ fn run(
     }
     if let Some(note) = left_alone(&object, &ctx, policy, &verdict) {
         verdict.notes.push(note);
+        let bounded = || {
+            crate::judge::bounds::too_large(&object, kind, &sites, || None, &policy.catalog, false)
+                .is_none()
+        };
+        if layout == Layout::Write && kind.is_workload() && !policy.strict() && bounded() {
+            verdict.patch = sign_skipped(&mut object, &sites, &ctx);
+        }
         verdict.object = object;
         return Ok(verdict);
     }
@@ -206,6 +213,24 @@ fn run(
     verdict.patch = ops.into_patch();
     verdict.object = object;
     Ok(verdict)
+}
+
+/// A workload a granted `trainplace.io/skip` leaves alone: its templates are signed as
+/// they are (no layout), so the pods its controller makes carry the grant the skip was
+/// judged with and are left alone too, within the job size the mark states. Without
+/// the mark they were judged as the controller's own pods and refused. A template that
+/// cannot be read is not signed (its pods are judged).
+fn sign_skipped(object: &mut Value, sites: &[Site], ctx: &Ctx<'_, '_>) -> crate::Patch {
+    let mut scratch = Verdict::empty(object, ctx.kind, ctx.who);
+    let mut ops = Ops::default();
+    let Ok((judged, _)) = judge_sites(object, sites, ctx, &mut scratch) else {
+        return ops.into_patch();
+    };
+    for (site, judgement) in judged {
+        // The site was found by `judge_sites`; an error leaves that template unsigned.
+        let _ = write::mark_admitted(object, site, &judgement, ctx, &scratch.namespace, &mut ops);
+    }
+    ops.into_patch()
 }
 
 /// Strict mode: pin what needs the namespace's zone (when writing), then replace the

@@ -104,7 +104,7 @@ fn identity_label(
 /// part of a job of this many pods. A mark already there that verifies for the same
 /// content and a job at least this large is kept: a JobSet's child Job is judged as its
 /// own Job, smaller than the JobSet its template was admitted in.
-fn mark_admitted(
+pub(super) fn mark_admitted(
     object: &mut Value,
     site: &Site,
     judgement: &Judgement<'_>,
