@@ -202,6 +202,12 @@ impl Snapshot {
         self.nodes.learned.get(name)
     }
 
+    /// Every GPU type the nodes show that the catalog does not know, as learned from
+    /// their allocatable.
+    pub fn learned_profiles(&self) -> impl Iterator<Item = &InstanceProfile> {
+        self.nodes.learned.values()
+    }
+
     /// The GPU instance types in the cluster for `resource`, limited to nodes in the
     /// allowed pools when the policy names any (`name` or `label=value`).
     pub fn gpu_types(&self, resource: &str, pools: Option<&[String]>) -> Vec<&NodeType> {

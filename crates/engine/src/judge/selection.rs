@@ -95,12 +95,14 @@ fn holds(r: &Requirement<'_>, i: &InstanceProfile, inventory: Option<&Snapshot>)
     }
 }
 
-/// The catalog types the pod's selection reaches, when it selects by any label read
-/// here (`None`: it does not, and says nothing about the type).
+/// The types the pod's selection reaches, when it selects by any label read here
+/// (`None`: it does not, and says nothing about the type): the catalog's, and those the
+/// inventory learned from nodes the catalog does not list (a node group of g5.24xlarge
+/// is judged on its own GPUs, not on the policy's default type).
 pub(crate) fn reachable<'c>(
     pod: &Value,
     catalog: &'c Catalog,
-    inventory: Option<&Snapshot>,
+    inventory: Option<&'c Snapshot>,
 ) -> Option<Vec<&'c InstanceProfile>> {
     let selector: Vec<(String, Value)> = pod
         .get("spec")
@@ -129,6 +131,12 @@ pub(crate) fn reachable<'c>(
     Some(
         catalog
             .instances()
+            .chain(
+                inventory
+                    .into_iter()
+                    .flat_map(Snapshot::learned_profiles)
+                    .filter(|p| catalog.get(&p.name).is_none()),
+            )
             .filter(|i| from_selector.iter().all(|r| holds(r, i, inventory)))
             .filter(|i| {
                 terms.is_empty()
