@@ -29,7 +29,11 @@ fn pod(group: &str, gpus: u32) -> Value {
 #[test]
 fn a_node_group_of_a_type_the_catalog_lacks_is_judged_on_its_own_gpus() {
     // g5.48xlarge is in the catalog; g5.24xlarge (4 GPUs) is not.
-    assert!(trainplace_engine::Catalog::embedded().get("g5.24xlarge").is_none());
+    assert!(
+        trainplace_engine::Catalog::embedded()
+            .get("g5.24xlarge")
+            .is_none()
+    );
     let nodes = [
         node("p5-a", "p5.48xlarge", "gpu-p5", 8),
         node("g5-a", "g5.24xlarge", "g5-big", 4),
