@@ -123,7 +123,7 @@ pub(super) fn mark_admitted(
     let template = object.lookup(&site.pointer).ok_or_else(missing)?;
     let catalog = &ctx.eff.policy.catalog;
     let view = PodView::read(template, &site.field, catalog)?;
-    let view = crate::judge::judgement::claims_resolved(view, ctx.who, namespace, catalog);
+    let view = ctx.who.claims_resolved(view, namespace, catalog);
     let claim = Claim {
         namespace,
         identity: (key, value),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use crate::facts::dra::Claims;
 use crate::facts::inventory::Snapshot;
 use crate::facts::mark::MarkKeys;
+use crate::read::podspec::PodView;
 
 /// Who is asking, and where: what the policy needs to resolve modes and grants.
 #[derive(Debug, Clone, Default)]
@@ -29,4 +30,25 @@ pub struct Requester<'a> {
     /// trainplace's mark keeps the grants it was admitted with (Kueue's unsuspend). A
     /// CREATE is judged with the requester's own grants, so a copied mark grants nothing.
     pub updating: bool,
+}
+
+impl Requester<'_> {
+    /// The view with its DRA claims counted in `namespace`, through the templates the
+    /// requester submitted alongside, then the inventory's (unchanged when it has none).
+    pub(crate) fn claims_resolved<'v>(
+        &self,
+        view: PodView<'v>,
+        namespace: &str,
+        catalog: &trainplace_catalog::Catalog,
+    ) -> PodView<'v> {
+        if view.claims == 0 {
+            return view;
+        }
+        let sources: Vec<&Claims> = [self.claims, self.inventory.map(Snapshot::claims)]
+            .into_iter()
+            .flatten()
+            .collect();
+        let devices = crate::facts::dra::resolve(view.pod, namespace, &sources, catalog);
+        view.with_devices(devices)
+    }
 }

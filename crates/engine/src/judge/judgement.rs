@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::error::ObjectError;
-use crate::facts::dra::{self, Claims};
-use crate::facts::inventory::Snapshot;
+use crate::facts::dra;
 use crate::facts::policy::{Effective, Mode, OptIn};
 use crate::facts::requester::Requester;
 use crate::judge::classify::{Class, InstanceSource, Shape, SiteHints, Target, classify};
@@ -120,26 +119,8 @@ pub(crate) fn with_claims<'v>(
     ctx: &Ctx<'_, '_>,
     verdict: &Verdict,
 ) -> PodView<'v> {
-    claims_resolved(view, ctx.who, &verdict.namespace, &ctx.eff.policy.catalog)
-}
-
-/// The view with its DRA claims counted in `namespace`, through the templates the
-/// requester submitted alongside, then the inventory's.
-pub(crate) fn claims_resolved<'v>(
-    view: PodView<'v>,
-    who: &Requester<'_>,
-    namespace: &str,
-    catalog: &trainplace_catalog::Catalog,
-) -> PodView<'v> {
-    if view.claims == 0 {
-        return view;
-    }
-    let sources: Vec<&Claims> = [who.claims, who.inventory.map(Snapshot::claims)]
-        .into_iter()
-        .flatten()
-        .collect();
-    let devices = dra::resolve(view.pod, namespace, &sources, catalog);
-    view.with_devices(devices)
+    ctx.who
+        .claims_resolved(view, &verdict.namespace, &ctx.eff.policy.catalog)
 }
 
 /// Judge one template: `None` when it is not a training pod. Findings go into the

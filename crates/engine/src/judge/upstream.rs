@@ -131,7 +131,7 @@ fn verified<'v>(
     let mark = str_at(object, &["metadata", "annotations", ADMITTED])?;
     let view = PodView::read(object, "spec", &policy.catalog).ok()?;
     // Its claims as they count now: the mark covers what they gave when it was signed.
-    let view = crate::judge::judgement::claims_resolved(view, who, namespace, &policy.catalog);
+    let view = who.claims_resolved(view, namespace, &policy.catalog);
     let digest = crate::facts::mark::digest(&view);
     let found = JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
         let value = str_at(object, &["metadata", "labels", key])?;
