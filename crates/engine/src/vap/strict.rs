@@ -145,6 +145,10 @@ fn big() -> String {
     )
 }
 
+/// Init container `c` is a native sidecar: it runs beside the app containers, so its
+/// requests add to theirs (the scheduler's effective request).
+const SIDECAR: &str = "(has(c.restartPolicy) && c.restartPolicy == 'Always')";
+
 /// A container's count of resource `r` (0 when it asks for none).
 fn quantity(c: &str, r: &str) -> String {
     fill(
@@ -170,7 +174,7 @@ fn facts(policy: &Policy) -> String {
         .map(|r| {
             let q = quantity("c", &lit(r));
             format!(
-                "{}: x.big ? 0 : [x.app.map(c, {q}).sum(), (x.init.map(c, {q}) + [0]).max()].max()",
+                "{}: x.big ? 0 : [x.app.map(c, {q}).sum() + x.init.filter(c, {SIDECAR}).map(c, {q}).sum(), (x.init.filter(c, !{SIDECAR}).map(c, {q}) + [0]).max()].max()",
                 lit(r)
             )
         })

@@ -1,8 +1,11 @@
 //! What one pod template asks for, as strict mode reads it: every extended resource
 //! outside the `kubernetes.io` domains that the policy does not list as no accelerator
 //! is an accelerator, whatever its name; the count a pod holds of each is the larger of
-//! its app containers' sum and its largest init container (the kubelet's effective
-//! request). Only `limits` are read: the API server requires extended resources there.
+//! its app containers' and native sidecars' sum (init containers with `restartPolicy:
+//! Always` run beside the app for the pod's life) and its largest plain init container:
+//! the scheduler's effective request. Only `limits` are read: the API server requires
+//! extended resources there.
+//! <https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers>
 
 use std::collections::BTreeMap;
 
@@ -46,15 +49,16 @@ pub(crate) fn held(
 ) -> Result<BTreeMap<String, u64>, ObjectError> {
     let mut app: BTreeMap<String, u64> = BTreeMap::new();
     let mut init: BTreeMap<String, u64> = BTreeMap::new();
-    for (list, into, sum) in [
-        ("containers", &mut app, true),
-        ("initContainers", &mut init, false),
-    ] {
+    for list in ["containers", "initContainers"] {
         let containers = items(spec, &[list]);
         if !crate::budget::draw_len("spec.containers", containers.len()) {
             break;
         }
         for (i, c) in containers.iter().enumerate() {
+            // App containers and native sidecars run together: their counts add up.
+            let sum = list == "containers"
+                || c.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+            let into = if sum { &mut app } else { &mut init };
             let Some(limits) = c.lookup("/resources/limits").and_then(Value::as_object) else {
                 continue;
             };
