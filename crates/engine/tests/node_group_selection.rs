@@ -3,7 +3,7 @@
 //! its nodes show (learned from their allocatable), not on the policy's default type.
 
 use serde_json::{Value, json};
-use trainplace_engine::{Policy, Requester, Snapshot, evaluate};
+use trainplace_engine::{Policy, Requester, Snapshot, Verdict, evaluate};
 
 fn node(name: &str, instance_type: &str, group: &str, gpus: u32) -> Value {
     json!({"apiVersion": "v1", "kind": "Node",
@@ -26,6 +26,22 @@ fn pod(group: &str, gpus: u32) -> Value {
             "nodeSelector": {"eks.amazonaws.com/nodegroup": group}}})
 }
 
+/// `pod` judged with an inventory of a p5 node in node group `gpu-p5` and a
+/// g5.24xlarge node in `g5-big`.
+fn judged(pod: &Value) -> Verdict {
+    let nodes = [
+        node("p5-a", "p5.48xlarge", "gpu-p5", 8),
+        node("g5-a", "g5.24xlarge", "g5-big", 4),
+    ];
+    let inventory = Snapshot::build(&nodes, &[] as &[Value], &[] as &[Value]);
+    let who = Requester {
+        namespace: "team-a",
+        inventory: Some(&inventory),
+        ..Default::default()
+    };
+    evaluate(pod, &Policy::embedded(), &who).unwrap()
+}
+
 #[test]
 fn a_node_group_of_a_type_the_catalog_lacks_is_judged_on_its_own_gpus() {
     // g5.48xlarge is in the catalog; g5.24xlarge (4 GPUs) is not.
@@ -34,24 +50,35 @@ fn a_node_group_of_a_type_the_catalog_lacks_is_judged_on_its_own_gpus() {
             .get("g5.24xlarge")
             .is_none()
     );
-    let nodes = [
-        node("p5-a", "p5.48xlarge", "gpu-p5", 8),
-        node("g5-a", "g5.24xlarge", "g5-big", 4),
-    ];
-    let inventory = Snapshot::build(&nodes, &[] as &[Value], &[] as &[Value]);
-    let policy = Policy::embedded();
-    let who = Requester {
-        namespace: "team-a",
-        inventory: Some(&inventory),
-        ..Default::default()
-    };
     // 4 pods x 4 GPUs on the 4-GPU node group: whole nodes.
-    let v = evaluate(&pod("g5-big", 4), &policy, &who).unwrap();
+    let v = judged(&pod("g5-big", 4));
     assert!(v.allowed, "{:#?}", v.findings);
     // 4 pods x 2 GPUs there: half nodes, refused.
-    let v = evaluate(&pod("g5-big", 2), &policy, &who).unwrap();
+    let v = judged(&pod("g5-big", 2));
     assert!(!v.allowed, "half of a g5.24xlarge admitted");
     // 4 pods x 4 GPUs on the p5 node group: half nodes, refused.
-    let v = evaluate(&pod("gpu-p5", 4), &policy, &who).unwrap();
+    let v = judged(&pod("gpu-p5", 4));
     assert!(!v.allowed, "half of a p5 admitted");
+}
+
+/// One pod of a 4-pod job, `gpus` GPUs each, pinned to node `host` by its hostname label.
+fn pinned_pod(host: &str, gpus: u32) -> Value {
+    let mut p = pod("unused", gpus);
+    p["spec"]["nodeSelector"] = json!({"kubernetes.io/hostname": host});
+    p
+}
+
+#[test]
+fn a_pod_pinned_to_a_node_by_hostname_is_judged_on_that_node() {
+    // 4 GPUs on the 4-GPU node it names: the whole node, not half of the default p5.
+    let v = judged(&pinned_pod("g5-a", 4));
+    assert!(v.allowed, "{:#?}", v.findings);
+    // 4 GPUs on the p5 it names: half a node.
+    let v = judged(&pinned_pod("p5-a", 4));
+    assert!(!v.allowed, "half of a p5 admitted");
+    assert!(
+        format!("{:?}", v.findings).contains("p5.48xlarge"),
+        "{:#?}",
+        v.findings
+    );
 }

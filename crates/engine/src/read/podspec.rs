@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::error::ObjectError;
-use crate::read::annotations::RES_EFA;
+use crate::read::annotations::{LABEL_HOSTNAME, RES_EFA};
 use crate::read::devices::PodDevices;
 use crate::read::json::{items, str_at};
 use crate::read::quantity::parse_count;
@@ -162,7 +162,10 @@ impl<'a> PodView<'a> {
         running.max(init)
     }
 
-    /// Accelerators the pod holds, and the resource name they are asked under.
+    /// Accelerators the pod holds, and the resource name they are asked under: the first
+    /// name a container asks for, counted over the containers that ask for it as the
+    /// scheduler counts them. Names are never added to each other: 30 NeuronCores and 2
+    /// Neuron devices are not 32 of either, and leave room for another pod.
     pub fn accelerators(&self) -> Option<(&str, u32)> {
         let res = self
             .containers
@@ -174,7 +177,10 @@ impl<'a> PodView<'a> {
                     .filter(|(_, n)| *n > 0)
                     .map(|(r, _)| r.as_str())
             })?;
-        let n = self.effective(|c| c.accelerators.as_ref().map_or(0, |(_, n)| *n));
+        let n = self.effective(|c| match &c.accelerators {
+            Some((r, n)) if r == res => *n,
+            _ => 0,
+        });
         (n > 0).then_some((res, n))
     }
 
@@ -226,6 +232,14 @@ impl<'a> PodView<'a> {
 
     pub fn spec_str(&self, key: &str) -> Option<&'a str> {
         str_at(self.pod, &["spec", key])
+    }
+
+    /// The one node the pod can run on: the node it is bound to (`spec.nodeName`), or
+    /// the one its `kubernetes.io/hostname` node selector names (the kubelet sets that
+    /// label to the node's name unless its hostname is overridden).
+    pub fn pinned_node(&self) -> Option<&'a str> {
+        self.spec_str("nodeName")
+            .or_else(|| str_at(self.pod, &["spec", "nodeSelector", LABEL_HOSTNAME]))
     }
 
     pub fn spec_bool(&self, key: &str) -> Option<bool> {

@@ -172,9 +172,9 @@ fn pods(policy: &Policy) -> String {
     let anti = format!("{spec}.affinity.podAntiAffinity");
     format!(
         "variables.devices.map(x, {{'f': x.site.f, 'n': x.site.n, 'u': x.site.u, 'id': x.site.id,
- 'g': [x.app.map(r, r.n).sum() + x.init.filter(r, r.side).map(r, r.n).sum(), ([0] + x.init.filter(r, !r.side).map(r, r.n)).max()].max(),
+ 'g': [x.app.filter(r, r.key == x.res).map(r, r.n).sum() + x.init.filter(r, r.side && r.key == x.res).map(r, r.n).sum(), ([0] + x.init.filter(r, !r.side && r.key == x.res).map(r, r.n)).max()].max(),
  'efa': [x.app.map(r, r.efa).sum() + x.init.filter(r, r.side).map(r, r.efa).sum(), ([0] + x.init.filter(r, !r.side).map(r, r.efa)).max()].max(),
- 'res': ((x.app + x.init).filter(r, r.key != '').map(r, r.key) + [''])[0],
+ 'res': x.res,
  'shared': (x.app + x.init).exists(r, r.key != '' && {shared}),
  'cores': (x.app + x.init).exists(r, r.key != '' && {cores}),
  'dc': x.app.filter(r, r.n > 0 || r.efa > 0),

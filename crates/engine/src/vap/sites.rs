@@ -194,7 +194,9 @@ fn efa(c: &str) -> String {
     )
 }
 
-/// `devices`: per site, each container's counts and the node-affinity terms.
+/// `devices`: per site, each container's counts, the accelerator name the pod is judged
+/// under (the first a container asks for: names are never added to each other), and the
+/// node-affinity terms.
 pub(crate) fn devices() -> String {
     let rec = format!(
         "{{'c': r.c, 'key': r.key, 'side': r.side, 'n': r.key == '' ? 0 : {q}, 'efa': {e}}}",
@@ -204,7 +206,7 @@ pub(crate) fn devices() -> String {
     let na = "x.site.t.spec.affinity.nodeAffinity";
     let req = format!("{na}.requiredDuringSchedulingIgnoredDuringExecution");
     format!(
-        "variables.containers.map(x, {{'site': x.site, 'app': x.app.map(r, {rec}), 'init': x.init.map(r, {rec}),\n 'spec': has(x.site.t.spec) ? x.site.t.spec : {{}},\n 'terms': (has(x.site.t.spec) && has(x.site.t.spec.affinity) && has(x.site.t.spec.affinity.nodeAffinity) && has({req}) && has({req}.nodeSelectorTerms)) ? {req}.nodeSelectorTerms : []}})"
+        "variables.containers.map(x, {{'site': x.site, 'app': x.app.map(r, {rec}), 'init': x.init.map(r, {rec}),\n 'res': ((x.app + x.init).filter(r, r.key != '').map(r, r.key) + [''])[0],\n 'spec': has(x.site.t.spec) ? x.site.t.spec : {{}},\n 'terms': (has(x.site.t.spec) && has(x.site.t.spec.affinity) && has(x.site.t.spec.affinity.nodeAffinity) && has({req}) && has({req}.nodeSelectorTerms)) ? {req}.nodeSelectorTerms : []}})"
     )
 }
 

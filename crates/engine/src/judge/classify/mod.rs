@@ -175,9 +175,10 @@ fn zones_in(
     let mut zones = zones(view.pod, identity);
     if let Some(inv) = inventory {
         // One zone however a label spells it (name or zone id), and a pod bound to a
-        // node by `spec.nodeName` runs in that node's zone whatever else it says.
+        // node (`spec.nodeName`, or a hostname selector) runs in that node's zone
+        // whatever else it says.
         zones.pinned = zones.pinned.map(|z| inv.zone_name(&z).to_string());
-        if let Some(z) = view.spec_str("nodeName").and_then(|n| inv.node_zone(n)) {
+        if let Some(z) = view.pinned_node().and_then(|n| inv.node_zone(n)) {
             zones.pinned = Some(z.to_string());
         }
     }

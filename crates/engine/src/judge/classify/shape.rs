@@ -10,6 +10,8 @@ use trainplace_catalog::InstanceProfile;
 pub enum InstanceSource {
     /// The pod is bound already: `spec.nodeName` names a node of this type.
     NodeName,
+    /// Its `kubernetes.io/hostname` node selector names a node of this type.
+    Hostname,
     NodeSelector,
     NodeAffinity,
     Annotation,
@@ -27,6 +29,7 @@ impl InstanceSource {
     pub fn describe(self) -> &'static str {
         match self {
             InstanceSource::NodeName => "the node spec.nodeName names",
+            InstanceSource::Hostname => "the node its kubernetes.io/hostname selector names",
             InstanceSource::NodeSelector => "nodeSelector",
             InstanceSource::NodeAffinity => "required node affinity",
             InstanceSource::Annotation => "annotation trainplace.io/instance-type",

@@ -28,12 +28,15 @@ pub(super) fn target<'c>(
         // unknown name elsewhere does not switch the rules off while these are known.
         reach: crate::judge::selection::reachable(view.pod, catalog, inventory),
     };
-    // A bound pod runs on its node's type, whatever its selection says.
-    if let Some(t) = view
-        .spec_str("nodeName")
-        .and_then(|n| inventory?.node_type(n))
-    {
-        return names.resolve(t.to_string(), InstanceSource::NodeName);
+    // A bound (or hostname-pinned) pod runs on its node's type, whatever its selection
+    // says.
+    if let Some(t) = view.pinned_node().and_then(|n| inventory?.node_type(n)) {
+        let source = if view.spec_str("nodeName").is_some() {
+            InstanceSource::NodeName
+        } else {
+            InstanceSource::Hostname
+        };
+        return names.resolve(t.to_string(), source);
     }
     if let Some(t) = named(view, hints, &names) {
         return t;

@@ -76,7 +76,10 @@ impl Plan<'_> {
     pub(in crate::write::layout) fn pin_instance(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
         if matches!(
             self.source,
-            InstanceSource::NodeName | InstanceSource::NodeSelector | InstanceSource::NodeAffinity
+            InstanceSource::NodeName
+                | InstanceSource::Hostname
+                | InstanceSource::NodeSelector
+                | InstanceSource::NodeAffinity
         ) {
             return;
         }
