@@ -216,6 +216,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/accelerate-machine-rank.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/accelerate-machine-rank.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
         "bypass/bare-pods-no-identity.yaml@restricted",
         "multi-az",
         "raw",
@@ -429,6 +441,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         ONE_JOB_PER_RANK,
     ),
     (
+        "bypass/pet-nnodes-under-a-script.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/pet-nnodes-under-a-script.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
         "bypass/pytorchjob-master-worker-in-two-zones.yaml@restricted",
         "multi-az",
         "raw",
@@ -573,6 +597,78 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SHELL,
     ),
     (
+        "bypass/shell-variable-launcher-options.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-launcher-options.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-options-from-elsewhere.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-options-from-elsewhere.yaml@restricted",
+        "multi-az",
+        "raw",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-options-from-elsewhere.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-options-from-elsewhere.yaml@restricted",
+        "multi-az",
+        "mutated",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-options-from-elsewhere.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-options-from-elsewhere.yaml@default",
+        "multi-az",
+        "raw",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-options-from-elsewhere.yaml@default",
+        "partial-node",
+        "mutated",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-options-from-elsewhere.yaml@default",
+        "multi-az",
+        "mutated",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-whole-command.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-variable-whole-command.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL_WORDS,
+    ),
+    (
         "bypass/torch-distributed-launch-module.yaml@restricted",
         "multi-az",
         "raw",
@@ -667,6 +763,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         HOLD,
+    ),
+    (
+        "bypass/torchtune-run-nnodes.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/torchtune-run-nnodes.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
     ),
     (
         "bypass/trainer-in-native-sidecar.yaml@restricted",
@@ -857,6 +965,8 @@ const UNNAMED: &str = "a workload created with generateName has no name at admis
 const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, size, GPU count) reach are computed from the catalog; a policy judges such a pod against no type rather than a wrong one (VAP looser)";
 const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-topology, LeaderWorkerSet subgroup-exclusive-topology) on a zone key splits the job; the engine reads it, the policies do not (VAP looser)";
 const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`) is read by the engine; a policy reads the pod's env and flags only (VAP looser)";
+const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
+const UNSEEN_LAUNCHER: &str = "the engine reads a launcher a policy does not: torchtune's `tune run` (torchrun's options), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

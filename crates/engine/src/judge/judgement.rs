@@ -141,7 +141,7 @@ pub(crate) fn judge<'a>(
         resolved = with_claims(view.clone(), ctx, verdict);
         &resolved
     };
-    let shape = match classify(view, hints, eff, ctx.who.inventory) {
+    let shape = match classify(view, hints, eff, ctx.who.inventory, &verdict.namespace) {
         Class::NotTraining => return Ok(None),
         Class::Training(shape) => shape,
     };

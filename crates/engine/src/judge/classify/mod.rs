@@ -43,6 +43,7 @@ pub fn classify<'c>(
     hints: &SiteHints,
     eff: &Effective<'c>,
     inventory: Option<&'c Snapshot>,
+    namespace: &str,
 ) -> Class<'c> {
     let dra = &view.devices;
     let Some((accel_resource, per_pod)) = requested_accelerators(view) else {
@@ -51,7 +52,7 @@ pub fn classify<'c>(
     let labels = view.labels();
     let on = eff.policy.recognizers();
     let size = job_size(view, per_pod, on);
-    let identity = job_identity(view, hints, &labels, on, size);
+    let identity = job_identity(view, hints, &labels, on, size, namespace);
     let (pods, multi_pod) = pod_count(hints.pods, size);
     // Evidence that the pod belongs to a training job; without any, a GPU pod (an
     // inference server, a notebook) is left alone.
@@ -68,7 +69,14 @@ pub fn classify<'c>(
     let clique_held = required_pod_terms(view.pod, "podAffinity")
         .iter()
         .any(|t| t.get("topologyKey").and_then(Value::as_str) == Some(LABEL_CLIQUE));
-    let target = target(view, hints, eff, inventory, &accel_resource, clique_held);
+    let target = target(
+        view,
+        hints,
+        eff,
+        inventory,
+        (&accel_resource, per_pod),
+        clique_held,
+    );
     let known = match &target {
         Target::Known(p, _) => Some(*p),
         _ => None,
@@ -126,6 +134,7 @@ fn job_identity(
     labels: &BTreeMap<String, String>,
     on: &Recognizers,
     size: Option<JobSize>,
+    namespace: &str,
 ) -> Option<(String, String)> {
     let mut identity = hints.identity.clone().or_else(|| {
         JOB_IDENTITY_LABELS
@@ -141,7 +150,7 @@ fn job_identity(
     });
     if per_object
         && size.is_some_and(JobSize::multi_pod)
-        && let Some(r) = rendezvous_label(view)
+        && let Some(r) = rendezvous_label(view, namespace)
     {
         identity = Some((LABEL_RENDEZVOUS.to_string(), r));
     }

@@ -17,7 +17,7 @@ pub(super) fn target<'c>(
     hints: &SiteHints,
     eff: &Effective<'c>,
     inventory: Option<&'c Snapshot>,
-    resource: &str,
+    (resource, per_pod): (&str, u32),
     clique_held: bool,
 ) -> Target<'c> {
     let catalog = &eff.policy.catalog;
@@ -26,7 +26,8 @@ pub(super) fn target<'c>(
         inventory,
         // The types the node selection reaches by Karpenter's or node groups' labels: an
         // unknown name elsewhere does not switch the rules off while these are known.
-        reach: crate::judge::selection::reachable(view.pod, catalog, inventory),
+        reach: crate::judge::selection::reachable(view.pod, catalog, inventory)
+            .map(|types| fitting(types, resource, per_pod)),
     };
     // A bound (or hostname-pinned) pod runs on its node's type, whatever its selection
     // says.
@@ -62,6 +63,24 @@ pub(super) fn target<'c>(
         }
         _ => Target::None,
     }
+}
+
+/// Of the types a selection reaches, those a pod of `per_pod` accelerators fits on: the
+/// scheduler binds it to no node with fewer, and Karpenter launches none (a selection
+/// of family `p5` reaches p5.4xlarge, whose one GPU is no place for 8). All of them
+/// when none fits, so the request is judged impossible.
+/// <https://karpenter.sh/docs/concepts/scheduling/>
+fn fitting<'c>(
+    types: Vec<&'c InstanceProfile>,
+    resource: &str,
+    per_pod: u32,
+) -> Vec<&'c InstanceProfile> {
+    let too_small =
+        |p: &InstanceProfile| p.accelerator_resource == resource && p.accelerators < per_pod;
+    if types.iter().all(|p| too_small(p)) {
+        return types;
+    }
+    types.into_iter().filter(|p| !too_small(p)).collect()
 }
 
 /// Where instance type names are looked up, and the types the node selection reaches.

@@ -217,13 +217,35 @@ const SRUN_LONG_SWITCHES: [&str; 20] = [
 /// One launcher invocation: the shell command it is in and where its options start.
 /// Options are read from the command's tokens when asked for, not collected: a command
 /// line of a million options costs a walk per question, and no copy of them.
-struct Invocation<'a> {
+struct Invocation<'a, 'e> {
     launcher: Launcher,
     command: &'a str,
+    /// The index, among the command's words as the shell runs them ([`words`]), of the
+    /// first word after the launcher.
     start: usize,
+    env: &'a Env<'e>,
+    /// The room for variables' values each walk of the command starts with (the same
+    /// every walk, so every walk reads the same words), and the walk's own.
+    room_start: usize,
+    room: Cell<usize>,
 }
 
-impl<'a> Invocation<'a> {
+impl<'a> Invocation<'a, '_> {
+    /// The command's words as the shell runs them, from the launcher's options on.
+    fn words(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.room.set(self.room_start);
+        words(self.command, self.env, &self.room).skip(self.start)
+    }
+
+    /// Whether a word among the launcher's options is a variable whose value trainplace
+    /// cannot read (set from elsewhere, or past the room): it may hold any option, so
+    /// the size it starts is not known.
+    fn unread(&self) -> bool {
+        let mut unread = false;
+        self.options(|name, _| unread |= name == UNREAD);
+        unread
+    }
+
     /// The value of the last option that names `long` (an argparse launcher also
     /// accepts a unique prefix of it).
     fn value(&self, long: &[&str]) -> Option<Option<&'a str>> {
@@ -239,8 +261,12 @@ impl<'a> Invocation<'a> {
     /// Each option before the first positional argument (the training script, whose
     /// own flags are not the launcher's), with its value when it has one.
     fn options(&self, mut each: impl FnMut(&str, Option<&'a str>)) {
-        let mut tokens = tokens(self.command).skip(self.start).peekable();
+        let mut tokens = self.words().peekable();
         while let Some(t) = tokens.next() {
+            if t == UNREAD {
+                each(UNREAD, None);
+                break;
+            }
             if !t.starts_with('-') || t == "-" {
                 break;
             }
@@ -334,6 +360,18 @@ pub(super) fn runs_torchrun(line: &str, env: &Env<'_>) -> bool {
     invocations(line, env).any(|inv| inv.launcher == Launcher::Torchrun)
 }
 
+/// Whether what a command line runs is a script trainplace cannot read: none at all
+/// (the image's entrypoint), a shell given a file (`bash train.sh`), or a `.sh` file.
+pub(super) fn runs_a_script(line: &str) -> bool {
+    let mut words = commands(line).flat_map(tokens);
+    let Some(first) = words.next() else {
+        return true;
+    };
+    let base = first.rsplit('/').next().unwrap_or(first);
+    let shell = matches!(base, "bash" | "sh" | "dash" | "zsh" | "ash");
+    base.ends_with(".sh") || (shell && words.next().is_some_and(|w| !w.starts_with('-')))
+}
+
 /// The job size the launchers on a command line start, the largest if several do.
 pub(super) fn size(line: &str, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
     invocations(line, env)
@@ -341,16 +379,22 @@ pub(super) fn size(line: &str, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
         .reduce(JobSize::max)
 }
 
-fn invocation_size(inv: &Invocation<'_>, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
+fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
+    let standalone = || {
+        inv.value(&["standalone"]).is_some() || env.literal("PET_STANDALONE").is_some_and(truthy)
+    };
+    // A torchrun that runs standalone is one node whatever else it is given; any other
+    // launcher given options trainplace cannot read starts a job of unknown size.
+    if inv.launcher == Launcher::Torchrun && standalone() {
+        return Some(JobSize::Pods(1));
+    }
+    if inv.unread() {
+        return Some(JobSize::Several);
+    }
     match inv.launcher {
         Launcher::Torchrun => {
             // torchrun reads each option from the command line, else from `PET_<NAME>`,
             // else its default: one node.
-            let standalone = inv.value(&["standalone"]).is_some()
-                || env.literal("PET_STANDALONE").is_some_and(truthy);
-            if standalone {
-                return Some(JobSize::Pods(1));
-            }
             if let Some(v) = inv.value(&["nnodes"]) {
                 return Some(v.map_or(JobSize::Several, |v| node_count(v, env)));
             }
@@ -381,6 +425,11 @@ fn invocation_size(inv: &Invocation<'_>, env: &Env<'_>, per_pod: u32) -> Option<
             if let Some(v) = inv.value(&["num_machines", "num-machines"]) {
                 return Some(v.map_or(JobSize::Several, |v| count(v, env)));
             }
+            // A machine past the first (its count in a `--config_file`) is one of several.
+            let rank = inv.value(&["machine_rank", "machine-rank"]).flatten();
+            if rank.is_some_and(|r| r.trim() != "0") {
+                return Some(JobSize::Several);
+            }
             let procs = inv.value(&["num_processes", "num-processes"])??;
             Some(per_pods(count(procs, env), per_pod, None))
         }
@@ -409,7 +458,7 @@ fn invocation_size(inv: &Invocation<'_>, env: &Env<'_>, per_pod: u32) -> Option<
 /// horovodrun: its host list, else its process count (`-np`, `--num-proc`; an elastic
 /// job's `--max-np` bounds it) over the pod's accelerators or `--slots-per-host`.
 /// argparse also takes `-n` for `-np`, the one option it prefixes.
-fn horovod_size(inv: &Invocation<'_>, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
+fn horovod_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
     if let Some(Some(hosts)) = inv.value(&["H", "hosts"]) {
         return Some(host_list(hosts));
     }
@@ -464,16 +513,27 @@ fn commands(line: &str) -> impl Iterator<Item = &str> {
 }
 
 /// Split a command line into shell commands, and each into tokens; find launchers.
-fn invocations<'a>(line: &'a str, env: &'a Env<'_>) -> impl Iterator<Item = Invocation<'a>> {
-    // Variables' values read as command words, over the whole line (see `resolved`).
+fn invocations<'a, 'e>(
+    line: &'a str,
+    env: &'a Env<'e>,
+) -> impl Iterator<Item = Invocation<'a, 'e>> {
+    // Variables' values read as words, over the whole line (see `resolved`).
     let room = Cell::new(EXPANDED_LIMIT);
     commands(line).filter_map(move |command| {
+        let room_start = room.get();
         let (launcher, start) = launcher_at(command, env, &room)?;
-        Some(Invocation {
+        let inv = Invocation {
             launcher,
             command,
             start,
-        })
+            env,
+            room_start,
+            room: Cell::new(room_start),
+        };
+        // What one walk of the command takes is taken from the line's room once.
+        inv.words().for_each(drop);
+        room.set(inv.room.get());
+        Some(inv)
     })
 }
 
@@ -554,11 +614,14 @@ fn removed_at(bytes: &[u8], i: usize, prev: Option<u8>) -> usize {
 }
 
 /// What a word of a command names: a launcher, whose options follow it, or the
-/// `accelerate` command line, a launcher when `launch` follows.
+/// `accelerate` command line, a launcher when `launch` follows, or torchtune's `tune`,
+/// which runs torchrun with its options when `run` follows (`tune run --nnodes 4
+/// --nproc_per_node 8 RECIPE --config ...`; <https://docs.pytorch.org/torchtune/stable/tune_cli.html>).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Named {
     Launcher(Launcher),
     AccelerateCli,
+    TuneCli,
 }
 
 /// The launcher a word names: a program (its path's last part), a Python module
@@ -574,6 +637,7 @@ fn named(word: &str) -> Option<Named> {
         "torchrun" | "torch.distributed.run" | "torch.distributed.launch" => Launcher::Torchrun,
         "deepspeed" | "deepspeed.launcher.runner" => Launcher::DeepSpeed,
         "accelerate" | "accelerate.commands.accelerate_cli" => return Some(Named::AccelerateCli),
+        "tune" | "torchtune._cli.tune" => return Some(Named::TuneCli),
         "accelerate-launch" | "accelerate.commands.launch" => Launcher::Accelerate,
         "horovodrun" | "horovod.runner.launch" => Launcher::Horovod,
         "mpirun" | "mpiexec" | "orterun" | "prterun" | "mpiexec.hydra" => Launcher::Mpi,
@@ -651,37 +715,64 @@ fn variable(word: &str) -> Option<&str> {
     is_name(name).then_some(name)
 }
 
+/// A word that stands for a variable trainplace cannot read: one set from elsewhere
+/// (`valueFrom`), or past the room for values on one line.
+const UNREAD: &str = "$";
+
 /// A word as the shell runs it: a variable's value from the command line's own
-/// assignments or the container's env (the words it splits into), else the word.
-/// Each value read is drawn from the review's budget, and from `room`: past
-/// [`EXPANDED_LIMIT`] bytes of values on one line (what Linux execs in one argument)
-/// the words stay as written, so a long value named by every command of a long line
-/// is not read again and again.
+/// assignments or the container's env (the words it splits into); nothing for a
+/// variable defined nowhere (the shell expands it to nothing); [`UNREAD`] for one whose
+/// value is not known; else the word. Each value read is drawn from the review's
+/// budget, and from `room`: past [`EXPANDED_LIMIT`] bytes of values on one line (what
+/// Linux execs in one argument) a value is not read, so a long value named by every
+/// command of a long line is not read again and again.
 fn resolved<'s>(word: &'s str, env: &'s Env<'_>, room: &Cell<usize>) -> &'s str {
-    variable(word)
-        .and_then(|name| env.literal(name))
-        .filter(|value| {
+    let Some(name) = variable(word) else {
+        return word;
+    };
+    match env.get(name) {
+        None => "",
+        Some(super::EnvValue::Elsewhere) => UNREAD,
+        Some(super::EnvValue::Literal(value)) => {
             let fits = value.len() <= room.get();
-            if fits {
+            if fits && crate::budget::draw_len(ARGS, value.len()) {
                 room.set(room.get() - value.len());
+                value
+            } else {
+                UNREAD
             }
-            fits && crate::budget::draw_len(ARGS, value.len())
-        })
-        .unwrap_or(word)
+        }
+    }
 }
 
-/// The launcher a shell command runs, and the index of the token its options start at.
+/// A command's words as the shell runs them: each word that is a variable replaced by
+/// the words of its value ([`resolved`]).
+fn words<'s: 'r, 'r>(
+    command: &'s str,
+    env: &'s Env<'_>,
+    room: &'r Cell<usize>,
+) -> impl Iterator<Item = &'s str> + 'r {
+    tokens(command).flat_map(move |t| {
+        let value = resolved(t, env, room);
+        // The unread marker is one word; `tokens` would drop nothing from it.
+        tokens(value)
+    })
+}
+
+/// The launcher a shell command runs, and the index of the word its options start at.
 fn launcher_at(command: &str, env: &Env<'_>, room: &Cell<usize>) -> Option<(Launcher, usize)> {
-    let mut words = tokens(command)
-        .enumerate()
-        .flat_map(|(i, t)| tokens(resolved(t, env, room)).map(move |w| (i, w)))
-        .peekable();
+    let mut words = words(command, env, room).enumerate().peekable();
     while let Some((i, w)) = words.next() {
         match named(w) {
             Some(Named::Launcher(l)) => return Some((l, i + 1)),
             Some(Named::AccelerateCli) => {
                 if let Some((j, _)) = words.next_if(|&(_, next)| next == "launch") {
                     return Some((Launcher::Accelerate, j + 1));
+                }
+            }
+            Some(Named::TuneCli) => {
+                if let Some((j, _)) = words.next_if(|&(_, next)| next == "run") {
+                    return Some((Launcher::Torchrun, j + 1));
                 }
             }
             None => {}
@@ -693,7 +784,7 @@ fn launcher_at(command: &str, env: &Env<'_>, room: &Cell<usize>) -> Option<(Laun
 /// Where the job's processes meet (torchrun's rendezvous endpoint or master address,
 /// DeepSpeed's and Accelerate's master): every pod of one job names the same one.
 /// `None` for a local endpoint, which ties nothing together.
-pub(crate) fn rendezvous(line: &str, env: &Env<'_>) -> Option<String> {
+pub(crate) fn rendezvous(line: &str, env: &Env<'_>, namespace: &str) -> Option<String> {
     let from_line = invocations(line, env).find_map(|inv| {
         let keys: &[&str] = match inv.launcher {
             Launcher::Torchrun => &[
@@ -717,16 +808,24 @@ pub(crate) fn rendezvous(line: &str, env: &Env<'_>) -> Option<String> {
     let host = endpoint.split(':').next().unwrap_or(&endpoint);
     let local =
         host.is_empty() || host == "localhost" || host.starts_with("127.") || host.starts_with('$');
-    (!local).then(|| same_host(host))
+    (!local).then(|| same_host(host, namespace))
 }
 
 /// One spelling of a rendezvous host, so ranks that write it differently still meet
 /// at one: DNS names are case-insensitive, a trailing dot only marks a name absolute,
-/// and a Service resolves as `NAME.NAMESPACE`, `.svc` and `.svc.cluster.local` alike; the
-/// port is left out (`MASTER_ADDR` names none, torchrun's endpoint does).
+/// and a pod's own namespace is searched first, so a Service (`NAME`) and a pod under
+/// a headless Service (`HOST.SUBDOMAIN`) resolve alike with `.NAMESPACE`, `.svc` and
+/// `.svc.cluster.local` after them; the port is left out (`MASTER_ADDR` names none,
+/// torchrun's endpoint does). Spellings of different hosts that read alike here are
+/// held together, which holds more, never less.
 /// https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/
-fn same_host(host: &str) -> String {
+fn same_host(host: &str, namespace: &str) -> String {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     let host = host.strip_suffix(".cluster.local").unwrap_or(&host);
-    host.strip_suffix(".svc").unwrap_or(host).to_string()
+    let host = host.strip_suffix(".svc").unwrap_or(host);
+    let own = host
+        .strip_suffix(namespace)
+        .and_then(|h| h.strip_suffix('.'))
+        .filter(|h| !namespace.is_empty() && !h.is_empty());
+    own.unwrap_or(host).to_string()
 }

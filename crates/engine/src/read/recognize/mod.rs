@@ -269,14 +269,14 @@ fn grow(out: &mut String, more: usize, limit: usize) {
 
 /// The rendezvous the pod's trainer names (torchrun's endpoint, a master address), as a
 /// label value: a digest, since an endpoint is not a valid label value.
-pub(crate) fn rendezvous_label(view: &PodView<'_>) -> Option<String> {
+pub(crate) fn rendezvous_label(view: &PodView<'_>, namespace: &str) -> Option<String> {
     use sha2::{Digest, Sha256};
     let endpoint = view.trainer_containers().find_map(|c| {
         let env = Env::of(c);
         let joined = command_line(c);
         let expanded = env.expand(&joined);
         let line = launchers::shell_text(&expanded);
-        launchers::rendezvous(&line, &env.with_assignments(&line))
+        launchers::rendezvous(&line, &env.with_assignments(&line), namespace)
     })?;
     let digest = Sha256::digest(endpoint.as_bytes());
     let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
@@ -316,21 +316,27 @@ fn container_size(
             &env,
             per_pod,
             on,
-            launchers::runs_torchrun(&line, &env),
+            (
+                launchers::runs_torchrun(&line, &env),
+                launchers::runs_a_script(&line),
+            ),
         ),
     }
 }
 
 /// The env the trainer reads when its launcher's flags do not say: `torch.distributed`
-/// reads `WORLD_SIZE`; `PET_*` only when the container runs torchrun, the one launcher
-/// that reads them (elsewhere a `PET_NNODES: "1"` or a large `PET_NPROC_PER_NODE` is a
-/// decoy that would shrink the job).
+/// reads `WORLD_SIZE`; `PET_*` when the container runs torchrun, the one launcher that
+/// reads them. Where what runs is a script trainplace cannot see into (the image's
+/// entrypoint, `bash train.sh`), `PET_NNODES` above one still says the job has that
+/// many pods: it can only make the job larger, while a `PET_NNODES: "1"` or a large
+/// `PET_NPROC_PER_NODE` there would be a decoy that shrinks it. A program seen to be
+/// something else (`python evaluate.py`) does not read it.
 fn env_size(
     view: &PodView<'_>,
     env: &Env<'_>,
     per_pod: u32,
     on: &Recognizers,
-    torchrun: bool,
+    (torchrun, opaque): (bool, bool),
 ) -> Option<JobSize> {
     let value_from = on.env_value_from.unwrap_or(true);
     let pet = |name: &str| env.get(name).filter(|_| torchrun);
@@ -340,6 +346,27 @@ fn env_size(
         Some(EnvValue::Elsewhere) if value_from => return Some(JobSize::Several),
         _ => {}
     }
+    let scripted = match env.get("PET_NNODES").filter(|_| !torchrun && opaque) {
+        Some(EnvValue::Literal(v)) => Some(counts::node_count(v, env)).filter(|s| s.multi_pod()),
+        _ => None,
+    };
+    let world = world_size(view, env, per_pod, on, value_from, pet);
+    match (scripted, world) {
+        (Some(s), Some(w)) => Some(s.max(w)),
+        (s, w) => s.or(w),
+    }
+}
+
+/// The job size `WORLD_SIZE` says: processes over the pod's accelerators (or
+/// `PET_NPROC_PER_NODE` under torchrun), or pods under Volcano's plugin.
+fn world_size<'e>(
+    view: &PodView<'_>,
+    env: &'e Env<'_>,
+    per_pod: u32,
+    on: &Recognizers,
+    value_from: bool,
+    pet: impl Fn(&str) -> Option<EnvValue<'e>>,
+) -> Option<JobSize> {
     let world = match env.get("WORLD_SIZE")? {
         EnvValue::Literal(v) => v,
         EnvValue::Elsewhere => return value_from.then_some(JobSize::Several),

@@ -191,16 +191,16 @@ fn rendezvous_endpoints_tie_pods_together_unless_local() {
     let none = env(&[]);
     let e = Env::of(&none);
     assert_eq!(
-        rendezvous("torchrun --rdzv-endpoint=job-0.job:29400 t.py", &e).as_deref(),
+        rendezvous("torchrun --rdzv-endpoint=job-0.job:29400 t.py", &e, "ml").as_deref(),
         Some("job-0.job")
     );
     assert_eq!(
-        rendezvous("torchrun --rdzv_endpoint localhost:0 t.py", &e),
+        rendezvous("torchrun --rdzv_endpoint localhost:0 t.py", &e, "ml"),
         None
     );
     let c = env(&[("MASTER_ADDR", "w-0.svc")]);
     assert_eq!(
-        rendezvous("python t.py", &Env::of(&c)).as_deref(),
+        rendezvous("python t.py", &Env::of(&c), "ml").as_deref(),
         Some("w-0")
     );
 }
@@ -211,19 +211,36 @@ fn rendezvous_endpoints_tie_pods_together_unless_local() {
 fn every_spelling_of_a_rendezvous_host_is_one_rendezvous() {
     let none = env(&[]);
     let e = Env::of(&none);
-    let spellings = [
-        "torchrun --rdzv-endpoint=llm-rank-0.team-a:29400 t.py",
-        "torchrun --rdzv-endpoint=llm-rank-0.team-a.svc t.py",
-        "torchrun --rdzv-endpoint=LLM-RANK-0.team-a.svc.cluster.local:29400 t.py",
-        "torchrun --rdzv-endpoint=llm-rank-0.team-a.svc.cluster.local. t.py",
-    ];
-    for line in spellings {
-        assert_eq!(
-            rendezvous(line, &e).as_deref(),
-            Some("llm-rank-0.team-a"),
-            "{line}"
-        );
+    // A Service in the pod's own namespace, and a pod under a headless Service.
+    for (host, one) in [
+        ("llm-rank-0", "llm-rank-0"),
+        ("trainer-0.trainer", "trainer-0.trainer"),
+    ] {
+        for spelling in [
+            format!("{host}:29400"),
+            format!("{host}.team-a:29400"),
+            format!("{host}.team-a.svc"),
+            format!("{}.team-a.svc.cluster.local:29400", host.to_uppercase()),
+            format!("{host}.team-a.svc.cluster.local."),
+        ] {
+            let line = format!("torchrun --rdzv-endpoint={spelling} t.py");
+            assert_eq!(
+                rendezvous(&line, &e, "team-a").as_deref(),
+                Some(one),
+                "{line}"
+            );
+        }
     }
+    // Another namespace's Service stays that namespace's.
+    assert_eq!(
+        rendezvous(
+            "torchrun --rdzv-endpoint=master.team-b:29400 t.py",
+            &e,
+            "team-a"
+        )
+        .as_deref(),
+        Some("master.team-b")
+    );
 }
 
 #[test]

@@ -43,6 +43,7 @@ pub(super) fn gpu_sites<'s, 'c>(
             },
             ctx.eff,
             ctx.who.inventory,
+            &verdict.namespace,
         ) else {
             continue;
         };

@@ -94,6 +94,7 @@ fn trainer_shape<'c>(
         },
         ctx.eff,
         ctx.who.inventory,
+        &verdict.namespace,
     ) else {
         return Ok(None);
     };
