@@ -28,6 +28,10 @@ enum Launcher {
     Horovod,
     Mpi,
     Slurm,
+    /// LLaMA-Factory's `llamafactory-cli train`: it runs torchrun itself, over `NNODES`
+    /// nodes (default 1), when `FORCE_TORCHRUN` is set or the pod has several GPUs.
+    /// <https://github.com/hiyouga/LLaMA-Factory-Doc/blob/main/docs/source/advanced/distributed.rst>
+    LlamaFactory,
 }
 
 /// torchrun's long options (torch/distributed/run.py `get_args_parser`, launch.py adds
@@ -325,7 +329,9 @@ impl<'a> Invocation<'a, '_> {
             Launcher::DeepSpeed => &DEEPSPEED_OPTIONS,
             Launcher::Accelerate => &ACCELERATE_OPTIONS,
             Launcher::Horovod => &HOROVOD_OPTIONS,
-            Launcher::Mpi | Launcher::Slurm => return long.contains(&given),
+            Launcher::Mpi | Launcher::Slurm | Launcher::LlamaFactory => {
+                return long.contains(&given);
+            }
         };
         if long.contains(&given) {
             return true;
@@ -434,6 +440,17 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
             Some(per_pods(count(procs, env), per_pod, None))
         }
         Launcher::Horovod => horovod_size(inv, env, per_pod),
+        Launcher::LlamaFactory => {
+            let torchrun = env.literal("FORCE_TORCHRUN").is_some_and(truthy) || per_pod > 1;
+            if !torchrun {
+                return Some(JobSize::Pods(1));
+            }
+            Some(match env.get("NNODES") {
+                Some(super::EnvValue::Literal(v)) => node_count(v, env),
+                Some(super::EnvValue::Elsewhere) => JobSize::Several,
+                None => JobSize::Pods(1),
+            })
+        }
         Launcher::Mpi => {
             if let Some(Some(hosts)) = inv.value(&["-H", "--host", "-host", "--hosts"]) {
                 return Some(host_list(hosts));
@@ -622,6 +639,7 @@ enum Named {
     Launcher(Launcher),
     AccelerateCli,
     TuneCli,
+    LlamaFactoryCli,
 }
 
 /// The launcher a word names: a program (its path's last part), a Python module
@@ -638,6 +656,7 @@ fn named(word: &str) -> Option<Named> {
         "deepspeed" | "deepspeed.launcher.runner" => Launcher::DeepSpeed,
         "accelerate" | "accelerate.commands.accelerate_cli" => return Some(Named::AccelerateCli),
         "tune" | "torchtune._cli.tune" => return Some(Named::TuneCli),
+        "llamafactory-cli" | "lmf" => return Some(Named::LlamaFactoryCli),
         "accelerate-launch" | "accelerate.commands.launch" => Launcher::Accelerate,
         "horovodrun" | "horovod.runner.launch" => Launcher::Horovod,
         "mpirun" | "mpiexec" | "orterun" | "prterun" | "mpiexec.hydra" => Launcher::Mpi,
@@ -773,6 +792,11 @@ fn launcher_at(command: &str, env: &Env<'_>, room: &Cell<usize>) -> Option<(Laun
             Some(Named::TuneCli) => {
                 if let Some((j, _)) = words.next_if(|&(_, next)| next == "run") {
                     return Some((Launcher::Torchrun, j + 1));
+                }
+            }
+            Some(Named::LlamaFactoryCli) => {
+                if let Some((j, _)) = words.next_if(|&(_, next)| next == "train") {
+                    return Some((Launcher::LlamaFactory, j + 1));
                 }
             }
             None => {}
