@@ -241,6 +241,15 @@ impl<'a> Invocation<'a, '_> {
         words(self.command, self.env, &self.room).skip(self.start)
     }
 
+    /// Whether `value` names a variable set from elsewhere (`valueFrom`), alone or after
+    /// `=` in an option word: the shell splits what it holds into words.
+    fn set_elsewhere(&self, value: &str) -> bool {
+        value
+            .find('$')
+            .and_then(|at| variable(&value[at..]))
+            .is_some_and(|name| matches!(self.env.get(name), Some(super::EnvValue::Elsewhere)))
+    }
+
     /// Whether a word among the launcher's options is a variable whose value trainplace
     /// cannot read (set from elsewhere, or past the room): it may hold any option, so
     /// the size it starts is not known.
@@ -267,7 +276,9 @@ impl<'a> Invocation<'a, '_> {
     fn options(&self, mut each: impl FnMut(&str, Option<&'a str>)) {
         let mut tokens = self.words().peekable();
         while let Some(t) = tokens.next() {
-            if t == UNREAD {
+            // A word the shell expands into words trainplace cannot read (`$@`, `$1`,
+            // `${X:-...}`, a variable defined nowhere it can see) may be any options.
+            if t.starts_with('$') {
                 each(UNREAD, None);
                 break;
             }
@@ -280,6 +291,11 @@ impl<'a> Invocation<'a, '_> {
                 None if self.switch(key) => None,
                 None => tokens.next_if(|next| !next.starts_with('-')),
             };
+            // A value set from elsewhere is split by the shell too: it may hold options.
+            if value.is_some_and(|v| v == UNREAD || self.set_elsewhere(v)) {
+                each(UNREAD, None);
+                break;
+            }
             each(key, value);
         }
     }
@@ -739,9 +755,9 @@ fn variable(word: &str) -> Option<&str> {
 const UNREAD: &str = "$";
 
 /// A word as the shell runs it: a variable's value from the command line's own
-/// assignments or the container's env (the words it splits into); nothing for a
-/// variable defined nowhere (the shell expands it to nothing); [`UNREAD`] for one whose
-/// value is not known; else the word. Each value read is drawn from the review's
+/// assignments or the container's env (the words it splits into); [`UNREAD`] for one
+/// set from elsewhere or too long to read; else the word as written (a variable defined
+/// nowhere trainplace sees, which the image may define). Each value read is drawn from the review's
 /// budget, and from `room`: past [`EXPANDED_LIMIT`] bytes of values on one line (what
 /// Linux execs in one argument) a value is not read, so a long value named by every
 /// command of a long line is not read again and again.
@@ -750,7 +766,8 @@ fn resolved<'s>(word: &'s str, env: &'s Env<'_>, room: &Cell<usize>) -> &'s str 
         return word;
     };
     match env.get(name) {
-        None => "",
+        // Defined nowhere trainplace sees (the image may define it): as written.
+        None => word,
         Some(super::EnvValue::Elsewhere) => UNREAD,
         Some(super::EnvValue::Literal(value)) => {
             let fits = value.len() <= room.get();
@@ -829,7 +846,11 @@ pub(crate) fn rendezvous(line: &str, env: &Env<'_>, namespace: &str) -> Option<S
             .find_map(|k| env.literal(k))
             .map(str::to_string)
     })?;
-    let host = endpoint.split(':').next().unwrap_or(&endpoint);
+    // torchrun takes a bracketed host (`[host]:port`, an IPv6 address) as the host.
+    let host = match endpoint.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => endpoint.split(':').next().unwrap_or(&endpoint),
+    };
     let local =
         host.is_empty() || host == "localhost" || host.starts_with("127.") || host.starts_with('$');
     (!local).then(|| same_host(host, namespace))

@@ -318,7 +318,8 @@ fn container_size(
             on,
             (
                 launchers::runs_torchrun(&line, &env),
-                launchers::runs_a_script(&line),
+                // No command: the image's entrypoint runs, given the args.
+                container.get("command").is_none() || launchers::runs_a_script(&line),
             ),
         ),
     }

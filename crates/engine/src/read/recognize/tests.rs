@@ -231,6 +231,16 @@ fn every_spelling_of_a_rendezvous_host_is_one_rendezvous() {
             );
         }
     }
+    // torchrun takes a bracketed host as the host.
+    assert_eq!(
+        rendezvous(
+            "torchrun --rdzv-endpoint=[trainer-0.trainer]:29400 t.py",
+            &e,
+            "team-a"
+        )
+        .as_deref(),
+        Some("trainer-0.trainer")
+    );
     // Another namespace's Service stays that namespace's.
     assert_eq!(
         rendezvous(
