@@ -383,15 +383,56 @@ pub(super) fn runs_torchrun(line: &str, env: &Env<'_>) -> bool {
 }
 
 /// Whether what a command line runs is a script trainplace cannot read: none at all
-/// (the image's entrypoint), a shell given a file (`bash train.sh`), or a `.sh` file.
+/// (the image's entrypoint), or a command that runs one: a shell given a file (`bash
+/// train.sh`, also inside a `bash -c` string), a `.sh` or `./` path, `source`, `make`,
+/// behind `exec`, `env`, `tini --` or assignments.
 pub(super) fn runs_a_script(line: &str) -> bool {
-    let mut words = commands(line).flat_map(tokens);
-    let Some(first) = words.next() else {
-        return true;
-    };
-    let base = first.rsplit('/').next().unwrap_or(first);
-    let shell = matches!(base, "bash" | "sh" | "dash" | "zsh" | "ash");
-    base.ends_with(".sh") || (shell && words.next().is_some_and(|w| !w.starts_with('-')))
+    let mut any = false;
+    for command in commands(line) {
+        let mut words = tokens(command).peekable();
+        if words.peek().is_none() {
+            continue;
+        }
+        any = true;
+        if runs_a_script_file(words) {
+            return true;
+        }
+    }
+    !any
+}
+
+/// One command's words: whether the program it runs is a script file.
+fn runs_a_script_file<'a>(mut words: impl Iterator<Item = &'a str>) -> bool {
+    // The first word of a `-c` string, read as the command it runs.
+    let mut pending = None;
+    while let Some(w) = pending.take().or_else(|| words.next()) {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        if matches!(base, "exec" | "env" | "tini" | "--" | "nohup")
+            || w.split_once('=').is_some_and(|(n, _)| is_name(n))
+        {
+            continue;
+        }
+        if matches!(base, "bash" | "sh" | "dash" | "zsh" | "ash") {
+            // Its options, then a `-c` string (its words follow) or a file.
+            let mut string = false;
+            let next = loop {
+                match words.next() {
+                    Some(f) if f.starts_with('-') => string |= f.contains('c'),
+                    next => break next,
+                }
+            };
+            match next {
+                Some(f) if string => pending = Some(f),
+                Some(_) => return true,
+                None => return false,
+            }
+            continue;
+        }
+        return matches!(base, "source" | "." | "make")
+            || base.ends_with(".sh")
+            || w.starts_with("./");
+    }
+    false
 }
 
 /// The job size the launchers on a command line start, the largest if several do.
