@@ -250,9 +250,10 @@ impl<'a> Invocation<'a, '_> {
             .is_some_and(|name| matches!(self.env.get(name), Some(super::EnvValue::Elsewhere)))
     }
 
-    /// Whether a word among the launcher's options is a variable whose value trainplace
-    /// cannot read (set from elsewhere, or past the room): it may hold any option, so
-    /// the size it starts is not known.
+    /// Whether the launcher's options hold a word trainplace cannot read ([`UNREAD`]: an
+    /// expansion it does not resolve, a variable set from elsewhere as an option or a
+    /// value, one past the room): it may hold any option, so the size it starts is not
+    /// known.
     fn unread(&self) -> bool {
         let mut unread = false;
         self.options(|name, _| unread |= name == UNREAD);
@@ -461,12 +462,8 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
             if let Some(v) = inv.value(&["nnodes"]) {
                 return Some(v.map_or(JobSize::Several, |v| node_count(v, env)));
             }
-            match env.get("PET_NNODES") {
-                Some(super::EnvValue::Literal(v)) => Some(node_count(v, env)),
-                Some(super::EnvValue::Elsewhere) => Some(JobSize::Several),
-                // Its default is one node; what the trainer's env says is read then.
-                None => None,
-            }
+            // Its default is one node; what the trainer's env says is read then.
+            env_nodes(env, "PET_NNODES")
         }
         Launcher::DeepSpeed => {
             if let Some(v) = inv.value(&["num_nodes"]) {
@@ -502,11 +499,7 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
             if !torchrun {
                 return Some(JobSize::Pods(1));
             }
-            Some(match env.get("NNODES") {
-                Some(super::EnvValue::Literal(v)) => node_count(v, env),
-                Some(super::EnvValue::Elsewhere) => JobSize::Several,
-                None => JobSize::Pods(1),
-            })
+            Some(env_nodes(env, "NNODES").unwrap_or(JobSize::Pods(1)))
         }
         Launcher::Mpi => {
             if let Some(Some(hosts)) = inv.value(&["-H", "--host", "-host", "--hosts"]) {
@@ -526,6 +519,15 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
             let procs = inv.value(&["n", "ntasks"])??;
             Some(per_pods(count(procs, env), per_pod, None))
         }
+    }
+}
+
+/// The node count an env variable gives a launcher (`N`, or an elastic `MIN:MAX`): a
+/// count set from elsewhere is several nodes; `None` when it is not set.
+fn env_nodes(env: &Env<'_>, name: &str) -> Option<JobSize> {
+    match env.get(name)? {
+        super::EnvValue::Literal(v) => Some(node_count(v, env)),
+        super::EnvValue::Elsewhere => Some(JobSize::Several),
     }
 }
 

@@ -352,10 +352,7 @@ fn env_size(
         _ => None,
     };
     let world = world_size(view, env, per_pod, on, value_from, pet);
-    match (scripted, world) {
-        (Some(s), Some(w)) => Some(s.max(w)),
-        (s, w) => s.or(w),
-    }
+    [scripted, world].into_iter().flatten().reduce(JobSize::max)
 }
 
 /// The job size `WORLD_SIZE` says: processes over the pod's accelerators (or
