@@ -149,7 +149,7 @@ fn verified<'v>(
         return None;
     };
     let per_pod = view.accelerators().map_or(0, |(_, n)| n);
-    let larger = match crate::read::recognize::job_size(&view, per_pod, policy.recognizers()) {
+    let larger = match crate::read::recognize::job_size(&view, per_pod, policy.recognizers(), &[]) {
         _ if pods == 0 => false,
         Some(JobSize::Pods(n)) => n > pods,
         Some(JobSize::Several) => pods <= 1,

@@ -51,7 +51,8 @@ pub fn classify<'c>(
     };
     let labels = view.labels();
     let on = eff.policy.recognizers();
-    let size = job_size(view, per_pod, on);
+    let operator = hints.operator_env();
+    let size = job_size(view, per_pod, on, &operator);
     let identity = job_identity(view, hints, &labels, on, size, namespace);
     let (pods, multi_pod) = pod_count(hints.pods, size);
     // Evidence that the pod belongs to a training job; without any, a GPU pod (an
@@ -150,7 +151,7 @@ fn job_identity(
     });
     if per_object
         && size.is_some_and(JobSize::multi_pod)
-        && let Some(r) = rendezvous_label(view, namespace)
+        && let Some(r) = rendezvous_label(view, namespace, &[])
     {
         identity = Some((LABEL_RENDEZVOUS.to_string(), r));
     }

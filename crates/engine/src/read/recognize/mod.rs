@@ -86,6 +86,9 @@ pub(crate) struct Env<'a> {
     entries: &'a [Value],
     values: OnceCell<HashMap<&'a str, EnvValue<'a>>>,
     scans: Cell<u32>,
+    /// Env the workload's operator appends to every container of the template (after
+    /// the template's own entries, so its values win).
+    operator: &'a [(&'static str, String)],
     /// Variables the command line itself sets (`export N=4; ...`, `N=4 torchrun ...`,
     /// `env N=4 ...`): they win over the container's env for what follows.
     assigned: HashMap<String, String>,
@@ -126,7 +129,14 @@ impl<'a> Env<'a> {
             values: OnceCell::new(),
             scans: Cell::new(0),
             assigned: HashMap::new(),
+            operator: &[],
         }
+    }
+
+    /// This env with the entries the workload's operator appends to it.
+    pub(crate) fn with_operator(mut self, operator: &'a [(&'static str, String)]) -> Self {
+        self.operator = operator;
+        self
     }
 
     /// The container's own entry for `name`: the last one.
@@ -169,6 +179,9 @@ impl<'a> Env<'a> {
 
     pub(crate) fn get(&self, name: &str) -> Option<EnvValue<'_>> {
         if let Some(v) = self.assigned.get(name) {
+            return Some(EnvValue::Literal(v));
+        }
+        if let Some((_, v)) = self.operator.iter().rev().find(|(n, _)| *n == name) {
             return Some(EnvValue::Literal(v));
         }
         self.own(name)
@@ -269,10 +282,14 @@ fn grow(out: &mut String, more: usize, limit: usize) {
 
 /// The rendezvous the pod's trainer names (torchrun's endpoint, a master address), as a
 /// label value: a digest, since an endpoint is not a valid label value.
-pub(crate) fn rendezvous_label(view: &PodView<'_>, namespace: &str) -> Option<String> {
+pub(crate) fn rendezvous_label(
+    view: &PodView<'_>,
+    namespace: &str,
+    operator: &[(&'static str, String)],
+) -> Option<String> {
     use sha2::{Digest, Sha256};
     let endpoint = view.trainer_containers().find_map(|c| {
-        let env = Env::of(c);
+        let env = Env::of(c).with_operator(operator);
         let joined = command_line(c);
         let expanded = env.expand(&joined);
         let line = launchers::shell_text(&expanded);
@@ -284,9 +301,15 @@ pub(crate) fn rendezvous_label(view: &PodView<'_>, namespace: &str) -> Option<St
 }
 
 /// The job size from every container that can run the trainer: the largest reading.
-pub(crate) fn job_size(view: &PodView<'_>, per_pod: u32, on: &Recognizers) -> Option<JobSize> {
+/// `operator` is the env the workload's operator appends to each container.
+pub(crate) fn job_size(
+    view: &PodView<'_>,
+    per_pod: u32,
+    on: &Recognizers,
+    operator: &[(&'static str, String)],
+) -> Option<JobSize> {
     view.trainer_containers()
-        .filter_map(|c| container_size(view, c, per_pod, on))
+        .filter_map(|c| container_size(view, c, per_pod, on, operator))
         .reduce(JobSize::max)
 }
 
@@ -297,8 +320,9 @@ fn container_size(
     container: &Value,
     per_pod: u32,
     on: &Recognizers,
+    operator: &[(&'static str, String)],
 ) -> Option<JobSize> {
-    let env = Env::of(container);
+    let env = Env::of(container).with_operator(operator);
     let joined = command_line(container);
     let expanded = env.expand(&joined);
     // Read as the shell reads it: continuations joined, quotes inside words removed.

@@ -30,6 +30,22 @@ pub struct SiteHints {
     /// The workload (or bare pod) carries Kueue's queue label: Kueue admits and places
     /// it whole.
     pub queued: bool,
+    /// The operator appends `PET_NNODES` with the job's pod count to every container
+    /// (the training operator's PyTorchJob), so `torchrun --nnodes=$(PET_NNODES)` is
+    /// read at that count.
+    pub operator_nnodes: bool,
+}
+
+impl SiteHints {
+    /// The env the operator appends to each container of the template, as far as it
+    /// bears on the job's size.
+    /// https://github.com/kubeflow/trainer/blob/release-1.9/pkg/controller.v1/pytorch/envvar.go
+    pub fn operator_env(&self) -> Vec<(&'static str, String)> {
+        match self.pods {
+            Some(n) if self.operator_nnodes => vec![("PET_NNODES", n.to_string())],
+            _ => Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,6 +243,7 @@ pub(crate) fn site(
                 .map(String::from),
             group_label: None,
             queued: false,
+            operator_nnodes: false,
         },
         pods,
         requested,

@@ -72,6 +72,9 @@ pub(super) fn kubeflow(
         }
     }
     one_identity(&mut out, id("training.kubeflow.org/job-name"));
+    for s in &mut out {
+        s.hints.operator_nnodes = kind == Kind::PyTorchJob;
+    }
     Ok(out)
 }
 

@@ -91,6 +91,7 @@ fn trainer_shape<'c>(
             .map(String::from),
             group_label: None,
             queued: false,
+            operator_nnodes: false,
         },
         ctx.eff,
         ctx.who.inventory,

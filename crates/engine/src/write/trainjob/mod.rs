@@ -107,6 +107,10 @@ pub(crate) fn evaluate(
         // A TrainJob's pods are laid out through its runtime patch, where trainplace
         // writes pod affinity; Kueue's topology annotations are not written there.
         queued: false,
+        // The Trainer's torch plugin upserts `PET_NNODES` (numNodes) into the node
+        // container of a runtime with `mlPolicy.torch`.
+        // https://github.com/kubeflow/trainer/blob/master/pkg/runtime/framework/plugins/torch/torch.go
+        operator_nnodes: runtime.is_some_and(|r| r.lookup("/spec/mlPolicy/torch").is_some()),
     };
     let Some(judgement) = judge(&view, &hints, object, ctx, verdict)? else {
         return Ok(false);
