@@ -386,11 +386,14 @@ pub(super) fn runs_torchrun(line: &str, env: &Env<'_>) -> bool {
 /// Whether what a command line runs is a script trainplace cannot read: none at all
 /// (the image's entrypoint), or a command that runs one: a shell given a file (`bash
 /// train.sh`, also inside a `bash -c` string), a `.sh` or `./` path, `source`, `make`,
-/// behind `exec`, `env`, `tini --` or assignments.
-pub(super) fn runs_a_script(line: &str) -> bool {
+/// or a program named by a variable trainplace cannot read (`sh -c "$CMD"` with `CMD`
+/// from a ConfigMap, `$(CMD)` the kubelet could not expand, `$1`), behind `exec`,
+/// `env`, `tini --` or assignments. Variables are read as the shell reads them.
+pub(super) fn runs_a_script(line: &str, env: &Env<'_>) -> bool {
+    let room = Cell::new(EXPANDED_LIMIT);
     let mut any = false;
     for command in commands(line) {
-        let mut words = tokens(command).peekable();
+        let mut words = words(command, env, &room).peekable();
         if words.peek().is_none() {
             continue;
         }
@@ -431,7 +434,9 @@ fn runs_a_script_file<'a>(mut words: impl Iterator<Item = &'a str>) -> bool {
         }
         return matches!(base, "source" | "." | "make")
             || base.ends_with(".sh")
-            || w.starts_with("./");
+            || w.starts_with("./")
+            // A program the shell takes from what trainplace cannot read.
+            || w.starts_with('$');
     }
     false
 }

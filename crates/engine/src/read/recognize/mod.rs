@@ -343,7 +343,7 @@ fn container_size(
             (
                 launchers::runs_torchrun(&line, &env),
                 // No command: the image's entrypoint runs, given the args.
-                container.get("command").is_none() || launchers::runs_a_script(&line),
+                container.get("command").is_none() || launchers::runs_a_script(&line, &env),
             ),
         ),
     }
