@@ -633,6 +633,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SPLIT_ZONES,
     ),
     (
+        "bypass/pytorchjob-templates-bound-to-nodes-in-two-zones.yaml@restricted",
+        "multi-az",
+        "raw",
+        SIBLINGS,
+    ),
+    (
+        "bypass/pytorchjob-templates-bound-to-nodes-in-two-zones.yaml@restricted",
+        "multi-az",
+        "mutated",
+        SIBLINGS,
+    ),
+    (
+        "bypass/pytorchjob-templates-bound-to-nodes-in-two-zones.yaml@default",
+        "multi-az",
+        "raw",
+        SIBLINGS,
+    ),
+    (
+        "bypass/pytorchjob-templates-bound-to-nodes-in-two-zones.yaml@default",
+        "multi-az",
+        "mutated",
+        SIBLINGS,
+    ),
+    (
         "bypass/raycluster-worker-groups-in-two-zones.yaml@restricted",
         "multi-az",
         "raw",

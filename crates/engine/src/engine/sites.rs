@@ -123,8 +123,17 @@ pub(super) fn judge_sites<'s, 'a>(
         }
         if let Some(j) = judge(view, &hints, object, ctx, verdict)? {
             // A template that makes no pods (0 replicas) runs nowhere.
+            // A template bound to a node (`spec.nodeName`, a hostname selector) runs in
+            // that node's zone whatever it says: the scheduler, and the zone hold with
+            // it, is skipped.
+            let bound = ctx
+                .who
+                .inventory
+                .and_then(|inv| inv.node_zone(view.pinned_node()?))
+                .map(str::to_string);
             if site.pods != Some(0)
-                && let Some(zone) = crate::judge::split_zones::pinned_zone(view.pod)
+                && let Some(zone) =
+                    bound.or_else(|| crate::judge::split_zones::pinned_zone(view.pod))
             {
                 let zone = match ctx.who.inventory {
                     Some(inv) => inv.zone_name(&zone).to_string(),
