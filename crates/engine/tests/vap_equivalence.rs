@@ -228,6 +228,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         UNSEEN_LAUNCHER,
     ),
     (
+        "bypass/argv-element-deepspeed-launcher-args.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/argv-element-deepspeed-launcher-args.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/argv-element-deepspeed-launcher-args.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/argv-element-deepspeed-launcher-args.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/bare-pods-no-identity.yaml@restricted",
         "multi-az",
         "raw",
@@ -247,6 +271,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "bypass/bare-pods-no-identity.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-ds-alias.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/deepspeed-ds-alias.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-ds-alias.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/deepspeed-ds-alias.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-ds-alias.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/deepspeed-ds-alias.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-ds-alias.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/deepspeed-ds-alias.yaml@default",
         "multi-az",
         "mutated",
         HOLD,
@@ -274,6 +346,66 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         HOLD,
+    ),
+    (
+        "bypass/deepspeed-short-include.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/deepspeed-short-include.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-short-include.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/deepspeed-short-include.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-short-include.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/deepspeed-short-include.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/deepspeed-short-include.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/deepspeed-short-include.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/dlrover-run-nnodes.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/dlrover-run-nnodes.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
     ),
     (
         "bypass/dra-claims-counted.yaml@restricted",
@@ -395,6 +527,126 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "mutated",
         PLACEMENT,
     ),
+    (
+        "bypass/mpiexec-genv-before-n.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpiexec-genv-before-n.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpiexec-genv-before-n.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpiexec-genv-before-n.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-distribution-name.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-distribution-name.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-distribution-name.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-distribution-name.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-mca-before-np.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-mca-before-np.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-mca-before-np.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-mca-before-np.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-mpmd-colon.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/mpirun-mpmd-colon.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-mpmd-colon.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/mpirun-mpmd-colon.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-mpmd-colon.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/mpirun-mpmd-colon.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-mpmd-colon.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/mpirun-mpmd-colon.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
     ("bypass/mpirun-np.yaml@restricted", "multi-az", "raw", HOLD),
     (
         "bypass/mpirun-np.yaml@restricted",
@@ -451,6 +703,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "partial-node",
         "mutated",
         ONE_JOB_PER_RANK,
+    ),
+    (
+        "bypass/paddle-launch-nnodes.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/paddle-launch-nnodes.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/paddle-launch-nnodes.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/paddle-launch-nnodes.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/paddle-launch-nnodes.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/paddle-launch-nnodes.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/paddle-launch-nnodes.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/paddle-launch-nnodes.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
     ),
     (
         "bypass/pet-nnodes-under-a-command-from-a-configmap.yaml@restricted",
@@ -969,6 +1269,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SHELL_WORDS,
     ),
     (
+        "bypass/swift-nnodes.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/swift-nnodes.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
         "bypass/torch-distributed-launch-module.yaml@restricted",
         "multi-az",
         "raw",
@@ -1290,7 +1602,7 @@ const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, si
 const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-topology, LeaderWorkerSet subgroup-exclusive-topology) on a zone key splits the job; the engine reads it, the policies do not (VAP looser)";
 const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`) is read by the engine; a policy reads the pod's env and flags only (VAP looser)";
 const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
-const UNSEEN_LAUNCHER: &str = "the engine reads a launcher a policy does not: torchtune's `tune run` (torchrun's options), LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
+const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

@@ -32,12 +32,19 @@ enum Launcher {
     /// nodes (default 1), when `FORCE_TORCHRUN` is set or the pod has several GPUs.
     /// <https://github.com/hiyouga/LLaMA-Factory-Doc/blob/main/docs/source/advanced/distributed.rst>
     LlamaFactory,
+    /// ms-swift's `swift sft|pt|rlhf`: it runs torchrun over `NNODES` nodes (default 1).
+    /// <https://swift.readthedocs.io/en/latest/Instruction/Command-line-parameters.html>
+    Swift,
+    /// PaddlePaddle's `python -m paddle.distributed.launch` (and `fleetrun`): `--nnodes`
+    /// (`N` or `MIN:MAX`), else `--ips` (one per node), else `PADDLE_NNODES`.
+    /// <https://github.com/PaddlePaddle/Paddle/blob/develop/python/paddle/distributed/launch/context/args_envs.py>
+    Paddle,
 }
 
 /// torchrun's long options (torch/distributed/run.py `get_args_parser`, launch.py adds
 /// `--use-env`), for argparse's prefix matching.
 /// https://github.com/pytorch/pytorch/blob/v2.5.1/torch/distributed/run.py
-const TORCHRUN_OPTIONS: [&str; 24] = [
+const TORCHRUN_OPTIONS: [&str; 27] = [
     "nnodes",
     "nproc-per-node",
     "nproc_per_node",
@@ -62,21 +69,45 @@ const TORCHRUN_OPTIONS: [&str; 24] = [
     "master-addr",
     "master_addr",
     "use-env",
+    "use_env",
+    "run_path",
+    "log_dir",
 ];
 
-/// DeepSpeed's launcher options that matter here (deepspeed/launcher/runner.py).
+/// DeepSpeed's launcher options (deepspeed/launcher/runner.py `parse_args`), for
+/// argparse's prefix matching; `-H`, `-i` and `-e` are its short options.
 /// https://github.com/deepspeedai/DeepSpeed/blob/v0.16.0/deepspeed/launcher/runner.py
-const DEEPSPEED_OPTIONS: [&str; 10] = [
+const DEEPSPEED_OPTIONS: [&str; 30] = [
+    "H",
+    "hostfile",
+    "i",
+    "include",
+    "e",
+    "exclude",
     "num_nodes",
+    "min_elastic_nodes",
+    "max_elastic_nodes",
     "num_gpus",
     "num-gpus",
+    "num_accelerators",
     "node_rank",
     "master_addr",
     "master_port",
-    "force_multi",
-    "include",
+    "launcher",
+    "launcher_args",
+    "module",
     "no_python",
     "no_local_rank",
+    "no_ssh",
+    "no_ssh_check",
+    "force_multi",
+    "save_pid",
+    "enable_each_rank_log",
+    "autotuning",
+    "elastic_training",
+    "bind_cores_to_rank",
+    "bind_core_list",
+    "ssh_port",
 ];
 
 /// Accelerate's `launch` options that matter here.
@@ -166,18 +197,60 @@ const HOROVOD_OPTIONS: [&str; 67] = [
     "mpi",
 ];
 
-/// Options that take no value (the next token is not theirs).
-const SWITCHES: [&str; 18] = [
+/// Options that take no value (the next token is not theirs): argparse's `store_true`
+/// options of torchrun, `torch.distributed.launch`, DeepSpeed, Accelerate and
+/// horovodrun, in every spelling they accept. One missing here would take the training
+/// script as its value, and the script's own flags would be read as the launcher's.
+/// <https://github.com/huggingface/accelerate/blob/v1.2.1/src/accelerate/commands/launch.py>
+const SWITCHES: [&str; 55] = [
     "standalone",
     "no-python",
     "no_python",
     "run-path",
+    "run_path",
     "module",
     "use-env",
+    "use_env",
+    "virtual-local-rank",
+    "virtual_local_rank",
     "force_multi",
     "no_local_rank",
+    "no_ssh",
+    "no_ssh_check",
+    "save_pid",
+    "elastic_training",
+    "bind_cores_to_rank",
     "multi_gpu",
+    "multi-gpu",
     "m",
+    // accelerate launch
+    "cpu",
+    "tpu",
+    "ipex",
+    "use_cpu",
+    "use_deepspeed",
+    "use-deepspeed",
+    "use_fsdp",
+    "use-fsdp",
+    "use_megatron_lm",
+    "use-megatron-lm",
+    "use_xpu",
+    "use-xpu",
+    "same_network",
+    "same-network",
+    "enable_cpu_affinity",
+    "enable-cpu-affinity",
+    "dynamo_use_fullgraph",
+    "dynamo-use-fullgraph",
+    "dynamo_use_dynamic",
+    "dynamo-use-dynamic",
+    "downcast_bf16",
+    "downcast-bf16",
+    "tpu_use_cluster",
+    "tpu_use_sudo",
+    "debug",
+    "quiet",
+    "q",
     // horovodrun
     "verbose",
     "disable-cache",
@@ -187,6 +260,28 @@ const SWITCHES: [&str; 18] = [
     "mpi",
     "jsrun",
     "tcp",
+];
+
+/// MPI launchers' options that take two words, a key and its value: Open MPI's
+/// `--mca` family (`mpirun.1`: "The --mca switch takes two arguments: <key> and
+/// <value>") and MPICH/Intel MPI hydra's `-genv`/`-env`.
+/// <https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html>
+/// <https://github.com/pmodels/mpich/blob/main/src/pm/hydra/README>
+const MPI_PAIRS: [&str; 14] = [
+    "-mca",
+    "--mca",
+    "-gmca",
+    "--gmca",
+    "-prtemca",
+    "--prtemca",
+    "-pmixmca",
+    "--pmixmca",
+    "-omca",
+    "--omca",
+    "-genv",
+    "--genv",
+    "-env",
+    "--env",
 ];
 
 /// srun's short options that take no value (getopt letters without `:`); every other
@@ -292,6 +387,17 @@ impl<'a> Invocation<'a, '_> {
                 None if self.switch(key) => None,
                 None => tokens.next_if(|next| !next.starts_with('-')),
             };
+            // MPI's options of a key and a value (`--mca btl ^openib`, `-genv N V`)
+            // take the next word too.
+            if self.launcher == Launcher::Mpi
+                && MPI_PAIRS.contains(&key)
+                && tokens
+                    .next()
+                    .is_some_and(|w| w == UNREAD || self.set_elsewhere(w))
+            {
+                each(UNREAD, None);
+                break;
+            }
             // A value set from elsewhere is split by the shell too: it may hold options.
             if value.is_some_and(|v| v == UNREAD || self.set_elsewhere(v)) {
                 each(UNREAD, None);
@@ -346,7 +452,11 @@ impl<'a> Invocation<'a, '_> {
             Launcher::DeepSpeed => &DEEPSPEED_OPTIONS,
             Launcher::Accelerate => &ACCELERATE_OPTIONS,
             Launcher::Horovod => &HOROVOD_OPTIONS,
-            Launcher::Mpi | Launcher::Slurm | Launcher::LlamaFactory => {
+            Launcher::Mpi
+            | Launcher::Slurm
+            | Launcher::LlamaFactory
+            | Launcher::Swift
+            | Launcher::Paddle => {
                 return long.contains(&given);
             }
         };
@@ -381,6 +491,63 @@ fn getopt_short(word: &str) -> Option<(&str, Option<&str>)> {
 /// one launcher that reads `PET_*`: elsewhere those variables are a decoy.
 pub(super) fn runs_torchrun(line: &str, env: &Env<'_>) -> bool {
     invocations(line, env).any(|inv| inv.launcher == Launcher::Torchrun)
+}
+
+/// A container's `command` and `args` as one line for the readers here. No shell splits
+/// a list element: each is one argument. So once an element names a launcher, its later
+/// elements are that launcher's arguments, and what would read as more words or
+/// commands inside one (`--log-dir "/logs/run 1"`, `--role "a;b"`,
+/// `--launcher_args "--mca btl ^openib"`: whitespace, quotes, parentheses, `; | &`) is
+/// joined into the one word (`_`); a `$(VAR)` reference stays for the kubelet's
+/// expansion. Elements before a launcher (a `bash -c` string) are read as written.
+pub(crate) fn argv_line(container: &serde_json::Value) -> String {
+    let elements = || {
+        ["command", "args"]
+            .iter()
+            .flat_map(|k| crate::read::json::items(container, &[k]))
+            .filter_map(serde_json::Value::as_str)
+    };
+    let mut line = String::with_capacity(elements().map(|w| w.len() + 1).sum());
+    let mut launched = false;
+    for element in elements() {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        if launched {
+            one_word(element, &mut line);
+        } else {
+            line.push_str(element);
+            launched = named(element).is_some();
+        }
+    }
+    line
+}
+
+/// `element` as one word: what a shell or the word splitting here would split at is
+/// `_`, but for `$(...)` references.
+fn one_word(element: &str, out: &mut String) {
+    let mut reference = false;
+    let mut prev = None;
+    for c in element.chars() {
+        let kept = match c {
+            '(' if prev == Some('$') => {
+                reference = true;
+                c
+            }
+            ')' if reference => {
+                reference = false;
+                c
+            }
+            c if c.is_whitespace()
+                || matches!(c, ';' | '|' | '&' | '"' | '\'' | '`' | '(' | ')') =>
+            {
+                '_'
+            }
+            c => c,
+        };
+        out.push(kept);
+        prev = Some(c);
+    }
 }
 
 /// Whether what a command line runs is a script trainplace cannot read: none at all
@@ -471,6 +638,14 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
             env_nodes(env, "PET_NNODES")
         }
         Launcher::DeepSpeed => {
+            // An elastic job grows to `--max_elastic_nodes`.
+            let elastic = inv
+                .value(&["max_elastic_nodes"])
+                .map(|v| v.map_or(JobSize::Several, |v| count(v, env)))
+                .filter(|n| *n != JobSize::Pods(u32::MAX));
+            if let Some(n) = elastic.filter(|n| n.multi_pod()) {
+                return Some(n);
+            }
             if let Some(v) = inv.value(&["num_nodes"]) {
                 let n = v.map_or(JobSize::Several, |v| count(v, env));
                 // -1 (the default) means every host of the hostfile.
@@ -483,7 +658,11 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
             if inv.value(&["force_multi"]).is_some() || inv.value(&["node_rank"]).is_some() {
                 return Some(JobSize::Several);
             }
-            let hosts = inv.value(&["include"]).flatten()?.split('@').count();
+            let Some(include) = inv.value(&["include", "i"]) else {
+                // A hostfile given and no filter: every host in it.
+                return inv.value(&["hostfile", "H"]).map(|_| JobSize::Several);
+            };
+            let hosts = include?.split('@').count();
             Some(JobSize::Pods(u32::try_from(hosts).unwrap_or(u32::MAX)))
         }
         Launcher::Accelerate => {
@@ -506,17 +685,17 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
             }
             Some(env_nodes(env, "NNODES").unwrap_or(JobSize::Pods(1)))
         }
-        Launcher::Mpi => {
-            if let Some(Some(hosts)) = inv.value(&["-H", "--host", "-host", "--hosts"]) {
-                return Some(host_list(hosts));
+        Launcher::Swift => Some(env_nodes(env, "NNODES").unwrap_or(JobSize::Pods(1))),
+        Launcher::Paddle => {
+            if let Some(v) = inv.value(&["nnodes"]) {
+                return Some(v.map_or(JobSize::Several, |v| node_count(v, env)));
             }
-            let per_node = inv
-                .value(&["-N", "--npernode", "-npernode"])
-                .flatten()
-                .and_then(|v| v.parse().ok());
-            let procs = inv.value(&["-np", "-n", "--np", "--n", "-c"])??;
-            Some(per_pods(count(procs, env), per_pod, per_node))
+            if let Some(ips) = inv.value(&["ips"]) {
+                return Some(ips.map_or(JobSize::Several, host_list));
+            }
+            env_nodes(env, "PADDLE_NNODES")
         }
+        Launcher::Mpi => mpi_size(inv, env, per_pod),
         Launcher::Slurm => {
             if let Some(v) = inv.value(&["N", "nodes"]) {
                 return Some(v.map_or(JobSize::Several, |v| slurm_nodes(v, env)));
@@ -525,6 +704,69 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
             Some(per_pods(count(procs, env), per_pod, None))
         }
     }
+}
+
+/// App contexts of one MPI command line read past the first; more is a job of unknown
+/// size (each context is a walk of the command).
+const MPI_CONTEXTS: usize = 16;
+
+/// mpirun/mpiexec: the pods of each app context (`mpirun -np 1 a : -np 15 b`, Open MPI's
+/// and hydra's MPMD form), added up. A context's host list, else its process count over
+/// the pod's accelerators (or `-N` per node); a line of several contexts where one
+/// names no count, or of a hostfile and no count (every slot of every host in it), is
+/// of unknown size.
+/// <https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html>
+fn mpi_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
+    let one = |inv: &Invocation<'_, '_>| -> Option<JobSize> {
+        if let Some(Some(hosts)) = inv.value(&["-H", "--host", "-host", "--hosts"]) {
+            return Some(host_list(hosts));
+        }
+        let per_node = inv
+            .value(&["-N", "--npernode", "-npernode"])
+            .flatten()
+            .and_then(|v| v.parse().ok());
+        if let Some(procs) = inv.value(&["-np", "-n", "--np", "--n", "-c"]) {
+            return Some(procs.map_or(JobSize::Several, |p| {
+                per_pods(count(p, env), per_pod, per_node)
+            }));
+        }
+        let hostfile = inv.value(&[
+            "--hostfile",
+            "-hostfile",
+            "--machinefile",
+            "-machinefile",
+            "-f",
+            "--default-hostfile",
+        ]);
+        hostfile.is_some().then_some(JobSize::Several)
+    };
+    let starts: Vec<usize> = inv
+        .words()
+        .enumerate()
+        .filter(|(_, w)| *w == ":")
+        .map(|(i, _)| inv.start + i + 1)
+        .take(MPI_CONTEXTS + 1)
+        .collect();
+    let first = one(inv);
+    if starts.is_empty() {
+        return first;
+    }
+    if starts.len() > MPI_CONTEXTS {
+        return Some(JobSize::Several);
+    }
+    let mut total = first.unwrap_or(JobSize::Several);
+    for start in starts {
+        let context = Invocation {
+            start,
+            room: Cell::new(inv.room_start),
+            ..*inv
+        };
+        total = match (total, one(&context)) {
+            (JobSize::Pods(a), Some(JobSize::Pods(b))) => JobSize::Pods(a.saturating_add(b)),
+            _ => JobSize::Several,
+        };
+    }
+    Some(total)
 }
 
 /// The node count an env variable gives a launcher (`N`, or an elastic `MIN:MAX`): a
@@ -704,6 +946,7 @@ enum Named {
     AccelerateCli,
     TuneCli,
     LlamaFactoryCli,
+    SwiftCli,
 }
 
 /// The launcher a word names: a program (its path's last part), a Python module
@@ -715,15 +958,31 @@ fn named(word: &str) -> Option<Named> {
         return Some(found);
     }
     let base = word.rsplit('/').next().unwrap_or(word);
+    // Distributions install MPI's launchers under their implementation's name too
+    // (Debian's `mpirun.openmpi`, `mpiexec.mpich`, through alternatives).
+    let mpi = ["mpirun", "mpiexec", "orterun", "prterun"].iter().any(|m| {
+        base.strip_prefix(m)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+    });
+    if mpi {
+        return Some(Named::Launcher(Launcher::Mpi));
+    }
     let launcher = match base {
-        "torchrun" | "torch.distributed.run" | "torch.distributed.launch" => Launcher::Torchrun,
-        "deepspeed" | "deepspeed.launcher.runner" => Launcher::DeepSpeed,
+        // DLRover's `dlrover-run` takes torchrun's options (a superset of them).
+        // <https://github.com/intelligent-machine-learning/dlrover/blob/master/docs/tutorial/torch_elastic_job.md>
+        "torchrun" | "torch.distributed.run" | "torch.distributed.launch" | "dlrover-run" => {
+            Launcher::Torchrun
+        }
+        // DeepSpeed installs `deepspeed`, `ds` and `deepspeed.pt`, all its runner.
+        // <https://github.com/deepspeedai/DeepSpeed/blob/v0.16.0/setup.py>
+        "deepspeed" | "ds" | "deepspeed.pt" | "deepspeed.launcher.runner" => Launcher::DeepSpeed,
+        "paddle.distributed.launch" | "fleetrun" => Launcher::Paddle,
+        "swift" => return Some(Named::SwiftCli),
         "accelerate" | "accelerate.commands.accelerate_cli" => return Some(Named::AccelerateCli),
         "tune" | "torchtune._cli.tune" => return Some(Named::TuneCli),
         "llamafactory-cli" | "lmf" => return Some(Named::LlamaFactoryCli),
         "accelerate-launch" | "accelerate.commands.launch" => Launcher::Accelerate,
         "horovodrun" | "horovod.runner.launch" => Launcher::Horovod,
-        "mpirun" | "mpiexec" | "orterun" | "prterun" | "mpiexec.hydra" => Launcher::Mpi,
         "srun" => Launcher::Slurm,
         _ => return None,
     };
@@ -864,6 +1123,13 @@ fn launcher_at(command: &str, env: &Env<'_>, room: &Cell<usize>) -> Option<(Laun
                     return Some((Launcher::LlamaFactory, j + 1));
                 }
             }
+            Some(Named::SwiftCli) => {
+                if let Some((j, _)) =
+                    words.next_if(|&(_, next)| matches!(next, "sft" | "pt" | "rlhf"))
+                {
+                    return Some((Launcher::Swift, j + 1));
+                }
+            }
             None => {}
         }
     }
@@ -874,33 +1140,60 @@ fn launcher_at(command: &str, env: &Env<'_>, room: &Cell<usize>) -> Option<(Laun
 /// DeepSpeed's and Accelerate's master): every pod of one job names the same one.
 /// `None` for a local endpoint, which ties nothing together.
 pub(crate) fn rendezvous(line: &str, env: &Env<'_>, namespace: &str) -> Option<String> {
-    let from_line = invocations(line, env).find_map(|inv| {
-        let keys: &[&str] = match inv.launcher {
-            Launcher::Torchrun => &[
-                "rdzv-endpoint",
-                "rdzv_endpoint",
+    // torchrun meets at its rendezvous endpoint (the flag, else `PET_RDZV_ENDPOINT`),
+    // whatever its backend; only with none does its static rendezvous use the master
+    // address (`get_rdzv_endpoint` in torch/distributed/run.py), so a master address
+    // beside an endpoint is a decoy.
+    let option = |keys: &[&str]| {
+        invocations(line, env).find_map(|inv| {
+            let mine: &[&str] = match inv.launcher {
+                Launcher::Torchrun => &[
+                    "rdzv-endpoint",
+                    "rdzv_endpoint",
+                    "master-addr",
+                    "master_addr",
+                ],
+                Launcher::DeepSpeed => &["master_addr"],
+                Launcher::Accelerate => &["main_process_ip", "main-process-ip"],
+                _ => return None,
+            };
+            let keys: Vec<&str> = keys.iter().copied().filter(|k| mine.contains(k)).collect();
+            if keys.is_empty() {
+                return None;
+            }
+            inv.value(&keys).flatten().map(str::to_string)
+        })
+    };
+    let endpoint = option(&["rdzv-endpoint", "rdzv_endpoint"])
+        .or_else(|| env.literal("PET_RDZV_ENDPOINT").map(str::to_string))
+        .filter(|e| !e.is_empty())
+        .or_else(|| {
+            option(&[
                 "master-addr",
                 "master_addr",
-            ],
-            Launcher::DeepSpeed => &["master_addr"],
-            Launcher::Accelerate => &["main_process_ip", "main-process-ip"],
-            _ => return None,
-        };
-        inv.value(keys).flatten().map(str::to_string)
-    });
-    let endpoint = from_line.or_else(|| {
-        ["PET_RDZV_ENDPOINT", "PET_MASTER_ADDR", "MASTER_ADDR"]
-            .iter()
-            .find_map(|k| env.literal(k))
-            .map(str::to_string)
-    })?;
+                "main_process_ip",
+                "main-process-ip",
+            ])
+        })
+        .or_else(|| {
+            ["PET_MASTER_ADDR", "MASTER_ADDR"]
+                .iter()
+                .find_map(|k| env.literal(k))
+                .map(str::to_string)
+        })?;
     // torchrun takes a bracketed host (`[host]:port`, an IPv6 address) as the host.
     let host = match endpoint.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(rest),
         None => endpoint.split(':').next().unwrap_or(&endpoint),
     };
-    let local =
-        host.is_empty() || host == "localhost" || host.starts_with("127.") || host.starts_with('$');
+    // A local or wildcard address names no host the job's other pods can reach.
+    let local = host.is_empty()
+        || host == "localhost"
+        || host.starts_with("127.")
+        || host == "0.0.0.0"
+        || host == "::"
+        || host == "::1"
+        || host.starts_with('$');
     (!local).then(|| same_host(host, namespace))
 }
 

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::read::annotations::LABEL_VOLCANO_JOB;
 use crate::read::json::items;
-use crate::read::podspec::{PodView, command_line};
+use crate::read::podspec::PodView;
 
 /// Recognisers of multi-pod training jobs beyond the operators' labels; each is on
 /// unless switched off.
@@ -290,7 +290,7 @@ pub(crate) fn rendezvous_label(
     use sha2::{Digest, Sha256};
     let endpoint = view.trainer_containers().find_map(|c| {
         let env = Env::of(c).with_operator(operator);
-        let joined = command_line(c);
+        let joined = launchers::argv_line(c);
         let expanded = env.expand(&joined);
         let line = launchers::shell_text(&expanded);
         launchers::rendezvous(&line, &env.with_assignments(&line), namespace)
@@ -323,7 +323,7 @@ fn container_size(
     operator: &[(&'static str, String)],
 ) -> Option<JobSize> {
     let env = Env::of(container).with_operator(operator);
-    let joined = command_line(container);
+    let joined = launchers::argv_line(container);
     let expanded = env.expand(&joined);
     // Read as the shell reads it: continuations joined, quotes inside words removed.
     let line = launchers::shell_text(&expanded);

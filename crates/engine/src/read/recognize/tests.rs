@@ -518,3 +518,32 @@ fn single_pod_command_lines_stay_single_pod() {
         );
     }
 }
+
+/// torchrun meets at its rendezvous endpoint whatever else it is given: a master
+/// address beside it (which only the static rendezvous with no endpoint reads) is a
+/// decoy that split one job's ranks into jobs held in a zone each. A wildcard master
+/// address names no host the other ranks reach.
+#[test]
+fn a_master_address_beside_an_endpoint_is_not_the_rendezvous() {
+    let none = env(&[]);
+    let e = Env::of(&none);
+    for decoy in ["decoy-a", "decoy-b"] {
+        let line = format!(
+            "torchrun --rdzv-backend=c10d --rdzv-endpoint=trainer-0.trainer:29400 --master-addr={decoy} t.py"
+        );
+        assert_eq!(
+            rendezvous(&line, &e, "ml").as_deref(),
+            Some("trainer-0.trainer"),
+            "{line}"
+        );
+    }
+    let c = env(&[("PET_RDZV_ENDPOINT", "trainer-0.trainer:29400")]);
+    assert_eq!(
+        rendezvous("torchrun --master-addr=decoy t.py", &Env::of(&c), "ml").as_deref(),
+        Some("trainer-0.trainer")
+    );
+    for wildcard in ["0.0.0.0", "[::]:29500", "::1"] {
+        let line = format!("torchrun --master-addr={wildcard} t.py");
+        assert_eq!(rendezvous(&line, &e, "ml"), None, "{line}");
+    }
+}
