@@ -23,6 +23,9 @@ fetch ray-project/kuberay feeaf72facab4881ba2b179248bb67315634e229 ray-operator/
 fetch ray-project/kuberay feeaf72facab4881ba2b179248bb67315634e229 ray-operator/config/crd/bases/ray.io_rayservices.yaml ray.io_rayservices.yaml
 fetch volcano-sh/volcano ed72c7c815a9fd547a787134676f73d42e9d049c config/crd/volcano/bases/batch.volcano.sh_jobs.yaml batch.volcano.sh_jobs.yaml
 fetch kubeflow/trainer 3a3a1da8d5287f9f96e1b2d3be6a4b6ad756566d manifests/base/crds/kubeflow.org_paddlejobs.yaml kubeflow.org_paddlejobs.yaml
+fetch kubeflow/trainer 3a3a1da8d5287f9f96e1b2d3be6a4b6ad756566d manifests/base/crds/kubeflow.org_tfjobs.yaml kubeflow.org_tfjobs.yaml
+fetch kubeflow/trainer 3a3a1da8d5287f9f96e1b2d3be6a4b6ad756566d manifests/base/crds/kubeflow.org_xgboostjobs.yaml kubeflow.org_xgboostjobs.yaml
+fetch kubeflow/trainer 3a3a1da8d5287f9f96e1b2d3be6a4b6ad756566d manifests/base/crds/kubeflow.org_jaxjobs.yaml kubeflow.org_jaxjobs.yaml
 fetch kubeflow/trainer 8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3 manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml trainer.kubeflow.org_trainingruntimes.yaml
 fetch NVIDIA/k8s-dra-driver-gpu 22407113785e78c7763b4637689a201eb39c6199 deployments/helm/dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomains.yaml resource.nvidia.com_computedomains.yaml
 fetch kubernetes-sigs/wg-policy-prototypes 25056e1f3eb5cab1e693b8c880eb693a84e099af policy-report/crd/v1alpha2/wgpolicyk8s.io_policyreports.yaml wgpolicyk8s.io_policyreports.yaml

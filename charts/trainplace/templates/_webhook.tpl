@@ -145,7 +145,7 @@ rules:
   - apiGroups: ["kubeflow.org"]
     apiVersions: ["*"]
     operations: ["CREATE", "UPDATE"]
-    resources: ["pytorchjobs", "mpijobs", "paddlejobs"]
+    resources: ["pytorchjobs", "mpijobs", "paddlejobs", "tfjobs", "xgboostjobs", "jaxjobs"]
     scope: Namespaced
   # `kubectl scale pytorchjob|paddlejob` (and autoscalers) change the Worker count through the
   # scale subresource, which no rule above covers: judged against the job in the

@@ -19,7 +19,7 @@ use crate::cli::judge::{Submitter, judge};
 type ListedKind = (&'static str, &'static str, &'static str, &'static str);
 
 /// The workload kinds a live audit judges.
-const KINDS: [ListedKind; 13] = [
+const KINDS: [ListedKind; 16] = [
     ("", "v1", "Pod", "pods"),
     ("batch", "v1", "Job", "jobs"),
     ("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"),
@@ -33,6 +33,9 @@ const KINDS: [ListedKind; 13] = [
         "leaderworkersets",
     ),
     ("kubeflow.org", "v1", "PaddleJob", "paddlejobs"),
+    ("kubeflow.org", "v1", "TFJob", "tfjobs"),
+    ("kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"),
+    ("kubeflow.org", "v1", "JAXJob", "jaxjobs"),
     ("ray.io", "v1", "RayCluster", "rayclusters"),
     ("ray.io", "v1", "RayJob", "rayjobs"),
     ("ray.io", "v1", "RayService", "rayservices"),

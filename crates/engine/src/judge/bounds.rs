@@ -46,12 +46,15 @@ pub const MAX_SPREAD: usize = 32;
 
 /// The lists of templates each kind keeps: kind, the API group prefix that tells it
 /// from another kind of that name (`None`: any), and the field's path.
-pub const TEMPLATE_LISTS: [(&str, Option<&str>, &str); 12] = [
+pub const TEMPLATE_LISTS: [(&str, Option<&str>, &str); 15] = [
     ("JobSet", None, "spec.replicatedJobs"),
     ("Job", Some("batch.volcano.sh/"), "spec.tasks"),
     ("PyTorchJob", None, "spec.pytorchReplicaSpecs"),
     ("MPIJob", None, "spec.mpiReplicaSpecs"),
     ("PaddleJob", None, "spec.paddleReplicaSpecs"),
+    ("TFJob", None, "spec.tfReplicaSpecs"),
+    ("XGBoostJob", None, "spec.xgbReplicaSpecs"),
+    ("JAXJob", None, "spec.jaxReplicaSpecs"),
     ("TrainJob", None, "spec.runtimePatches"),
     ("HyperPodPyTorchJob", None, "spec.replicaSpecs"),
     ("TrainingRuntime", None, "spec.template.spec.replicatedJobs"),

@@ -22,10 +22,13 @@ const PLAIN: [(&str, &str); 7] = [
 
 /// Controllers of the kinds trainplace judges from their templates: their pods get a
 /// note naming the controller, not silence.
-const JUDGED: [(&str, &str); 4] = [
+const JUDGED: [(&str, &str); 7] = [
     ("ray.io", "RayCluster"),
     ("batch.volcano.sh", "Job"),
     ("kubeflow.org", "PaddleJob"),
+    ("kubeflow.org", "TFJob"),
+    ("kubeflow.org", "XGBoostJob"),
+    ("kubeflow.org", "JAXJob"),
     ("sagemaker.amazonaws.com", "HyperPodPyTorchJob"),
 ];
 

@@ -82,7 +82,14 @@ fn resource_rules(strict: bool) -> Value {
         rule(
             "kubeflow.org",
             "*",
-            &["pytorchjobs", "mpijobs", "paddlejobs"],
+            &[
+                "pytorchjobs",
+                "mpijobs",
+                "paddlejobs",
+                "tfjobs",
+                "xgboostjobs",
+                "jaxjobs"
+            ],
             &both,
             ns
         ),

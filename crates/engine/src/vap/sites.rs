@@ -18,7 +18,8 @@ use trainplace_catalog::Catalog;
 
 const POD_ID: &str = "((has(object.metadata.labels) && variables.podJobLabels.exists(k, k in object.metadata.labels)) ? [variables.podJobLabels.filter(k, k in object.metadata.labels)[0], object.metadata.labels[variables.podJobLabels.filter(k, k in object.metadata.labels)[0]]] : [])";
 
-/// Kubeflow's replica-spec maps (PyTorchJob, MPIJob, PaddleJob): one template per role.
+/// Kubeflow's replica-spec maps (PyTorchJob, MPIJob, PaddleJob, TFJob, XGBoostJob,
+/// JAXJob): one template per role.
 fn replica_specs(field: &str) -> String {
     let m = format!("object.spec.{field}");
     let t = format!("{m}[role].template");
@@ -127,7 +128,7 @@ fn train_job() -> String {
 /// batch Job by its API group).
 pub(crate) fn sites() -> String {
     format!(
-        "object.kind == 'Pod' ? [{{'t': object, 'n': 1, 'u': false, 'f': 'spec', 'id': {pod}}}]\n: object.kind == 'Job' && object.apiVersion.startsWith('batch.volcano.sh/') ? {volcano}\n: object.kind == 'Job' ? {job}\n: object.kind == 'JobSet' ? {jobset}\n: object.kind == 'PyTorchJob' ? {pt}\n: object.kind == 'MPIJob' ? {mpi}\n: object.kind == 'PaddleJob' ? {paddle}\n: object.kind == 'LeaderWorkerSet' ? {lws}\n: object.kind == 'TrainJob' ? {tj}\n: object.kind == 'HyperPodPyTorchJob' ? {hp}\n: object.kind in ['TrainingRuntime', 'ClusterTrainingRuntime'] ? {rt}\n: object.kind in ['RayCluster', 'RayJob', 'RayService'] ? ({ray})\n: []",
+        "object.kind == 'Pod' ? [{{'t': object, 'n': 1, 'u': false, 'f': 'spec', 'id': {pod}}}]\n: object.kind == 'Job' && object.apiVersion.startsWith('batch.volcano.sh/') ? {volcano}\n: object.kind == 'Job' ? {job}\n: object.kind == 'JobSet' ? {jobset}\n: object.kind == 'PyTorchJob' ? {pt}\n: object.kind == 'MPIJob' ? {mpi}\n: object.kind == 'PaddleJob' ? {paddle}\n: object.kind == 'TFJob' ? {tf}\n: object.kind == 'XGBoostJob' ? {xgb}\n: object.kind == 'JAXJob' ? {jax}\n: object.kind == 'LeaderWorkerSet' ? {lws}\n: object.kind == 'TrainJob' ? {tj}\n: object.kind == 'HyperPodPyTorchJob' ? {hp}\n: object.kind in ['TrainingRuntime', 'ClusterTrainingRuntime'] ? {rt}\n: object.kind in ['RayCluster', 'RayJob', 'RayService'] ? ({ray})\n: []",
         pod = POD_ID,
         volcano = controllers::volcano(),
         job = job(),
@@ -135,6 +136,9 @@ pub(crate) fn sites() -> String {
         pt = replica_specs("pytorchReplicaSpecs"),
         mpi = replica_specs("mpiReplicaSpecs"),
         paddle = replica_specs("paddleReplicaSpecs"),
+        tf = replica_specs("tfReplicaSpecs"),
+        xgb = replica_specs("xgbReplicaSpecs"),
+        jax = replica_specs("jaxReplicaSpecs"),
         lws = leader_worker_set(),
         tj = train_job(),
         hp = controllers::hyperpod(),

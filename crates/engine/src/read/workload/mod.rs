@@ -65,6 +65,11 @@ pub enum Kind {
     /// SageMaker HyperPod's `HyperPodPyTorchJob`.
     HyperPodPyTorchJob,
     PaddleJob,
+    /// The training operator's TFJob, XGBoostJob and JAXJob: replica-spec maps like
+    /// PyTorchJob's.
+    TfJob,
+    XgboostJob,
+    JaxJob,
     TrainingRuntime,
     ClusterTrainingRuntime,
     /// Something trainplace does not handle; passed through untouched.
@@ -88,6 +93,9 @@ impl Kind {
             Kind::VolcanoJob => "VolcanoJob",
             Kind::HyperPodPyTorchJob => "HyperPodPyTorchJob",
             Kind::PaddleJob => "PaddleJob",
+            Kind::TfJob => "TFJob",
+            Kind::XgboostJob => "XGBoostJob",
+            Kind::JaxJob => "JAXJob",
             Kind::TrainingRuntime => "TrainingRuntime",
             Kind::ClusterTrainingRuntime => "ClusterTrainingRuntime",
             Kind::Other => "other",
@@ -106,6 +114,9 @@ impl Kind {
             Kind::VolcanoJob => Some("Job"),
             Kind::HyperPodPyTorchJob => Some("HyperPodPyTorchJob"),
             Kind::PaddleJob => Some("PaddleJob"),
+            Kind::TfJob => Some("TFJob"),
+            Kind::XgboostJob => Some("XGBoostJob"),
+            Kind::JaxJob => Some("JAXJob"),
             // A RayJob's or RayService's pods belong to a RayCluster with a generated
             // name, a runtime's to every TrainJob that uses it: no mark can name them.
             Kind::Pod
@@ -171,6 +182,9 @@ pub fn kind_of(obj: &Value) -> Result<Kind, ObjectError> {
         ("batch.volcano.sh", "Job") => Kind::VolcanoJob,
         ("sagemaker.amazonaws.com", "HyperPodPyTorchJob") => Kind::HyperPodPyTorchJob,
         ("kubeflow.org", "PaddleJob") => Kind::PaddleJob,
+        ("kubeflow.org", "TFJob") => Kind::TfJob,
+        ("kubeflow.org", "XGBoostJob") => Kind::XgboostJob,
+        ("kubeflow.org", "JAXJob") => Kind::JaxJob,
         ("trainer.kubeflow.org", "TrainingRuntime") => Kind::TrainingRuntime,
         ("trainer.kubeflow.org", "ClusterTrainingRuntime") => Kind::ClusterTrainingRuntime,
         _ => Kind::Other,
@@ -336,7 +350,12 @@ fn locate_named(obj: &Value, kind: Kind) -> Result<(Kind, Vec<Site>), ObjectErro
             vec![active_pods(obj, "/spec")?],
         )],
         Kind::JobSet => operators::jobset(obj, name)?,
-        Kind::PyTorchJob | Kind::MpiJob | Kind::PaddleJob => operators::kubeflow(obj, kind, name)?,
+        Kind::PyTorchJob
+        | Kind::MpiJob
+        | Kind::PaddleJob
+        | Kind::TfJob
+        | Kind::XgboostJob
+        | Kind::JaxJob => operators::kubeflow(obj, kind, name)?,
         Kind::LeaderWorkerSet => operators::leader_worker_set(obj, name)?,
         Kind::RayCluster | Kind::RayJob | Kind::RayService => controllers::ray(obj, kind)?,
         Kind::VolcanoJob => controllers::volcano(obj)?,

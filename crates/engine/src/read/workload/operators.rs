@@ -1,5 +1,6 @@
 //! Pod-template sites of the core training operators: JobSet, the Kubeflow training
-//! operator's PyTorchJob, MPIJob and PaddleJob, and LeaderWorkerSet.
+//! operator's PyTorchJob, MPIJob, PaddleJob, TFJob, XGBoostJob and JAXJob, and
+//! LeaderWorkerSet.
 
 use serde_json::Value;
 
@@ -44,6 +45,10 @@ pub(super) fn kubeflow(
     let specs = match kind {
         Kind::PyTorchJob => "pytorchReplicaSpecs",
         Kind::PaddleJob => "paddleReplicaSpecs",
+        // https://github.com/kubeflow/trainer/tree/release-1.9/pkg/apis/kubeflow.org/v1
+        Kind::TfJob => "tfReplicaSpecs",
+        Kind::XgboostJob => "xgbReplicaSpecs",
+        Kind::JaxJob => "jaxReplicaSpecs",
         _ => "mpiReplicaSpecs",
     };
     let mut out = Vec::new();
