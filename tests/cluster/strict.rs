@@ -149,6 +149,41 @@ fn apply_exported(sb: &Sandbox, ns: &str, dir: &Path, leave_out: &[Check], what:
     );
 }
 
+/// The ResourceClaim kube-scheduler creates for a pod's extended resources backed by
+/// DRA (KEP-5004): one request per container of the pod's own count, annotated. Created
+/// by the scheduler it is admitted (the pod was judged); the same claim from a user,
+/// annotation and all, is judged as any claim and refused. `what` names the phase.
+fn scheduler_claims(sb: &Sandbox, ns: &str, what: &str) {
+    let claim = json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "w-0-extended-resources-x8k2z", "namespace": ns,
+            "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"}},
+        "spec": {"devices": {"requests": [
+            {"name": "container-0-request-0",
+             "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 4}},
+            {"name": "container-1-request-0",
+             "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 4}}
+        ]}}
+    });
+    let scheduler = [
+        "--as=system:kube-scheduler".to_string(),
+        "--as-group=system:masters".to_string(),
+        "--as-group=system:authenticated".to_string(),
+    ];
+    let out = corpus::dry_run_output(sb, &claim, &scheduler);
+    assert!(
+        out.status.success(),
+        "{what}: the scheduler's claim was refused: {}",
+        stderr(&out)
+    );
+    let out = corpus::dry_run_output(sb, &claim, &as_groups(&["system:masters".into()]));
+    assert!(
+        !out.status.success() && stderr(&out).contains("[partial-node]"),
+        "{what}: a user's claim with the scheduler's annotation: {}",
+        stderr(&out)
+    );
+}
+
 fn create(sb: &Sandbox, object: &Value, extra: &[String]) -> Result<String, String> {
     let mut args: Vec<&str> = extra.iter().map(String::as_str).collect();
     args.extend(["create", "-f", "-"]);
@@ -232,6 +267,7 @@ fn webhook_phase(sb: &Sandbox) {
     });
     let e = corpus::dry_run(sb, &bound).expect_err("a pod bound to another zone's node");
     assert!(e.contains("[multi-az]") && e.contains(elsewhere), "{e}");
+    scheduler_claims(sb, &ns, "webhook");
 }
 
 /// The engine's strict verdict (partial-node, multi-az) for `object` as `groups`.
@@ -353,6 +389,8 @@ fn policies_alone_phase(sb: &Sandbox) {
         "an update to 1 GPU: {}",
         stderr(&out)
     );
+
+    scheduler_claims(sb, &ns, "the policies alone");
 
     // Every fixture: the API server alone decides as the engine.
     let policy = strict();

@@ -1569,6 +1569,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         DRA,
     ),
     (
+        "precise/training-marker-alone-is-one-pod.yaml@restricted",
+        "partial-node",
+        "raw",
+        MARKED_ALONE,
+    ),
+    (
+        "precise/training-marker-alone-is-one-pod.yaml@restricted",
+        "partial-node",
+        "mutated",
+        MARKED_ALONE,
+    ),
+    (
         "precise/trainjob-one-node-nnodes-from-torch-plugin.yaml@restricted",
         "partial-node",
         "raw",
@@ -1612,6 +1624,7 @@ const LAUNCHER: &str = "a RayService serves unless it says it trains; the engine
 const RUNTIME: &str = "the TrainJob's node template (instance type, layout) and default node count come from its TrainingRuntime in the cluster inventory; a VAP sees only the TrainJob (VAP looser; the runtime itself is guarded when it is created)";
 const CARRIER: &str = "a Deployment, ReplicaSet, StatefulSet, DaemonSet or CronJob is judged by the engine as the pods or Jobs its controller makes from its template; the exported policies do not match these kinds, and judge those pods and Jobs when the controller creates them (VAP looser on the carrier)";
 const TORCH_PLUGIN: &str = "the Trainer's torch plugin sets PET_NNODES to numNodes for a runtime with `mlPolicy.torch`, which lives in the cluster, not in the TrainJob: the engine reads `--nnodes=$PET_NNODES` at numNodes, a policy as a count it cannot know (VAP stricter: a one-node TrainJob on part of a node is refused while the webhook is down)";
+const MARKED_ALONE: &str = "a pod marked as training (the policy's training selector) with no launcher count, job label or rendezvous on another host is one pod for the engine, which reads the rendezvous; a policy, which does not, takes a training pod of unknown size as several (VAP stricter: refused while the webhook is down)";
 const DRA: &str = "the devices a DRA claim asks for are in its ResourceClaimTemplate, a separate object a VAP cannot read (VAP looser)";
 const GB200: &str = "the GB200 type is inferred from the pod's ComputeDomain channel or NVLink-clique affinity and its NVLink domain size is catalog data; the VAP judges the pod against its nodeSelector or the namespace's default type";
 const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";

@@ -137,3 +137,10 @@ pub const JOB_IDENTITY_LABELS: [(&str, &str); 13] = [
 ];
 /// A pod of an Indexed Job carries this; with a job name it marks a multi-pod job.
 pub const LABEL_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+
+/// The user kube-scheduler authenticates as.
+pub const SCHEDULER_USER: &str = "system:kube-scheduler";
+
+/// The annotation kube-scheduler writes on the ResourceClaim it creates for a pod's
+/// extended resources backed by DRA (KEP-5004).
+pub const EXTENDED_RESOURCE_CLAIM: &str = "resource.kubernetes.io/extended-resource-claim";

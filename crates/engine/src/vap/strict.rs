@@ -266,15 +266,36 @@ fn zone_fires(facts: &str) -> String {
 
 /// The first device request of a claim object that may hold part of a node, as its
 /// field (`[]` when none, or not a claim).
+/// A ResourceClaim kube-scheduler writes for a pod's DRA-backed extended resources: the
+/// pod was judged (the webhook's `scheduler_claim`).
+fn scheduler_claim() -> String {
+    use crate::read::annotations::{EXTENDED_RESOURCE_CLAIM, SCHEDULER_USER};
+    fill(
+        "(object.kind == 'ResourceClaim' && has(request.userInfo.username) && request.userInfo.username == @U@ && has(object.metadata.annotations) && @K@ in object.metadata.annotations && object.metadata.annotations[@K@] == 'true')",
+        &[
+            ("U", &lit(SCHEDULER_USER)),
+            ("K", &lit(EXTENDED_RESOURCE_CLAIM)),
+        ],
+    )
+}
+
 fn claim_fires() -> String {
     let requests = "(object.kind == 'ResourceClaimTemplate' ? (has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) ? object.spec.spec.devices.requests : []) : (has(object.spec) && has(object.spec.devices) && has(object.spec.devices.requests) ? object.spec.devices.requests : []))";
     let alts = "(has(r.exactly) ? [r.exactly] : (has(r.firstAvailable) && size(r.firstAvailable) > 0 ? r.firstAvailable : [r]))";
     let bad = "(!(has(a.deviceClassName) && a.deviceClassName in variables.classes) || (variables.classes[a.deviceClassName].accel && (variables.classes[a.deviceClassName].shared || (has(a.allocationMode) && a.allocationMode == 'All' ? (has(a.selectors) && size(a.selectors) > 0) : (has(a.count) ? a.count : 1) < variables.classes[a.deviceClassName].need))))";
     fill(
-        "(object.apiVersion.startsWith('resource.k8s.io/') && object.kind in ['ResourceClaim', 'ResourceClaimTemplate'] && !(@OPT@ && variables.grantPartialNode) ? @REQ@.filter(r, @ALTS@.exists(a, @BAD@)).map(r, object.kind == 'ResourceClaimTemplate' ? 'spec.spec.devices.requests' : 'spec.devices.requests') : [])",
+        "(object.apiVersion.startsWith('resource.k8s.io/') && object.kind in ['ResourceClaim', 'ResourceClaimTemplate'] && !(@OPT@ && variables.grantPartialNode) && !@SCHED@ ? @REQ@.filter(r, @ALTS@.exists(a, @BAD@)).map(r, object.kind == 'ResourceClaimTemplate' ? 'spec.spec.devices.requests' : 'spec.devices.requests') : [])",
         &[
-            ("OPT", &opted("object", ALLOW_PARTIAL_NODE)),
+            (
+                "OPT",
+                &format!(
+                    "(object.kind == 'ResourceClaimTemplate' ? (has(object.spec) && {}) : {})",
+                    opted("object.spec", ALLOW_PARTIAL_NODE),
+                    opted("object", ALLOW_PARTIAL_NODE)
+                ),
+            ),
             ("REQ", requests),
+            ("SCHED", &scheduler_claim()),
             ("ALTS", alts),
             ("BAD", bad),
         ],

@@ -455,4 +455,24 @@ fn passes(endpoint: Endpoint, req: &AdmissionRequest<DynamicObject>, object: &Va
             && req.operation == Operation::Update
             && req.kind.kind == "Pod"
             && req.kind.group.is_empty())
+        || scheduler_claim(req, object)
+}
+
+/// A ResourceClaim kube-scheduler writes for a pod's DRA-backed extended resources:
+/// one request per container of the counts the pod asks for, which the pod was judged
+/// on when it was created. Judging the claim again per request would refuse the pod's
+/// own devices (a whole 1-GPU node, 8 GPUs split 4 + 4 over two containers) and its
+/// granted opt-in, which the scheduler does not copy: the pod would stay Pending. Only
+/// the scheduler itself is believed; the annotation alone, which anyone can write, is not.
+/// <https://github.com/kubernetes/enhancements/tree/master/keps/sig-scheduling/5004-dra-extended-resource>
+fn scheduler_claim(req: &AdmissionRequest<DynamicObject>, object: &Value) -> bool {
+    use crate::read::annotations::{EXTENDED_RESOURCE_CLAIM, SCHEDULER_USER};
+    req.operation == Operation::Create
+        && req.kind.group == "resource.k8s.io"
+        && req.kind.kind == "ResourceClaim"
+        && req.user_info.username.as_deref() == Some(SCHEDULER_USER)
+        && crate::read::json::str_at(
+            object,
+            &["metadata", "annotations", EXTENDED_RESOURCE_CLAIM],
+        ) == Some("true")
 }

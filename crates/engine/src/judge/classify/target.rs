@@ -52,6 +52,13 @@ pub(super) fn target<'c>(
     {
         return t;
     }
+    // A selection by Karpenter's or node groups' labels that reaches no catalog type
+    // excludes the default type and every GPU type of the cluster the catalog knows too
+    // (they would be reached): the type is unknown, not the default (family `g6` with 4
+    // GPUs was judged, and pinned, as the default p5.48xlarge).
+    if names.reach.as_ref().is_some_and(Vec::is_empty) {
+        return Target::None;
+    }
     if let Some(t) = &eff.defaults.instance_type {
         return names.resolve(t.clone(), InstanceSource::PolicyDefault);
     }

@@ -74,9 +74,9 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
             rule: Rule::UnknownInstanceType,
             mode: input.eff.mode_unknown_instance_type(),
             site: site.clone(),
-            found: "training pod selects no instance type; no layout was applied.".into(),
+            found: "training pod selects no instance type the catalog knows (none, or a node selection that reaches no catalog type); no layout was applied.".into(),
             fix: format!(
-                "set nodeSelector {}, or annotation {}, or a policy defaults.instanceType.",
+                "set nodeSelector {}, or annotation {}, or a policy defaults.instanceType; add the types a node selection reaches to the catalog (trainplace policy instances).",
                 crate::read::annotations::LABEL_INSTANCE_TYPE,
                 crate::read::annotations::INSTANCE_TYPE
             ),

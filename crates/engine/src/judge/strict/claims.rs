@@ -13,7 +13,7 @@ use crate::read::json::{items, str_at};
 use trainplace_catalog::{Catalog, Counts};
 
 /// The fix strict mode's claim finding gives (also in the exported policy).
-pub const CLAIM_FIX: &str = "ask for the class's devices with allocationMode: All and no selectors, or for at least the count of the largest instance type in the catalog, or ask the platform team for the opt-in.";
+pub const CLAIM_FIX: &str = "ask for the class's devices with allocationMode: All and no selectors, or for at least the count of the largest instance type in the catalog, or ask the platform team for the opt-in (on a ResourceClaimTemplate, in spec.metadata.annotations, which its claims carry).";
 
 /// Whether `object` is a DRA claim or claim template (`resource.k8s.io`, any version).
 pub(crate) fn is_claim(object: &Value) -> bool {
@@ -23,6 +23,19 @@ pub(crate) fn is_claim(object: &Value) -> bool {
             str_at(object, &["kind"]),
             Some("ResourceClaim" | "ResourceClaimTemplate")
         )
+}
+
+/// Where a claim's opt-in is read: a claim's own metadata, and a template's
+/// `spec.metadata`, which the resourceclaim controller copies onto every claim it
+/// makes from it (the template's own metadata stays on the template), so the opt-in
+/// that admits a template admits its claims.
+/// <https://github.com/kubernetes/kubernetes/blob/v1.34.0/pkg/controller/resourceclaim/controller.go>
+pub(crate) fn opt_in_carrier(object: &Value) -> &Value {
+    if str_at(object, &["kind"]) == Some("ResourceClaimTemplate") {
+        object.get("spec").unwrap_or(object)
+    } else {
+        object
+    }
 }
 
 /// The device requests of a claim or claim template, and the field they are at.

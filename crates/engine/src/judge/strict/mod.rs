@@ -271,7 +271,7 @@ pub(crate) fn judge(
     if claims::is_claim(object) {
         let requests = claims::partial_requests(object, &ctx.eff.policy.catalog);
         if let Some((field, why)) = requests.first() {
-            let state = opt_in(object, OptIn::AllowPartialNode, ctx);
+            let state = opt_in(claims::opt_in_carrier(object), OptIn::AllowPartialNode, ctx);
             out.extend(finding(
                 Rule::PartialNode,
                 field.clone(),
