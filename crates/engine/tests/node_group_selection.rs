@@ -82,3 +82,35 @@ fn a_pod_pinned_to_a_node_by_hostname_is_judged_on_that_node() {
         v.findings
     );
 }
+
+/// The node a pod's only required node-affinity term names, by `metadata.name` field
+/// (what the DaemonSet controller writes on each of its pods, in place of the
+/// template's terms) or a one-value hostname `In`, pins it as a hostname selector does.
+#[test]
+fn a_pod_pinned_to_a_node_by_its_affinity_term_is_judged_on_that_node() {
+    let term = |host: &str, by_field: bool| {
+        let expr = json!([{"key": if by_field { "metadata.name" } else { "kubernetes.io/hostname" },
+            "operator": "In", "values": [host]}]);
+        let mut term = json!({});
+        term[if by_field {
+            "matchFields"
+        } else {
+            "matchExpressions"
+        }] = expr;
+        term
+    };
+    for by_field in [true, false] {
+        let pinned = |host: &str, gpus: u32| {
+            let mut p = pod("unused", gpus);
+            p["spec"]["nodeSelector"] = json!({});
+            p["spec"]["affinity"] = json!({"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [term(host, by_field)]}}});
+            p
+        };
+        let v = judged(&pinned("g5-a", 4));
+        assert!(v.allowed, "by field {by_field}: {:#?}", v.findings);
+        let v = judged(&pinned("p5-a", 4));
+        assert!(!v.allowed, "by field {by_field}: half of a p5 admitted");
+    }
+}

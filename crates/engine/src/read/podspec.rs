@@ -12,6 +12,7 @@ use crate::read::json::{items, str_at};
 use crate::read::quantity::parse_count;
 use trainplace_catalog::Catalog;
 
+const NODE_TERMS: &str = "spec.affinity.nodeAffinity required terms";
 const VOLUMES: &str = "spec.volumes and volumeMounts";
 
 /// One container's accelerator and EFA requests.
@@ -234,12 +235,20 @@ impl<'a> PodView<'a> {
         str_at(self.pod, &["spec", key])
     }
 
-    /// The one node the pod can run on: the node it is bound to (`spec.nodeName`), or
-    /// the one its `kubernetes.io/hostname` node selector names (the kubelet sets that
-    /// label to the node's name unless its hostname is overridden).
+    /// The one node the pod can run on: the node it is bound to (`spec.nodeName`), the
+    /// one its `kubernetes.io/hostname` node selector names (the kubelet sets that
+    /// label to the node's name unless its hostname is overridden), or the one node its
+    /// only required node-affinity term names: a `metadata.name` field (what the
+    /// DaemonSet controller writes on each of its pods, replacing the template's terms)
+    /// or a hostname `In` of one value.
+    /// <https://github.com/kubernetes/kubernetes/blob/v1.34.0/pkg/controller/daemon/util/daemonset_util.go>
     pub fn pinned_node(&self) -> Option<&'a str> {
         self.spec_str("nodeName")
             .or_else(|| str_at(self.pod, &["spec", "nodeSelector", LABEL_HOSTNAME]))
+            .or_else(|| match required_node_terms(self.pod) {
+                [term] => term_node(term),
+                _ => None,
+            })
     }
 
     pub fn spec_bool(&self, key: &str) -> Option<bool> {
@@ -366,6 +375,25 @@ pub fn command_line(c: &Value) -> String {
         line.push_str(w);
     }
     line
+}
+
+/// The one node a node-selector term names, by field or hostname label.
+fn term_node(term: &Value) -> Option<&str> {
+    let one = |list: &str, key: &str| {
+        let exprs = items(term, &[list]);
+        if !crate::budget::draw_len(NODE_TERMS, exprs.len()) {
+            return None;
+        }
+        exprs.iter().find_map(|e| {
+            let values = items(e, &["values"]);
+            (e.get("key").and_then(Value::as_str) == Some(key)
+                && e.get("operator").and_then(Value::as_str) == Some("In")
+                && values.len() == 1)
+                .then(|| values[0].as_str())
+                .flatten()
+        })
+    };
+    one("matchFields", "metadata.name").or_else(|| one("matchExpressions", LABEL_HOSTNAME))
 }
 
 /// The pod's required node selector terms (ORed).
