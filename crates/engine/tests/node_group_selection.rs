@@ -114,3 +114,48 @@ fn a_pod_pinned_to_a_node_by_its_affinity_term_is_judged_on_that_node() {
         assert!(!v.allowed, "by field {by_field}: half of a p5 admitted");
     }
 }
+
+/// Strict mode: a pod pinned to one node (the DaemonSet controller's node name) lands on
+/// that node's type only, when the inventory knows the node: 4 GPUs on a 4-GPU
+/// g6e.12xlarge node are its whole node, not part of every type strict mode would
+/// otherwise reach. Without an inventory, every type stays reachable.
+#[test]
+fn strict_mode_judges_a_pod_pinned_to_a_known_node_on_that_nodes_type() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policy-strict.yaml"),
+    )
+    .unwrap();
+    let policy = Policy::from_parts(
+        &text,
+        "examples/policy-strict.yaml",
+        trainplace_engine::Catalog::embedded(),
+    )
+    .unwrap();
+    let mut n = node("g6e-a", "g6e.12xlarge", "g6e", 4);
+    n["metadata"]["labels"]["topology.kubernetes.io/zone"] = json!("us-east-1a");
+    let inventory = Snapshot::build(&[n], &[] as &[Value], &[] as &[Value]);
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "infer-x7k2p", "namespace": "ml"},
+        "spec": {"nodeSelector": {"topology.kubernetes.io/zone": "us-east-1a"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": ["g6e-a"]}]}]}}},
+            "containers": [{"name": "s", "image": "serve:1",
+                "resources": {"limits": {"nvidia.com/gpu": 4}}}]}});
+    let with = Requester {
+        namespace: "ml",
+        inventory: Some(&inventory),
+        ..Default::default()
+    };
+    let v = evaluate(&pod, &policy, &with).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    let without = Requester {
+        namespace: "ml",
+        ..Default::default()
+    };
+    let v = evaluate(&pod, &policy, &without).unwrap();
+    assert!(
+        !v.allowed,
+        "4 GPUs reaching every type admitted without an inventory"
+    );
+}

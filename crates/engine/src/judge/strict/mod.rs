@@ -93,9 +93,17 @@ fn opt_in(template: &Value, which: OptIn, ctx: &Ctx<'_, '_>) -> OptInState {
 }
 
 /// Why the template may hold part of a node, one reason per line.
-fn partial_reasons(spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> {
+fn partial_reasons(template: &Value, spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> {
     let catalog = &ctx.eff.policy.catalog;
-    let reach = reach::reach(spec, catalog);
+    let mut reach = reach::reach(spec, catalog);
+    // A pod pinned to one node (bound, a hostname, the DaemonSet controller's node
+    // name) lands on that node's type only, when the inventory knows it.
+    if let Some(t) = crate::read::podspec::pinned_node(template)
+        .and_then(|n| ctx.who.inventory?.node_type(n))
+        .filter(|t| reach.types.contains(*t))
+    {
+        reach.types = std::collections::BTreeSet::from([t.to_string()]);
+    }
     let mut out = Vec::new();
     if !reach.unknown.is_empty() {
         let names: Vec<&str> = reach.unknown.iter().map(String::as_str).collect();
@@ -176,7 +184,7 @@ fn judge_template(
         let state = opt_in(template, OptIn::AllowPartialNode, ctx);
         let reasons = match &large {
             Some(why) => vec![format!("it is too large to judge: {why}")],
-            None => partial_reasons(spec, &asks, ctx),
+            None => partial_reasons(template, spec, &asks, ctx),
         };
         if !reasons.is_empty() {
             out.extend(finding(
