@@ -492,6 +492,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         KARPENTER,
     ),
     (
+        "bypass/launcher-runs-a-launcher.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/launcher-runs-a-launcher.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/launcher-runs-a-launcher.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/launcher-runs-a-launcher.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/launcher-runs-a-launcher.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/launcher-runs-a-launcher.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/launcher-runs-a-launcher.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/launcher-runs-a-launcher.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/llamafactory-nnodes.yaml@restricted",
         "partial-node",
         "raw",
@@ -1614,7 +1662,7 @@ const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, si
 const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-topology, LeaderWorkerSet subgroup-exclusive-topology) on a zone key splits the job; the engine reads it, the policies do not (VAP looser)";
 const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`) is read by the engine; a policy reads the pod's env and flags only (VAP looser)";
 const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
-const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
+const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, a launcher another runs, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

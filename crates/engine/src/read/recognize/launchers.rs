@@ -509,19 +509,28 @@ pub(crate) fn argv_line(container: &serde_json::Value) -> String {
     };
     let mut line = String::with_capacity(elements().map(|w| w.len() + 1).sum());
     let mut launched = false;
+    // A shell a launcher runs (`mpirun -np 2 bash -c "torchrun ..."`): its `-c` string
+    // is read as shell text, the commands it holds included.
+    let (mut shell, mut script) = (false, false);
     for element in elements() {
         if !line.is_empty() {
             line.push(' ');
         }
-        if launched {
+        if launched && !script {
             one_word(element, &mut line);
         } else {
             line.push_str(element);
-            launched = named(element).is_some();
+            launched |= named(element).is_some();
         }
+        let base = element.rsplit('/').next().unwrap_or(element);
+        script = shell && element.starts_with('-') && element.contains('c');
+        shell = (shell && element.starts_with('-') && !script) || SHELLS.contains(&base);
     }
     line
 }
+
+/// Shells whose `-c` string is a command line.
+const SHELLS: [&str; 5] = ["bash", "sh", "dash", "zsh", "ash"];
 
 /// `element` as one word: what a shell or the word splitting here would split at is
 /// `_`, but for `$(...)` references.
@@ -583,7 +592,7 @@ fn runs_a_script_file<'a>(mut words: impl Iterator<Item = &'a str>) -> bool {
         {
             continue;
         }
-        if matches!(base, "bash" | "sh" | "dash" | "zsh" | "ash") {
+        if SHELLS.contains(&base) {
             // Its options, then a `-c` string (its words follow) or a file.
             let mut string = false;
             let next = loop {
@@ -842,23 +851,38 @@ fn invocations<'a, 'e>(
 ) -> impl Iterator<Item = Invocation<'a, 'e>> {
     // Variables' values read as words, over the whole line (see `resolved`).
     let room = Cell::new(EXPANDED_LIMIT);
-    commands(line).filter_map(move |command| {
+    commands(line).flat_map(move |command| {
         let room_start = room.get();
-        let (launcher, start) = launcher_at(command, env, &room)?;
-        let inv = Invocation {
-            launcher,
-            command,
-            start,
-            env,
-            room_start,
-            room: Cell::new(room_start),
-        };
+        // A launcher may run another in the same command (`mpirun -np 2 bash -c
+        // "torchrun ..."`, `srun torchrun ...`): each is read, up to a few.
+        let mut found = Vec::new();
+        let mut from = 0;
+        while found.len() < NESTED_LAUNCHERS {
+            let walk = Cell::new(room_start);
+            let Some((launcher, start)) = launcher_at(command, env, &walk, from) else {
+                break;
+            };
+            found.push(Invocation {
+                launcher,
+                command,
+                start,
+                env,
+                room_start,
+                room: Cell::new(room_start),
+            });
+            from = start;
+        }
         // What one walk of the command takes is taken from the line's room once.
-        inv.words().for_each(drop);
-        room.set(inv.room.get());
-        Some(inv)
+        if let Some(inv) = found.first() {
+            inv.words().for_each(drop);
+            room.set(inv.room.get());
+        }
+        found
     })
 }
+
+/// Launchers read in one shell command, one run by another.
+const NESTED_LAUNCHERS: usize = 4;
 
 /// A command's words: split at whitespace, quotes and backquotes (so a quoted
 /// `bash -c` string is read as the commands it holds), and at `(` and `)`, so a
@@ -1103,8 +1127,13 @@ fn words<'s: 'r, 'r>(
 }
 
 /// The launcher a shell command runs, and the index of the word its options start at.
-fn launcher_at(command: &str, env: &Env<'_>, room: &Cell<usize>) -> Option<(Launcher, usize)> {
-    let mut words = words(command, env, room).enumerate().peekable();
+fn launcher_at(
+    command: &str,
+    env: &Env<'_>,
+    room: &Cell<usize>,
+    from: usize,
+) -> Option<(Launcher, usize)> {
+    let mut words = words(command, env, room).enumerate().skip(from).peekable();
     while let Some((i, w)) = words.next() {
         match named(w) {
             Some(Named::Launcher(l)) => return Some((l, i + 1)),
