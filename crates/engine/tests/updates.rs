@@ -297,9 +297,13 @@ fn the_mutating_webhook_leaves_an_update_that_changes_no_spec() {
     );
     assert_eq!(gc["allowed"], true, "{gc}");
     assert!(gc["patch"].is_null(), "{gc}");
-    // An update of the spec is laid out as usual.
+    // Kueue's unsuspend changes the spec (suspend, its flavor's node selector), but a
+    // Job's template is immutable but for those: a layout patch would make the API
+    // server refuse the unsuspend, and the Job would never start.
     let mut unsuspended = stored.clone();
     unsuspended["spec"]["suspend"] = json!(false);
+    unsuspended["spec"]["template"]["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] =
+        json!("us-east-1a");
     let kueue = mutate(
         Some(&stored),
         &unsuspended,
@@ -307,10 +311,33 @@ fn the_mutating_webhook_leaves_an_update_that_changes_no_spec() {
         &["system:serviceaccounts"],
         &policy(),
     );
-    assert!(
-        patch_text(&kueue).contains("vpc.amazonaws.com/efa"),
-        "{kueue}"
+    assert_eq!(kueue["allowed"], true, "{kueue}");
+    assert!(kueue["patch"].is_null(), "{kueue}");
+    // An update of a workload whose templates may change is laid out as usual.
+    let stored = pytorchjob(8);
+    let mut grown = stored.clone();
+    grown["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = json!(4);
+    let user = mutate(
+        Some(&stored),
+        &grown,
+        "alice",
+        &["ml-researchers"],
+        &policy(),
     );
+    assert!(
+        patch_text(&user).contains("vpc.amazonaws.com/efa"),
+        "{user}"
+    );
+}
+
+/// A PyTorchJob of 2 Workers of `gpus` GPUs on p5.
+fn pytorchjob(gpus: u32) -> Value {
+    json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "research"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"spec": {
+            "containers": [{"name": "pytorch", "image": "train:1",
+                "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}})
 }
 
 /// An object created with a granted `trainplace.io/skip` stays alone on its updates,
@@ -329,8 +356,11 @@ fn an_update_of_a_skipped_object_that_keeps_the_skip_gets_no_patch() {
         &policy(),
     );
     assert!(kueue["patch"].is_null(), "{kueue}");
-    // Taking the skip off is laid out.
-    let mut unskipped = unsuspended.clone();
+    // Taking the skip off a workload whose templates may change is laid out.
+    let mut stored = pytorchjob(8);
+    stored["metadata"]["annotations"] = json!({"trainplace.io/skip": "true"});
+    let mut unskipped = stored.clone();
+    unskipped["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = json!(3);
     unskipped["metadata"]["annotations"]
         .as_object_mut()
         .unwrap()
