@@ -276,6 +276,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/composer-world-size.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/composer-world-size.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/composer-world-size.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/composer-world-size.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/composer-world-size.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/composer-world-size.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/composer-world-size.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/composer-world-size.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/deepspeed-ds-alias.yaml@restricted",
         "partial-node",
         "raw",
@@ -432,6 +480,102 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         DRA,
     ),
     (
+        "bypass/env-options-before-assignments.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/env-options-before-assignments.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/env-options-before-assignments.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/env-options-before-assignments.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/env-options-before-assignments.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/env-options-before-assignments.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/env-options-before-assignments.yaml@default",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/env-options-before-assignments.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/fabric-run-num-nodes.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/fabric-run-num-nodes.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/fabric-run-num-nodes.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/fabric-run-num-nodes.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/fabric-run-num-nodes.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/fabric-run-num-nodes.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/fabric-run-num-nodes.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/fabric-run-num-nodes.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/generate-name-one-gpu-pytorchjob.yaml@restricted",
         "partial-node",
         "raw",
@@ -442,6 +586,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "partial-node",
         "raw",
         UNNAMED,
+    ),
+    (
+        "bypass/horovodrun-switch-before-the-script.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/horovodrun-switch-before-the-script.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/horovodrun-switch-before-the-script.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/horovodrun-switch-before-the-script.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/horovodrun-switch-before-the-script.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/horovodrun-switch-before-the-script.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/horovodrun-switch-before-the-script.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/horovodrun-switch-before-the-script.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
     ),
     (
         "bypass/jobset-exclusive-topology-zone.yaml@restricted",
@@ -552,6 +744,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         UNSEEN_LAUNCHER,
     ),
     (
+        "bypass/llamafactory-use-mca.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/llamafactory-use-mca.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/llamafactory-use-mca.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/llamafactory-use-mca.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/llamafactory-use-mca.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/llamafactory-use-mca.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/llamafactory-use-mca.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/llamafactory-use-mca.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/lws-subgroup-exclusive-zone.yaml@restricted",
         "multi-az",
         "raw",
@@ -619,6 +859,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "bypass/mpirun-distribution-name.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-hostfile-from-env.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/mpirun-hostfile-from-env.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-hostfile-from-env.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/mpirun-hostfile-from-env.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-hostfile-from-env.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/mpirun-hostfile-from-env.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-hostfile-from-env.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/mpirun-hostfile-from-env.yaml@default",
         "multi-az",
         "mutated",
         HOLD,
@@ -704,6 +992,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     ("bypass/mpirun-np.yaml@default", "multi-az", "raw", HOLD),
     ("bypass/mpirun-np.yaml@default", "multi-az", "mutated", HOLD),
+    (
+        "bypass/mpirun-switch-before-the-program.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-switch-before-the-program.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-switch-before-the-program.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-switch-before-the-program.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
     (
         "bypass/node-name-in-another-zone.yaml@restricted",
         "multi-az",
@@ -1029,6 +1341,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SPLIT_ZONES,
     ),
     (
+        "bypass/shell-ansi-c-quoted-option.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-ansi-c-quoted-option.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-ansi-c-quoted-option.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-ansi-c-quoted-option.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-ansi-c-quoted-option.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-ansi-c-quoted-option.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-ansi-c-quoted-option.yaml@default",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-ansi-c-quoted-option.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/shell-assignment-before-torchrun.yaml@restricted",
         "partial-node",
         "raw",
@@ -1075,6 +1435,102 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         SHELL,
+    ),
+    (
+        "bypass/shell-commented-out-standalone.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-commented-out-standalone.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-commented-out-standalone.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-commented-out-standalone.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-declare-x.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-declare-x.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-declare-x.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-declare-x.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-declare-x.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-declare-x.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-declare-x.yaml@default",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-declare-x.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-echoed-export.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-echoed-export.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-echoed-export.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-echoed-export.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
     ),
     (
         "bypass/shell-exported-world-size.yaml@restricted",
@@ -1195,6 +1651,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         SHELL_WORDS,
+    ),
+    (
+        "bypass/shell-redirection-among-options.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-redirection-among-options.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-redirection-among-options.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-redirection-among-options.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
     ),
     (
         "bypass/shell-valuefrom-in-an-option-value.yaml@restricted",
@@ -1315,6 +1795,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "partial-node",
         "raw",
         SHELL_WORDS,
+    ),
+    (
+        "bypass/swift-megatron-nnodes.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/swift-megatron-nnodes.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
     ),
     (
         "bypass/swift-nnodes.yaml@restricted",
@@ -1660,9 +2152,9 @@ const HOLD: &str = "a multi-pod pod with no job label or rendezvous cannot be he
 const UNNAMED: &str = "a workload created with generateName has no name at admission; the engine keys its job on a label it writes, a policy sees no job label and judges its pods when the operator creates them, labelled (VAP looser on the workload)";
 const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, size, GPU count) reach are computed from the catalog; a policy judges such a pod against no type rather than a wrong one (VAP looser)";
 const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-topology, LeaderWorkerSet subgroup-exclusive-topology) on a zone key splits the job; the engine reads it, the policies do not (VAP looser)";
-const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`) is read by the engine; a policy reads the pod's env and flags only (VAP looser)";
+const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`, `env -u X`, `declare -x`, ANSI-C quoting) is read by the engine; a policy reads the pod's env and flags only (VAP looser)";
 const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
-const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, a launcher another runs, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
+const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, a launcher another runs, Composer, Lightning Fabric, Megatron-SWIFT, LLaMA-Factory's Megatron switches, horovodrun's switches, an MPI Operator hostfile in env, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

@@ -39,6 +39,12 @@ enum Launcher {
     /// (`N` or `MIN:MAX`), else `--ips` (one per node), else `PADDLE_NNODES`.
     /// <https://github.com/PaddlePaddle/Paddle/blob/develop/python/paddle/distributed/launch/context/args_envs.py>
     Paddle,
+    /// MosaicML Composer's `composer` launcher: `-n` processes per node, `--world_size`
+    /// in all. <https://github.com/mosaicml/composer/blob/dev/composer/cli/launcher.py>
+    Composer,
+    /// Lightning Fabric's `fabric run` (and `lightning run model`): `--num-nodes`.
+    /// <https://github.com/Lightning-AI/pytorch-lightning/blob/master/src/lightning/fabric/cli.py>
+    Fabric,
 }
 
 /// torchrun's long options (torch/distributed/run.py `get_args_parser`, launch.py adds
@@ -202,7 +208,7 @@ const HOROVOD_OPTIONS: [&str; 67] = [
 /// horovodrun, in every spelling they accept. One missing here would take the training
 /// script as its value, and the script's own flags would be read as the launcher's.
 /// <https://github.com/huggingface/accelerate/blob/v1.2.1/src/accelerate/commands/launch.py>
-const SWITCHES: [&str; 55] = [
+const SWITCHES: [&str; 81] = [
     "standalone",
     "no-python",
     "no_python",
@@ -251,7 +257,33 @@ const SWITCHES: [&str; 55] = [
     "debug",
     "quiet",
     "q",
-    // horovodrun
+    "dynamo_use_regional_compilation",
+    "dynamo-use-regional-compilation",
+    "use_parallelism_config",
+    "use-parallelism-config",
+    "tpu_cluster",
+    "no_tpu_cluster",
+    // horovodrun (horovod/runner/launch.py: its store_true and store_false options)
+    "autotune",
+    "no-autotune",
+    "hierarchical-allreduce",
+    "no-hierarchical-allreduce",
+    "hierarchical-allgather",
+    "no-hierarchical-allgather",
+    "torus-allreduce",
+    "no-torus-allreduce",
+    "timeline-mark-cycles",
+    "no-timeline-mark-cycles",
+    "no-stall-check",
+    "stall-check",
+    "mpi-threads-disable",
+    "no-mpi-threads-disable",
+    "log-with-timestamp",
+    "log-without-timestamp",
+    "prefix-timestamp",
+    "prefix-output-with-timestamp",
+    "log-hide-timestamp",
+    "no-log-hide-timestamp",
     "verbose",
     "disable-cache",
     "check-build",
@@ -260,6 +292,64 @@ const SWITCHES: [&str; 55] = [
     "mpi",
     "jsrun",
     "tcp",
+];
+
+/// MPI launchers' options that take no value (Open MPI's `mpirun.1`, MPICH and Intel
+/// MPI hydra's): the program is "the first non-recognized argument", so a switch just
+/// before it (`--allow-run-as-root all_reduce_perf ...`, as the nccl-tests README writes
+/// it) must not take it as its value, or the program's own `-c`/`-n` would be read as
+/// the process count.
+/// <https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html>
+/// <https://github.com/pmodels/mpich/blob/main/src/pm/hydra/README>
+const MPI_SWITCHES: [&str; 47] = [
+    "allow-run-as-root",
+    "oversubscribe",
+    "nooversubscribe",
+    "report-bindings",
+    "tag-output",
+    "timestamp-output",
+    "xml",
+    "display-map",
+    "display-devel-map",
+    "display-allocation",
+    "display-devel-allocation",
+    "do-not-launch",
+    "nolocal",
+    "noprefix",
+    "use-hwthread-cpus",
+    "bind-to-core",
+    "bind-to-socket",
+    "bind-to-none",
+    "bynode",
+    "byslot",
+    "enable-recovery",
+    "disable-recovery",
+    "continuous",
+    "merge-stderr-to-stdout",
+    "show-progress",
+    "debug-daemons",
+    "debug-devel",
+    "leave-session-attached",
+    "preload-binary",
+    "s",
+    "v",
+    "verbose",
+    "report-child-jobs-separately",
+    "output-proctable",
+    "set-cwd-to-session-dir",
+    // hydra (MPICH, Intel MPI)
+    "l",
+    "prepend-rank",
+    "info",
+    "genvall",
+    "genvnone",
+    "print-all-exitcodes",
+    "ordered-output",
+    "print-rank-map",
+    "disable-auto-cleanup",
+    "disable-hostname-propagation",
+    "enable-x",
+    "disable-x",
 ];
 
 /// MPI launchers' options that take two words, a key and its value: Open MPI's
@@ -372,6 +462,14 @@ impl<'a> Invocation<'a, '_> {
     fn options(&self, mut each: impl FnMut(&str, Option<&'a str>)) {
         let mut tokens = self.words().peekable();
         while let Some(t) = tokens.next() {
+            // A redirection may stand anywhere among a command's words; the shell takes
+            // it out before the program runs.
+            if let Some(target_follows) = redirection(t) {
+                if target_follows {
+                    tokens.next();
+                }
+                continue;
+            }
             // A word the shell expands into words trainplace cannot read (`$@`, `$1`,
             // `${X:-...}`, a variable defined nowhere it can see) may be any options.
             if t.starts_with('$') {
@@ -442,6 +540,7 @@ impl<'a> Invocation<'a, '_> {
         match self.launcher {
             Launcher::Slurm if bare.len() == 1 => SRUN_SHORT_SWITCHES.contains(bare),
             Launcher::Slurm => SRUN_LONG_SWITCHES.contains(&bare),
+            Launcher::Mpi => MPI_SWITCHES.contains(&bare) || SWITCHES.contains(&bare),
             _ => SWITCHES.contains(&bare),
         }
     }
@@ -456,7 +555,9 @@ impl<'a> Invocation<'a, '_> {
             | Launcher::Slurm
             | Launcher::LlamaFactory
             | Launcher::Swift
-            | Launcher::Paddle => {
+            | Launcher::Paddle
+            | Launcher::Composer
+            | Launcher::Fabric => {
                 return long.contains(&given);
             }
         };
@@ -471,6 +572,18 @@ impl<'a> Invocation<'a, '_> {
             .collect();
         !hits.is_empty() && hits.iter().all(|o| long.contains(o))
     }
+}
+
+/// Whether `word` is a shell redirection (`2>>/logs/err`, `>`, `&>out`, `<in`), and
+/// whether its target is the next word (`>` alone). `None` for any other word.
+/// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html#tag_18_07>
+fn redirection(word: &str) -> Option<bool> {
+    let rest = word.trim_start_matches(|c: char| c.is_ascii_digit());
+    let rest = rest.strip_prefix('&').unwrap_or(rest);
+    let op = [">>", ">&", ">|", "<<", "<&", "<>", ">", "<"]
+        .into_iter()
+        .find(|op| rest.starts_with(op))?;
+    Some(rest.len() == op.len())
 }
 
 /// A grouped short-option word as srun's getopt reads it: switches first (`-l`), then
@@ -539,6 +652,8 @@ fn one_word(element: &str, out: &mut String) {
     let mut prev = None;
     for c in element.chars() {
         let kept = match c {
+            // An argument is no comment.
+            '#' if prev.is_none() => '_',
             '(' if prev == Some('$') => {
                 reference = true;
                 c
@@ -688,11 +803,40 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
         }
         Launcher::Horovod => horovod_size(inv, env, per_pod),
         Launcher::LlamaFactory => {
-            let torchrun = env.literal("FORCE_TORCHRUN").is_some_and(truthy) || per_pod > 1;
+            // launcher.py: torchrun when forced (its own reading of a switch: `true`,
+            // `y` or `1`, any case), for Megatron (`USE_MCA`, `USE_MEGATRON_BRIDGE`), or
+            // over several GPUs; elastic (`RDZV_ID`) up to `MAX_NNODES`.
+            // https://github.com/hiyouga/LLaMA-Factory/blob/main/src/llamafactory/launcher.py
+            let on = |k: &str| env.literal(k).is_some_and(enabled);
+            let torchrun = ["FORCE_TORCHRUN", "USE_MCA", "USE_MEGATRON_BRIDGE"]
+                .into_iter()
+                .any(on)
+                || per_pod > 1;
             if !torchrun {
                 return Some(JobSize::Pods(1));
             }
-            Some(env_nodes(env, "NNODES").unwrap_or(JobSize::Pods(1)))
+            let elastic = env
+                .get("RDZV_ID")
+                .and_then(|_| env_nodes(env, "MAX_NNODES"));
+            [env_nodes(env, "NNODES"), elastic]
+                .into_iter()
+                .flatten()
+                .reduce(JobSize::max)
+                .or(Some(JobSize::Pods(1)))
+        }
+        Launcher::Composer => {
+            let world = inv.value(&["world_size"])?;
+            let per_node = inv
+                .value(&["n", "nproc"])
+                .flatten()
+                .and_then(|v| v.parse().ok());
+            Some(world.map_or(JobSize::Several, |w| {
+                per_pods(count(w, env), per_pod, per_node)
+            }))
+        }
+        Launcher::Fabric => {
+            let v = inv.value(&["num-nodes", "num_nodes"])?;
+            Some(v.map_or(JobSize::Several, |v| count(v, env)))
         }
         Launcher::Swift => Some(env_nodes(env, "NNODES").unwrap_or(JobSize::Pods(1))),
         Launcher::Paddle => {
@@ -714,6 +858,13 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
         }
     }
 }
+
+/// Env that names the hostfile an MPI launcher reads when it is given none.
+const MPI_HOSTFILE_ENV: [&str; 3] = [
+    "OMPI_MCA_orte_default_hostfile",
+    "HYDRA_HOST_FILE",
+    "I_MPI_HYDRA_HOST_FILE",
+];
 
 /// App contexts of one MPI command line read past the first; more is a job of unknown
 /// size (each context is a walk of the command).
@@ -747,7 +898,11 @@ fn mpi_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Option<Job
             "-f",
             "--default-hostfile",
         ]);
-        hostfile.is_some().then_some(JobSize::Several)
+        // The MPI Operator names the hostfile in env for each implementation, and mpirun
+        // with no count runs on every slot of it.
+        // https://github.com/kubeflow/mpi-operator/blob/master/pkg/controller/mpi_job_controller.go
+        let from_env = MPI_HOSTFILE_ENV.iter().any(|k| env.get(k).is_some());
+        (hostfile.is_some() || from_env).then_some(JobSize::Several)
     };
     let starts: Vec<usize> = inv
         .words()
@@ -809,6 +964,11 @@ fn horovod_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Option
     Some(per_pods(procs, per_pod, per_node))
 }
 
+/// LLaMA-Factory's reading of a switch variable.
+fn enabled(v: &str) -> bool {
+    matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "y" | "1")
+}
+
 fn truthy(v: &str) -> bool {
     matches!(v.trim(), "1" | "true" | "True" | "TRUE" | "yes")
 }
@@ -817,18 +977,38 @@ fn truthy(v: &str) -> bool {
 /// and `A=1 cmd` (assignments before a command's first word).
 pub(super) fn assignments(line: &str) -> impl Iterator<Item = (&str, &str)> {
     commands(line).flat_map(move |command| {
-        // An assignment is a command's first word, or follows `export`, `env`, a shell's
-        // `-c`, or another assignment.
+        // An assignment is a command's first word, or follows another assignment, a
+        // command that sets variables (`export`, `declare -x`, `env -u X`, `sudo -E`,
+        // with its options) or a shell's `-c`; an `export` word elsewhere (`echo export
+        // X=1`) sets nothing.
         let mut open = true;
-        tokens(command).filter_map(move |w| match w.split_once('=') {
-            Some((n, v)) if open && is_name(n) => Some((n, v)),
-            _ => {
-                open = matches!(w, "export" | "env" | "-c");
-                None
+        let mut skip_value = false;
+        tokens(command).filter_map(move |w| {
+            if std::mem::take(&mut skip_value) {
+                return None;
             }
+            match w.split_once('=') {
+                Some((n, v)) if open && is_name(n) => return Some((n, v)),
+                _ => {}
+            }
+            if open && SETTERS.contains(&w) {
+                return None;
+            }
+            if open && w.starts_with('-') && w != "-c" {
+                // env's and sudo's options that take the next word.
+                skip_value = matches!(w, "-u" | "-C" | "-g" | "-S");
+                return None;
+            }
+            open = w == "-c";
+            None
         })
     })
 }
+
+/// Commands after which a command line's assignments still set variables.
+const SETTERS: [&str; 7] = [
+    "export", "env", "declare", "typeset", "local", "readonly", "sudo",
+];
 
 /// A shell variable name: a letter or `_`, then letters, digits and `_`.
 fn is_name(n: &str) -> bool {
@@ -906,6 +1086,125 @@ fn tokens(command: &str) -> impl Iterator<Item = &str> {
 /// is returned as it is, not copied.
 /// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html#tag_18_02>
 pub(super) fn shell_text(line: &str) -> Cow<'_, str> {
+    match ansi_c(line) {
+        None => {
+            let text = shell_words(line);
+            match without_comments(&text) {
+                Some(kept) => Cow::Owned(kept),
+                None => text,
+            }
+        }
+        Some(decoded) => {
+            let text = shell_words(&decoded).into_owned();
+            Cow::Owned(without_comments(&text).unwrap_or(text))
+        }
+    }
+}
+
+/// `line` with its ANSI-C quoted strings (`$'...'`, bash's) decoded, `None` when it has
+/// none: `\xHH` and octal `\NNN` are the bytes they name (`$'\x2d\x2dnnodes=4'` is
+/// `--nnodes=4`), `\n` and `\t` whitespace, another escaped character itself. The
+/// decoded text stays single-quoted.
+/// <https://www.gnu.org/software/bash/manual/html_node/ANSI_002dC-Quoting.html>
+fn ansi_c(line: &str) -> Option<String> {
+    if !line.contains("$'") {
+        return None;
+    }
+    crate::budget::draw_len(ARGS, line.len());
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("$'") {
+        out.push_str(&rest[..at]);
+        out.push('\'');
+        let body = &rest[at + 2..];
+        let mut chars = body.char_indices().peekable();
+        let mut end = body.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\'' => {
+                    end = i + 1;
+                    break;
+                }
+                '\\' => {
+                    let Some((_, e)) = chars.next() else { break };
+                    let digits = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+                                  radix: u32,
+                                  most: usize,
+                                  first: Option<char>| {
+                        let mut v: u32 = first.and_then(|f| f.to_digit(radix)).unwrap_or(0);
+                        let mut n = usize::from(first.is_some());
+                        while n < most
+                            && let Some(&(_, d)) = chars.peek()
+                            && let Some(x) = d.to_digit(radix)
+                        {
+                            v = v * radix + x;
+                            n += 1;
+                            chars.next();
+                        }
+                        char::from_u32(v).unwrap_or('?')
+                    };
+                    out.push(match e {
+                        'x' => digits(&mut chars, 16, 2, None),
+                        '0'..='7' => digits(&mut chars, 8, 3, Some(e)),
+                        'n' => '\n',
+                        't' => '\t',
+                        other => other,
+                    });
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        rest = &body[end.min(body.len())..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// `text` without its comments, `None` when it has none: a word that starts with `#`
+/// outside quotes begins a comment that runs to the end of its line (POSIX XCU 2.3,
+/// rule 9), so a commented-out launcher line is not read, nor a commented-out export.
+/// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html#tag_18_03>
+fn without_comments(text: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    let (mut single, mut double) = (false, false);
+    let mut prev: Option<char> = None;
+    let mut kept_from = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '#' if !single
+                && !double
+                && prev.is_none_or(|p| {
+                    p.is_whitespace() || matches!(p, ';' | '&' | '|' | '(' | ')')
+                }) =>
+            {
+                let kept = out.get_or_insert_with(|| {
+                    crate::budget::draw_len(ARGS, text.len());
+                    String::with_capacity(text.len())
+                });
+                kept.push_str(&text[kept_from..i]);
+                // To the end of the line; the newline stays and ends the command.
+                let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+                kept_from = end;
+                while chars.next_if(|&(j, _)| j < end).is_some() {}
+                prev = None;
+                continue;
+            }
+            _ => {}
+        }
+        prev = Some(c);
+    }
+    out.map(|mut kept| {
+        kept.push_str(&text[kept_from..]);
+        kept
+    })
+}
+
+/// [`shell_text`]'s rewriting of words, before comments are taken out.
+fn shell_words(line: &str) -> Cow<'_, str> {
     let bytes = line.as_bytes();
     let mut out: Option<String> = None;
     // Where the bytes not yet copied to `out` start, and the last byte kept.
@@ -971,6 +1270,8 @@ enum Named {
     TuneCli,
     LlamaFactoryCli,
     SwiftCli,
+    FabricCli,
+    LightningCli,
 }
 
 /// The launcher a word names: a program (its path's last part), a Python module
@@ -1001,7 +1302,11 @@ fn named(word: &str) -> Option<Named> {
         // <https://github.com/deepspeedai/DeepSpeed/blob/v0.16.0/setup.py>
         "deepspeed" | "ds" | "deepspeed.pt" | "deepspeed.launcher.runner" => Launcher::DeepSpeed,
         "paddle.distributed.launch" | "fleetrun" => Launcher::Paddle,
-        "swift" => return Some(Named::SwiftCli),
+        // ms-swift's `swift` and `megatron` commands run torchrun over NNODES.
+        "swift" | "megatron" => return Some(Named::SwiftCli),
+        "composer" => Launcher::Composer,
+        "fabric" => return Some(Named::FabricCli),
+        "lightning" => return Some(Named::LightningCli),
         "accelerate" | "accelerate.commands.accelerate_cli" => return Some(Named::AccelerateCli),
         "tune" | "torchtune._cli.tune" => return Some(Named::TuneCli),
         "llamafactory-cli" | "lmf" => return Some(Named::LlamaFactoryCli),
@@ -1150,6 +1455,18 @@ fn launcher_at(
             Some(Named::LlamaFactoryCli) => {
                 if let Some((j, _)) = words.next_if(|&(_, next)| next == "train") {
                     return Some((Launcher::LlamaFactory, j + 1));
+                }
+            }
+            Some(Named::FabricCli) => {
+                if let Some((j, _)) = words.next_if(|&(_, next)| next == "run") {
+                    return Some((Launcher::Fabric, j + 1));
+                }
+            }
+            Some(Named::LightningCli) => {
+                if words.next_if(|&(_, next)| next == "run").is_some()
+                    && let Some((j, _)) = words.next_if(|&(_, next)| next == "model")
+                {
+                    return Some((Launcher::Fabric, j + 1));
                 }
             }
             Some(Named::SwiftCli) => {
