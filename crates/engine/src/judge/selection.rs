@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use crate::facts::inventory::Snapshot;
-use crate::read::annotations::RES_NVIDIA_GPU;
+use crate::read::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, RES_NVIDIA_GPU};
 use crate::read::json::items;
 use crate::read::podspec::required_node_terms;
 use trainplace_catalog::{Catalog, InstanceProfile};
@@ -36,12 +36,19 @@ fn read(key: &str, inventory: Option<&Snapshot>) -> bool {
         || (inventory.is_some() && POOLS.contains(&key))
 }
 
+/// [`read`], or an instance-type label: read beside the others, so that of two terms
+/// (`instance-type In [p5.48xlarge]` or `instance-family In [p5e]`) each reaches only
+/// its own types.
+fn read_with_types(key: &str, inventory: Option<&Snapshot>) -> bool {
+    read(key, inventory) || [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA].contains(&key)
+}
+
 fn requirements<'v>(exprs: &'v [Value], inventory: Option<&Snapshot>) -> Vec<Requirement<'v>> {
     exprs
         .iter()
         .filter_map(|e| {
             let key = e.get("key")?.as_str()?;
-            read(key, inventory).then(|| Requirement {
+            read_with_types(key, inventory).then(|| Requirement {
                 key,
                 operator: e.get("operator").and_then(Value::as_str).unwrap_or(""),
                 values: items(e, &["values"])
@@ -53,15 +60,20 @@ fn requirements<'v>(exprs: &'v [Value], inventory: Option<&Snapshot>) -> Vec<Req
         .collect()
 }
 
-/// The value a type's nodes carry for `key` (`None`: the label is absent).
+/// The value a type's nodes carry for `key` (`None`: the label is absent). Karpenter
+/// puts `instance-gpu-count` on GPU types only and `instance-accelerator-count` on the
+/// others' accelerators only (Neuron, Inferentia): `Exists`, `Gt` and `Lt` match no
+/// node without the label.
 fn label(i: &InstanceProfile, key: &str) -> Option<String> {
     let (family, size) = i.name.split_once('.').unwrap_or((&i.name, ""));
     let nvidia = i.accelerator_resource == RES_NVIDIA_GPU;
+    let devices = i.accelerators > 0;
     match key {
         FAMILY => Some(family.to_string()),
         SIZE => Some(size.to_string()),
-        GPU_COUNT => Some(if nvidia { i.accelerators } else { 0 }.to_string()),
-        ACCELERATOR_COUNT => Some(if nvidia { 0 } else { i.accelerators }.to_string()),
+        GPU_COUNT => (nvidia && devices).then(|| i.accelerators.to_string()),
+        ACCELERATOR_COUNT => (!nvidia && devices).then(|| i.accelerators.to_string()),
+        LABEL_INSTANCE_TYPE | LABEL_INSTANCE_TYPE_BETA => Some(i.name.clone()),
         _ => None,
     }
 }
@@ -125,7 +137,10 @@ pub(crate) fn reachable<'c>(
         .iter()
         .map(|t| requirements(items(t, &["matchExpressions"]), inventory))
         .collect();
-    if from_selector.is_empty() && terms.iter().all(Vec::is_empty) {
+    // Only a selection by a label read here (not the instance type alone) says which
+    // types it reaches.
+    let selects = |rs: &[Requirement<'_>]| rs.iter().any(|r| read(r.key, inventory));
+    if !selects(&from_selector) && !terms.iter().any(|t| selects(t)) {
         return None;
     }
     Some(

@@ -234,7 +234,7 @@ fn templates(policy: &Policy) -> Result<String, ExportError> {
  'types': x.nsType != '' ? {ns}
    : (x.tc && x.tb && x.tv.exists(l, size(l) > 0)) ? variables.catalogNames.filter(n, x.tv.exists(l, n in l || ('ml.' + n) in l))
    : x.annType != '' && !x.ksel ? {ann}
-   : variables.defaultType != '' && !x.ksel ? {def} : [],
+   : variables.defaultType != '' && !x.ksel ? ({fam} == '' || {def}.exists(n, variables.catalog[n].family == {fam}) ? {def} : variables.catalogNames.filter(n, variables.catalog[n].family == {fam} && variables.catalog[n].gpus >= x.g)) : [],
  'zmany': !x.zpin && x.zc && x.zb && x.zv.exists(l, size(l) > 0) && x.zv.exists(l, l.exists(v, v != x.zv.filter(l2, size(l2) > 0)[0][0]))}})",
         fam = resource_fact(policy, "x.res", "family"),
         train = training.join(" || "),

@@ -27,7 +27,7 @@ pub(super) fn target<'c>(
         // The types the node selection reaches by Karpenter's or node groups' labels: an
         // unknown name elsewhere does not switch the rules off while these are known.
         reach: crate::judge::selection::reachable(view.pod, catalog, inventory)
-            .map(|types| fitting(types, resource, per_pod)),
+            .map(|types| fitting(catalog, types, resource, per_pod)),
     };
     // A bound (or hostname-pinned) pod runs on its node's type, whatever its selection
     // says.
@@ -60,7 +60,28 @@ pub(super) fn target<'c>(
         return Target::None;
     }
     if let Some(t) = &eff.defaults.instance_type {
-        return names.resolve(t.clone(), InstanceSource::PolicyDefault);
+        let default = names.resolve(t.clone(), InstanceSource::PolicyDefault);
+        match default {
+            // The default type offers none of the pod's accelerators (a Trainium pod
+            // under a p5 default): the pod can only land on types that do.
+            Target::Known(p, _) if !resource.is_empty() && !offers(catalog, p, resource) => {
+                let types = fitting(
+                    catalog,
+                    catalog
+                        .instances()
+                        .filter(|i| offers(catalog, i, resource))
+                        .collect(),
+                    resource,
+                    per_pod,
+                );
+                return match types.as_slice() {
+                    [] => default,
+                    [only] => Target::Known(only, InstanceSource::Selection),
+                    several => Target::Several(several.iter().map(|p| p.name.clone()).collect()),
+                };
+            }
+            _ => return default,
+        }
     }
     let pools = eff.defaults.node_pools.as_deref();
     match inventory.map(|s| s.gpu_types(resource, pools)).as_deref() {
@@ -78,16 +99,31 @@ pub(super) fn target<'c>(
 /// when none fits, so the request is judged impossible.
 /// <https://karpenter.sh/docs/concepts/scheduling/>
 fn fitting<'c>(
+    catalog: &Catalog,
     types: Vec<&'c InstanceProfile>,
     resource: &str,
     per_pod: u32,
 ) -> Vec<&'c InstanceProfile> {
-    let too_small =
-        |p: &InstanceProfile| p.accelerator_resource == resource && p.accelerators < per_pod;
+    // A type that offers another accelerator (a GPU pod's selection reaching trn2)
+    // has none of the pod's: no place for it either. A count the catalog does not give
+    // (NeuronCores on trn2) is not too small.
+    let too_small = |p: &InstanceProfile| {
+        !offers(catalog, p, resource)
+            || crate::facts::whole_node::holds(catalog, p, resource).is_some_and(|n| n < per_pod)
+    };
     if types.iter().all(|p| too_small(p)) {
         return types;
     }
     types.into_iter().filter(|p| !too_small(p)).collect()
+}
+
+/// Whether a type offers the accelerator `resource` names (itself, or another name of
+/// its devices: NeuronCores of a Neuron type).
+fn offers(catalog: &Catalog, p: &InstanceProfile, resource: &str) -> bool {
+    p.accelerator_resource == resource
+        || catalog
+            .family_of(resource)
+            .is_some_and(|f| catalog.family_of(&p.accelerator_resource) == Some(f))
 }
 
 /// Where instance type names are looked up, and the types the node selection reaches.

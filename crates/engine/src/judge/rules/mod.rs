@@ -51,7 +51,7 @@ pub fn check(input: &RuleInput<'_>) -> Vec<Finding> {
                 mode: Mode::Warn,
                 site: site.clone(),
                 found: format!(
-                    "required node affinity allows several instance types ({}); no layout was applied.",
+                    "its node selection allows several instance types ({}); no layout was applied.",
                     types.join(", ")
                 ),
                 fix: "pin one instance type so every pod gets the same GPU and EFA count.".into(),
