@@ -1581,6 +1581,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SHELL,
     ),
     (
+        "bypass/shell-hash-after-an-escaped-quote.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-hash-after-an-escaped-quote.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-hash-after-an-escaped-quote.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-hash-after-an-escaped-quote.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/shell-parameter-default-holds-options.yaml@restricted",
         "partial-node",
         "raw",

@@ -1086,18 +1086,14 @@ fn tokens(command: &str) -> impl Iterator<Item = &str> {
 /// is returned as it is, not copied.
 /// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html#tag_18_02>
 pub(super) fn shell_text(line: &str) -> Cow<'_, str> {
-    match ansi_c(line) {
-        None => {
-            let text = shell_words(line);
-            match without_comments(&text) {
-                Some(kept) => Cow::Owned(kept),
-                None => text,
-            }
-        }
-        Some(decoded) => {
-            let text = shell_words(&decoded).into_owned();
-            Cow::Owned(without_comments(&text).unwrap_or(text))
-        }
+    // Comments are found before quotes and escapes are removed: an escaped quote
+    // (`"a \" # b"`) is no quote, and a `#` inside quotes no comment.
+    let decoded = ansi_c(line);
+    let base = decoded.as_deref().unwrap_or(line);
+    match (without_comments(base), decoded.is_some()) {
+        (Some(kept), _) => Cow::Owned(shell_words(&kept).into_owned()),
+        (None, true) => Cow::Owned(shell_words(base).into_owned()),
+        (None, false) => shell_words(line),
     }
 }
 
@@ -1173,6 +1169,12 @@ fn without_comments(text: &str) -> Option<String> {
     let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         match c {
+            // An escaped character is itself, a quote or a `#` included (but inside
+            // single quotes, where a backslash is itself).
+            '\\' if !single => {
+                prev = chars.next().map(|(_, e)| e);
+                continue;
+            }
             '\'' if !double => single = !single,
             '"' if !single => double = !double,
             '#' if !single
