@@ -115,12 +115,13 @@ fn a_pod_pinned_to_a_node_by_its_affinity_term_is_judged_on_that_node() {
     }
 }
 
-/// Strict mode: a pod pinned to one node (the DaemonSet controller's node name) lands on
-/// that node's type only, when the inventory knows the node: 4 GPUs on a 4-GPU
-/// g6e.12xlarge node are its whole node, not part of every type strict mode would
-/// otherwise reach. Without an inventory, every type stays reachable.
+/// Strict mode: a pod bound to a node the inventory knows (`spec.nodeName`) runs on
+/// that node's type only: 4 GPUs on a 4-GPU g6e.12xlarge node are its whole node. A pod
+/// pinned by its node's name in an affinity term (what the DaemonSet controller writes)
+/// is not bound: pending, it may land on a later node of that name and another type, so
+/// it keeps every type, as it does without an inventory.
 #[test]
-fn strict_mode_judges_a_pod_pinned_to_a_known_node_on_that_nodes_type() {
+fn strict_mode_judges_a_bound_pod_on_its_nodes_type() {
     let text = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policy-strict.yaml"),
     )
@@ -134,26 +135,34 @@ fn strict_mode_judges_a_pod_pinned_to_a_known_node_on_that_nodes_type() {
     let mut n = node("g6e-a", "g6e.12xlarge", "g6e", 4);
     n["metadata"]["labels"]["topology.kubernetes.io/zone"] = json!("us-east-1a");
     let inventory = Snapshot::build(&[n], &[] as &[Value], &[] as &[Value]);
-    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+    let bound = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "infer-x7k2p", "namespace": "ml"},
-        "spec": {"nodeSelector": {"topology.kubernetes.io/zone": "us-east-1a"},
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": ["g6e-a"]}]}]}}},
+        "spec": {"nodeName": "g6e-a",
+            "nodeSelector": {"topology.kubernetes.io/zone": "us-east-1a"},
             "containers": [{"name": "s", "image": "serve:1",
                 "resources": {"limits": {"nvidia.com/gpu": 4}}}]}});
+    let mut pinned = bound.clone();
+    pinned["spec"].as_object_mut().unwrap().remove("nodeName");
+    pinned["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["g6e-a"]}]}]}}});
     let with = Requester {
         namespace: "ml",
         inventory: Some(&inventory),
         ..Default::default()
     };
-    let v = evaluate(&pod, &policy, &with).unwrap();
+    let v = evaluate(&bound, &policy, &with).unwrap();
     assert!(v.allowed, "{:#?}", v.findings);
+    let v = evaluate(&pinned, &policy, &with).unwrap();
+    assert!(
+        !v.allowed,
+        "a pod pinned, not bound, narrowed to its node's type"
+    );
     let without = Requester {
         namespace: "ml",
         ..Default::default()
     };
-    let v = evaluate(&pod, &policy, &without).unwrap();
+    let v = evaluate(&bound, &policy, &without).unwrap();
     assert!(
         !v.allowed,
         "4 GPUs reaching every type admitted without an inventory"

@@ -528,6 +528,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/env-value-with-a-hash.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/env-value-with-a-hash.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/env-value-with-a-hash.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/env-value-with-a-hash.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/fabric-run-num-nodes.yaml@restricted",
         "partial-node",
         "raw",
@@ -684,6 +708,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         KARPENTER,
     ),
     (
+        "bypass/karpenter-label-does-not-exist.yaml@restricted",
+        "partial-node",
+        "raw",
+        KARPENTER,
+    ),
+    (
+        "bypass/karpenter-label-does-not-exist.yaml@restricted",
+        "partial-node",
+        "mutated",
+        KARPENTER,
+    ),
+    (
+        "bypass/karpenter-label-does-not-exist.yaml@default",
+        "partial-node",
+        "raw",
+        KARPENTER,
+    ),
+    (
+        "bypass/karpenter-label-does-not-exist.yaml@default",
+        "partial-node",
+        "mutated",
+        KARPENTER,
+    ),
+    (
         "bypass/launcher-runs-a-launcher.yaml@restricted",
         "partial-node",
         "raw",
@@ -727,6 +775,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "bypass/launcher-runs-a-launcher.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/launchers-past-the-nested-cap.yaml@restricted",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/launchers-past-the-nested-cap.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/launchers-past-the-nested-cap.yaml@restricted",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/launchers-past-the-nested-cap.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/launchers-past-the-nested-cap.yaml@default",
+        "partial-node",
+        "raw",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/launchers-past-the-nested-cap.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/launchers-past-the-nested-cap.yaml@default",
+        "partial-node",
+        "mutated",
+        UNSEEN_LAUNCHER,
+    ),
+    (
+        "bypass/launchers-past-the-nested-cap.yaml@default",
         "multi-az",
         "mutated",
         HOLD,
@@ -1437,6 +1533,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SHELL,
     ),
     (
+        "bypass/shell-comment-in-an-exec-wrapper.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-comment-in-an-exec-wrapper.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-comment-in-an-exec-wrapper.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-comment-in-an-exec-wrapper.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/shell-commented-out-standalone.yaml@restricted",
         "multi-az",
         "raw",
@@ -1600,6 +1720,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "bypass/shell-hash-after-an-escaped-quote.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-options-before-c.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-options-before-c.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-options-before-c.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-options-before-c.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/shell-options-before-c.yaml@default",
+        "partial-node",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-options-before-c.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/shell-options-before-c.yaml@default",
+        "partial-node",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-options-before-c.yaml@default",
         "multi-az",
         "mutated",
         HOLD,
@@ -1819,6 +1987,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "partial-node",
         "raw",
         SHELL_WORDS,
+    ),
+    (
+        "bypass/statefulset-of-ranks-marked-training.yaml@restricted",
+        "partial-node",
+        "raw",
+        CARRIER,
+    ),
+    (
+        "bypass/statefulset-of-ranks-marked-training.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/statefulset-of-ranks-marked-training.yaml@restricted",
+        "partial-node",
+        "mutated",
+        CARRIER,
+    ),
+    (
+        "bypass/statefulset-of-ranks-marked-training.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
     ),
     (
         "bypass/swift-megatron-nnodes.yaml@restricted",
@@ -2133,18 +2325,6 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         DRA,
     ),
     (
-        "precise/training-marker-alone-is-one-pod.yaml@restricted",
-        "partial-node",
-        "raw",
-        MARKED_ALONE,
-    ),
-    (
-        "precise/training-marker-alone-is-one-pod.yaml@restricted",
-        "partial-node",
-        "mutated",
-        MARKED_ALONE,
-    ),
-    (
         "precise/trainjob-one-node-nnodes-from-torch-plugin.yaml@restricted",
         "partial-node",
         "raw",
@@ -2188,7 +2368,6 @@ const LAUNCHER: &str = "a RayService serves unless it says it trains; the engine
 const RUNTIME: &str = "the TrainJob's node template (instance type, layout) and default node count come from its TrainingRuntime in the cluster inventory; a VAP sees only the TrainJob (VAP looser; the runtime itself is guarded when it is created)";
 const CARRIER: &str = "a Deployment, ReplicaSet, StatefulSet, DaemonSet or CronJob is judged by the engine as the pods or Jobs its controller makes from its template; the exported policies do not match these kinds, and judge those pods and Jobs when the controller creates them (VAP looser on the carrier)";
 const TORCH_PLUGIN: &str = "the Trainer's torch plugin sets PET_NNODES to numNodes for a runtime with `mlPolicy.torch`, which lives in the cluster, not in the TrainJob: the engine reads `--nnodes=$PET_NNODES` at numNodes, a policy as a count it cannot know (VAP stricter: a one-node TrainJob on part of a node is refused while the webhook is down)";
-const MARKED_ALONE: &str = "a pod marked as training (the policy's training selector) with no launcher count, job label or rendezvous on another host is one pod for the engine, which reads the rendezvous; a policy, which does not, takes a training pod of unknown size as several (VAP stricter: refused while the webhook is down)";
 const DRA: &str = "the devices a DRA claim asks for are in its ResourceClaimTemplate, a separate object a VAP cannot read (VAP looser)";
 const GB200: &str = "the GB200 type is inferred from the pod's ComputeDomain channel or NVLink-clique affinity and its NVLink domain size is catalog data; the VAP judges the pod against its nodeSelector or the namespace's default type";
 const RESHAPE: &str = "reshape is a rewrite: the engine rewrites the job to whole nodes and passes it; with the webhook down nothing rewrites it, so the VAP denies the job as submitted (VAP stricter)";

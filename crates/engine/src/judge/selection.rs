@@ -91,6 +91,14 @@ fn holds(r: &Requirement<'_>, i: &InstanceProfile, inventory: Option<&Snapshot>)
             _ => true,
         };
     }
+    // Karpenter writes its labels only on the nodes it launches: a node of a managed
+    // node group (or a capacity block) of any type carries none, and `NotIn` or
+    // `DoesNotExist` matches it. Such a requirement reaches every type.
+    if [FAMILY, SIZE, GPU_COUNT, ACCELERATOR_COUNT].contains(&r.key)
+        && matches!(r.operator, "NotIn" | "DoesNotExist")
+    {
+        return true;
+    }
     let value = label(i, r.key);
     let number = |v: &str| v.parse::<i64>().ok();
     match (r.operator, value.as_deref()) {

@@ -54,19 +54,7 @@ pub fn classify<'c>(
     let operator = hints.operator_env();
     let size = job_size(view, per_pod, on, &operator);
     let identity = job_identity(view, hints, &labels, on, size, namespace);
-    let (pods, multi_pod) = match (hints.pods, size, &identity) {
-        // Marked as training (the policy's training selector, the training annotation)
-        // with nothing that says the job has more pods: one pod, which may use part of
-        // a node. It was refused as "one of several pods". A rendezvous on another
-        // host (`MASTER_ADDR`) still says it meets other pods.
-        (None, None, None)
-            if !labels.contains_key(LABEL_COMPLETION_INDEX)
-                && rendezvous_label(view, namespace, &[]).is_none() =>
-        {
-            (Some(1), false)
-        }
-        _ => pod_count(hints.pods, size),
-    };
+    let (pods, multi_pod) = pod_count(hints.pods, size);
     // Evidence that the pod belongs to a training job; without any, a GPU pod (an
     // inference server, a notebook) is left alone.
     let training = identity.is_some()

@@ -112,7 +112,14 @@ fn fitting<'c>(
             || crate::facts::whole_node::holds(catalog, p, resource).is_some_and(|n| n < per_pod)
     };
     if types.iter().all(|p| too_small(p)) {
-        return types;
+        // None fits: judged on those that offer the pod's accelerator (impossible), or
+        // on all when none does.
+        let offering: Vec<&'c InstanceProfile> = types
+            .iter()
+            .copied()
+            .filter(|p| offers(catalog, p, resource))
+            .collect();
+        return if offering.is_empty() { types } else { offering };
     }
     types.into_iter().filter(|p| !too_small(p)).collect()
 }

@@ -96,9 +96,14 @@ fn opt_in(template: &Value, which: OptIn, ctx: &Ctx<'_, '_>) -> OptInState {
 fn partial_reasons(template: &Value, spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> {
     let catalog = &ctx.eff.policy.catalog;
     let mut reach = reach::reach(spec, catalog);
-    // A pod pinned to one node (bound, a hostname, the DaemonSet controller's node
-    // name) lands on that node's type only, when the inventory knows it.
-    if let Some(t) = crate::read::podspec::pinned_node(template)
+    // A pod bound to a node (`spec.nodeName`) runs on that node's type only, when the
+    // inventory knows it: the binding is made at creation and dies with the node (the
+    // pod garbage collector removes pods bound to a deleted node). A pod pinned by a
+    // hostname or a node-name affinity is not bound: pending, it may land on a later
+    // node of the same name and another type, so it keeps every type.
+    if let Some(t) = template
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
         .and_then(|n| ctx.who.inventory?.node_type(n))
         .filter(|t| reach.types.contains(*t))
     {

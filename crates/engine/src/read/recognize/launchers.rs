@@ -417,6 +417,9 @@ struct Invocation<'a, 'e> {
     /// every walk, so every walk reads the same words), and the walk's own.
     room_start: usize,
     room: Cell<usize>,
+    /// The command names more launchers than are read ([`NESTED_LAUNCHERS`]): one past
+    /// them may start a job of any size.
+    overflow: bool,
 }
 
 impl<'a> Invocation<'a, '_> {
@@ -622,22 +625,59 @@ pub(crate) fn argv_line(container: &serde_json::Value) -> String {
     };
     let mut line = String::with_capacity(elements().map(|w| w.len() + 1).sum());
     let mut launched = false;
-    // A shell a launcher runs (`mpirun -np 2 bash -c "torchrun ..."`): its `-c` string
-    // is read as shell text, the commands it holds included.
-    let (mut shell, mut script) = (false, false);
+    // A shell's (or Python's) `-c` string, a launcher's too (`mpirun -np 2 bash -c
+    // "torchrun ..."`), is read as the command line it is, the commands it holds
+    // included; a shell's has its comments taken out.
+    let mut interpreter: Option<bool> = None; // Some(is a shell) while in its options
+    let (mut script, mut value) = (None::<bool>, false);
     for element in elements() {
         if !line.is_empty() {
             line.push(' ');
         }
-        if launched && !script {
-            one_word(element, &mut line);
-        } else {
-            line.push_str(element);
-            launched |= named(element).is_some();
+        match script {
+            Some(shell) => {
+                let text = if shell {
+                    without_comments(element)
+                } else {
+                    None
+                };
+                line.push_str(text.as_deref().unwrap_or(element));
+                launched |= named(element).is_some();
+            }
+            None if launched => one_word(element, &mut line),
+            None => {
+                line.push_str(element);
+                launched |= named(element).is_some();
+            }
         }
+        script = None;
         let base = element.rsplit('/').next().unwrap_or(element);
-        script = shell && element.starts_with('-') && element.contains('c');
-        shell = (shell && element.starts_with('-') && !script) || SHELLS.contains(&base);
+        match interpreter {
+            _ if std::mem::take(&mut value) => {}
+            Some(shell) if element.starts_with("--") => {
+                // bash's long options; two take the next word.
+                value = shell && matches!(element, "--rcfile" | "--init-file");
+            }
+            Some(shell) if element.len() > 1 && element.starts_with('-') => {
+                let flags = &element[1..];
+                if flags.contains('c') {
+                    script = Some(shell);
+                    interpreter = None;
+                } else {
+                    // `-o pipefail`, `-O extglob`: the next word is the option's.
+                    value = shell && (flags.ends_with('o') || flags.ends_with('O'));
+                }
+            }
+            _ => {
+                interpreter = if SHELLS.contains(&base) {
+                    Some(true)
+                } else if base.starts_with("python") {
+                    Some(false)
+                } else {
+                    None
+                };
+            }
+        }
     }
     line
 }
@@ -748,7 +788,7 @@ fn invocation_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Opt
     if inv.launcher == Launcher::Torchrun && standalone() {
         return Some(JobSize::Pods(1));
     }
-    if inv.unread() {
+    if inv.unread() || inv.overflow {
         return Some(JobSize::Several);
     }
     match inv.launcher {
@@ -976,38 +1016,78 @@ fn truthy(v: &str) -> bool {
 /// The variables a shell command line assigns, in order: `export A=1 B=2`, `env A=1 cmd`,
 /// and `A=1 cmd` (assignments before a command's first word).
 pub(super) fn assignments(line: &str) -> impl Iterator<Item = (&str, &str)> {
-    commands(line).flat_map(move |command| {
-        // An assignment is a command's first word, or follows another assignment, a
-        // command that sets variables (`export`, `declare -x`, `env -u X`, `sudo -E`,
-        // with its options) or a shell's `-c`; an `export` word elsewhere (`echo export
-        // X=1`) sets nothing.
-        let mut open = true;
-        let mut skip_value = false;
-        tokens(command).filter_map(move |w| {
-            if std::mem::take(&mut skip_value) {
-                return None;
-            }
-            match w.split_once('=') {
-                Some((n, v)) if open && is_name(n) => return Some((n, v)),
-                _ => {}
-            }
-            if open && SETTERS.contains(&w) {
-                return None;
-            }
-            if open && w.starts_with('-') && w != "-c" {
-                // env's and sudo's options that take the next word.
-                skip_value = matches!(w, "-u" | "-C" | "-g" | "-S");
-                return None;
-            }
-            open = w == "-c";
-            None
-        })
-    })
+    let launches = tokens(line).any(|w| named(w).is_some());
+    commands(line).flat_map(move |c| command_assignments(c, launches))
 }
 
-/// Commands after which a command line's assignments still set variables.
-const SETTERS: [&str; 7] = [
-    "export", "env", "declare", "typeset", "local", "readonly", "sudo",
+/// One command's assignments that reach a launcher. An assignment sets a variable at a
+/// command's start (after reserved words: `then export N=4`), after `export`,
+/// `declare -x` and the like, or alone; one before a program (`N=1 prep`, `env -u X N=1
+/// prep`, `sudo -E N=1 prep`) is that program's only (POSIX XCU 2.9.1), so it counts
+/// only when the command runs a launcher or a shell, or when the line runs no launcher
+/// (`WORLD_SIZE=8 python train.py`: the trainer reads it); never as the argument of
+/// another command (`echo export N=1`). A shell's `-c` string starts a command again.
+fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str)> {
+    let words: Vec<&str> = tokens(command).collect();
+    // The last word that names a launcher: a program before it may run one.
+    let last_launcher = words.iter().rposition(|w| named(w).is_some());
+    let mut out = Vec::new();
+    let mut pending: Vec<(&str, &str)> = Vec::new();
+    let (mut open, mut persistent, mut skip_value) = (true, false, false);
+    for (i, &w) in words.iter().enumerate() {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        if open
+            && let Some((n, v)) = w.split_once('=')
+            && is_name(n)
+        {
+            if persistent {
+                out.push((n, v));
+            } else {
+                pending.push((n, v));
+            }
+            continue;
+        }
+        if open && EXPORTERS.contains(&w) {
+            persistent = true;
+            continue;
+        }
+        if open && (PREFIXES.contains(&w) || RESERVED.contains(&w)) {
+            continue;
+        }
+        if open && w.starts_with('-') && w != "-c" {
+            // Options of env, sudo, declare; some take the next word.
+            skip_value = matches!(w, "-u" | "-C" | "-g" | "-S");
+            continue;
+        }
+        // A program, or a shell's `-c` (its string's commands follow).
+        let reaches = !line_launches
+            || w == "-c"
+            || SHELLS.contains(&w.rsplit('/').next().unwrap_or(w))
+            || last_launcher.is_some_and(|l| l >= i);
+        if reaches {
+            out.append(&mut pending);
+        }
+        pending.clear();
+        open = w == "-c";
+        persistent = false;
+    }
+    // Assignments alone on a command set the shell's variables.
+    out.append(&mut pending);
+    out
+}
+
+/// Commands whose assignments set (and export) the shell's variables.
+const EXPORTERS: [&str; 5] = ["export", "declare", "typeset", "local", "readonly"];
+
+/// Commands that pass the assignments after them to the program they run.
+const PREFIXES: [&str; 2] = ["env", "sudo"];
+
+/// Shell reserved words that may stand before a command (`then export N=4`, `do
+/// N=4 torchrun ...`): the command starts after them.
+const RESERVED: [&str; 10] = [
+    "then", "do", "else", "elif", "if", "while", "until", "{", "!", "time",
 ];
 
 /// A shell variable name: a letter or `_`, then letters, digits and `_`.
@@ -1035,13 +1115,19 @@ fn invocations<'a, 'e>(
         let room_start = room.get();
         // A launcher may run another in the same command (`mpirun -np 2 bash -c
         // "torchrun ..."`, `srun torchrun ...`): each is read, up to a few.
-        let mut found = Vec::new();
+        let mut found: Vec<Invocation<'a, 'e>> = Vec::new();
         let mut from = 0;
-        while found.len() < NESTED_LAUNCHERS {
+        loop {
             let walk = Cell::new(room_start);
             let Some((launcher, start)) = launcher_at(command, env, &walk, from) else {
                 break;
             };
+            if found.len() == NESTED_LAUNCHERS {
+                if let Some(last) = found.last_mut() {
+                    last.overflow = true;
+                }
+                break;
+            }
             found.push(Invocation {
                 launcher,
                 command,
@@ -1049,6 +1135,7 @@ fn invocations<'a, 'e>(
                 env,
                 room_start,
                 room: Cell::new(room_start),
+                overflow: false,
             });
             from = start;
         }
@@ -1086,14 +1173,9 @@ fn tokens(command: &str) -> impl Iterator<Item = &str> {
 /// is returned as it is, not copied.
 /// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html#tag_18_02>
 pub(super) fn shell_text(line: &str) -> Cow<'_, str> {
-    // Comments are found before quotes and escapes are removed: an escaped quote
-    // (`"a \" # b"`) is no quote, and a `#` inside quotes no comment.
-    let decoded = ansi_c(line);
-    let base = decoded.as_deref().unwrap_or(line);
-    match (without_comments(base), decoded.is_some()) {
-        (Some(kept), _) => Cow::Owned(shell_words(&kept).into_owned()),
-        (None, true) => Cow::Owned(shell_words(base).into_owned()),
-        (None, false) => shell_words(line),
+    match ansi_c(line) {
+        Some(decoded) => Cow::Owned(shell_words(&decoded).into_owned()),
+        None => shell_words(line),
     }
 }
 
@@ -1157,11 +1239,23 @@ fn ansi_c(line: &str) -> Option<String> {
     Some(out)
 }
 
-/// `text` without its comments, `None` when it has none: a word that starts with `#`
-/// outside quotes begins a comment that runs to the end of its line (POSIX XCU 2.3,
+/// A shell script without its comments, `None` when it has none or when it holds what
+/// this reading does not follow (a `$( )` or backquoted substitution, a here-document,
+/// a `${ }` expansion, ANSI-C quoting: each opens its own quoting), where it is read
+/// whole: a word that starts with `#` outside quotes, after a blank (space, tab, newline)
+/// or an operator, begins a comment that runs to the end of its line (POSIX XCU 2.3,
 /// rule 9), so a commented-out launcher line is not read, nor a commented-out export.
+/// Comments are found before quotes and escapes are removed: an escaped quote (`"a \"
+/// # b"`) is no quote. Only a shell's own `-c` script is read so, never an argument.
 /// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html#tag_18_03>
 fn without_comments(text: &str) -> Option<String> {
+    if !text.contains('#')
+        || ["$(", "`", "<<", "${", "$'"]
+            .iter()
+            .any(|t| text.contains(t))
+    {
+        return None;
+    }
     let mut out: Option<String> = None;
     let (mut single, mut double) = (false, false);
     let mut prev: Option<char> = None;
@@ -1180,7 +1274,7 @@ fn without_comments(text: &str) -> Option<String> {
             '#' if !single
                 && !double
                 && prev.is_none_or(|p| {
-                    p.is_whitespace() || matches!(p, ';' | '&' | '|' | '(' | ')')
+                    matches!(p, ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')')
                 }) =>
             {
                 let kept = out.get_or_insert_with(|| {

@@ -547,3 +547,27 @@ fn a_master_address_beside_an_endpoint_is_not_the_rendezvous() {
         assert_eq!(rendezvous(&line, &e, "ml"), None, "{line}");
     }
 }
+
+/// Assignments set variables where the shell makes them: at a command's start, after a
+/// reserved word (`then export N=4`), after `env` and its options, `declare -x` or
+/// `sudo -E`; never as the argument of another command (`echo export N=1`), nor in a
+/// comment.
+#[test]
+fn assignments_are_read_where_the_shell_makes_them() {
+    use super::launchers::assignments;
+    let got: Vec<(&str, &str)> = assignments(
+        "if true; then export A=1; fi; env -u X B=2 torchrun t; declare -x C=3; sudo -E D=4 bash -c t; echo export E=5; F=6 python prep.py",
+    )
+    .collect();
+    // F=6 is prep.py's own: the line's launcher does not see it.
+    assert_eq!(got, vec![("A", "1"), ("B", "2"), ("C", "3"), ("D", "4")]);
+    let none = env(&[]);
+    assert_eq!(
+        read(
+            "# export PET_STANDALONE=1\ntorchrun --nnodes=4 t.py # --nnodes=1",
+            &none,
+            1
+        ),
+        Some(JobSize::Pods(4))
+    );
+}
