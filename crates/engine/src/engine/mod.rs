@@ -99,9 +99,15 @@ fn run(
         kind,
         final_object: layout == Layout::Skip,
     };
+    // A DRA claim in strict mode; a granted skip leaves it alone, as it does any object
+    // (and as the exported policies do).
     if policy.strict() && crate::judge::strict::claims::is_claim(&object) {
-        verdict.findings = crate::judge::strict::judge(&object, kind, &sites, None, &ctx)?;
-        verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
+        if let Some(note) = granted_skip(&object, &ctx) {
+            verdict.notes.push(note);
+        } else {
+            verdict.findings = crate::judge::strict::judge(&object, kind, &sites, None, &ctx)?;
+            verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
+        }
         verdict.object = object;
         return Ok(verdict);
     }
@@ -300,13 +306,14 @@ fn left_alone(
             "made by its controller from a template trainplace admitted ({ADMITTED} verified); left as admitted."
         ));
     }
+    granted_skip(object, ctx)
+}
+
+/// The note for an object a granted `trainplace.io/skip` leaves alone.
+fn granted_skip(object: &Value, ctx: &Ctx<'_, '_>) -> Option<String> {
     let skip = annotation(object, SKIP) == Some("true");
-    if skip && opt_in_state(true, OptIn::Skip, ctx.eff, who) == OptInState::Granted {
-        return Some(format!(
-            "{SKIP}: \"true\": trainplace left this object alone."
-        ));
-    }
-    None
+    (skip && opt_in_state(true, OptIn::Skip, ctx.eff, ctx.who) == OptInState::Granted)
+        .then(|| format!("{SKIP}: \"true\": trainplace left this object alone."))
 }
 
 /// `trainplace.io/skip` on a workload's pod template: the opt-out is read on the
