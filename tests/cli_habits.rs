@@ -553,11 +553,11 @@ fn a_live_audit_shows_progress_on_a_terminal() {
     let seen = text(&o.stdout);
     assert!(o.status.success(), "{seen}");
     // First where every pod runs (the inventory), then each kind judged page by page.
-    assert!(seen.contains("audit: reading nodes (2/19)"), "{seen}");
-    assert!(seen.contains("audit: reading pods (3/19): 0"), "{seen}");
-    assert!(seen.contains("audit: judging pods (7/19)"), "{seen}");
+    assert!(seen.contains("audit: reading nodes (2/22)"), "{seen}");
+    assert!(seen.contains("audit: reading pods (3/22): 0"), "{seen}");
+    assert!(seen.contains("audit: judging pods (7/22)"), "{seen}");
     assert!(
-        seen.contains("audit: judging hyperpodpytorchjobs (19/19)"),
+        seen.contains("audit: judging hyperpodpytorchjobs (22/22)"),
         "{seen}"
     );
 }
