@@ -269,6 +269,14 @@ fn mutate(old: Option<&Value>, new: &Value, user: &str, groups: &[&str], policy:
     serde_json::from_slice::<Value>(&reviewed.body.unwrap()).unwrap()["response"].clone()
 }
 
+/// `object` with a JSON Patch applied.
+fn apply_patch(object: &Value, patch: &str) -> Value {
+    let patch: json_patch::Patch = serde_json::from_str(patch).unwrap();
+    let mut out = object.clone();
+    json_patch::patch(&mut out, &patch).unwrap();
+    out
+}
+
 fn patch_text(response: &Value) -> String {
     let b64 = response["patch"].as_str().unwrap_or("");
     String::from_utf8(base64_simd::STANDARD.decode_to_vec(b64).unwrap()).unwrap()
@@ -312,7 +320,30 @@ fn the_mutating_webhook_leaves_an_update_that_changes_no_spec() {
         &policy(),
     );
     assert_eq!(kueue["allowed"], true, "{kueue}");
+    // The layout would change (this Job was stored without it): nothing is written.
     assert!(kueue["patch"].is_null(), "{kueue}");
+    // A Job stored as laid out: Kueue's unsuspend gets its template's mark signed again
+    // for the new node selector, and nothing else.
+    let created = mutate(None, &stored, "alice", &["ml-researchers"], &policy());
+    let laid_out = apply_patch(&stored, &patch_text(&created));
+    let mut unsuspended = laid_out.clone();
+    unsuspended["spec"]["suspend"] = json!(false);
+    unsuspended["spec"]["template"]["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] =
+        json!("us-east-1a");
+    let kueue = mutate(
+        Some(&laid_out),
+        &unsuspended,
+        KUEUE,
+        &["system:serviceaccounts"],
+        &policy(),
+    );
+    let ops: Vec<Value> = serde_json::from_str(&patch_text(&kueue)).unwrap();
+    assert!(!ops.is_empty(), "{kueue}");
+    assert!(
+        ops.iter()
+            .all(|op| op["path"].as_str().unwrap().contains("/template/metadata")),
+        "{kueue}"
+    );
     // An update of a workload whose templates may change is laid out as usual.
     let stored = pytorchjob(8);
     let mut grown = stored.clone();

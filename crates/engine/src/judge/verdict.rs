@@ -56,6 +56,14 @@ impl Op {
 pub struct Patch(pub(crate) Vec<(Op, String)>);
 
 impl Patch {
+    /// Whether every operation writes a pod template's metadata
+    /// (`.../template/metadata...`).
+    pub(crate) fn only_template_metadata(&self) -> bool {
+        self.0
+            .iter()
+            .all(|(_, path)| path.contains("/template/metadata"))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -82,20 +82,20 @@ pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Re
 /// JobSet's), so the update itself would be refused, or roll out a Deployment the
 /// platform team left alone. The validating webhook still judges what the update
 /// changes.
-///
-/// Nor does an UPDATE of a batch Job or a JobSet, whose pod templates the API server
-/// holds immutable once created (of a suspended one, only the scheduling directives may
-/// change: what Kueue writes when it admits it): a layout patch there, from a newer
-/// policy or on an object stored without the layout, would make Kueue's unsuspend fail
-/// as `field is immutable`, and the job would never start.
-/// <https://github.com/kubernetes/kubernetes/blob/v1.34.0/pkg/apis/batch/validation/validation.go>
 pub fn leave_as_sent(old: &Value, new: &Value) -> bool {
     let skip = |o: &Value| annotation(o, SKIP) == Some("true");
-    old.get("spec") == new.get("spec") || (skip(old) && skip(new)) || immutable_templates(new)
+    old.get("spec") == new.get("spec") || (skip(old) && skip(new))
 }
 
-/// A kind whose pod templates cannot change after creation: batch Job, JobSet.
-fn immutable_templates(object: &Value) -> bool {
+/// A kind whose pod templates cannot change after creation but for a suspended one's
+/// metadata and scheduling directives (what Kueue writes when it admits it): batch Job,
+/// JobSet. On its UPDATE the mutating webhook writes the templates' metadata only (the
+/// admission mark it signs again for Kueue's new node selector), and nothing when the
+/// layout itself would change: a layout patch there,
+/// from a newer policy or on an object stored without the layout, would make Kueue's
+/// unsuspend fail as `field is immutable`, and the job would never start.
+/// <https://github.com/kubernetes/kubernetes/blob/v1.34.0/pkg/apis/batch/validation/validation.go>
+pub fn immutable_templates(object: &Value) -> bool {
     let api = str_at(object, &["apiVersion"]).unwrap_or("");
     let kind = str_at(object, &["kind"]).unwrap_or("");
     matches!(
