@@ -233,9 +233,10 @@ async fn an_update_is_answered_from_its_object_without_building_the_old_one() {
     let (srv, pki, _dir) = tls_server(None).await;
     let c = client(&pki.ca_pem);
     let url = format!("{}/mutate", https_base(&srv));
-    // A workload: the mutating webhook never patches a pod on UPDATE.
+    // A workload whose templates may change on UPDATE (a JobSet's may not: its UPDATE gets
+    // no layout); the mutating webhook never patches a pod on UPDATE.
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/workloads/jobset-full-node.yaml");
+        .join("tests/fixtures/workloads/pytorchjob-full.yaml");
     let case: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let pod = case["object"].clone();
     let (status, create) = post(&c, &url, &review_for(&pod, "create")).await;
