@@ -308,17 +308,20 @@ fn the_mutating_webhook_leaves_an_update_that_changes_no_spec() {
     // Kueue's unsuspend changes the spec (suspend, its flavor's node selector), but a
     // Job's template is immutable but for those: a layout patch would make the API
     // server refuse the unsuspend, and the Job would never start.
-    let mut unsuspended = stored.clone();
-    unsuspended["spec"]["suspend"] = json!(false);
-    unsuspended["spec"]["template"]["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] =
-        json!("us-east-1a");
-    let kueue = mutate(
-        Some(&stored),
-        &unsuspended,
-        KUEUE,
-        &["system:serviceaccounts"],
-        &policy(),
-    );
+    let unsuspend = |old: &Value| {
+        let mut new = old.clone();
+        new["spec"]["suspend"] = json!(false);
+        new["spec"]["template"]["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] =
+            json!("us-east-1a");
+        mutate(
+            Some(old),
+            &new,
+            KUEUE,
+            &["system:serviceaccounts"],
+            &policy(),
+        )
+    };
+    let kueue = unsuspend(&stored);
     assert_eq!(kueue["allowed"], true, "{kueue}");
     // The layout would change (this Job was stored without it): nothing is written.
     assert!(kueue["patch"].is_null(), "{kueue}");
@@ -326,17 +329,7 @@ fn the_mutating_webhook_leaves_an_update_that_changes_no_spec() {
     // for the new node selector, and nothing else.
     let created = mutate(None, &stored, "alice", &["ml-researchers"], &policy());
     let laid_out = apply_patch(&stored, &patch_text(&created));
-    let mut unsuspended = laid_out.clone();
-    unsuspended["spec"]["suspend"] = json!(false);
-    unsuspended["spec"]["template"]["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] =
-        json!("us-east-1a");
-    let kueue = mutate(
-        Some(&laid_out),
-        &unsuspended,
-        KUEUE,
-        &["system:serviceaccounts"],
-        &policy(),
-    );
+    let kueue = unsuspend(&laid_out);
     let ops: Vec<Value> = serde_json::from_str(&patch_text(&kueue)).unwrap();
     assert!(!ops.is_empty(), "{kueue}");
     assert!(

@@ -8,15 +8,23 @@ use std::collections::BTreeMap;
 
 use trainplace_catalog::{Catalog, InstanceProfile};
 
+/// Whether a type offers the accelerator `resource` names: its own resource, or
+/// another name of its devices' family (NeuronCores of a Neuron type), in whatever
+/// count.
+pub(crate) fn offers_resource(catalog: &Catalog, inst: &InstanceProfile, resource: &str) -> bool {
+    inst.accelerator_resource == resource
+        || catalog
+            .family_of(resource)
+            .is_some_and(|f| catalog.family_of(&inst.accelerator_resource) == Some(f))
+}
+
 /// How many of `resource` a whole `inst` node holds, when it offers that resource.
 pub(crate) fn holds(catalog: &Catalog, inst: &InstanceProfile, resource: &str) -> Option<u32> {
     if resource == inst.accelerator_resource {
         return Some(inst.accelerators);
     }
     let named = catalog.accelerator(resource)?;
-    if named.name.ends_with('*')
-        || catalog.family_of(&inst.accelerator_resource) != Some(&named.family)
-    {
+    if named.name.ends_with('*') || !offers_resource(catalog, inst, resource) {
         return None;
     }
     if named.cores {

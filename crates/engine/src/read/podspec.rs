@@ -243,7 +243,12 @@ impl<'a> PodView<'a> {
     /// or a hostname `In` of one value.
     /// <https://github.com/kubernetes/kubernetes/blob/v1.34.0/pkg/controller/daemon/util/daemonset_util.go>
     pub fn pinned_node(&self) -> Option<&'a str> {
-        pinned_node(self.pod)
+        self.spec_str("nodeName")
+            .or_else(|| str_at(self.pod, &["spec", "nodeSelector", LABEL_HOSTNAME]))
+            .or_else(|| match required_node_terms(self.pod) {
+                [term] => term_node(term),
+                _ => None,
+            })
     }
 
     pub fn spec_bool(&self, key: &str) -> Option<bool> {
@@ -370,16 +375,6 @@ pub fn command_line(c: &Value) -> String {
         line.push_str(w);
     }
     line
-}
-
-/// [`PodView::pinned_node`] of a pod or pod template.
-pub(crate) fn pinned_node(pod: &Value) -> Option<&str> {
-    str_at(pod, &["spec", "nodeName"])
-        .or_else(|| str_at(pod, &["spec", "nodeSelector", LABEL_HOSTNAME]))
-        .or_else(|| match required_node_terms(pod) {
-            [term] => term_node(term),
-            _ => None,
-        })
 }
 
 /// The one node a node-selector term names, by field or hostname label.

@@ -425,8 +425,6 @@ fn decide(
         }
     };
     let (resp, patch) = match endpoint {
-        // A Scale is judged on the workload it scales; that workload's patch would not
-        // apply to the Scale object.
         // A Job's or JobSet's UPDATE: the templates' metadata only (the mark signed
         // again for Kueue's node selector), or nothing when the layout itself would
         // change (a newer policy, an object stored without it).
@@ -437,6 +435,8 @@ fn decide(
         {
             (base, None)
         }
+        // A Scale is judged on the workload it scales; that workload's patch would not
+        // apply to the Scale object.
         Endpoint::Mutate if verdict.patch.is_empty() || is_scale => (base, None),
         Endpoint::Mutate => match encode_patch(
             &verdict.patch,

@@ -91,9 +91,9 @@ pub fn leave_as_sent(old: &Value, new: &Value) -> bool {
 /// metadata and scheduling directives (what Kueue writes when it admits it): batch Job,
 /// JobSet. On its UPDATE the mutating webhook writes the templates' metadata only (the
 /// admission mark it signs again for Kueue's new node selector), and nothing when the
-/// layout itself would change: a layout patch there,
-/// from a newer policy or on an object stored without the layout, would make Kueue's
-/// unsuspend fail as `field is immutable`, and the job would never start.
+/// layout itself would change: a layout patch there, from a newer policy or on an
+/// object stored without the layout, would make Kueue's unsuspend fail as `field is
+/// immutable`, and the job would never start.
 /// <https://github.com/kubernetes/kubernetes/blob/v1.34.0/pkg/apis/batch/validation/validation.go>
 pub fn immutable_templates(object: &Value) -> bool {
     let api = str_at(object, &["apiVersion"]).unwrap_or("");

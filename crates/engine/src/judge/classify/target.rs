@@ -6,6 +6,7 @@ use super::shape::{InstanceSource, Target};
 use super::zones::{Allowed, affinity_values};
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::Effective;
+use crate::facts::whole_node::{holds, offers_resource};
 use crate::read::annotations::{INSTANCE_TYPE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA};
 use crate::read::json::str_at;
 use crate::read::podspec::PodView;
@@ -64,12 +65,14 @@ pub(super) fn target<'c>(
         match default {
             // The default type offers none of the pod's accelerators (a Trainium pod
             // under a p5 default): the pod can only land on types that do.
-            Target::Known(p, _) if !resource.is_empty() && !offers(catalog, p, resource) => {
+            Target::Known(p, _)
+                if !resource.is_empty() && !offers_resource(catalog, p, resource) =>
+            {
                 let types = fitting(
                     catalog,
                     catalog
                         .instances()
-                        .filter(|i| offers(catalog, i, resource))
+                        .filter(|i| offers_resource(catalog, i, resource))
                         .collect(),
                     resource,
                     per_pod,
@@ -108,8 +111,8 @@ fn fitting<'c>(
     // has none of the pod's: no place for it either. A count the catalog does not give
     // (NeuronCores on trn2) is not too small.
     let too_small = |p: &InstanceProfile| {
-        !offers(catalog, p, resource)
-            || crate::facts::whole_node::holds(catalog, p, resource).is_some_and(|n| n < per_pod)
+        !offers_resource(catalog, p, resource)
+            || holds(catalog, p, resource).is_some_and(|n| n < per_pod)
     };
     if types.iter().all(|p| too_small(p)) {
         // None fits: judged on those that offer the pod's accelerator (impossible), or
@@ -117,20 +120,11 @@ fn fitting<'c>(
         let offering: Vec<&'c InstanceProfile> = types
             .iter()
             .copied()
-            .filter(|p| offers(catalog, p, resource))
+            .filter(|p| offers_resource(catalog, p, resource))
             .collect();
         return if offering.is_empty() { types } else { offering };
     }
     types.into_iter().filter(|p| !too_small(p)).collect()
-}
-
-/// Whether a type offers the accelerator `resource` names (itself, or another name of
-/// its devices: NeuronCores of a Neuron type).
-fn offers(catalog: &Catalog, p: &InstanceProfile, resource: &str) -> bool {
-    p.accelerator_resource == resource
-        || catalog
-            .family_of(resource)
-            .is_some_and(|f| catalog.family_of(&p.accelerator_resource) == Some(f))
 }
 
 /// Where instance type names are looked up, and the types the node selection reaches.

@@ -93,7 +93,7 @@ fn opt_in(template: &Value, which: OptIn, ctx: &Ctx<'_, '_>) -> OptInState {
 }
 
 /// Why the template may hold part of a node, one reason per line.
-fn partial_reasons(template: &Value, spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> {
+fn partial_reasons(spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> {
     let catalog = &ctx.eff.policy.catalog;
     let mut reach = reach::reach(spec, catalog);
     // A pod bound to a node (`spec.nodeName`) runs on that node's type only, when the
@@ -101,8 +101,8 @@ fn partial_reasons(template: &Value, spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_
     // pod garbage collector removes pods bound to a deleted node). A pod pinned by a
     // hostname or a node-name affinity is not bound: pending, it may land on a later
     // node of the same name and another type, so it keeps every type.
-    if let Some(t) = template
-        .pointer("/spec/nodeName")
+    if let Some(t) = spec
+        .get("nodeName")
         .and_then(Value::as_str)
         .and_then(|n| ctx.who.inventory?.node_type(n))
         .filter(|t| reach.types.contains(*t))
@@ -189,7 +189,7 @@ fn judge_template(
         let state = opt_in(template, OptIn::AllowPartialNode, ctx);
         let reasons = match &large {
             Some(why) => vec![format!("it is too large to judge: {why}")],
-            None => partial_reasons(template, spec, &asks, ctx),
+            None => partial_reasons(spec, &asks, ctx),
         };
         if !reasons.is_empty() {
             out.extend(finding(
