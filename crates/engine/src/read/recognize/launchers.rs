@@ -16,8 +16,10 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
+use std::collections::HashSet;
 
 use super::counts::{count, host_list, node_count, per_pods, slurm_nodes};
+use super::sequence;
 use super::{ARGS, EXPANDED_LIMIT, Env, JobSize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1013,11 +1015,58 @@ fn truthy(v: &str) -> bool {
     matches!(v.trim(), "1" | "true" | "True" | "TRUE" | "yes")
 }
 
+/// An assignment a shell command line makes, and whether the shell makes it on every
+/// run before the line's first launcher reads its variables ([`sequence::certain`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Assigned<'a> {
+    pub name: &'a str,
+    pub value: &'a str,
+    pub certain: bool,
+}
+
 /// The variables a shell command line assigns, in order: `export A=1 B=2`, `env A=1 cmd`,
 /// and `A=1 cmd` (assignments before a command's first word).
-pub(super) fn assignments(line: &str) -> impl Iterator<Item = (&str, &str)> {
-    let launches = tokens(line).any(|w| named(w).is_some());
-    commands(line).flat_map(move |c| command_assignments(c, launches))
+pub(super) fn assignments(line: &str) -> Vec<Assigned<'_>> {
+    let pieces = sequence::pieces(line);
+    let first = pieces
+        .iter()
+        .position(|p| tokens(p.text).any(|w| named(w).is_some()));
+    let certain = sequence::certain(&pieces, first);
+    pieces
+        .iter()
+        .zip(certain)
+        .flat_map(|(p, certain)| {
+            let made = command_assignments(p.text, first.is_some());
+            // A program's own assignments are made after its words are expanded: the
+            // program's environment has them, its `$NAME` words the value before.
+            let expanded = if made.iter().any(|(_, _, own)| *own) {
+                referenced(p.text)
+            } else {
+                HashSet::new()
+            };
+            made.into_iter().map(move |(name, value, own)| Assigned {
+                name,
+                value,
+                certain: certain && !(own && expanded.contains(name)),
+            })
+        })
+        .collect()
+}
+
+/// The names a command refers to as `$NAME` or `${NAME...}`. Linear in the command.
+fn referenced(command: &str) -> HashSet<&str> {
+    command
+        .split('$')
+        .skip(1)
+        .filter_map(|rest| {
+            let rest = rest.strip_prefix('{').unwrap_or(rest);
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let name = &rest[..end];
+            is_name(name).then_some(name)
+        })
+        .collect()
 }
 
 /// One command's assignments that reach a launcher. An assignment sets a variable at a
@@ -1027,12 +1076,14 @@ pub(super) fn assignments(line: &str) -> impl Iterator<Item = (&str, &str)> {
 /// only when the command runs a launcher or a shell, or when the line runs no launcher
 /// (`WORLD_SIZE=8 python train.py`: the trainer reads it); never as the argument of
 /// another command (`echo export N=1`). A shell's `-c` string starts a command again.
-fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str)> {
+/// Each comes with whether it is a program's own (before its first word), which the
+/// program's environment holds but its own `$NAME` words do not see.
+fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str, bool)> {
     let words: Vec<&str> = tokens(command).collect();
     // The last word that names a launcher: a program before it may run one.
     let last_launcher = words.iter().rposition(|w| named(w).is_some());
     let mut out = Vec::new();
-    let mut pending: Vec<(&str, &str)> = Vec::new();
+    let mut pending: Vec<(&str, &str, bool)> = Vec::new();
     let (mut open, mut persistent, mut skip_value) = (true, false, false);
     for (i, &w) in words.iter().enumerate() {
         if std::mem::take(&mut skip_value) {
@@ -1043,9 +1094,9 @@ fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str)> 
             && is_name(n)
         {
             if persistent {
-                out.push((n, v));
+                out.push((n, v, false));
             } else {
-                pending.push((n, v));
+                pending.push((n, v, false));
             }
             continue;
         }
@@ -1061,13 +1112,19 @@ fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str)> 
             skip_value = matches!(w, "-u" | "-C" | "-g" | "-S");
             continue;
         }
+        // `. FILE`, `source FILE` and `eval ...` run commands trainplace does not see,
+        // in this shell: any variable may be set again.
+        if open && RUN_IN_PLACE.contains(&w) {
+            out.push((SOURCED, "", false));
+        }
         // A program, or a shell's `-c` (its string's commands follow).
         let reaches = !line_launches
             || w == "-c"
             || SHELLS.contains(&w.rsplit('/').next().unwrap_or(w))
             || last_launcher.is_some_and(|l| l >= i);
         if reaches {
-            out.append(&mut pending);
+            // The program's own: marked so.
+            out.extend(pending.iter().map(|&(n, v, _)| (n, v, true)));
         }
         pending.clear();
         open = w == "-c";
@@ -1077,6 +1134,15 @@ fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str)> 
     out.append(&mut pending);
     out
 }
+
+/// Commands that run other commands in the current shell (POSIX XCU 2.14, `dot` and
+/// `eval`; bash's `source`).
+const RUN_IN_PLACE: [&str; 3] = [".", "source", "eval"];
+
+/// The name [`assignments`] gives a command of [`RUN_IN_PLACE`]: after it, every
+/// variable is unsettled until the line sets it again. Not a shell name, so no
+/// lookup meets it.
+pub(super) const SOURCED: &str = ".";
 
 /// Commands whose assignments set (and export) the shell's variables.
 const EXPORTERS: [&str; 5] = ["export", "declare", "typeset", "local", "readonly"];

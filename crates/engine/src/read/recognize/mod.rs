@@ -10,6 +10,7 @@
 
 mod counts;
 mod launchers;
+mod sequence;
 
 use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
@@ -90,8 +91,11 @@ pub(crate) struct Env<'a> {
     /// the template's own entries, so its values win).
     operator: &'a [(&'static str, String)],
     /// Variables the command line itself sets (`export N=4; ...`, `N=4 torchrun ...`,
-    /// `env N=4 ...`): they win over the container's env for what follows.
-    assigned: HashMap<String, String>,
+    /// `env N=4 ...`): they win over the container's env for what follows. `None`: the
+    /// line sets it only on some runs, to a value other than the one it has otherwise.
+    assigned: HashMap<String, Option<String>>,
+    /// The line runs a file or text in its own shell (`. FILE`, `source`, `eval`).
+    sourced: bool,
 }
 
 /// Lookups answered by reading the env from its end before the map is built.
@@ -129,6 +133,7 @@ impl<'a> Env<'a> {
             values: OnceCell::new(),
             scans: Cell::new(0),
             assigned: HashMap::new(),
+            sourced: false,
             operator: &[],
         }
     }
@@ -166,25 +171,53 @@ impl<'a> Env<'a> {
             .copied()
     }
 
-    /// This env with the assignments a shell command line makes (the last one of a
-    /// name wins).
+    /// This env with the assignments a shell command line makes. One the shell makes on
+    /// every run before the launcher replaces the value; one it makes only on some runs
+    /// (in a branch, a loop, a function, a subshell, after `||`, after the launcher)
+    /// leaves the variable unsettled unless it sets the value it already has: the
+    /// launcher may read either, so neither is taken for the job's size.
     pub(crate) fn with_assignments(mut self, line: &str) -> Self {
-        // Straight into the map, later assignments replacing earlier ones: a long shell
-        // line's assignments are not listed first.
-        self.assigned = launchers::assignments(line)
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
+        for a in launchers::assignments(line) {
+            if a.name == launchers::SOURCED {
+                // Commands trainplace does not see may set any variable again.
+                self.sourced = true;
+                self.assigned.values_mut().for_each(|v| *v = None);
+                continue;
+            }
+            let value = if a.certain {
+                Some(a.value.to_string())
+            } else {
+                let before = match self.assigned.get(a.name) {
+                    Some(known) => known.as_deref().map(EnvValue::Literal),
+                    None => self.unassigned(a.name),
+                };
+                (before == Some(EnvValue::Literal(a.value))).then(|| a.value.to_string())
+            };
+            self.assigned.insert(a.name.to_string(), value);
+        }
         self
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<EnvValue<'_>> {
-        if let Some(v) = self.assigned.get(name) {
-            return Some(EnvValue::Literal(v));
+        match self.assigned.get(name) {
+            Some(Some(v)) => Some(EnvValue::Literal(v)),
+            Some(None) => Some(EnvValue::Elsewhere),
+            None => self.unassigned(name),
         }
-        if let Some((_, v)) = self.operator.iter().rev().find(|(n, _)| *n == name) {
-            return Some(EnvValue::Literal(v));
+    }
+
+    /// The value the container starts with: the operator's entry, else its own. Once
+    /// the line ran a file or text trainplace does not see, a value it has is one that
+    /// file may have replaced (one it lacks stays unset, as an image's may be).
+    fn unassigned(&self, name: &str) -> Option<EnvValue<'_>> {
+        let value = match self.operator.iter().rev().find(|(n, _)| *n == name) {
+            Some((_, v)) => Some(EnvValue::Literal(v.as_str())),
+            None => self.own(name),
+        };
+        if self.sourced {
+            return value.map(|_| EnvValue::Elsewhere);
         }
-        self.own(name)
+        value
     }
 
     pub(crate) fn literal(&self, name: &str) -> Option<&str> {

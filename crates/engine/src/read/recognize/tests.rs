@@ -258,10 +258,16 @@ fn a_command_line_sets_env_for_what_follows() {
     use super::launchers::assignments;
     let got: Vec<_> =
         assignments("bash -c \"export PET_NNODES=4 X=1; WORLD_SIZE=8 python t.py --lr=3\"")
+            .into_iter()
+            .map(|a| (a.name, a.value, a.certain))
             .collect();
     assert_eq!(
         got,
-        vec![("PET_NNODES", "4"), ("X", "1"), ("WORLD_SIZE", "8")]
+        vec![
+            ("PET_NNODES", "4", true),
+            ("X", "1", true),
+            ("WORLD_SIZE", "8", true)
+        ]
     );
     let none = env(&[("PET_NNODES", "1")]);
     let e = Env::of(&none).with_assignments("export PET_NNODES=4; torchrun t.py");
@@ -558,6 +564,8 @@ fn assignments_are_read_where_the_shell_makes_them() {
     let got: Vec<(&str, &str)> = assignments(
         "if true; then export A=1; fi; env -u X B=2 torchrun t; declare -x C=3; sudo -E D=4 bash -c t; echo export E=5; F=6 python prep.py",
     )
+    .into_iter()
+    .map(|a| (a.name, a.value))
     .collect();
     // F=6 is prep.py's own: the line's launcher does not see it.
     assert_eq!(got, vec![("A", "1"), ("B", "2"), ("C", "3"), ("D", "4")]);
@@ -569,5 +577,71 @@ fn assignments_are_read_where_the_shell_makes_them() {
             1
         ),
         Some(JobSize::Pods(4))
+    );
+}
+
+/// An assignment the shell makes only on some runs, or after the launcher, or that the
+/// launcher's own words do not see, does not settle the variable: the env's value
+/// stands beside it, and a count that may be either is no count (several pods). One
+/// made on every run before the launcher settles it.
+#[test]
+fn assignments_made_only_on_some_runs_settle_nothing() {
+    let four = env(&[("NNODES", "4")]);
+    let unsettled = [
+        "torchrun --nnodes=$NNODES t.py; export NNODES=1",
+        "if false; then export NNODES=1; fi; torchrun --nnodes=$NNODES t.py",
+        "f() { export NNODES=1; }; torchrun --nnodes=$NNODES t.py",
+        "f() {\n  export NNODES=1\n}\ntorchrun --nnodes=$NNODES t.py",
+        "(export NNODES=1); torchrun --nnodes=$NNODES t.py",
+        "test -n x || export NNODES=1; torchrun --nnodes=$NNODES t.py",
+        "export NNODES=1 | cat; torchrun --nnodes=$NNODES t.py",
+        "export NNODES=1 & torchrun --nnodes=$NNODES t.py",
+        "for i in 1; do NNODES=1; done; torchrun --nnodes=$NNODES t.py",
+        "case $X in a) echo; NNODES=1;; esac; torchrun --nnodes=$NNODES t.py",
+        "cd /w && export NNODES=1; torchrun --nnodes=$NNODES t.py",
+        // The words of a command are expanded before its own assignments are made.
+        "NNODES=1 torchrun --nnodes=$NNODES t.py",
+        "NNODES=1 torchrun --nnodes=${NNODES} t.py",
+        // A file or text run in this shell may set it again.
+        "source /etc/job/train.env\ntorchrun --nnodes=$NNODES t.py",
+        ". /etc/job/train.env && exec torchrun --nnodes=$NNODES t.py",
+        "export NNODES=1; eval \"$SETUP\"; torchrun --nnodes=$NNODES t.py",
+    ];
+    let quoted = unsettled.map(|l| format!("bash -c \"{l}\""));
+    for line in unsettled
+        .iter()
+        .copied()
+        .chain(quoted.iter().map(String::as_str))
+    {
+        // Several, or the env's 4 where the assignment is not read at all.
+        let got = read(line, &four, 1);
+        assert!(got.is_some_and(|s| s.multi_pod()), "{line}: {got:?}");
+    }
+    let settled = [
+        "export NNODES=1; torchrun --nnodes=$NNODES t.py",
+        "cd /w && export NNODES=1 && torchrun --nnodes=$NNODES t.py 2>&1 | tee log",
+        "if [ -n x ]; then echo; fi\nNNODES=1\ntorchrun --nnodes=$NNODES t.py",
+        "{ echo; }; export NNODES=1; torchrun --nnodes=$NNODES t.py",
+        // The same value on every path.
+        "if true; then export NNODES=4; fi; torchrun --nnodes=$NNODES t.py",
+    ];
+    for line in settled {
+        let want = if line.contains("NNODES=4") { 4 } else { 1 };
+        assert_eq!(read(line, &four, 1), Some(JobSize::Pods(want)), "{line}");
+    }
+    // What a sourced file may set is unsettled; what nothing set stays unset.
+    let none = env(&[]);
+    assert_eq!(
+        read(
+            "source /opt/venv/bin/activate; torchrun --standalone t.py",
+            &none,
+            1
+        ),
+        Some(JobSize::Pods(1))
+    );
+    // A program's own assignment is its environment, which torchrun reads.
+    assert_eq!(
+        read("PET_NNODES=1 torchrun t.py", &four, 1),
+        Some(JobSize::Pods(1))
     );
 }
