@@ -31,7 +31,8 @@ pub(super) fn write_site(
     verdict: &mut Verdict,
     ops: &mut Ops,
 ) -> Result<(), ObjectError> {
-    if !judgement.has_layout() {
+    // No layout and nothing to hold: left as sent (and not signed).
+    if !judgement.has_layout() && !judgement.unconstrained() {
         return Ok(());
     }
     let missing = || ObjectError::bad(&site.field, "missing");

@@ -77,6 +77,11 @@ impl<'p> Judgement<'p> {
         })
     }
 
+    /// What the template was judged to be.
+    pub(crate) fn shape(&self) -> &Shape<'p> {
+        &self.shape
+    }
+
     /// The job's identity label, when known.
     pub fn identity(&self) -> Option<(&str, &str)> {
         self.shape
@@ -269,9 +274,8 @@ fn unheld(judgement: &Judgement<'_>, ctx: &Ctx<'_, '_>) -> Option<Unheld> {
         None if ctx.kind == Kind::Pod => Some(Unheld::NoIdentity),
         None => None,
         // A workload's pods are judged, and held, when its controller creates them.
-        Some(_) if ctx.final_object && ctx.kind == Kind::Pod && judgement.layout.is_some() => {
-            Some(Unheld::NotMutated)
-        }
+        // Written with the layout or, where there is none, alone.
+        Some(_) if ctx.final_object && ctx.kind == Kind::Pod => Some(Unheld::NotMutated),
         Some(_) => None,
     }
 }

@@ -1026,31 +1026,24 @@ pub(super) struct Assigned<'a> {
 
 /// The variables a shell command line assigns, in order: `export A=1 B=2`, `env A=1 cmd`,
 /// and `A=1 cmd` (assignments before a command's first word).
-pub(super) fn assignments(line: &str) -> Vec<Assigned<'_>> {
-    let pieces = sequence::pieces(line);
-    let first = pieces
-        .iter()
-        .position(|p| tokens(p.text).any(|w| named(w).is_some()));
-    let certain = sequence::certain(&pieces, first);
-    pieces
-        .iter()
-        .zip(certain)
-        .flat_map(|(p, certain)| {
-            let made = command_assignments(p.text, first.is_some());
-            // A program's own assignments are made after its words are expanded: the
-            // program's environment has them, its `$NAME` words the value before.
-            let expanded = if made.iter().any(|(_, _, own)| *own) {
-                referenced(p.text)
-            } else {
-                HashSet::new()
-            };
-            made.into_iter().map(move |(name, value, own)| Assigned {
-                name,
-                value,
-                certain: certain && !(own && expanded.contains(name)),
-            })
+pub(super) fn assignments(line: &str) -> impl Iterator<Item = Assigned<'_>> {
+    let launch = sequence::Launch::find(line, |text| tokens(text).any(|w| named(w).is_some()));
+    sequence::pieces(line).enumerate().flat_map(move |(i, p)| {
+        let certain = launch.certain(i, &p);
+        let made = command_assignments(p.text, launch.found());
+        // A program's own assignments are made after its words are expanded: the
+        // program's environment has them, its `$NAME` words the value before.
+        let expanded = if made.iter().any(|(_, _, own)| *own) {
+            referenced(p.text)
+        } else {
+            HashSet::new()
+        };
+        made.into_iter().map(move |(name, value, own)| Assigned {
+            name,
+            value,
+            certain: certain && !(own && expanded.contains(name)),
         })
-        .collect()
+    })
 }
 
 /// The names a command refers to as `$NAME` or `${NAME...}`. Linear in the command.

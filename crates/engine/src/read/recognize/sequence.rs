@@ -34,58 +34,54 @@ pub(super) struct Piece<'a> {
 }
 
 /// The line's commands, in order, split at its control operators (not at the `&` of a
-/// redirection), each with its operators and nesting. Linear in the line.
-pub(super) fn pieces(line: &str) -> Vec<Piece<'_>> {
+/// redirection), each with its operators and nesting. Linear in the line; nothing is
+/// collected.
+pub(super) fn pieces(line: &str) -> impl Iterator<Item = Piece<'_>> {
+    let mut rest = Some((0, Sep::Edge));
+    let mut depth = Depth::default();
+    std::iter::from_fn(move || {
+        let (start, before) = rest?;
+        let (end, after, width) = next_operator(line, start);
+        rest = (after != Sep::Edge).then_some((end + width, after));
+        let text = &line[start..end];
+        let top_level = depth.is_zero() && !groups(text);
+        depth.follow(text);
+        Some(Piece {
+            text,
+            before,
+            after,
+            top_level,
+        })
+    })
+}
+
+/// The first control operator at or after `from`: where it starts, which, and its
+/// width; the line's end when there is none.
+fn next_operator(line: &str, from: usize) -> (usize, Sep, usize) {
     let bytes = line.as_bytes();
-    let mut out = Vec::new();
-    let (mut start, mut i, mut before) = (0, 0, Sep::Edge);
+    let mut i = from;
     while i < bytes.len() {
         let next = bytes.get(i + 1).copied();
         let prev = i.checked_sub(1).map(|p| bytes[p]);
-        let (sep, width) = match bytes[i] {
-            b'\n' => (Sep::Seq, 1),
-            b';' => (Sep::Seq, if next == Some(b';') { 2 } else { 1 }),
-            b'&' if next == Some(b'&') => (Sep::And, 2),
+        let found = match bytes[i] {
+            b'\n' => Some((Sep::Seq, 1)),
+            b';' => Some((Sep::Seq, if next == Some(b';') { 2 } else { 1 })),
+            b'&' if next == Some(b'&') => Some((Sep::And, 2)),
             // A redirection (`2>&1`, `&>log`, `<&3`), not an operator.
-            b'&' if matches!(prev, Some(b'>' | b'<')) || next == Some(b'>') => {
-                i += 1;
-                continue;
-            }
-            b'&' => (Sep::Background, 1),
-            b'|' if next == Some(b'|') => (Sep::Or, 2),
+            b'&' if matches!(prev, Some(b'>' | b'<')) || next == Some(b'>') => None,
+            b'&' => Some((Sep::Background, 1)),
+            b'|' if next == Some(b'|') => Some((Sep::Or, 2)),
             // `>|` overwrites a file.
-            b'|' if prev == Some(b'>') => {
-                i += 1;
-                continue;
-            }
-            b'|' => (Sep::Pipe, if next == Some(b'&') { 2 } else { 1 }),
-            _ => {
-                i += 1;
-                continue;
-            }
+            b'|' if prev == Some(b'>') => None,
+            b'|' => Some((Sep::Pipe, if next == Some(b'&') { 2 } else { 1 })),
+            _ => None,
         };
-        out.push(Piece {
-            text: &line[start..i],
-            before,
-            after: sep,
-            top_level: false,
-        });
-        before = sep;
-        i += width;
-        start = i;
+        if let Some((sep, width)) = found {
+            return (i, sep, width);
+        }
+        i += 1;
     }
-    out.push(Piece {
-        text: &line[start..],
-        before,
-        after: Sep::Edge,
-        top_level: false,
-    });
-    let mut depth = Depth::default();
-    for p in &mut out {
-        p.top_level = depth.is_zero() && !groups(p.text);
-        depth.follow(p.text);
-    }
-    out
+    (bytes.len(), Sep::Edge, 0)
 }
 
 /// Whether a command opens or closes a subshell or group itself: `( )`, `{ }`,
@@ -144,27 +140,45 @@ impl Depth {
     }
 }
 
-/// For each piece, whether an assignment in it is made on every run before the
-/// line's first launcher (the piece `first`, or none) reads its variables: at the top
-/// level, not after `||` or in a pipeline, not in the background (but for the
-/// launcher's own prefix assignments), after `&&` only when `&&` alone leads from it
-/// to the launcher, and never after the launcher.
-pub(super) fn certain(pieces: &[Piece<'_>], first: Option<usize>) -> Vec<bool> {
-    let first = first.unwrap_or(pieces.len());
-    // The pieces from which `&&` alone leads to the launcher.
-    let mut chain = first;
-    while chain > 0 && pieces[chain - 1].after == Sep::And {
-        chain -= 1;
+/// Where the line's first launcher runs: its piece, and the first piece from which
+/// `&&` alone leads to it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Launch {
+    first: usize,
+    chain: usize,
+}
+
+impl Launch {
+    /// The first piece `launches` says runs a launcher (none: past the line's end).
+    pub(super) fn find(line: &str, launches: impl Fn(&str) -> bool) -> Self {
+        let mut chain = 0;
+        for (i, p) in pieces(line).enumerate() {
+            if p.before != Sep::And {
+                chain = i;
+            }
+            if launches(p.text) {
+                return Launch { first: i, chain };
+            }
+        }
+        Launch {
+            first: usize::MAX,
+            chain: usize::MAX,
+        }
     }
-    pieces
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            p.top_level
-                && i <= first
-                && !matches!(p.before, Sep::Or | Sep::Pipe)
-                && (i == first || !matches!(p.after, Sep::Pipe | Sep::Background))
-                && (p.before != Sep::And || i >= chain)
-        })
-        .collect()
+
+    pub(super) fn found(self) -> bool {
+        self.first != usize::MAX
+    }
+
+    /// Whether an assignment in piece `i` is made on every run before the launcher
+    /// reads its variables: at the top level, not after `||` or in a pipeline, not in
+    /// the background (but for the launcher's own prefix assignments), after `&&` only
+    /// when `&&` alone leads from it to the launcher, and never after the launcher.
+    pub(super) fn certain(self, i: usize, p: &Piece<'_>) -> bool {
+        p.top_level
+            && i <= self.first
+            && !matches!(p.before, Sep::Or | Sep::Pipe)
+            && (i == self.first || !matches!(p.after, Sep::Pipe | Sep::Background))
+            && (p.before != Sep::And || i >= self.chain)
+    }
 }

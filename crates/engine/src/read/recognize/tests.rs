@@ -258,7 +258,6 @@ fn a_command_line_sets_env_for_what_follows() {
     use super::launchers::assignments;
     let got: Vec<_> =
         assignments("bash -c \"export PET_NNODES=4 X=1; WORLD_SIZE=8 python t.py --lr=3\"")
-            .into_iter()
             .map(|a| (a.name, a.value, a.certain))
             .collect();
     assert_eq!(
@@ -564,7 +563,6 @@ fn assignments_are_read_where_the_shell_makes_them() {
     let got: Vec<(&str, &str)> = assignments(
         "if true; then export A=1; fi; env -u X B=2 torchrun t; declare -x C=3; sudo -E D=4 bash -c t; echo export E=5; F=6 python prep.py",
     )
-    .into_iter()
     .map(|a| (a.name, a.value))
     .collect();
     // F=6 is prep.py's own: the line's launcher does not see it.

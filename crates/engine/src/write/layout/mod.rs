@@ -60,8 +60,20 @@ const SHM_VOLUME: &str = "trainplace-shm";
 
 impl Judgement<'_> {
     /// Write the layout into the template under `site`; returns the changes made.
+    /// Without a layout (the instance type or the device count unknown), the zone hold
+    /// alone: a multi-pod job whose size and identity are read is held in one zone
+    /// whatever its type.
     pub fn write(&self, eff: &Effective<'_>, site: Cursor<'_>, ops: &mut Ops) -> Vec<Change> {
-        self.plan(eff).map_or_else(Vec::new, |p| p.apply(site, ops))
+        if let Some(plan) = self.plan(eff) {
+            return plan.apply(site, ops);
+        }
+        let mut out = Vec::new();
+        if let Some(mut spec) = site.get("spec")
+            && eff.on(|m| m.zone_affinity)
+        {
+            steps::zone_hold(self.shape(), &mut spec, &mut Edit { ops, out: &mut out });
+        }
+        out
     }
 }
 

@@ -7,4 +7,5 @@ mod network;
 mod scheduling;
 mod spec;
 
+pub(super) use scheduling::zone_hold;
 pub(super) use spec::push_required;

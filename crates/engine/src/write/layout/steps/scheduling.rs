@@ -4,11 +4,62 @@
 use serde_json::{Value, json};
 
 use super::spec::push_required;
-use crate::judge::classify::InstanceSource;
+use crate::judge::classify::{InstanceSource, Shape};
 use crate::read::annotations::{LABEL_HOSTNAME, LABEL_INSTANCE_TYPE, LABEL_ZONE, RES_EFA};
 use crate::read::json::items;
 use crate::write::edit::Cursor;
 use crate::write::layout::{Edit, Plan};
+
+/// A pod affinity term over the job's own pods; per group where the workload has
+/// independent groups (the scheduler fills `matchLabelKeys` from the pod's labels).
+fn job_term(shape: &Shape<'_>, key: &str, value: &str, topology: &str) -> Value {
+    let mut term = json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology});
+    if let Some(group) = &shape.group_label {
+        term["matchLabelKeys"] = json!([group]);
+    }
+    term
+}
+
+fn per_group(shape: &Shape<'_>) -> String {
+    match &shape.group_label {
+        Some(group) => format!(" and the same {group}"),
+        None => String::new(),
+    }
+}
+
+/// A multi-pod job held in one zone: a required pod affinity over its own pods on the
+/// zone key, unless something else places it already (a zone pinned, held, spread or
+/// split). It needs neither the instance type nor the device count, so it is written
+/// where no layout is (`Judgement::write`).
+pub(in crate::write::layout) fn zone_hold(
+    shape: &Shape<'_>,
+    spec: &mut Cursor<'_>,
+    ed: &mut Edit<'_>,
+) {
+    let z = &shape.zones;
+    if !shape.multi_pod
+        || z.pinned.is_some()
+        || z.held
+        || z.anti
+        || z.allows_many.is_some()
+        || z.spread
+    {
+        return;
+    }
+    let Some((key, value)) = &shape.identity else {
+        return;
+    };
+    let term = job_term(shape, key, value, LABEL_ZONE);
+    if push_required(spec, "podAffinity", term, ed.ops) {
+        ed.change(
+            format!(
+                "podAffinity: pods with {key}={value}{} in one {LABEL_ZONE}",
+                per_group(shape)
+            ),
+            "EFA traffic cannot cross availability zones".into(),
+        );
+    }
+}
 
 impl Plan<'_> {
     /// A pod affinity term over the job's own pods; per group where the workload has
@@ -19,19 +70,11 @@ impl Plan<'_> {
         value: &str,
         topology: &str,
     ) -> Value {
-        let mut term =
-            json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology});
-        if let Some(group) = &self.shape.group_label {
-            term["matchLabelKeys"] = json!([group]);
-        }
-        term
+        job_term(self.shape, key, value, topology)
     }
 
     pub(in crate::write::layout) fn per_group(&self) -> String {
-        match &self.shape.group_label {
-            Some(group) => format!(" and the same {group}"),
-            None => String::new(),
-        }
+        per_group(self.shape)
     }
 
     pub(in crate::write::layout) fn tolerations(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
@@ -95,29 +138,7 @@ impl Plan<'_> {
     }
 
     pub(in crate::write::layout) fn zone_affinity(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
-        let z = &self.shape.zones;
-        if !self.shape.multi_pod
-            || z.pinned.is_some()
-            || z.held
-            || z.anti
-            || z.allows_many.is_some()
-            || z.spread
-        {
-            return;
-        }
-        let Some((key, value)) = &self.shape.identity else {
-            return;
-        };
-        let term = self.job_term(key, value, LABEL_ZONE);
-        if push_required(spec, "podAffinity", term, ed.ops) {
-            ed.change(
-                format!(
-                    "podAffinity: pods with {key}={value}{} in one {LABEL_ZONE}",
-                    self.per_group()
-                ),
-                "EFA traffic cannot cross availability zones".into(),
-            );
-        }
+        zone_hold(self.shape, spec, ed);
     }
 
     pub(in crate::write::layout) fn anti_affinity(&self, spec: &mut Cursor<'_>, ed: &mut Edit<'_>) {
