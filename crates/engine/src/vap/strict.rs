@@ -196,12 +196,12 @@ fn reaches(x: &str, n: &str) -> String {
     let mut selector = Vec::new();
     for k in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
         selector.push(fill(
-            "(!(@K@ in @X@.spec.nodeSelector) || @X@.spec.nodeSelector[@K@] == @N@)",
+            "(!(@K@ in @X@.spec.nodeSelector) || @X@.spec.nodeSelector[@K@] == @N@ || @X@.spec.nodeSelector[@K@] == 'ml.' + @N@)",
             &[("K", &lit(k)), ("X", x), ("N", n)],
         ));
     }
     fill(
-        "((!has(@X@.spec.nodeSelector) || (@SEL@)) && (size(@X@.terms) == 0 || @X@.terms.exists(t, !has(t.matchExpressions) || t.matchExpressions.all(e, !(e.key in @KEYS@) || (e.operator == 'In' ? (has(e.values) && @N@ in e.values) : e.operator == 'NotIn' ? !(has(e.values) && @N@ in e.values) : e.operator != 'DoesNotExist')))))",
+        "((!has(@X@.spec.nodeSelector) || (@SEL@)) && (size(@X@.terms) == 0 || @X@.terms.exists(t, !has(t.matchExpressions) || t.matchExpressions.all(e, !(e.key in @KEYS@) || (e.operator == 'In' ? (has(e.values) && (@N@ in e.values || ('ml.' + @N@) in e.values)) : e.operator != 'DoesNotExist')))))",
         &[
             ("X", x),
             ("N", n),
@@ -215,7 +215,7 @@ fn reaches(x: &str, n: &str) -> String {
 fn unknown_type(x: &str) -> String {
     let keys = list(&[LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA]);
     fill(
-        "((has(@X@.spec.nodeSelector) && @KEYS@.exists(k, k in @X@.spec.nodeSelector && !(@X@.spec.nodeSelector[k] in variables.catalog))) || @X@.terms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in @KEYS@ && e.operator == 'In' && has(e.values) && e.values.exists(v, !(v in variables.catalog)))))",
+        "((has(@X@.spec.nodeSelector) && @KEYS@.exists(k, k in @X@.spec.nodeSelector && !(@X@.spec.nodeSelector[k] in variables.catalog) && !variables.catalog.exists(n, 'ml.' + n == @X@.spec.nodeSelector[k]))) || @X@.terms.exists(t, has(t.matchExpressions) && t.matchExpressions.exists(e, e.key in @KEYS@ && e.operator == 'In' && has(e.values) && e.values.exists(v, !(v in variables.catalog) && !variables.catalog.exists(n, 'ml.' + n == v)))))",
         &[("X", x), ("KEYS", &keys)],
     )
 }

@@ -2,7 +2,9 @@
 //! instance-type labels only (`nodeSelector` and the required node-affinity terms);
 //! every other selector can only narrow the set further, so leaving it out keeps the
 //! set a superset. A type named that the catalog does not know is reported: strict mode
-//! cannot tell how many accelerators it has.
+//! cannot tell how many accelerators it has. Only a type named (`nodeSelector`, `In`)
+//! narrows the set: an exclusion (`NotIn`) leaves every type the catalog does not list
+//! reachable, so it narrows nothing.
 
 use std::collections::BTreeSet;
 
@@ -33,7 +35,24 @@ pub(crate) fn terms(spec: &Value) -> &[Value] {
     )
 }
 
-/// Whether catalog type `name` satisfies one term's instance-type expressions.
+/// Whether a label value names catalog type `name`: as written, or as SageMaker HyperPod
+/// labels its nodes (`ml.p5.48xlarge`).
+fn names(value: &str, name: &str) -> bool {
+    value == name || value.strip_prefix("ml.") == Some(name)
+}
+
+/// Whether a label value names a catalog type.
+fn known(catalog: &Catalog, value: &str) -> bool {
+    catalog.get(value).is_some()
+        || value
+            .strip_prefix("ml.")
+            .is_some_and(|v| catalog.get(v).is_some())
+}
+
+/// Whether catalog type `name` satisfies one term's instance-type expressions. Only
+/// `In` narrows: `NotIn` (like `Exists`) also reaches every type the catalog does not
+/// list, whose count is unknown, so it is read as reaching every type; `DoesNotExist`
+/// reaches no node (every node has its type label).
 fn term_allows(term: &Value, name: &str) -> bool {
     let exprs = items(term, &["matchExpressions"]);
     crate::budget::draw_len("nodeSelectorTerms.matchExpressions", exprs.len());
@@ -42,14 +61,10 @@ fn term_allows(term: &Value, name: &str) -> bool {
         if !KEYS.contains(&key) {
             return true;
         }
-        let listed = || {
-            items(e, &["values"])
-                .iter()
-                .any(|v| v.as_str() == Some(name))
-        };
         match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-            "In" => listed(),
-            "NotIn" => !listed(),
+            "In" => items(e, &["values"])
+                .iter()
+                .any(|v| v.as_str().is_some_and(|v| names(v, name))),
             "DoesNotExist" => false,
             _ => true,
         }
@@ -63,7 +78,7 @@ pub(crate) fn reach(spec: &Value, catalog: &Catalog) -> Reach {
     let mut unknown = BTreeSet::new();
     for key in KEYS {
         if let Some(v) = selector.and_then(|s| s.get(key)).and_then(Value::as_str)
-            && catalog.get(v).is_none()
+            && !known(catalog, v)
         {
             unknown.insert(v.to_string());
         }
@@ -79,7 +94,7 @@ pub(crate) fn reach(spec: &Value, catalog: &Catalog) -> Reach {
                 let values = items(e, &["values"]);
                 crate::budget::draw_len("matchExpressions.values", values.len());
                 for v in values.iter().filter_map(Value::as_str) {
-                    if catalog.get(v).is_none() {
+                    if !known(catalog, v) {
                         unknown.insert(v.to_string());
                     }
                 }
@@ -94,7 +109,7 @@ pub(crate) fn reach(spec: &Value, catalog: &Catalog) -> Reach {
                 selector
                     .and_then(|s| s.get(*key))
                     .and_then(Value::as_str)
-                    .is_none_or(|v| v == *name)
+                    .is_none_or(|v| names(v, name))
             }) && (terms.is_empty() || terms.iter().any(|t| term_allows(t, name)))
         })
         .map(String::from)
