@@ -426,6 +426,16 @@ fn a_jobsets_child_job_from_its_controller_is_judged_with_the_grants_its_mark_vo
         !judge_as(&child, "system:authenticated").0,
         "a user's copy was admitted on the submitter's grant"
     );
+    // A trusted controller that renders workloads from a spec trainplace never judged
+    // (Katib's Trial, from an Experiment's trial template a tenant wrote) passes on a
+    // copied mark: its child keeps no grant.
+    let mut rendered = child.clone();
+    rendered["metadata"]["ownerReferences"] = json!([{"apiVersion": "kubeflow.org/v1beta1",
+        "kind": "Trial", "name": "exp-7x2k9", "uid": "3", "controller": true}]);
+    assert!(
+        !judge_as(&rendered, "system:serviceaccounts:kubeflow").0,
+        "a Trial's copy was admitted on the submitter's grant"
+    );
     let mut edited = child.clone();
     edited["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
         json!(2);
@@ -474,4 +484,59 @@ fn failed_verifications_are_counted() {
     assert!(!judge_pod(&pod_from(&template, "PyTorchJob"), &other));
     assert!(!judge_pod(&pod_from(&template, "StatefulSet"), &k));
     assert_eq!(counter.load(std::sync::atomic::Ordering::Relaxed), 2);
+}
+
+/// A LeaderWorkerSet of single-pod groups on part of a node is admitted (each group is
+/// its own one-pod job). The leader StatefulSet its controller makes from the signed
+/// template is left to its pods, which are judged when created; judged as one job of
+/// every pod it makes, it was refused and the LeaderWorkerSet never ran. A tenant's
+/// copy of that StatefulSet, or one owned by anything else, is still judged.
+#[test]
+fn a_leaderworkersets_leader_statefulset_from_its_controller_is_left_to_its_pods() {
+    let k = keys("k1", 7);
+    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "one", "namespace": "prod"},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 1, "workerTemplate": {
+            "metadata": {"labels": {}},
+            "spec": {"containers": [{"name": "vllm", "image": "vllm:1",
+                "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}});
+    let judge_as = |object: &Value, group: &str| {
+        let groups = [group.to_string()];
+        let who = Requester {
+            namespace: "prod",
+            groups: &groups,
+            marks: Some(&k),
+            ..Default::default()
+        };
+        let mutated = evaluate(object, &policy(), &who).unwrap();
+        let stored = judge_owned(mutated.object.clone(), &policy(), &who).unwrap();
+        (mutated.allowed && stored.allowed, mutated.object)
+    };
+    let (allowed, stored) = judge_as(&lws, "system:authenticated");
+    assert!(allowed, "the LeaderWorkerSet was refused");
+    let mut template = stored["spec"]["leaderWorkerTemplate"]["workerTemplate"].clone();
+    template["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/name"] = json!("one");
+    template["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"] = json!("0");
+    let leaders = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "one", "namespace": "prod",
+            "ownerReferences": [{"apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet", "name": "one", "uid": "1", "controller": true}]},
+        "spec": {"replicas": 2, "serviceName": "one", "template": template}});
+    assert!(
+        judge_as(&leaders, "system:serviceaccounts:lws-system").0,
+        "the LeaderWorkerSet controller's leader StatefulSet was refused"
+    );
+    assert!(
+        !judge_as(&leaders, "system:authenticated").0,
+        "a tenant's copy of the leader StatefulSet was admitted"
+    );
+    let mut other = leaders.clone();
+    other["metadata"]["ownerReferences"][0]["kind"] = json!("Notebook");
+    other["metadata"]["ownerReferences"][0]["apiVersion"] = json!("kubeflow.org/v1");
+    assert!(
+        !judge_as(&other, "system:serviceaccounts:kubeflow").0,
+        "another controller's StatefulSet was left alone on a copied mark"
+    );
 }

@@ -68,6 +68,20 @@ pub(super) fn judge(
     let Some((made, field)) = made_by_controller(object) else {
         return Ok(None);
     };
+    // The leader StatefulSet a LeaderWorkerSet's controller makes carries the template
+    // trainplace judged and signed on the LeaderWorkerSet, group by group: its pods are
+    // left as admitted, or judged, when they are created. Judged here as one job of
+    // every pod it makes, single-pod groups were refused and the LeaderWorkerSet never ran.
+    if crate::judge::upstream::carried_from_admitted(object, who, policy) {
+        let mut verdict = Verdict::empty(object, Kind::Other, who);
+        verdict.notes.push(format!(
+            "made by its controller from a LeaderWorkerSet trainplace admitted ({} verified on {field}); its pods are judged when they are created.",
+            crate::facts::mark::ADMITTED
+        ));
+        verdict.allowed = true;
+        verdict.object = object.clone();
+        return Ok(Some(verdict));
+    }
     let groups: Vec<String> = CONTROLLER_GROUPS.iter().map(|g| g.to_string()).collect();
     let controller = Requester {
         groups: &groups,

@@ -157,7 +157,9 @@ pub(crate) fn judge<'a>(
     // template whose mark verifies: the submitter was granted them when it was admitted
     // (the mark is written only on what was admitted, and binds the annotations).
     let vouched = ctx.kind.is_workload()
-        && crate::judge::upstream::vouched(view.pod, ctx.kind, shape.pods, ctx.who, eff.policy);
+        && crate::judge::upstream::vouched(
+            object, view.pod, ctx.kind, shape.pods, ctx.who, eff.policy,
+        );
     let opt_in = |key: &str, which: OptIn| match ctx.opt_in(set(key), which) {
         OptInState::Refused if vouched && view.annotation(key) == Some("true") => {
             OptInState::Granted

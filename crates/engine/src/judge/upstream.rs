@@ -88,11 +88,17 @@ fn owner_larger(object: &Value, signed: u32, who: &Requester<'_>) -> bool {
         .is_some_and(|pods| pods.is_none_or(|n| n > signed))
 }
 
-/// Whether a trusted controller's child workload template carries a mark that verifies
-/// for this content, in this namespace, under this job label and owner kind, for a job
-/// at least as large as the one judged now (`pods`, `None`: several, count unknown).
-/// The opt-ins on such a template were granted when it was admitted.
+/// Whether a trusted controller's child workload (`object`) template carries a mark
+/// that verifies for this content, in this namespace, under this job label and owner
+/// kind, for a job at least as large as the one judged now (`pods`, `None`: several,
+/// count unknown). The opt-ins on such a template were granted when it was admitted.
+/// Only a child whose controller owner is a kind trainplace judges and signs (a JobSet's
+/// Job): such a parent's templates were judged with its submitter's grants. A
+/// controller that renders workloads from a spec trainplace never judged (a Katib
+/// Trial from an Experiment's trial template) passes on whatever mark a tenant copied
+/// into that spec, so its children are judged with the controller's own grants.
 pub(crate) fn vouched(
+    object: &Value,
     template: &Value,
     kind: Kind,
     pods: Option<u32>,
@@ -105,6 +111,12 @@ pub(crate) fn vouched(
     if !kind.is_workload() || !policy.trusted_controller(who) {
         return false;
     }
+    let judged_parent = crate::judge::owner::controller(object)
+        .and_then(|o| crate::read::workload::kind_of(o).ok())
+        .is_some_and(|k| k.pod_owner_kind().is_some());
+    if !judged_parent {
+        return false;
+    }
     let Some((_, _, signed)) = verified(template, owner_kind, who.namespace, keys, who, policy)
     else {
         return false;
@@ -115,6 +127,31 @@ pub(crate) fn vouched(
         Some(n) => n <= signed,
         None => false,
     }
+}
+
+/// Whether a template carrier is the leader StatefulSet a trusted controller made from a
+/// LeaderWorkerSet trainplace admitted: its controller owner is a LeaderWorkerSet and
+/// its template's mark verifies for the pods a StatefulSet owns (the kind a
+/// LeaderWorkerSet's marks name). A tenant's copy is not a controller's request, and a
+/// controller rendering another owner's StatefulSet is judged as usual.
+pub(crate) fn carried_from_admitted(object: &Value, who: &Requester<'_>, policy: &Policy) -> bool {
+    let Some(keys) = who.marks else {
+        return false;
+    };
+    let from_lws = crate::judge::owner::controller(object)
+        .and_then(|o| crate::read::workload::kind_of(o).ok())
+        == Some(Kind::LeaderWorkerSet);
+    if !from_lws || !policy.trusted_controller(who) {
+        return false;
+    }
+    let Some(template) = crate::read::json::Lookup::lookup(object, "/spec/template") else {
+        return false;
+    };
+    let namespace = str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
+    let owner_kind = Kind::LeaderWorkerSet
+        .pod_owner_kind()
+        .unwrap_or("StatefulSet");
+    verified(template, owner_kind, namespace, keys, who, policy).is_some()
 }
 
 /// The job label a pod or template's mark verifies with, and the pod count the mark
