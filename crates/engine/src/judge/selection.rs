@@ -17,6 +17,62 @@ const FAMILY: &str = "karpenter.k8s.aws/instance-family";
 const SIZE: &str = "karpenter.k8s.aws/instance-size";
 const GPU_COUNT: &str = "karpenter.k8s.aws/instance-gpu-count";
 const ACCELERATOR_COUNT: &str = "karpenter.k8s.aws/instance-accelerator-count";
+/// The GPU's name in lower case (`h100`, `l40s`, `a10g`): the catalog's family.
+const GPU_NAME: &str = "karpenter.k8s.aws/instance-gpu-name";
+/// Another accelerator's name (`trainium`, `inferentia`).
+const ACCELERATOR_NAME: &str = "karpenter.k8s.aws/instance-accelerator-name";
+/// Karpenter's labels, on the nodes it launches only.
+const KARPENTER: [&str; 6] = [
+    FAMILY,
+    SIZE,
+    GPU_COUNT,
+    ACCELERATOR_COUNT,
+    GPU_NAME,
+    ACCELERATOR_NAME,
+];
+/// GPU Feature Discovery's product label (`NVIDIA-H100-80GB-HBM3`): no catalog type is
+/// known by it, so a selection by it reaches none the catalog can show (an unknown
+/// type, never the policy's default).
+/// <https://github.com/NVIDIA/k8s-device-plugin/blob/main/docs/gpu-feature-discovery/README.md>
+const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+
+/// The same facts under other names: EKS Auto Mode's node pools label their nodes with
+/// Karpenter's attributes under `eks.amazonaws.com/`
+/// (<https://docs.aws.amazon.com/eks/latest/userguide/create-node-pool.html>), and GPU
+/// Feature Discovery labels a GPU node with its GPU count.
+const ALIASES: [(&str, &str); 5] = [
+    ("eks.amazonaws.com/instance-family", FAMILY),
+    ("eks.amazonaws.com/instance-size", SIZE),
+    ("eks.amazonaws.com/instance-gpu-count", GPU_COUNT),
+    ("eks.amazonaws.com/instance-gpu-name", GPU_NAME),
+    ("nvidia.com/gpu.count", GPU_COUNT),
+];
+
+/// Every label by which a selection reaches types here, aliases included (the exported
+/// policies judge no type for a pod that selects by one, rather than the wrong one).
+pub(crate) const SELECTION_LABELS: [&str; 12] = [
+    FAMILY,
+    SIZE,
+    GPU_COUNT,
+    ACCELERATOR_COUNT,
+    GPU_NAME,
+    ACCELERATOR_NAME,
+    GPU_PRODUCT,
+    ALIASES[0].0,
+    ALIASES[1].0,
+    ALIASES[2].0,
+    ALIASES[3].0,
+    ALIASES[4].0,
+];
+
+/// The label this module reads `key` as.
+fn canonical(key: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == key)
+        .map_or(key, |(_, k)| k)
+}
+
 /// Node pool and node group labels: which types they hold comes from the inventory.
 const POOLS: [&str; 3] = [
     "karpenter.sh/nodepool",
@@ -32,8 +88,7 @@ struct Requirement<'v> {
 }
 
 fn read(key: &str, inventory: Option<&Snapshot>) -> bool {
-    [FAMILY, SIZE, GPU_COUNT, ACCELERATOR_COUNT].contains(&key)
-        || (inventory.is_some() && POOLS.contains(&key))
+    KARPENTER.contains(&key) || key == GPU_PRODUCT || (inventory.is_some() && POOLS.contains(&key))
 }
 
 /// [`read`], or an instance-type label: read beside the others, so that of two terms
@@ -47,7 +102,7 @@ fn requirements<'v>(exprs: &'v [Value], inventory: Option<&Snapshot>) -> Vec<Req
     exprs
         .iter()
         .filter_map(|e| {
-            let key = e.get("key")?.as_str()?;
+            let key = canonical(e.get("key")?.as_str()?);
             read_with_types(key, inventory).then(|| Requirement {
                 key,
                 operator: e.get("operator").and_then(Value::as_str).unwrap_or(""),
@@ -73,6 +128,8 @@ fn label(i: &InstanceProfile, key: &str) -> Option<String> {
         SIZE => Some(size.to_string()),
         GPU_COUNT => (nvidia && devices).then(|| i.accelerators.to_string()),
         ACCELERATOR_COUNT => (!nvidia && devices).then(|| i.accelerators.to_string()),
+        GPU_NAME => (nvidia && devices).then(|| i.family.clone()),
+        ACCELERATOR_NAME => (!nvidia && devices).then(|| i.family.clone()),
         LABEL_INSTANCE_TYPE | LABEL_INSTANCE_TYPE_BETA => Some(i.name.clone()),
         _ => None,
     }
@@ -94,9 +151,7 @@ fn holds(r: &Requirement<'_>, i: &InstanceProfile, inventory: Option<&Snapshot>)
     // Karpenter writes its labels only on the nodes it launches: a node of a managed
     // node group (or a capacity block) of any type carries none, and `NotIn` or
     // `DoesNotExist` matches it. Such a requirement reaches every type.
-    if [FAMILY, SIZE, GPU_COUNT, ACCELERATOR_COUNT].contains(&r.key)
-        && matches!(r.operator, "NotIn" | "DoesNotExist")
-    {
+    if KARPENTER.contains(&r.key) && matches!(r.operator, "NotIn" | "DoesNotExist") {
         return true;
     }
     let value = label(i, r.key);

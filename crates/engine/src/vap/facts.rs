@@ -148,15 +148,11 @@ fn affinity(keys: &[&str], p: &str) -> String {
     )
 }
 
-/// Karpenter's instance labels: a pod that selects by them reaches the types they
-/// allow (the engine's `selection`), not the annotation's or the namespace's default
-/// type; the policies judge no type for it rather than the wrong one.
-const KARPENTER_SELECTION: [&str; 4] = [
-    "karpenter.k8s.aws/instance-family",
-    "karpenter.k8s.aws/instance-size",
-    "karpenter.k8s.aws/instance-gpu-count",
-    "karpenter.k8s.aws/instance-accelerator-count",
-];
+/// Karpenter's instance labels (and EKS Auto Mode's and GPU Feature Discovery's): a
+/// pod that selects by them reaches the types they allow (the engine's `selection`), not
+/// the annotation's or the namespace's default type; the policies judge no type for it
+/// rather than the wrong one.
+const KARPENTER_SELECTION: [&str; 12] = crate::judge::selection::SELECTION_LABELS;
 
 /// `pods`: per template, what one pod holds and where it may run.
 fn pods(policy: &Policy) -> String {
