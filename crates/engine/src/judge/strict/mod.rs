@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::error::ObjectError;
-use crate::facts::policy::OptIn;
+use crate::facts::policy::{Mode, OptIn};
 use crate::facts::whole_node::{holds, uncounted};
 use crate::judge::bounds;
 use crate::judge::finding::{Finding, Rule};
@@ -313,7 +313,8 @@ pub(crate) fn to_pin(
     sites: &[Site],
     ctx: &Ctx<'_, '_>,
 ) -> Result<Vec<(String, String)>, ObjectError> {
-    if ctx.eff.defaults.zone.is_none() {
+    // No zone, or the namespace's multi-az rule is off: nothing to pin.
+    if ctx.eff.defaults.zone.is_none() || ctx.eff.mode_multi_az() == Mode::Off {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
@@ -326,7 +327,18 @@ pub(crate) fn to_pin(
                 LABEL_ZONE.replace('/', "~1")
             ))
             .is_some();
+        // Zones the template chose through node affinity are its own: a pin beside
+        // another zone's term would leave it pending forever, where strict mode
+        // refuses it, saying why.
+        let chosen = template.get("spec").is_some_and(|spec| {
+            reach::terms(spec).iter().any(|t| {
+                items(t, &["matchExpressions"])
+                    .iter()
+                    .any(|e| e.get("key").and_then(Value::as_str) == Some(LABEL_ZONE))
+            })
+        });
         if named
+            || chosen
             || !Asks::read(template, &t.field, ctx)?.any()
             || opt_in(template, OptIn::AllowMultiAz, ctx) == OptInState::Granted
         {
