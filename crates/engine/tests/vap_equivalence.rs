@@ -2157,6 +2157,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         UNSEEN_LAUNCHER,
     ),
     (
+        "bypass/time-sliced-gpus-under-their-own-name.yaml@restricted",
+        "partial-node",
+        "raw",
+        SHARED_NODES,
+    ),
+    (
+        "bypass/time-sliced-gpus-under-their-own-name.yaml@restricted",
+        "partial-node",
+        "mutated",
+        SHARED_NODES,
+    ),
+    (
+        "bypass/time-sliced-gpus-under-their-own-name.yaml@default",
+        "partial-node",
+        "raw",
+        SHARED_NODES,
+    ),
+    (
+        "bypass/time-sliced-gpus-under-their-own-name.yaml@default",
+        "partial-node",
+        "mutated",
+        SHARED_NODES,
+    ),
+    (
         "bypass/torch-distributed-launch-module.yaml@restricted",
         "multi-az",
         "raw",
@@ -2479,6 +2503,7 @@ const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-to
 const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`, `env -u X`, `declare -x`, ANSI-C quoting), and where it is made only on some runs (a branch, a subshell, after the launcher, a sourced file), are read by the engine; a policy reads the pod's env and flags only (VAP looser)";
 const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
 const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, a launcher another runs, Composer, Lightning Fabric, Megatron-SWIFT, LLaMA-Factory's Megatron switches, horovodrun's switches, an MPI Operator hostfile in env, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
+const SHARED_NODES: &str = "nodes that advertise more of a device resource than the type has devices (time-sliced GPUs under their own name) are seen in the cluster inventory; a VAP sees only the object (VAP looser)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

@@ -198,6 +198,16 @@ impl Snapshot {
     }
 
     /// A profile for a type the catalog lacks, from what the nodes advertise.
+    /// Whether the nodes of type `name` advertise more `resource` than its `devices`:
+    /// the device plugin shares them (NVIDIA time-slicing or MPS keeps the name
+    /// `nvidia.com/gpu` and advertises each device `replicas` times unless renamed:
+    /// <https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus>).
+    pub fn oversubscribed(&self, name: &str, resource: &str, devices: u32) -> bool {
+        self.types
+            .get(name)
+            .is_some_and(|t| t.accelerator_resource == resource && t.accelerators > devices)
+    }
+
     pub fn learned(&self, name: &str) -> Option<&InstanceProfile> {
         self.nodes.learned.get(name)
     }

@@ -82,7 +82,15 @@ pub fn classify<'c>(
         Target::Known(p, _) => Some(*p),
         _ => None,
     };
-    let counts = device_counts(view, eff, known, &accel_resource, per_pod);
+    let mut counts = device_counts(view, eff, known, &accel_resource, per_pod);
+    // Nodes of the type that advertise more of the resource than its devices share them
+    // (time-sliced or MPS replicas under the resource's own name): no pod there holds a
+    // whole node.
+    if known.is_some_and(|p| {
+        inventory.is_some_and(|inv| inv.oversubscribed(&p.name, &accel_resource, p.accelerators))
+    }) {
+        counts.shared = true;
+    }
     let efa_resource_absent =
         known.and_then(|p| crate::facts::efa_source::efa_resource_absent(p, eff, inventory));
     Class::Training(Box::new(Shape {

@@ -145,6 +145,22 @@ fn partial_reasons(spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> 
                 Some((inst.name.as_str(), holds(catalog, inst, resource)?))
             })
             .collect();
+        let shared: Vec<&str> = offering
+            .iter()
+            .filter(|(t, c)| {
+                ctx.who
+                    .inventory
+                    .is_some_and(|inv| inv.oversubscribed(t, resource, *c))
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        if !shared.is_empty() {
+            out.push(format!(
+                "its node selection reaches {}, whose nodes advertise more {resource} than they have devices (time-sliced or shared replicas), so no pod holds a whole node there",
+                shared.join(", ")
+            ));
+            continue;
+        }
         if offering.is_empty() {
             out.push(format!(
                 "it holds {h} {resource}, which no instance type its node selection reaches offers as whole devices (a slice, or a name the catalog does not know)"
