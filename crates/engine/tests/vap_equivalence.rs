@@ -480,6 +480,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         DRA,
     ),
     (
+        "bypass/dra-class-name-gpus-counted.yaml@restricted",
+        "partial-node",
+        "raw",
+        DRA_CLASS_NAME,
+    ),
+    (
+        "bypass/dra-class-name-gpus-counted.yaml@restricted",
+        "partial-node",
+        "mutated",
+        DRA_CLASS_NAME,
+    ),
+    (
+        "bypass/dra-class-name-gpus-counted.yaml@default",
+        "partial-node",
+        "raw",
+        DRA_CLASS_NAME,
+    ),
+    (
+        "bypass/dra-class-name-gpus-counted.yaml@default",
+        "partial-node",
+        "mutated",
+        DRA_CLASS_NAME,
+    ),
+    (
         "bypass/env-options-before-assignments.yaml@restricted",
         "partial-node",
         "raw",
@@ -2504,6 +2528,7 @@ const SHELL: &str = "a launcher's env set on its own shell command line (`export
 const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
 const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, a launcher another runs, Composer, Lightning Fabric, Megatron-SWIFT, LLaMA-Factory's Megatron switches, horovodrun's switches, an MPI Operator hostfile in env, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
 const SHARED_NODES: &str = "nodes that advertise more of a device resource than the type has devices (time-sliced GPUs under their own name) are seen in the cluster inventory; a VAP sees only the object (VAP looser)";
+const DRA_CLASS_NAME: &str = "accelerators asked for by a DRA class's name (`deviceclass.resource.kubernetes.io/gpu.nvidia.com`) are counted by the engine as the resource the class stands for; the precise policies read the device plugins' names only (VAP looser; the strict policies refuse such pods)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

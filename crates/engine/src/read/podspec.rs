@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::read::annotations::{LABEL_HOSTNAME, RES_EFA};
-use crate::read::devices::PodDevices;
+use crate::read::devices::{DRA_EXTENDED_PREFIX, PodDevices};
 use crate::read::json::{items, str_at};
 use crate::read::quantity::parse_count;
-use trainplace_catalog::Catalog;
+use trainplace_catalog::{Catalog, Counts};
 
 const NODE_TERMS: &str = "spec.affinity.nodeAffinity required terms";
 const VOLUMES: &str = "spec.volumes and volumeMounts";
@@ -22,6 +22,9 @@ pub struct ContainerUse {
     pub name: String,
     /// `(resource name, count)` of the accelerator it asks for, if any.
     pub accelerators: Option<(String, u32)>,
+    /// It asks for them by a DRA class's name (`deviceclass.resource.kubernetes.io/
+    /// gpu.nvidia.com`), counted as the resource the class stands for.
+    pub by_class: bool,
     pub efa: u32,
 }
 
@@ -59,6 +62,7 @@ fn read_container(
         .to_string();
     let mut accelerators = None;
     let mut shared = false;
+    let mut by_class = false;
     let keys = ["limits", "requests"]
         .iter()
         .filter_map(|w| c.get("resources")?.get(*w)?.as_object())
@@ -66,12 +70,24 @@ fn read_container(
     // Every accelerator resource counts: a zero request of one name (`amd.com/gpu: 0`)
     // beside another is valid and must not hide the devices the pod really holds.
     for key in keys {
-        if let Some(r) = catalog.accelerator(key)
+        // A DRA class's devices asked for by the class's name (the scheduler writes the
+        // claim): counted as the resource the catalog says the class stands for.
+        let class = key
+            .strip_prefix(DRA_EXTENDED_PREFIX)
+            .and_then(|name| catalog.device_class(name))
+            .filter(|d| d.counts == Counts::Accelerator)
+            .and_then(|d| Some((d.resource.as_deref()?, d.shared)));
+        let resource = match class {
+            Some((resource, _)) => resource,
+            None => key.as_str(),
+        };
+        if let Some(r) = catalog.accelerator(resource)
             && let Some(n) = resource_count(c, key, at)?
             && accelerators.as_ref().is_none_or(|(_, m)| n > *m)
         {
-            shared = r.shared && n > 0;
-            accelerators = Some((key.clone(), n));
+            shared = (r.shared || class.is_some_and(|(_, s)| s)) && n > 0;
+            by_class = class.is_some();
+            accelerators = Some((resource.to_string(), n));
         }
     }
     let efa = resource_count(c, RES_EFA, at)?.unwrap_or(0);
@@ -80,6 +96,7 @@ fn read_container(
             index,
             name,
             accelerators,
+            by_class,
             efa,
         },
         shared,

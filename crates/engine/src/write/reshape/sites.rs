@@ -66,6 +66,15 @@ pub(super) fn gpu_sites<'s, 'c>(
             return Ok(None);
         }
         instance = Some(inst);
+        if view.device_containers().any(|c| c.by_class) {
+            refuse(
+                verdict,
+                &site.field,
+                "a container asks for its GPUs by a DRA class's name; trainplace rewrites device counts under the device plugin's name only.".into(),
+                "reshape by hand.".into(),
+            );
+            return Ok(None);
+        }
         let devices = view
             .device_containers()
             .filter(|c| c.accelerators.is_some())
