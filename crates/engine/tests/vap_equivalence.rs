@@ -1965,54 +1965,6 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
-        "bypass/shell-sourced-env-file-decoy.yaml@restricted",
-        "partial-node",
-        "raw",
-        SHELL,
-    ),
-    (
-        "bypass/shell-sourced-env-file-decoy.yaml@restricted",
-        "multi-az",
-        "raw",
-        SHELL,
-    ),
-    (
-        "bypass/shell-sourced-env-file-decoy.yaml@restricted",
-        "partial-node",
-        "mutated",
-        SHELL,
-    ),
-    (
-        "bypass/shell-sourced-env-file-decoy.yaml@restricted",
-        "multi-az",
-        "mutated",
-        SHELL,
-    ),
-    (
-        "bypass/shell-sourced-env-file-decoy.yaml@default",
-        "partial-node",
-        "raw",
-        SHELL,
-    ),
-    (
-        "bypass/shell-sourced-env-file-decoy.yaml@default",
-        "multi-az",
-        "raw",
-        SHELL,
-    ),
-    (
-        "bypass/shell-sourced-env-file-decoy.yaml@default",
-        "partial-node",
-        "mutated",
-        SHELL,
-    ),
-    (
-        "bypass/shell-sourced-env-file-decoy.yaml@default",
-        "multi-az",
-        "mutated",
-        SHELL,
-    ),
-    (
         "bypass/shell-valuefrom-in-an-option-value.yaml@restricted",
         "partial-node",
         "raw",
@@ -2524,7 +2476,7 @@ const HOLD: &str = "a multi-pod pod with no job label or rendezvous cannot be he
 const UNNAMED: &str = "a workload created with generateName has no name at admission; the engine keys its job on a label it writes, a policy sees no job label and judges its pods when the operator creates them, labelled (VAP looser on the workload)";
 const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, size, GPU count) reach are computed from the catalog; a policy judges such a pod against no type rather than a wrong one (VAP looser)";
 const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-topology, LeaderWorkerSet subgroup-exclusive-topology) on a zone key splits the job; the engine reads it, the policies do not (VAP looser)";
-const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`, `env -u X`, `declare -x`, ANSI-C quoting), and where it is made only on some runs (a branch, a subshell, after the launcher, a sourced file), are read by the engine; a policy reads the pod's env and flags only (VAP looser)";
+const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`, `env -u X`, `declare -x`, ANSI-C quoting), and where it is made only on some runs (a branch, a subshell, after the launcher), are read by the engine; a policy reads the pod's env and flags only (VAP looser)";
 const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
 const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, a launcher another runs, Composer, Lightning Fabric, Megatron-SWIFT, LLaMA-Factory's Megatron switches, horovodrun's switches, an MPI Operator hostfile in env, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
 const SHARED_NODES: &str = "nodes that advertise more of a device resource than the type has devices (time-sliced GPUs under their own name) are seen in the cluster inventory; a VAP sees only the object (VAP looser)";

@@ -1105,11 +1105,6 @@ fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str, b
             skip_value = matches!(w, "-u" | "-C" | "-g" | "-S");
             continue;
         }
-        // `. FILE`, `source FILE` and `eval ...` run commands trainplace does not see,
-        // in this shell: any variable may be set again.
-        if open && RUN_IN_PLACE.contains(&w) {
-            out.push((SOURCED, "", false));
-        }
         // A program, or a shell's `-c` (its string's commands follow).
         let reaches = !line_launches
             || w == "-c"
@@ -1127,15 +1122,6 @@ fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str, b
     out.append(&mut pending);
     out
 }
-
-/// Commands that run other commands in the current shell (POSIX XCU 2.14, `dot` and
-/// `eval`; bash's `source`).
-const RUN_IN_PLACE: [&str; 3] = [".", "source", "eval"];
-
-/// The name [`assignments`] gives a command of [`RUN_IN_PLACE`]: after it, every
-/// variable is unsettled until the line sets it again. Not a shell name, so no
-/// lookup meets it.
-pub(super) const SOURCED: &str = ".";
 
 /// Commands whose assignments set (and export) the shell's variables.
 const EXPORTERS: [&str; 5] = ["export", "declare", "typeset", "local", "readonly"];

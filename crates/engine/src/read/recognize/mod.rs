@@ -94,8 +94,6 @@ pub(crate) struct Env<'a> {
     /// `env N=4 ...`): they win over the container's env for what follows. `None`: the
     /// line sets it only on some runs, to a value other than the one it has otherwise.
     assigned: HashMap<String, Option<String>>,
-    /// The line runs a file or text in its own shell (`. FILE`, `source`, `eval`).
-    sourced: bool,
 }
 
 /// Lookups answered by reading the env from its end before the map is built.
@@ -133,7 +131,6 @@ impl<'a> Env<'a> {
             values: OnceCell::new(),
             scans: Cell::new(0),
             assigned: HashMap::new(),
-            sourced: false,
             operator: &[],
         }
     }
@@ -178,24 +175,49 @@ impl<'a> Env<'a> {
     /// launcher may read either, so neither is taken for the job's size.
     pub(crate) fn with_assignments(mut self, line: &str) -> Self {
         for a in launchers::assignments(line) {
-            if a.name == launchers::SOURCED {
-                // Commands trainplace does not see may set any variable again.
-                self.sourced = true;
-                self.assigned.values_mut().for_each(|v| *v = None);
-                continue;
-            }
+            let expanded = self.reference(a.value);
+            let written = expanded.as_deref().unwrap_or(a.value);
             let value = if a.certain {
-                Some(a.value.to_string())
+                Some(written.to_string())
             } else {
                 let before = match self.assigned.get(a.name) {
                     Some(known) => known.as_deref().map(EnvValue::Literal),
                     None => self.unassigned(a.name),
                 };
-                (before == Some(EnvValue::Literal(a.value))).then(|| a.value.to_string())
+                (before == Some(EnvValue::Literal(written))).then(|| written.to_string())
             };
             self.assigned.insert(a.name.to_string(), value);
         }
         self
+    }
+
+    /// An assigned value that is one reference to a variable set to a non-empty literal
+    /// (`$N`, `"${N}"`, `${N:-1}`, `${N-1}`, `${N:=1}`): that literal, as the shell
+    /// expands it (a default applies only to an unset or empty variable). `None` for
+    /// anything else, which is read as written.
+    /// <https://pubs.opengroup.org/onlinepubs/9699919799/utilities/V3_chap02.html#tag_18_06_02>
+    fn reference(&self, value: &str) -> Option<String> {
+        let v = value.trim_matches('"');
+        let name = match v.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
+            Some(inner) => {
+                let end = inner
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(inner.len());
+                let (name, rest) = inner.split_at(end);
+                let defaulted = [":-", "-", ":=", "="].iter().any(|op| rest.starts_with(op));
+                (rest.is_empty() || defaulted).then_some(name)?
+            }
+            None => v.strip_prefix('$')?,
+        };
+        let named = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        match self.get(name).filter(|_| named)? {
+            EnvValue::Literal(set) if !set.is_empty() => Some(set.to_string()),
+            _ => None,
+        }
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<EnvValue<'_>> {
@@ -206,18 +228,12 @@ impl<'a> Env<'a> {
         }
     }
 
-    /// The value the container starts with: the operator's entry, else its own. Once
-    /// the line ran a file or text trainplace does not see, a value it has is one that
-    /// file may have replaced (one it lacks stays unset, as an image's may be).
+    /// The value the container starts with: the operator's entry, else its own.
     fn unassigned(&self, name: &str) -> Option<EnvValue<'_>> {
-        let value = match self.operator.iter().rev().find(|(n, _)| *n == name) {
-            Some((_, v)) => Some(EnvValue::Literal(v.as_str())),
-            None => self.own(name),
-        };
-        if self.sourced {
-            return value.map(|_| EnvValue::Elsewhere);
+        if let Some((_, v)) = self.operator.iter().rev().find(|(n, _)| *n == name) {
+            return Some(EnvValue::Literal(v));
         }
-        value
+        self.own(name)
     }
 
     pub(crate) fn literal(&self, name: &str) -> Option<&str> {

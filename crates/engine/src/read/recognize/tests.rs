@@ -600,10 +600,6 @@ fn assignments_made_only_on_some_runs_settle_nothing() {
         // The words of a command are expanded before its own assignments are made.
         "NNODES=1 torchrun --nnodes=$NNODES t.py",
         "NNODES=1 torchrun --nnodes=${NNODES} t.py",
-        // A file or text run in this shell may set it again.
-        "source /etc/job/train.env\ntorchrun --nnodes=$NNODES t.py",
-        ". /etc/job/train.env && exec torchrun --nnodes=$NNODES t.py",
-        "export NNODES=1; eval \"$SETUP\"; torchrun --nnodes=$NNODES t.py",
     ];
     let quoted = unsettled.map(|l| format!("bash -c \"{l}\""));
     for line in unsettled
@@ -627,15 +623,27 @@ fn assignments_made_only_on_some_runs_settle_nothing() {
         let want = if line.contains("NNODES=4") { 4 } else { 1 };
         assert_eq!(read(line, &four, 1), Some(JobSize::Pods(want)), "{line}");
     }
-    // What a sourced file may set is unsettled; what nothing set stays unset.
+    // A file run in this shell (a venv's or conda's activation) is not read: the env's
+    // values stand, as they do under a script trainplace cannot read. A default for a
+    // variable the env sets is the env's value.
+    let one = env(&[("NNODES", "1"), ("NODE_COUNT", "1")]);
+    for line in [
+        ". /opt/venv/bin/activate && torchrun --nnodes=$NNODES t.py",
+        "eval \"$(conda shell.bash hook)\"; torchrun --nnodes=$NNODES t.py",
+        "export NNODES=${NNODES:-4}; torchrun --nnodes=$NNODES t.py",
+        "NNODES=${NODE_COUNT}; torchrun --nnodes=$NNODES t.py",
+    ] {
+        assert_eq!(read(line, &one, 1), Some(JobSize::Pods(1)), "{line}");
+    }
     let none = env(&[]);
     assert_eq!(
         read(
-            "source /opt/venv/bin/activate; torchrun --standalone t.py",
+            "export NNODES=${NNODES:-4}; torchrun --nnodes=$NNODES t.py",
             &none,
             1
         ),
-        Some(JobSize::Pods(1))
+        Some(JobSize::Several),
+        "a default for a variable the image may set"
     );
     // A program's own assignment is its environment, which torchrun reads.
     assert_eq!(
