@@ -532,11 +532,74 @@ fn a_leaderworkersets_leader_statefulset_from_its_controller_is_left_to_its_pods
         !judge_as(&leaders, "system:authenticated").0,
         "a tenant's copy of the leader StatefulSet was admitted"
     );
+    // Each group's worker StatefulSet, owned by the group's leader Pod.
+    let mut workers = leaders.clone();
+    workers["metadata"]["name"] = json!("one-0");
+    workers["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "Pod",
+        "name": "one-0", "uid": "2", "controller": true}]);
+    assert!(
+        judge_as(&workers, "system:serviceaccounts:lws-system").0,
+        "a group's worker StatefulSet was refused"
+    );
     let mut other = leaders.clone();
     other["metadata"]["ownerReferences"][0]["kind"] = json!("Notebook");
     other["metadata"]["ownerReferences"][0]["apiVersion"] = json!("kubeflow.org/v1");
     assert!(
         !judge_as(&other, "system:serviceaccounts:kubeflow").0,
         "another controller's StatefulSet was left alone on a copied mark"
+    );
+}
+
+/// The MPI Operator's launcher Job carries the launcher template the MPIJob's mark was
+/// signed on (for the pods an MPIJob owns): its opt-ins were the submitter's, granted
+/// when the MPIJob was admitted. Verified as the child's own kind (`Job`), the mark
+/// never matched and the launcher of an admitted job was refused.
+#[test]
+fn an_mpijobs_launcher_job_keeps_the_grants_its_mark_vouches_for() {
+    let k = keys("k1", 7);
+    let template = |command: Value| {
+        json!({"metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+            "spec": {"containers": [{"name": "mpi", "image": "mpi:1", "command": command,
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}})
+    };
+    let mpijob = json!({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+        "metadata": {"name": "bench", "namespace": "research"},
+        "spec": {"runLauncherAsWorker": true, "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": template(json!(["mpirun", "-np", "4", "python", "t.py"]))},
+            "Worker": {"replicas": 3, "template": template(json!(["sleep", "inf"]))}}}});
+    let who =
+        |groups: &'static [&'static str]| groups.iter().map(|g| g.to_string()).collect::<Vec<_>>();
+    let researchers = who(&["ml-researchers"]);
+    let submit = Requester {
+        namespace: "research",
+        groups: &researchers,
+        marks: Some(&k),
+        ..Default::default()
+    };
+    let v = evaluate(&mpijob, &policy(), &submit).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    let launcher = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "bench-launcher", "namespace": "research",
+            "ownerReferences": [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+                "name": "bench", "uid": "1", "controller": true}]},
+        "spec": {"template": v.object["spec"]["mpiReplicaSpecs"]["Launcher"]["template"].clone()}});
+    // The labels the operator writes on the launcher's pod template.
+    let mut launcher = launcher;
+    launcher["spec"]["template"]["metadata"]["labels"] = json!({
+        "training.kubeflow.org/job-name": "bench", "training.kubeflow.org/job-role": "launcher",
+        "training.kubeflow.org/operator-name": "mpi-operator"});
+    let operator = who(&["system:serviceaccounts:mpi-operator"]);
+    let controller = Requester {
+        namespace: "research",
+        groups: &operator,
+        marks: Some(&k),
+        ..Default::default()
+    };
+    let v = evaluate(&launcher, &policy(), &controller).unwrap();
+    assert!(
+        v.allowed,
+        "the MPI Operator's launcher Job was refused: {:#?}",
+        v.findings
     );
 }

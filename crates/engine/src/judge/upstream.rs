@@ -105,18 +105,20 @@ pub(crate) fn vouched(
     who: &Requester<'_>,
     policy: &Policy,
 ) -> bool {
-    let (Some(keys), Some(owner_kind)) = (who.marks, kind.pod_owner_kind()) else {
+    let Some(keys) = who.marks else {
         return false;
     };
     if !kind.is_workload() || !policy.trusted_controller(who) {
         return false;
     }
-    let judged_parent = crate::judge::owner::controller(object)
+    // The parent's templates were signed for the pods the parent's controller owns: an
+    // MPIJob's launcher Job carries the mark the MPIJob's launcher template got.
+    let Some(owner_kind) = crate::judge::owner::controller(object)
         .and_then(|o| crate::read::workload::kind_of(o).ok())
-        .is_some_and(|k| k.pod_owner_kind().is_some());
-    if !judged_parent {
+        .and_then(|k| k.pod_owner_kind())
+    else {
         return false;
-    }
+    };
     let Some((_, _, signed)) = verified(template, owner_kind, who.namespace, keys, who, policy)
     else {
         return false;
@@ -129,24 +131,33 @@ pub(crate) fn vouched(
     }
 }
 
-/// Whether a template carrier is the leader StatefulSet a trusted controller made from a
-/// LeaderWorkerSet trainplace admitted: its controller owner is a LeaderWorkerSet and
-/// its template's mark verifies for the pods a StatefulSet owns (the kind a
-/// LeaderWorkerSet's marks name). A tenant's copy is not a controller's request, and a
+/// The label a LeaderWorkerSet's controller writes on every template it makes.
+const LWS_NAME: &str = "leaderworkerset.sigs.k8s.io/name";
+
+/// Whether a template carrier is a StatefulSet a trusted controller made from a
+/// LeaderWorkerSet trainplace admitted: its controller owner is the LeaderWorkerSet
+/// (the leaders) or a group's leader Pod (the workers), and its template's mark
+/// verifies for the pods a StatefulSet owns (the kind a LeaderWorkerSet's marks name). A tenant's copy is not a controller's request, and a
 /// controller rendering another owner's StatefulSet is judged as usual.
 pub(crate) fn carried_from_admitted(object: &Value, who: &Requester<'_>, policy: &Policy) -> bool {
     let Some(keys) = who.marks else {
         return false;
     };
-    let from_lws = crate::judge::owner::controller(object)
-        .and_then(|o| crate::read::workload::kind_of(o).ok())
-        == Some(Kind::LeaderWorkerSet);
-    if !from_lws || !policy.trusted_controller(who) {
-        return false;
-    }
     let Some(template) = crate::read::json::Lookup::lookup(object, "/spec/template") else {
         return false;
     };
+    // The leader StatefulSet is owned by the LeaderWorkerSet; each group's worker
+    // StatefulSet by the group's leader Pod (the LeaderWorkerSet's pod controller).
+    let from_lws = match crate::judge::owner::controller(object)
+        .and_then(|o| crate::read::workload::kind_of(o).ok())
+    {
+        Some(Kind::LeaderWorkerSet) => true,
+        Some(Kind::Pod) => str_at(template, &["metadata", "labels", LWS_NAME]).is_some(),
+        _ => false,
+    };
+    if !from_lws || !policy.trusted_controller(who) {
+        return false;
+    }
     let namespace = str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
     let owner_kind = Kind::LeaderWorkerSet
         .pod_owner_kind()
