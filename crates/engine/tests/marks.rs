@@ -603,3 +603,69 @@ fn an_mpijobs_launcher_job_keeps_the_grants_its_mark_vouches_for() {
         v.findings
     );
 }
+
+/// Opt-ins and a skip granted on a JobSet's own metadata reach the Jobs its controller
+/// makes: the JobSet controller copies a replicated job's template, not the JobSet's
+/// metadata, so `/mutate` writes what was granted on the templates it signs, and the
+/// child's mark vouches for it. Before, the JobSet was admitted and its Jobs refused.
+#[test]
+fn a_jobsets_own_granted_opt_in_and_skip_reach_the_jobs_its_controller_makes() {
+    let k = keys("k1", 7);
+    let policy = Policy::from_parts(
+        "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+optIns:
+  allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }
+  skip: { namespaces: [\"*\"], groups: [ml-platform-admins] }
+",
+        "test",
+        Catalog::embedded(),
+    )
+    .unwrap();
+    let jobset = |annotation: &str| {
+        json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "llama", "namespace": "prod",
+                "annotations": {annotation: "true"}},
+            "spec": {"replicatedJobs": [{"name": "node", "replicas": 2, "template": {"spec": {
+                "parallelism": 2, "completions": 2, "template": {
+                    "spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "trainer", "image": "train:1",
+                            "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                        "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}]}})
+    };
+    let judge_as = |object: &Value, group: &str| {
+        let groups = [group.to_string()];
+        let who = Requester {
+            namespace: "prod",
+            groups: &groups,
+            marks: Some(&k),
+            ..Default::default()
+        };
+        let mutated = evaluate(object, &policy, &who).unwrap();
+        let stored = judge_owned(mutated.object.clone(), &policy, &who).unwrap();
+        (mutated.allowed && stored.allowed, mutated.object)
+    };
+    for (annotation, group) in [
+        ("trainplace.io/allow-partial-node", "ml-researchers"),
+        ("trainplace.io/skip", "ml-platform-admins"),
+    ] {
+        let (allowed, stored) = judge_as(&jobset(annotation), group);
+        assert!(allowed, "{annotation}: the JobSet was refused");
+        let mut child = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "llama-node-0", "namespace": "prod",
+                "labels": {"jobset.sigs.k8s.io/jobset-name": "llama"},
+                "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                    "name": "llama", "uid": "1", "controller": true}]},
+            "spec": stored["spec"]["replicatedJobs"][0]["template"]["spec"].clone()});
+        child["spec"]["template"]["metadata"]["labels"] = json!({
+            "jobset.sigs.k8s.io/jobset-name": "llama", "jobset.sigs.k8s.io/replicatedjob-name": "node"});
+        assert!(
+            judge_as(&child, "system:serviceaccounts:jobset-system").0,
+            "{annotation}: the JobSet controller's Job was refused"
+        );
+        assert!(
+            !judge_as(&child, "system:authenticated").0,
+            "{annotation}: a user's copy of the Job was admitted"
+        );
+    }
+}

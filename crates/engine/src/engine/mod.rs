@@ -119,7 +119,9 @@ fn run(
     {
         return Ok(judged);
     }
-    if let Some(note) = left_alone(&object, &ctx, policy, &verdict) {
+    if let Some(note) = left_alone(&object, &ctx, policy, &verdict)
+        .or_else(|| vouched_skip(&object, &sites, &ctx, policy))
+    {
         verdict.notes.push(note);
         let bounded = || {
             crate::judge::bounds::too_large(&object, kind, &sites, || None, &policy.catalog, false)
@@ -233,6 +235,9 @@ fn sign_skipped(object: &mut Value, sites: &[Site], ctx: &Ctx<'_, '_>) -> crate:
         return ops.into_patch();
     };
     for (site, judgement) in judged {
+        // The skip travels with the template to a child workload, whose mark vouches
+        // for it ([`vouched_skip`]).
+        write::carry_object_opt_ins(object, site, ctx, &mut ops, &[SKIP]);
         // The site was found by `judge_sites`; an error leaves that template unsigned.
         let _ = write::mark_admitted(object, site, &judgement, ctx, &scratch.namespace, &mut ops);
     }
@@ -307,6 +312,30 @@ fn left_alone(
         ));
     }
     granted_skip(object, ctx)
+}
+
+/// A trusted controller's child workload (a JobSet's Job) whose every template carries
+/// the skip its parent was granted, bound by a mark that verifies under a parent kind
+/// trainplace signs: left alone as the parent was. Precise mode only (strict reads no
+/// mark).
+fn vouched_skip(
+    object: &Value,
+    sites: &[Site],
+    ctx: &Ctx<'_, '_>,
+    policy: &Policy,
+) -> Option<String> {
+    if policy.strict() || !ctx.kind.is_workload() || sites.is_empty() {
+        return None;
+    }
+    let every = sites.iter().all(|site| {
+        object.lookup(&site.pointer).is_some_and(|t| {
+            annotation(t, SKIP) == Some("true")
+                && crate::judge::upstream::vouched(object, t, ctx.kind, Some(0), ctx.who, policy)
+        })
+    });
+    every.then(|| {
+        format!("{SKIP}: \"true\" granted to the submitter of its parent ({ADMITTED} verified): trainplace left this object alone.")
+    })
 }
 
 /// The note for an object a granted `trainplace.io/skip` leaves alone.

@@ -5,12 +5,14 @@ use serde_json::Value;
 
 use crate::error::ObjectError;
 use crate::facts::mark::{ADMITTED, Claim};
+use crate::facts::policy::OptIn;
 use crate::judge::judgement::{Ctx, Judgement};
 use crate::judge::plan::Change;
+use crate::judge::rules::{OptInState, opt_in_state};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{
-    KUEUE_QUEUE, KUEUE_REQUIRED_TOPOLOGY, LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE,
-    chose_kueue_topology,
+    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, KUEUE_QUEUE, KUEUE_REQUIRED_TOPOLOGY, LABEL_JOB,
+    LABEL_RENDEZVOUS, LABEL_ZONE, chose_kueue_topology,
 };
 use crate::read::json::Lookup as _;
 use crate::read::json::annotation;
@@ -62,7 +64,50 @@ pub(super) fn write_site(
     if !admitted {
         return Ok(());
     }
+    carry_object_opt_ins(
+        object,
+        site,
+        ctx,
+        ops,
+        &[ALLOW_PARTIAL_NODE, ALLOW_MULTI_AZ],
+    );
     mark_admitted(object, site, judgement, ctx, &verdict.namespace, ops)
+}
+
+/// The opt-ins granted on the workload's own metadata, written on a template whose
+/// controller makes child workloads from it (a JobSet's Jobs carry the template, not
+/// the JobSet's metadata), before it is signed: the child's mark then vouches for them,
+/// as it does for the template's own. Only what the requester is granted.
+pub(super) fn carry_object_opt_ins(
+    object: &mut Value,
+    site: &Site,
+    ctx: &Ctx<'_, '_>,
+    ops: &mut Ops,
+    keys: &[&str],
+) {
+    if !ctx.kind.makes_child_workloads() || site.pointer.is_empty() {
+        return;
+    }
+    for &key in keys {
+        let which = match key {
+            ALLOW_PARTIAL_NODE => OptIn::AllowPartialNode,
+            ALLOW_MULTI_AZ => OptIn::AllowMultiAz,
+            _ => OptIn::Skip,
+        };
+        let granted = annotation(object, key) == Some("true")
+            && opt_in_state(true, which, ctx.eff, ctx.who) == OptInState::Granted;
+        let Some(template) = object.pointer_mut(&site.pointer) else {
+            return;
+        };
+        if !granted || annotation(template, key).is_some() {
+            continue;
+        }
+        if let Some(mut ann) =
+            Cursor::root(template, &site.pointer).objects(&["metadata", "annotations"], ops)
+        {
+            ann.set(key, Value::String("true".into()), ops);
+        }
+    }
 }
 
 /// Pin an unpinned template to the zone the job's other templates are pinned to.

@@ -102,6 +102,13 @@ impl Kind {
         }
     }
 
+    /// Whether its controller makes workloads from its templates (a JobSet's Jobs, an
+    /// MPIJob's launcher Job), which carry the template but not the object's own
+    /// metadata.
+    pub fn makes_child_workloads(self) -> bool {
+        matches!(self, Kind::JobSet | Kind::MpiJob)
+    }
+
     /// The kind of controller that owns the pods made from this workload's templates.
     pub fn pod_owner_kind(self) -> Option<&'static str> {
         match self {
