@@ -108,7 +108,17 @@ fn median(mut times: Vec<Duration>) -> Duration {
 async fn probes_stay_fast_while_heavy_reviews_run() {
     let (srv, pki, _dir) = tls_server(None).await;
     let url = format!("{}/mutate", https_base(&srv));
-    let heavy = serde_json::to_vec(&review_for(&wide_pod(240), "heavy")).unwrap();
+    // Wide, and each container's shell line read in full: a review that takes clearly
+    // longer than a connection's answer on any machine.
+    let mut pod = wide_pod(240);
+    let line = format!(
+        "export NNODES=1; {}torchrun --nnodes=$NNODES t.py",
+        "cd /w && ".repeat(200)
+    );
+    for c in pod["spec"]["containers"].as_array_mut().unwrap() {
+        c["command"] = json!(["bash", "-c", line]);
+    }
+    let heavy = serde_json::to_vec(&review_for(&pod, "heavy")).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let answered = Arc::new(AtomicU32::new(0));
     let mut load = Vec::new();
