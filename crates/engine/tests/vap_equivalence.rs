@@ -636,6 +636,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         UNNAMED,
     ),
     (
+        "bypass/gpu-feature-discovery-product-names-its-types.yaml@restricted",
+        "partial-node",
+        "raw",
+        KARPENTER,
+    ),
+    (
+        "bypass/gpu-feature-discovery-product-names-its-types.yaml@restricted",
+        "partial-node",
+        "mutated",
+        KARPENTER,
+    ),
+    (
+        "bypass/gpu-feature-discovery-product-names-its-types.yaml@default",
+        "partial-node",
+        "raw",
+        KARPENTER,
+    ),
+    (
+        "bypass/gpu-feature-discovery-product-names-its-types.yaml@default",
+        "partial-node",
+        "mutated",
+        KARPENTER,
+    ),
+    (
         "bypass/horovodrun-switch-before-the-script.yaml@restricted",
         "partial-node",
         "raw",
@@ -1576,6 +1600,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "bypass/shell-assignment-before-torchrun.yaml@default",
+        "multi-az",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-in-a-string.yaml@restricted",
+        "multi-az",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-in-a-string.yaml@restricted",
+        "multi-az",
+        "mutated",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-in-a-string.yaml@default",
+        "multi-az",
+        "raw",
+        SHELL,
+    ),
+    (
+        "bypass/shell-assignment-in-a-string.yaml@default",
         "multi-az",
         "mutated",
         SHELL,

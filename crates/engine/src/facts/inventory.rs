@@ -198,14 +198,21 @@ impl Snapshot {
     }
 
     /// A profile for a type the catalog lacks, from what the nodes advertise.
-    /// Whether the nodes of type `name` advertise more `resource` than its `devices`:
-    /// the device plugin shares them (NVIDIA time-slicing or MPS keeps the name
+    /// Whether nodes of type `name` advertise more `resource` than its `devices`: the
+    /// device plugin shares them (NVIDIA time-slicing or MPS keeps the name
     /// `nvidia.com/gpu` and advertises each device `replicas` times unless renamed:
-    /// <https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus>).
-    pub fn oversubscribed(&self, name: &str, resource: &str, devices: u32) -> bool {
-        self.types
-            .get(name)
-            .is_some_and(|t| t.accelerator_resource == resource && t.accelerators > devices)
+    /// <https://github.com/NVIDIA/k8s-device-plugin#shared-access-to-gpus>). `every`:
+    /// all of them (precise mode: where only some node pools share them, a pod is not
+    /// known to land there); else any (strict mode, which reads no pool).
+    pub fn oversubscribed(&self, name: &str, resource: &str, devices: u32, every: bool) -> bool {
+        self.types.get(name).is_some_and(|t| {
+            let advertised = if every {
+                t.fewest_accelerators
+            } else {
+                t.accelerators
+            };
+            t.accelerator_resource == resource && advertised > devices
+        })
     }
 
     pub fn learned(&self, name: &str) -> Option<&InstanceProfile> {

@@ -127,6 +127,7 @@ impl TypeTally {
             name: name.to_string(),
             accelerator_resource: resource.to_string(),
             accelerators: max(&self.accelerators),
+            fewest_accelerators: self.accelerators.keys().next().copied().unwrap_or(0),
             efa: max(&self.efa),
             nodes: self.resources.values().sum(),
             zones: self.zones.keys().map(|z| z.to_string()).collect(),

@@ -21,6 +21,9 @@ pub struct NodeType {
     pub name: String,
     pub accelerator_resource: String,
     pub accelerators: u32,
+    /// The fewest any of its nodes advertises (below `accelerators` where node pools of
+    /// the type differ: one time-sliced, one not).
+    pub fewest_accelerators: u32,
     pub efa: u32,
     pub nodes: u32,
     pub zones: BTreeSet<String>,

@@ -30,10 +30,11 @@ const KARPENTER: [&str; 6] = [
     GPU_NAME,
     ACCELERATOR_NAME,
 ];
-/// GPU Feature Discovery's product label (`NVIDIA-H100-80GB-HBM3`): no catalog type is
-/// known by it, so a selection by it reaches none the catalog can show (an unknown
-/// type, never the policy's default).
-/// <https://github.com/NVIDIA/k8s-device-plugin/blob/main/docs/gpu-feature-discovery/README.md>
+/// GPU Feature Discovery's product label (`NVIDIA-H100-80GB-HBM3`, `NVIDIA-A10G`,
+/// `Tesla-T4`): a value reaches the NVIDIA types whose GPU (the catalog's family, `h100`)
+/// is one of its dash-separated words. Like Karpenter's labels it may be absent from a
+/// node (GFD not deployed), so an exclusion reaches every type.
+/// <https://github.com/NVIDIA/k8s-device-plugin/tree/main/docs/gpu-feature-discovery>
 const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
 
 /// The same facts under other names: EKS Auto Mode's node pools label their nodes with
@@ -151,8 +152,19 @@ fn holds(r: &Requirement<'_>, i: &InstanceProfile, inventory: Option<&Snapshot>)
     // Karpenter writes its labels only on the nodes it launches: a node of a managed
     // node group (or a capacity block) of any type carries none, and `NotIn` or
     // `DoesNotExist` matches it. Such a requirement reaches every type.
-    if KARPENTER.contains(&r.key) && matches!(r.operator, "NotIn" | "DoesNotExist") {
+    if (KARPENTER.contains(&r.key) || r.key == GPU_PRODUCT)
+        && matches!(r.operator, "NotIn" | "DoesNotExist")
+    {
         return true;
+    }
+    if r.key == GPU_PRODUCT {
+        let nvidia = i.accelerator_resource == RES_NVIDIA_GPU && i.accelerators > 0;
+        let names = |v: &str| v.split('-').any(|w| w.eq_ignore_ascii_case(&i.family));
+        return match r.operator {
+            "In" => nvidia && r.values.iter().any(|v| names(v)),
+            "Exists" => nvidia,
+            _ => true,
+        };
     }
     let value = label(i, r.key);
     let number = |v: &str| v.parse::<i64>().ok();

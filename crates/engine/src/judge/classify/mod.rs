@@ -87,7 +87,8 @@ pub fn classify<'c>(
     // (time-sliced or MPS replicas under the resource's own name): no pod there holds a
     // whole node.
     if known.is_some_and(|p| {
-        inventory.is_some_and(|inv| inv.oversubscribed(&p.name, &accel_resource, p.accelerators))
+        inventory
+            .is_some_and(|inv| inv.oversubscribed(&p.name, &accel_resource, p.accelerators, true))
     }) {
         counts.shared = true;
     }

@@ -150,7 +150,7 @@ fn partial_reasons(spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> 
             .filter(|(t, c)| {
                 ctx.who
                     .inventory
-                    .is_some_and(|inv| inv.oversubscribed(t, resource, *c))
+                    .is_some_and(|inv| inv.oversubscribed(t, resource, *c, false))
             })
             .map(|(t, _)| *t)
             .collect();

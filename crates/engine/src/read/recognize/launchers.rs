@@ -1027,7 +1027,12 @@ pub(super) struct Assigned<'a> {
 /// The variables a shell command line assigns, in order: `export A=1 B=2`, `env A=1 cmd`,
 /// and `A=1 cmd` (assignments before a command's first word).
 pub(super) fn assignments(line: &str) -> impl Iterator<Item = Assigned<'_>> {
-    let launch = sequence::Launch::find(line, |text| tokens(text).any(|w| named(w).is_some()));
+    // The first command that runs a launcher as its program; failing that, the first
+    // that names one (a launcher behind a wrapper trainplace does not know).
+    let mut launch = sequence::Launch::find(line, runs_launcher);
+    if !launch.found() {
+        launch = sequence::Launch::find(line, |text| tokens(text).any(|w| named(w).is_some()));
+    }
     sequence::pieces(line).enumerate().flat_map(move |(i, p)| {
         let certain = launch.certain(i, &p);
         let made = command_assignments(p.text, launch.found());
@@ -1043,6 +1048,78 @@ pub(super) fn assignments(line: &str) -> impl Iterator<Item = Assigned<'_>> {
             value,
             certain: certain && !(own && expanded.contains(name)),
         })
+    })
+}
+
+/// Whether a command runs a launcher as its program: after assignments, `env`, `sudo`,
+/// `exec` and the like with their options, as a shell's `-c` script, or as `python -m`'s
+/// module or script; not one that merely names a launcher (`pip install deepspeed`,
+/// `echo torchrun`, `which torchrun`, `python -c "import deepspeed"`, `accelerate env`).
+fn runs_launcher(command: &str) -> bool {
+    let words: Vec<&str> = tokens(command).collect();
+    let mut i = 0;
+    while let Some(&w) = words.get(i) {
+        let base = w.rsplit('/').next().unwrap_or(w);
+        let wrapper = w.split_once('=').is_some_and(|(n, _)| is_name(n))
+            || RESERVED.contains(&w)
+            || PREFIXES.contains(&w)
+            || WRAPPERS.contains(&base)
+            || w.starts_with('-')
+            || w.trim_end_matches(['s', 'm', 'h']).parse::<f64>().is_ok();
+        if wrapper {
+            i += 1;
+            continue;
+        }
+        let next = words.get(i + 1).copied();
+        if SHELLS.contains(&base) {
+            // A shell runs its `-c` script; a script file is not read here.
+            match words[i + 1..].iter().position(|x| is_c_switch(x)) {
+                Some(at) => {
+                    i += at + 2;
+                    continue;
+                }
+                None => return false,
+            }
+        }
+        if base.starts_with("python") {
+            return words[i + 1..]
+                .iter()
+                .take_while(|x| **x != "-c")
+                .any(|x| named(x).is_some());
+        }
+        return match named(w) {
+            Some(Named::Launcher(_)) => true,
+            Some(Named::AccelerateCli) => next == Some("launch"),
+            Some(Named::TuneCli | Named::FabricCli | Named::LightningCli) => next == Some("run"),
+            Some(Named::LlamaFactoryCli) => next == Some("train"),
+            Some(Named::SwiftCli) => next.is_some_and(|n| ["sft", "pt", "rlhf"].contains(&n)),
+            None => false,
+        };
+    }
+    false
+}
+
+/// Programs that run the command after them (with their own options and, for
+/// `timeout`, a duration).
+const WRAPPERS: [&str; 12] = [
+    "exec",
+    "nohup",
+    "time",
+    "nice",
+    "setsid",
+    "stdbuf",
+    "numactl",
+    "taskset",
+    "timeout",
+    "tini",
+    "dumb-init",
+    "--",
+];
+
+/// A shell's `-c` switch, alone or at the end of a cluster (`-c`, `-lc`, `-ec`).
+fn is_c_switch(word: &str) -> bool {
+    word.strip_prefix('-').is_some_and(|o| {
+        !o.starts_with('-') && o.ends_with('c') && o.chars().all(|c| c.is_ascii_alphabetic())
     })
 }
 
@@ -1076,22 +1153,28 @@ fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str, b
     // The last word that names a launcher: a program before it may run one.
     let last_launcher = words.iter().rposition(|w| named(w).is_some());
     let mut out = Vec::new();
+    // `${N:=4}` and `${N=4}` assign N wherever they are expanded.
+    out.extend(default_assigned(command).map(|n| (n, UNSETTLED, false)));
     let mut pending: Vec<(&str, &str, bool)> = Vec::new();
     let (mut open, mut persistent, mut skip_value) = (true, false, false);
     for (i, &w) in words.iter().enumerate() {
         if std::mem::take(&mut skip_value) {
             continue;
         }
-        if open
-            && let Some((n, v)) = w.split_once('=')
-            && is_name(n)
-        {
-            if persistent {
-                out.push((n, v, false));
-            } else {
-                pending.push((n, v, false));
+        if open && let Some((n, v)) = w.split_once('=') {
+            // `N+=6` appends: a value trainplace does not compute.
+            let (n, v) = match n.strip_suffix('+') {
+                Some(n) => (n, UNSETTLED),
+                None => (n, v),
+            };
+            if is_name(n) {
+                if persistent {
+                    out.push((n, v, false));
+                } else {
+                    pending.push((n, v, false));
+                }
+                continue;
             }
-            continue;
         }
         if open && EXPORTERS.contains(&w) {
             persistent = true;
@@ -1115,7 +1198,16 @@ fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str, b
             out.extend(pending.iter().map(|&(n, v, _)| (n, v, true)));
         }
         pending.clear();
-        open = w == "-c";
+        // Builtins that set the variables they name to values trainplace does not read.
+        if open {
+            out.extend(
+                setters(w, &words[i + 1..])
+                    .into_iter()
+                    .map(|n| (n, UNSETTLED, false)),
+            );
+        }
+        // `eval` runs its words as a command of this shell.
+        open = w == "-c" || w == "eval";
         persistent = false;
     }
     // Assignments alone on a command set the shell's variables.
@@ -1123,8 +1215,59 @@ fn command_assignments(command: &str, line_launches: bool) -> Vec<(&str, &str, b
     out
 }
 
+/// The value [`command_assignments`] gives a variable set to what trainplace does not
+/// compute (`N+=6`, `read N`, `printf -v N`, `unset N`, `${N:=4}`): it unsettles the
+/// variable. No shell word holds a NUL.
+pub(super) const UNSETTLED: &str = "\0";
+
+/// The variables builtin `program` sets from `args`: `read`'s and `mapfile`'s names,
+/// `printf -v`'s, `unset`'s (empty for any other program).
+fn setters<'a>(program: &str, args: &[&'a str]) -> Vec<&'a str> {
+    let names = |skip_values: &[&str]| {
+        let mut skip = false;
+        let mut out = Vec::new();
+        for &a in args {
+            if std::mem::take(&mut skip) {
+                continue;
+            }
+            if a.starts_with('-') {
+                skip = skip_values.contains(&a);
+            } else if is_name(a) {
+                out.push(a);
+            }
+        }
+        out
+    };
+    match program {
+        "read" | "mapfile" | "readarray" => names(&[
+            "-p", "-d", "-n", "-N", "-t", "-u", "-i", "-a", "-C", "-c", "-O", "-s",
+        ]),
+        "unset" => names(&[]),
+        "printf" => args
+            .iter()
+            .position(|a| *a == "-v")
+            .and_then(|at| args.get(at + 1))
+            .filter(|n| is_name(n))
+            .map_or_else(Vec::new, |n| vec![*n]),
+        _ => Vec::new(),
+    }
+}
+
+/// The names a command assigns through `${N:=word}` or `${N=word}`.
+fn default_assigned(command: &str) -> impl Iterator<Item = &str> {
+    command.split("${").skip(1).filter_map(|rest| {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (name, after) = rest.split_at(end);
+        (is_name(name) && (after.starts_with(":=") || after.starts_with('='))).then_some(name)
+    })
+}
+
 /// Commands whose assignments set (and export) the shell's variables.
-const EXPORTERS: [&str; 5] = ["export", "declare", "typeset", "local", "readonly"];
+/// (`local` only inside a function, whose body is not top level: at the top it fails
+/// and assigns nothing, so it is not one.) `let` assigns arithmetic expressions.
+const EXPORTERS: [&str; 5] = ["export", "declare", "typeset", "readonly", "let"];
 
 /// Commands that pass the assignments after them to the program they run.
 const PREFIXES: [&str; 2] = ["env", "sudo"];
@@ -1389,11 +1532,18 @@ fn removed_at(bytes: &[u8], i: usize, prev: Option<u8>) -> usize {
         b'\\' => match (next, bytes.get(i + 2)) {
             (Some(b'\n'), _) => 2,
             (Some(b'\r'), Some(b'\n')) => 3,
+            // An escaped control operator is a word, not an operator (`find -exec rm {}
+            // \;`): kept as written, so no reading splits the command there.
+            (Some(b';' | b'|' | b'&'), _) => 0,
             _ => 1,
         },
         b'$' if matches!(next, Some(b'\'' | b'"')) => 1,
         b'"' | b'\'' => {
-            let inside = |b: Option<u8>| b.is_some_and(|b| !b.is_ascii_whitespace());
+            // A control operator ends a word as whitespace does: `echo "a; b";` keeps
+            // its closing quote, so the string stays one.
+            let inside = |b: Option<u8>| {
+                b.is_some_and(|b| !b.is_ascii_whitespace() && !matches!(b, b';' | b'|' | b'&'))
+            };
             usize::from(inside(prev) && inside(next))
         }
         _ => 0,

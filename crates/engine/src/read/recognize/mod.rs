@@ -177,7 +177,9 @@ impl<'a> Env<'a> {
         for a in launchers::assignments(line) {
             let expanded = self.reference(a.value);
             let written = expanded.as_deref().unwrap_or(a.value);
-            let value = if a.certain {
+            let value = if a.value == launchers::UNSETTLED {
+                None
+            } else if a.certain {
                 Some(written.to_string())
             } else {
                 let before = match self.assigned.get(a.name) {

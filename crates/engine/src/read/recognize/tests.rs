@@ -600,8 +600,27 @@ fn assignments_made_only_on_some_runs_settle_nothing() {
         // The words of a command are expanded before its own assignments are made.
         "NNODES=1 torchrun --nnodes=$NNODES t.py",
         "NNODES=1 torchrun --nnodes=${NNODES} t.py",
+        // Text that only looks like an assignment: a string, a here-document, a child
+        // shell, a command substitution, `local` outside a function.
+        "echo \"setup; export NNODES=1\"; torchrun --nnodes=$NNODES t.py",
+        "cat > notes <<EOF\nexport NNODES=1\nEOF\ntorchrun --nnodes=$NNODES t.py",
+        "if false; then echo \"}\"; export NNODES=1; fi; torchrun --nnodes=$NNODES t.py",
+        "bash -c 'export NNODES=1'; torchrun --nnodes=$NNODES t.py",
+        "X=`export NNODES=1`; torchrun --nnodes=$NNODES t.py",
+        "local NNODES=1; torchrun --nnodes=$NNODES t.py",
+        "echo x \\; export NNODES=1; torchrun --nnodes=$NNODES t.py",
+        // Set again in ways whose value is not read.
+        "export NNODES=1; NNODES+=6; torchrun --nnodes=$NNODES t.py",
+        "export NNODES=1; read NNODES < /etc/nnodes; torchrun --nnodes=$NNODES t.py",
+        "export NNODES=1; printf -v NNODES 4; torchrun --nnodes=$NNODES t.py",
+        "export NNODES=1; : ${NNODES:=4}; torchrun --nnodes=$NNODES t.py",
     ];
-    let quoted = unsettled.map(|l| format!("bash -c \"{l}\""));
+    // The same in a shell's double-quoted `-c` script (where it holds no double quote).
+    let quoted: Vec<String> = unsettled
+        .iter()
+        .filter(|l| !l.contains('"'))
+        .map(|l| format!("bash -c \"{l}\""))
+        .collect();
     for line in unsettled
         .iter()
         .copied()
@@ -618,6 +637,14 @@ fn assignments_made_only_on_some_runs_settle_nothing() {
         "{ echo; }; export NNODES=1; torchrun --nnodes=$NNODES t.py",
         // The same value on every path.
         "if true; then export NNODES=4; fi; torchrun --nnodes=$NNODES t.py",
+        // A launcher only named before the assignment does not run there; strings and
+        // here-documents open no block.
+        "pip install deepspeed\nNNODES=1\ntorchrun --nnodes=$NNODES t.py",
+        "echo \"launching torchrun\"\nNNODES=1\ntorchrun --nnodes=$NNODES t.py",
+        "cat > ds.json <<EOF\n{\n  \"zero\": {\n  }\n}\nEOF\nNNODES=1\ntorchrun --nnodes=$NNODES t.py",
+        "echo \"Starting :-(\"\nNNODES=1\ntorchrun --nnodes=$NNODES t.py",
+        "find . -name '*.tmp' -exec rm {} \\;\nNNODES=1\ntorchrun --nnodes=$NNODES t.py",
+        "eval \"export NNODES=1\"; torchrun --nnodes=$NNODES t.py",
     ];
     for line in settled {
         let want = if line.contains("NNODES=4") { 4 } else { 1 };
