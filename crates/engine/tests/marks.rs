@@ -602,6 +602,63 @@ fn an_mpijobs_launcher_job_keeps_the_grants_its_mark_vouches_for() {
         "the MPI Operator's launcher Job was refused: {:#?}",
         v.findings
     );
+    // As the API server runs the webhooks: `/validate` sees what `/mutate` wrote, the
+    // template signed again for the launcher Job's own pods.
+    let stored = judge_owned(v.object.clone(), &policy(), &controller).unwrap();
+    assert!(
+        stored.allowed,
+        "the launcher Job /mutate signed was refused at /validate: {:#?}",
+        stored.findings
+    );
+}
+
+/// The MPI Operator writes `dnsPolicy: ClusterFirstWithHostNet` on a host-network
+/// template it copies into a pod: the same cluster DNS, so the MPIJob's mark still
+/// verifies on the worker pods and they keep the grant they were admitted with.
+#[test]
+fn an_mpijobs_host_network_workers_keep_their_mark() {
+    let k = keys("k1", 7);
+    let template = json!({"metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+        "spec": {"hostNetwork": true, "containers": [{"name": "mpi", "image": "mpi:1",
+            "command": ["sleep", "inf"], "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}});
+    let mut launcher = template.clone();
+    launcher["spec"]["containers"][0]["command"] = json!(["mpirun", "-np", "4", "python", "t.py"]);
+    let mpijob = json!({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+        "metadata": {"name": "bench", "namespace": "research"},
+        "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": launcher},
+            "Worker": {"replicas": 4, "template": template}}}});
+    let researchers = ["ml-researchers".to_string()];
+    let submit = Requester {
+        namespace: "research",
+        groups: &researchers,
+        marks: Some(&k),
+        ..Default::default()
+    };
+    let v = evaluate(&mpijob, &policy(), &submit).unwrap();
+    assert!(v.allowed, "{:#?}", v.findings);
+    let t = &v.object["spec"]["mpiReplicaSpecs"]["Worker"]["template"];
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": t["metadata"].clone(), "spec": t["spec"].clone()});
+    pod["metadata"]["namespace"] = json!("research");
+    pod["metadata"]["labels"] = json!({"training.kubeflow.org/job-name": "bench",
+        "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": "0"});
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob", "name": "bench", "uid": "1", "controller": true}]);
+    pod["spec"]["dnsPolicy"] = json!("ClusterFirstWithHostNet");
+    let operator = ["system:serviceaccounts:mpi-operator".to_string()];
+    let controller = Requester {
+        namespace: "research",
+        groups: &operator,
+        marks: Some(&k),
+        ..Default::default()
+    };
+    let v = evaluate(&pod, &policy(), &controller).unwrap();
+    assert!(
+        v.allowed,
+        "a host-network worker lost its grant: {:#?}",
+        v.findings
+    );
 }
 
 /// Opt-ins and a skip granted on a JobSet's own metadata reach the Jobs its controller

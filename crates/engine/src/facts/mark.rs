@@ -200,11 +200,17 @@ pub(crate) fn digest(view: &PodView<'_>) -> [u8; 32] {
     ] {
         put(key, spec.and_then(|s| s.get(key)));
     }
-    // Pods are defaulted to ClusterFirst; a CRD's template may leave it out.
-    let dns = spec
+    // Pods are defaulted to ClusterFirst; a CRD's template may leave it out. The MPI
+    // Operator writes ClusterFirstWithHostNet on a host-network template it copies
+    // (`mpi_job_controller.go`), the policy the pod needs to resolve cluster names
+    // there: the same cluster DNS, so it digests as ClusterFirst.
+    let dns = match spec
         .and_then(|s| s.get("dnsPolicy"))
-        .cloned()
-        .unwrap_or_else(|| Value::String("ClusterFirst".into()));
+        .and_then(Value::as_str)
+    {
+        None | Some("ClusterFirstWithHostNet") => Value::String("ClusterFirst".into()),
+        Some(other) => Value::String(other.into()),
+    };
     put("dnsPolicy", Some(&dns));
     // What the pod's DRA claims give, as counted when signing and when verifying: a
     // claim template replaced after admission (deleted and created again with fewer

@@ -119,8 +119,14 @@ pub(crate) fn vouched(
     else {
         return false;
     };
-    let Some((_, _, signed)) = verified(template, owner_kind, who.namespace, keys, who, policy)
-    else {
+    // Signed for the parent's pods when the parent was admitted, or for the child's own
+    // when `/mutate` signed the child again (its pods are the child's: an MPIJob's
+    // launcher Job's pods verify as a Job's) just before this `/validate`.
+    let signed = [Some(owner_kind), kind.pod_owner_kind()]
+        .into_iter()
+        .flatten()
+        .find_map(|k| verified(template, k, who.namespace, keys, who, policy));
+    let Some((_, _, signed)) = signed else {
         return false;
     };
     // 0: the mark vouches for a job of several pods, count unknown.
