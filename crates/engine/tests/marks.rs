@@ -400,17 +400,9 @@ fn a_jobsets_child_job_from_its_controller_is_judged_with_the_grants_its_mark_vo
     // The JobSet controller labels the pod template with the JobSet's name.
     child["spec"]["template"]["metadata"]["labels"] = json!({"jobset.sigs.k8s.io/jobset-name": "llama", "jobset.sigs.k8s.io/replicatedjob-name": "node"});
     let judge_as = |object: &Value, group: &str| {
-        let groups = [group.to_string()];
-        let who = Requester {
-            namespace: "research",
-            groups: &groups,
-            marks: Some(&k),
-            ..Default::default()
-        };
-        let mutated = evaluate(object, &policy(), &who).unwrap();
-        let stored = judge_owned(mutated.object.clone(), &policy(), &who).unwrap();
-        let trusted = stored.notes.iter().any(|n| n.contains("left as admitted"));
-        (mutated.allowed && stored.allowed, trusted, mutated.object)
+        let (allowed, notes, object) = through_webhooks(object, &policy(), &k, "research", group);
+        let trusted = notes.iter().any(|n| n.contains("left as admitted"));
+        (allowed, trusted, object)
     };
     let (allowed, trusted, stored) = judge_as(&child, "system:serviceaccounts:jobset-system");
     assert!(allowed, "the JobSet controller's child Job was refused");
@@ -452,6 +444,32 @@ fn a_jobsets_child_job_from_its_controller_is_judged_with_the_grants_its_mark_vo
         "name": "llama-node-0", "uid": "2", "controller": true}]);
     pod["spec"]["containers"][0]["command"] = json!(["torchrun", "--nnodes=8", "train.py"]);
     assert!(judge_pod_as(&pod, &k, "system:serviceaccounts:kube-system"));
+}
+
+/// What `/mutate` and then `/validate` answer for `object` sent by a member of `group`
+/// in `namespace`: whether both allowed it, `/validate`'s notes, and the object as
+/// `/mutate` wrote it.
+fn through_webhooks(
+    object: &Value,
+    policy: &Policy,
+    keys: &MarkKeys,
+    namespace: &str,
+    group: &str,
+) -> (bool, Vec<String>, Value) {
+    let groups = [group.to_string()];
+    let who = Requester {
+        namespace,
+        groups: &groups,
+        marks: Some(keys),
+        ..Default::default()
+    };
+    let mutated = evaluate(object, policy, &who).unwrap();
+    let stored = judge_owned(mutated.object.clone(), policy, &who).unwrap();
+    (
+        mutated.allowed && stored.allowed,
+        stored.notes,
+        mutated.object,
+    )
 }
 
 fn judge_pod_as(pod: &Value, keys: &MarkKeys, group: &str) -> bool {
@@ -503,16 +521,8 @@ fn a_leaderworkersets_leader_statefulset_from_its_controller_is_left_to_its_pods
                 "resources": {"limits": {"nvidia.com/gpu": 1}}}],
                 "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}});
     let judge_as = |object: &Value, group: &str| {
-        let groups = [group.to_string()];
-        let who = Requester {
-            namespace: "prod",
-            groups: &groups,
-            marks: Some(&k),
-            ..Default::default()
-        };
-        let mutated = evaluate(object, &policy(), &who).unwrap();
-        let stored = judge_owned(mutated.object.clone(), &policy(), &who).unwrap();
-        (mutated.allowed && stored.allowed, mutated.object)
+        let (allowed, _, object) = through_webhooks(object, &policy(), &k, "prod", group);
+        (allowed, object)
     };
     let (allowed, stored) = judge_as(&lws, "system:authenticated");
     assert!(allowed, "the LeaderWorkerSet was refused");
@@ -691,16 +701,8 @@ optIns:
                         "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}]}})
     };
     let judge_as = |object: &Value, group: &str| {
-        let groups = [group.to_string()];
-        let who = Requester {
-            namespace: "prod",
-            groups: &groups,
-            marks: Some(&k),
-            ..Default::default()
-        };
-        let mutated = evaluate(object, &policy, &who).unwrap();
-        let stored = judge_owned(mutated.object.clone(), &policy, &who).unwrap();
-        (mutated.allowed && stored.allowed, mutated.object)
+        let (allowed, _, object) = through_webhooks(object, &policy, &k, "prod", group);
+        (allowed, object)
     };
     for (annotation, group) in [
         ("trainplace.io/allow-partial-node", "ml-researchers"),

@@ -237,7 +237,7 @@ fn sign_skipped(object: &mut Value, sites: &[Site], ctx: &Ctx<'_, '_>) -> crate:
     for (site, judgement) in judged {
         // The skip travels with the template to a child workload, whose mark vouches
         // for it ([`vouched_skip`]).
-        write::carry_object_opt_ins(object, site, ctx, &mut ops, &[SKIP]);
+        write::carry_object_opt_ins(object, site, ctx, &mut ops, &[OptIn::Skip]);
         // The site was found by `judge_sites`; an error leaves that template unsigned.
         let _ = write::mark_admitted(object, site, &judgement, ctx, &scratch.namespace, &mut ops);
     }

@@ -11,8 +11,8 @@ use crate::judge::plan::Change;
 use crate::judge::rules::{OptInState, opt_in_state};
 use crate::judge::verdict::Verdict;
 use crate::read::annotations::{
-    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, KUEUE_QUEUE, KUEUE_REQUIRED_TOPOLOGY, LABEL_JOB,
-    LABEL_RENDEZVOUS, LABEL_ZONE, chose_kueue_topology,
+    KUEUE_QUEUE, KUEUE_REQUIRED_TOPOLOGY, LABEL_JOB, LABEL_RENDEZVOUS, LABEL_ZONE,
+    chose_kueue_topology,
 };
 use crate::read::json::Lookup as _;
 use crate::read::json::annotation;
@@ -69,7 +69,7 @@ pub(super) fn write_site(
         site,
         ctx,
         ops,
-        &[ALLOW_PARTIAL_NODE, ALLOW_MULTI_AZ],
+        &[OptIn::AllowPartialNode, OptIn::AllowMultiAz],
     );
     mark_admitted(object, site, judgement, ctx, &verdict.namespace, ops)
 }
@@ -83,17 +83,13 @@ pub(super) fn carry_object_opt_ins(
     site: &Site,
     ctx: &Ctx<'_, '_>,
     ops: &mut Ops,
-    keys: &[&str],
+    opt_ins: &[OptIn],
 ) {
     if !ctx.kind.makes_child_workloads() || site.pointer.is_empty() {
         return;
     }
-    for &key in keys {
-        let which = match key {
-            ALLOW_PARTIAL_NODE => OptIn::AllowPartialNode,
-            ALLOW_MULTI_AZ => OptIn::AllowMultiAz,
-            _ => OptIn::Skip,
-        };
+    for &which in opt_ins {
+        let key = which.annotation();
         let granted = annotation(object, key) == Some("true")
             && opt_in_state(true, which, ctx.eff, ctx.who) == OptInState::Granted;
         let Some(template) = object.pointer_mut(&site.pointer) else {

@@ -197,7 +197,6 @@ impl Snapshot {
         &self.nodes.block_nodes
     }
 
-    /// A profile for a type the catalog lacks, from what the nodes advertise.
     /// Whether nodes of type `name` advertise more `resource` than its `devices`: the
     /// device plugin shares them (NVIDIA time-slicing or MPS keeps the name
     /// `nvidia.com/gpu` and advertises each device `replicas` times unless renamed:
@@ -215,6 +214,7 @@ impl Snapshot {
         })
     }
 
+    /// A profile for a type the catalog lacks, from what the nodes advertise.
     pub fn learned(&self, name: &str) -> Option<&InstanceProfile> {
         self.nodes.learned.get(name)
     }

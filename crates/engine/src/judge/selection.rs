@@ -51,20 +51,12 @@ const ALIASES: [(&str, &str); 5] = [
 
 /// Every label by which a selection reaches types here, aliases included (the exported
 /// policies judge no type for a pod that selects by one, rather than the wrong one).
-pub(crate) const SELECTION_LABELS: [&str; 12] = [
-    FAMILY,
-    SIZE,
-    GPU_COUNT,
-    ACCELERATOR_COUNT,
-    GPU_NAME,
-    ACCELERATOR_NAME,
-    GPU_PRODUCT,
-    ALIASES[0].0,
-    ALIASES[1].0,
-    ALIASES[2].0,
-    ALIASES[3].0,
-    ALIASES[4].0,
-];
+pub(crate) fn selection_labels() -> impl Iterator<Item = &'static str> {
+    KARPENTER
+        .into_iter()
+        .chain([GPU_PRODUCT])
+        .chain(ALIASES.iter().map(|(alias, _)| *alias))
+}
 
 /// The label this module reads `key` as.
 fn canonical(key: &str) -> &str {

@@ -143,8 +143,9 @@ const LWS_NAME: &str = "leaderworkerset.sigs.k8s.io/name";
 /// Whether a template carrier is a StatefulSet a trusted controller made from a
 /// LeaderWorkerSet trainplace admitted: its controller owner is the LeaderWorkerSet
 /// (the leaders) or a group's leader Pod (the workers), and its template's mark
-/// verifies for the pods a StatefulSet owns (the kind a LeaderWorkerSet's marks name). A tenant's copy is not a controller's request, and a
-/// controller rendering another owner's StatefulSet is judged as usual.
+/// verifies for the pods a StatefulSet owns (the kind a LeaderWorkerSet's marks name).
+/// A tenant's copy is not a controller's request, and a controller rendering another
+/// owner's StatefulSet is judged as usual.
 pub(crate) fn carried_from_admitted(object: &Value, who: &Requester<'_>, policy: &Policy) -> bool {
     let Some(keys) = who.marks else {
         return false;
@@ -165,10 +166,10 @@ pub(crate) fn carried_from_admitted(object: &Value, who: &Requester<'_>, policy:
         return false;
     }
     let namespace = str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
-    let owner_kind = Kind::LeaderWorkerSet
+    Kind::LeaderWorkerSet
         .pod_owner_kind()
-        .unwrap_or("StatefulSet");
-    verified(template, owner_kind, namespace, keys, who, policy).is_some()
+        .and_then(|owner_kind| verified(template, owner_kind, namespace, keys, who, policy))
+        .is_some()
 }
 
 /// The job label a pod or template's mark verifies with, and the pod count the mark

@@ -22,6 +22,12 @@ pub const MUTATED: &str = "trainplace.io/mutated";
 
 pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
+
+/// The EC2 type a SageMaker HyperPod node's instance-type label names (`ml.p5.48xlarge`:
+/// p5.48xlarge's facts), `None` for any other value.
+pub fn hyperpod_type(label: &str) -> Option<&str> {
+    label.strip_prefix("ml.")
+}
 pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
 pub const LABEL_ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
 /// AWS's zone id (`use1-az1`), the same zone under a name that is stable across accounts.

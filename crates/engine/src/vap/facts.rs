@@ -148,12 +148,6 @@ fn affinity(keys: &[&str], p: &str) -> String {
     )
 }
 
-/// Karpenter's instance labels (and EKS Auto Mode's and GPU Feature Discovery's): a
-/// pod that selects by them reaches the types they allow (the engine's `selection`), not
-/// the annotation's or the namespace's default type; the policies judge no type for it
-/// rather than the wrong one.
-const KARPENTER_SELECTION: [&str; 12] = crate::judge::selection::SELECTION_LABELS;
-
 /// `pods`: per template, what one pod holds and where it may run.
 fn pods(policy: &Policy) -> String {
     let spec = "x.spec";
@@ -188,7 +182,11 @@ fn pods(policy: &Policy) -> String {
         shared = resource_fact(policy, "r.key", "shared"),
         cores = resource_fact(policy, "r.key", "cores"),
         tr = lit(TRAINING),
-        ksel = list(&KARPENTER_SELECTION),
+        // Karpenter's instance labels (and EKS Auto Mode's and GPU Feature Discovery's):
+        // a pod that selects by them reaches the types they allow (the engine's
+        // `selection`), not the annotation's or the namespace's default type; the
+        // policies judge no type for it rather than the wrong one.
+        ksel = list(&crate::judge::selection::selection_labels().collect::<Vec<_>>()),
         ann_type = annotation(INSTANCE_TYPE),
         opt_p = annotation(ALLOW_PARTIAL_NODE),
         opt_z = annotation(ALLOW_MULTI_AZ),

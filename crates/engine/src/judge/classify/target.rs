@@ -7,7 +7,9 @@ use super::zones::{Allowed, affinity_values};
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::Effective;
 use crate::facts::whole_node::{holds, offers_resource};
-use crate::read::annotations::{INSTANCE_TYPE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA};
+use crate::read::annotations::{
+    INSTANCE_TYPE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, hyperpod_type,
+};
 use crate::read::json::str_at;
 use crate::read::podspec::PodView;
 use crate::read::workload::SiteHints;
@@ -143,7 +145,7 @@ impl<'c> Names<'c> {
                 .get(name)
                 .or_else(|| self.inventory?.learned(name))
         };
-        match lookup(&name).or_else(|| lookup(name.strip_prefix("ml.")?)) {
+        match lookup(&name).or_else(|| lookup(hyperpod_type(&name)?)) {
             Some(p) => Target::Known(p, src),
             None => Target::Unknown(name, src),
         }

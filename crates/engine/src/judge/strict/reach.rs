@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::read::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA};
+use crate::read::annotations::{LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, hyperpod_type};
 use crate::read::json::items;
 use trainplace_catalog::Catalog;
 
@@ -38,15 +38,12 @@ pub(crate) fn terms(spec: &Value) -> &[Value] {
 /// Whether a label value names catalog type `name`: as written, or as SageMaker HyperPod
 /// labels its nodes (`ml.p5.48xlarge`).
 fn names(value: &str, name: &str) -> bool {
-    value == name || value.strip_prefix("ml.") == Some(name)
+    value == name || hyperpod_type(value) == Some(name)
 }
 
 /// Whether a label value names a catalog type.
 fn known(catalog: &Catalog, value: &str) -> bool {
-    catalog.get(value).is_some()
-        || value
-            .strip_prefix("ml.")
-            .is_some_and(|v| catalog.get(v).is_some())
+    catalog.get(value).is_some() || hyperpod_type(value).is_some_and(|v| catalog.get(v).is_some())
 }
 
 /// Whether catalog type `name` satisfies one term's instance-type expressions. Only

@@ -1073,7 +1073,7 @@ fn runs_launcher(command: &str) -> bool {
         let next = words.get(i + 1).copied();
         if SHELLS.contains(&base) {
             // A shell runs its `-c` script; a script file is not read here.
-            match words[i + 1..].iter().position(|x| is_c_switch(x)) {
+            match words[i + 1..].iter().position(|x| sequence::is_c_switch(x)) {
                 Some(at) => {
                     i += at + 2;
                     continue;
@@ -1116,27 +1116,24 @@ const WRAPPERS: [&str; 12] = [
     "--",
 ];
 
-/// A shell's `-c` switch, alone or at the end of a cluster (`-c`, `-lc`, `-ec`).
-fn is_c_switch(word: &str) -> bool {
-    word.strip_prefix('-').is_some_and(|o| {
-        !o.starts_with('-') && o.ends_with('c') && o.chars().all(|c| c.is_ascii_alphabetic())
-    })
-}
-
 /// The names a command refers to as `$NAME` or `${NAME...}`. Linear in the command.
 fn referenced(command: &str) -> HashSet<&str> {
     command
         .split('$')
         .skip(1)
         .filter_map(|rest| {
-            let rest = rest.strip_prefix('{').unwrap_or(rest);
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            let name = &rest[..end];
+            let (name, _) = leading_name(rest.strip_prefix('{').unwrap_or(rest));
             is_name(name).then_some(name)
         })
         .collect()
+}
+
+/// The longest run of name characters `text` starts with, and what follows it.
+pub(super) fn leading_name(text: &str) -> (&str, &str) {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    text.split_at(end)
 }
 
 /// One command's assignments that reach a launcher. An assignment sets a variable at a
@@ -1256,10 +1253,7 @@ fn setters<'a>(program: &str, args: &[&'a str]) -> Vec<&'a str> {
 /// The names a command assigns through `${N:=word}` or `${N=word}`.
 fn default_assigned(command: &str) -> impl Iterator<Item = &str> {
     command.split("${").skip(1).filter_map(|rest| {
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        let (name, after) = rest.split_at(end);
+        let (name, after) = leading_name(rest);
         (is_name(name) && (after.starts_with(":=") || after.starts_with('='))).then_some(name)
     })
 }
@@ -1279,7 +1273,7 @@ const RESERVED: [&str; 10] = [
 ];
 
 /// A shell variable name: a letter or `_`, then letters, digits and `_`.
-fn is_name(n: &str) -> bool {
+pub(super) fn is_name(n: &str) -> bool {
     n.chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')

@@ -202,21 +202,13 @@ impl<'a> Env<'a> {
         let v = value.trim_matches('"');
         let name = match v.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
             Some(inner) => {
-                let end = inner
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .unwrap_or(inner.len());
-                let (name, rest) = inner.split_at(end);
+                let (name, rest) = launchers::leading_name(inner);
                 let defaulted = [":-", "-", ":=", "="].iter().any(|op| rest.starts_with(op));
                 (rest.is_empty() || defaulted).then_some(name)?
             }
             None => v.strip_prefix('$')?,
         };
-        let named = name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        match self.get(name).filter(|_| named)? {
+        match self.get(name).filter(|_| launchers::is_name(name))? {
             EnvValue::Literal(set) if !set.is_empty() => Some(set.to_string()),
             _ => None,
         }

@@ -184,10 +184,14 @@ fn after_c_switch(before: &str) -> bool {
     before
         .split_whitespace()
         .next_back()
-        .and_then(|w| w.strip_prefix('-'))
-        .is_some_and(|o| {
-            !o.starts_with('-') && o.ends_with('c') && o.chars().all(|c| c.is_ascii_alphabetic())
-        })
+        .is_some_and(is_c_switch)
+}
+
+/// A shell's `-c` switch, alone or at the end of a cluster (`-c`, `-lc`, `-ec`).
+pub(super) fn is_c_switch(word: &str) -> bool {
+    word.strip_prefix('-').is_some_and(|o| {
+        !o.starts_with('-') && o.ends_with('c') && o.chars().all(|c| c.is_ascii_alphabetic())
+    })
 }
 
 /// A command without its quoted strings (data: `echo ":-("`, `grep "if"`), keeping a
