@@ -143,8 +143,33 @@ async fn only_pods_of_templates_this_webhook_admitted_are_trusted() {
     let (_, b) = post_review(&validate, &pod_of("StatefulSet")).await;
     assert_eq!(b["response"]["allowed"], false, "StatefulSet replay: {b}");
 
-    // Rotate: a new key signs, the old one is removed; the old mark stops verifying.
-    std::fs::write(keys.path().join("2026-12-01"), [9u8; 32]).unwrap();
+    // Rotate as the chart's README says: the new key added as pending (it verifies, it
+    // signs nowhere), then promoted by renaming it (the same bytes: a reload that read
+    // only the files' contents missed it, and the old key kept signing), then the old
+    // key removed; the old mark stops verifying.
+    std::fs::write(keys.path().join("2026-12-01.pending"), [9u8; 32]).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::rename(
+        keys.path().join("2026-12-01.pending"),
+        keys.path().join("2026-12-01"),
+    )
+    .unwrap();
+    let mut promoted = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (_, b) = post_review(&format!("{base}/mutate"), &review).await;
+        let signed = common::apply_response_patch(&job, &b);
+        let mark = &signed["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["annotations"]
+            ["trainplace.io/admitted"];
+        if mark
+            .as_str()
+            .is_some_and(|m| m.starts_with("v2.2026-12-01."))
+        {
+            promoted = true;
+            break;
+        }
+    }
+    assert!(promoted, "the key promoted by renaming never signed");
     std::fs::remove_file(keys.path().join("2026-11-01")).unwrap();
     let mut rotated = false;
     for _ in 0..50 {

@@ -138,7 +138,7 @@ fn mutated_workloads_validate_against_their_crds() {
             marks: None,
             now: None,
             claims: Some(&claims),
-            updating: false,
+            updating: None,
         };
         let mut v = evaluate(object, &policy, &who).unwrap();
         // The unknown-fields fixtures carry fields no schema has (named future*), which
@@ -302,7 +302,7 @@ fn mutated_upstream_workloads_validate_against_their_crds() {
         marks: None,
         now: None,
         claims: None,
-        updating: false,
+        updating: None,
     };
     let mut files = Vec::new();
     let mut stack = vec![root().join("tests/fixtures/upstream")];

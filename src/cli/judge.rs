@@ -43,7 +43,7 @@ impl<'a> Submitter<'a> {
             now: self.now,
             claims: None,
             // Offline there is no UPDATE: every object is judged as submitted.
-            updating: false,
+            updating: None,
         }
     }
 }

@@ -12,10 +12,14 @@ use super::metrics::OutcomeLabels;
 use super::state::AppState;
 use super::tls::{CertStore, load_pem};
 
-/// Hash of the named files' contents; `None` if any cannot be read right now.
+/// Hash of the named files' names and contents; `None` if any cannot be read right now.
 pub fn files_hash(paths: &[&Path]) -> Option<[u8; 32]> {
     let mut h = Sha256::new();
     for p in paths {
+        // The name too: a key promoted by renaming (`ID.pending` to `ID`, the same
+        // bytes) changes which key signs.
+        h.update(p.as_os_str().as_encoded_bytes());
+        h.update([0u8]);
         h.update(std::fs::read(p).ok()?);
         h.update([0u8]);
     }

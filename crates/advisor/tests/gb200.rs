@@ -48,7 +48,7 @@ fn rules(domain: &Value, job: &Value) -> Vec<String> {
         marks: None,
         now: None,
         claims: Some(&claims),
-        updating: false,
+        updating: None,
     };
     let v = evaluate(job, &policy, &who).unwrap();
     assert!(v.allowed, "{:#?}", v.findings);
@@ -109,7 +109,7 @@ fn without_its_compute_domain_the_engine_says_so() {
         marks: None,
         now: None,
         claims: Some(&claims),
-        updating: false,
+        updating: None,
     };
     let v = evaluate(&job, &policy, &who).unwrap();
     let text = format!("{:?}", v.findings);

@@ -24,7 +24,7 @@ fn bench(c: &mut Criterion) {
         marks: None,
         now: None,
         claims: None,
-        updating: false,
+        updating: None,
     };
     let mutated = evaluate(&pod, &policy, &who).unwrap().object;
 

@@ -46,7 +46,7 @@ fn judge(pod: &Value, inventory: &Snapshot) -> Verdict {
         marks: None,
         now: None,
         claims: None,
-        updating: false,
+        updating: None,
     };
     evaluate(pod, &policy, &who).unwrap()
 }

@@ -186,7 +186,7 @@ fn judge_case(path: &Path, case: &Case, under: &str) {
         marks: None,
         now: None,
         claims: Some(&claims),
-        updating: false,
+        updating: None,
     };
     let e = &case.expect;
     let result = evaluate(&case.object, &policy, &who);

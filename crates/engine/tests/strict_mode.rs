@@ -67,7 +67,7 @@ fn namespace(object: &Value) -> String {
         .to_string()
 }
 
-fn who<'a>(ns: &'a str, groups: &'a [String], updating: bool) -> Requester<'a> {
+fn who<'a>(ns: &'a str, groups: &'a [String], updating: Option<&'a Value>) -> Requester<'a> {
     Requester {
         namespace: ns,
         groups,
@@ -80,10 +80,10 @@ fn who<'a>(ns: &'a str, groups: &'a [String], updating: bool) -> Requester<'a> {
 /// it changes).
 fn validate(policy: &Policy, object: &Value, old: Option<&Value>, groups: &[String]) -> Verdict {
     let ns = namespace(object);
-    let who = who(&ns, groups, old.is_some());
+    let who = who(&ns, groups, old);
     let mut verdict = judge_owned(object.clone(), policy, &who).expect("readable");
     if let Some(old) = old {
-        judge_change(old.clone(), &mut verdict, policy, &who);
+        judge_change(old, &mut verdict, policy, &who);
     }
     verdict
 }
@@ -139,7 +139,7 @@ fn mutation_pins_the_zone_and_nothing_else_changes_a_verdict() {
             continue;
         }
         let ns = namespace(&case.object);
-        let who = who(&ns, &case.groups, false);
+        let who = who(&ns, &case.groups, None);
         let mutated = evaluate(&case.object, &policy, &who).unwrap().object;
         let v = validate(&policy, &mutated, None, &case.groups);
         let partial = case.expect.rules.iter().any(|r| r == "partial-node");
@@ -249,7 +249,7 @@ fn compare(
         namespace_labels: labels,
         groups,
     };
-    let who = who(&ns, groups, old.is_some());
+    let who = who(&ns, groups, old);
     let Ok(raw) = evaluate(object, policy, &who) else {
         return;
     };

@@ -203,39 +203,8 @@ fn a_mark_signed_on_update_grants_nothing() {
     let admitted = evaluate(&job(4), &policy(), &submit).unwrap();
     assert!(admitted.allowed, "{:#?}", admitted.findings);
     let stored = admitted.object;
-    // Through both webhooks, as the API server calls them on an UPDATE.
     let both = |new: &Value, user: &str, groups: &[&str]| {
-        let review_of = |object: &Value| {
-            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                "request": {"uid": "u",
-                    "kind": {"group": "kubeflow.org", "version": "v1", "kind": "PyTorchJob"},
-                    "resource": {"group": "kubeflow.org", "version": "v1", "resource": "pytorchjobs"},
-                    "name": "bert", "namespace": "research", "operation": "UPDATE",
-                    "userInfo": {"username": user, "groups": groups},
-                    "object": object, "oldObject": stored}})
-        };
-        let m = review(
-            review_of(new),
-            Endpoint::Mutate,
-            &policy(),
-            None,
-            Some(&keys),
-        );
-        let m: Value = serde_json::from_slice(&m.body.unwrap()).unwrap();
-        let mut patched = new.clone();
-        if let Some(p) = m["response"]["patch"].as_str() {
-            let bytes = base64_simd::STANDARD.decode_to_vec(p).unwrap();
-            let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
-            json_patch::patch(&mut patched, &patch).unwrap();
-        }
-        let v = review(
-            review_of(&patched),
-            Endpoint::Validate,
-            &policy(),
-            None,
-            Some(&keys),
-        );
-        serde_json::from_slice::<Value>(&v.body.unwrap()).unwrap()
+        through_webhooks(Some(&stored), new, user, groups, &keys).0
     };
     let mut grown = stored.clone();
     grown["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = json!(16);
@@ -252,6 +221,103 @@ fn a_mark_signed_on_update_grants_nothing() {
         &["system:serviceaccounts:kueue-system"],
     );
     assert!(allowed(&a), "Kueue's unsuspend refused: {a}");
+}
+
+/// `new` through both webhooks as the API server sends it (a CREATE, or an UPDATE of
+/// `old`): `/validate`'s answer, and the object as `/mutate` wrote it.
+fn through_webhooks(
+    old: Option<&Value>,
+    new: &Value,
+    user: &str,
+    groups: &[&str],
+    keys: &trainplace_engine::MarkKeys,
+) -> (Value, Value) {
+    let (group, version) = new["apiVersion"]
+        .as_str()
+        .unwrap()
+        .rsplit_once('/')
+        .unwrap_or(("", "v1"));
+    let kind = new["kind"].as_str().unwrap();
+    let review_of = |object: &Value| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u",
+                "kind": {"group": group, "version": version, "kind": kind},
+                "resource": {"group": group, "version": version,
+                    "resource": format!("{}s", kind.to_lowercase())},
+                "name": new["metadata"]["name"], "namespace": "research",
+                "operation": if old.is_some() { "UPDATE" } else { "CREATE" },
+                "userInfo": {"username": user, "groups": groups},
+                "object": object, "oldObject": old}})
+    };
+    let m = review(
+        review_of(new),
+        Endpoint::Mutate,
+        &policy(),
+        None,
+        Some(keys),
+    );
+    let m: Value = serde_json::from_slice(&m.body.unwrap()).unwrap();
+    let mut patched = new.clone();
+    if let Some(p) = m["response"]["patch"].as_str() {
+        let bytes = base64_simd::STANDARD.decode_to_vec(p).unwrap();
+        let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
+        json_patch::patch(&mut patched, &patch).unwrap();
+    }
+    let v = review(
+        review_of(&patched),
+        Endpoint::Validate,
+        &policy(),
+        None,
+        Some(keys),
+    );
+    (serde_json::from_slice(&v.body.unwrap()).unwrap(), patched)
+}
+
+/// Kueue admits part of a partial-node Job whose opt-in is granted to its submitter's
+/// group only: it lowers the parallelism, writes its flavor's node selector and starts
+/// the job; the template is signed again. When Kueue preempts the job it suspends it,
+/// takes its node selector back and restores the parallelism, in one update. That
+/// restore is no larger than what the submitter was admitted with (the stored mark
+/// vouches for 4 pods), so it passes; it had been judged as growth under Kueue's groups
+/// and refused, and the preempted job kept running. Growing the job past that is still
+/// refused.
+#[test]
+fn kueue_restoring_a_partially_admitted_job_is_no_growth() {
+    let keys = trainplace_engine::MarkKeys::new(("k1".into(), vec![5; 32]), Vec::new()).unwrap();
+    let kueue = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:kueue-system",
+    ];
+    let (a, submitted) = through_webhooks(None, &job(1), "alice", &["ml-researchers"], &keys);
+    assert!(allowed(&a), "the granted job was refused: {a}");
+    let mut partial = submitted.clone();
+    partial["spec"]["parallelism"] = json!(2);
+    partial["spec"]["suspend"] = json!(false);
+    partial["spec"]["template"]["spec"]["nodeSelector"]["karpenter.sh/capacity-type"] =
+        json!("on-demand");
+    let (a, running) = through_webhooks(Some(&submitted), &partial, KUEUE, &kueue, &keys);
+    assert!(allowed(&a), "Kueue's partial admission refused: {a}");
+    let mut preempted = running.clone();
+    preempted["spec"]["parallelism"] = json!(4);
+    preempted["spec"]["suspend"] = json!(true);
+    preempted["spec"]["template"]["spec"]["nodeSelector"] =
+        json!({"node.kubernetes.io/instance-type": "p5.48xlarge"});
+    let (a, _) = through_webhooks(Some(&running), &preempted, KUEUE, &kueue, &keys);
+    assert!(allowed(&a), "Kueue's preemption refused: {a}");
+    let mut grown = running.clone();
+    grown["spec"]["parallelism"] = json!(8);
+    grown["spec"]["completions"] = json!(8);
+    let (a, _) = through_webhooks(
+        Some(&running),
+        &grown,
+        "mallory",
+        &["system:authenticated"],
+        &keys,
+    );
+    assert!(
+        !allowed(&a),
+        "a job grown past its admitted size passed: {a}"
+    );
 }
 
 /// The answer of the mutating webhook to `new` (an UPDATE of `old` when there is one).

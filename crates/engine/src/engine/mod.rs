@@ -187,7 +187,7 @@ fn run(
     // layout, would leave a stored mark that no longer matches the template, and every
     // later update would sign it again).
     let admitted = !policy.strict()
-        && (who.updating || !verdict.findings.iter().any(|f| f.mode == Mode::Enforce));
+        && (who.updating.is_some() || !verdict.findings.iter().any(|f| f.mode == Mode::Enforce));
     if layout == Layout::Write {
         for (site, judgement) in judged {
             let zone = pin

@@ -171,7 +171,11 @@ pub(super) fn mark_admitted(
         identity: (key, value),
         owner_kind,
         digest: crate::facts::mark::digest(&view),
-        pods: signed_pods(object, judgement.pods().unwrap_or(0), ctx),
+        pods: kept_count(
+            signed_pods(object, judgement.pods().unwrap_or(0), ctx),
+            site,
+            ctx,
+        ),
     };
     let kept = annotation(template, ADMITTED)
         .filter(|m| m.split('.').nth(1) == Some(keys.current_id()))
@@ -206,6 +210,22 @@ fn signed_pods(object: &Value, job: u32, ctx: &Ctx<'_, '_>) -> u32 {
         .and_then(Value::as_u64)
         .map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX));
     job.max(groups)
+}
+
+/// On an UPDATE, the larger of `judged` and the count the stored template's mark states
+/// (0, several of unknown count, stays 0 either way): the mark keeps the largest job
+/// the template was admitted for. Kueue admitting part of a Job lowers its parallelism
+/// and writes its flavor's node selector, so the template is signed again; when Kueue
+/// preempts the job it restores the parallelism, which `/validate` then judges against
+/// that count (`update.rs`) and not as growth past what the submitter was granted.
+fn kept_count(judged: u32, site: &Site, ctx: &Ctx<'_, '_>) -> u32 {
+    let before = ctx.who.updating.and_then(|stored| {
+        crate::judge::upstream::signed_before(stored, site, ctx.kind, ctx.who, &ctx.eff.policy)
+    });
+    match before {
+        Some(n) if judged > 0 && n > 0 => judged.max(n),
+        _ => judged,
+    }
 }
 
 /// A Kueue-managed workload: ask Topology Aware Scheduling for one zone per podset,

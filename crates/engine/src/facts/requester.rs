@@ -26,10 +26,12 @@ pub struct Requester<'a> {
     /// DRA objects submitted alongside the object (the CLI's input files); the
     /// inventory's own are looked up after these.
     pub claims: Option<&'a Claims>,
-    /// The request UPDATEs an existing object: a workload template that still carries
-    /// trainplace's mark keeps the grants it was admitted with (Kueue's unsuspend). A
-    /// CREATE is judged with the requester's own grants, so a copied mark grants nothing.
-    pub updating: bool,
+    /// The object as stored, when the request UPDATEs it: a workload template that still
+    /// carries trainplace's mark keeps the grants it was admitted with (Kueue's
+    /// unsuspend), and the job size its mark vouches for (Kueue restoring the
+    /// parallelism it lowered). A CREATE is judged with the requester's own grants, so a
+    /// copied mark grants nothing.
+    pub updating: Option<&'a serde_json::Value>,
 }
 
 impl Requester<'_> {

@@ -1,12 +1,17 @@
 //! The sizes an UPDATE compares a finding by: how many pods the job and each template
 //! make, and what each pod of a template asks for. A finding the old object was
 //! admitted with is the same finding after the update only if neither grew: a shrink
-//! (Kueue's partial admission, an autoscaler scaling down) keeps it, a growth is judged.
+//! (Kueue's partial admission, an autoscaler scaling down) keeps it, a growth is judged,
+//! unless back to a size the stored template's admission mark vouches for (Kueue
+//! restoring what it lowered).
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::facts::policy::Policy;
+use crate::facts::requester::Requester;
+use crate::judge::upstream::signed_before;
 use crate::read::json::Lookup as _;
 use crate::read::podspec::PodView;
 use crate::read::workload::{Kind, locate};
@@ -17,6 +22,9 @@ use trainplace_catalog::Catalog;
 struct Template {
     pods: Option<u32>,
     devices: Value,
+    /// The job size the template's admission mark vouches for, when it verifies (a
+    /// stored object's): the largest the job was admitted at since it was created.
+    signed: Option<u32>,
 }
 
 /// The sizes of one object, by template field (`Finding::site`).
@@ -68,10 +76,27 @@ impl Sizes {
                 Template {
                     pods: site.pods,
                     devices,
+                    signed: None,
                 },
             );
         }
         out
+    }
+
+    /// The sizes of a stored object, with the job size each template's mark vouches for
+    /// (`upstream::signed_before`): a job restored to a size it was admitted at (Kueue
+    /// preempting a job it admitted in part) did not grow past what was judged.
+    pub(crate) fn of_stored(stored: &Value, policy: &Policy, who: &Requester<'_>) -> Sizes {
+        let mut sizes = Sizes::of(stored, &policy.catalog);
+        let Ok((kind, sites)) = locate(stored) else {
+            return sizes;
+        };
+        for site in &sites {
+            if let Some(t) = sizes.templates.get_mut(&site.field) {
+                t.signed = signed_before(stored, site, kind, who, policy).filter(|&n| n > 0);
+            }
+        }
+        sizes
     }
 
     /// Whether a finding at `site` is the same after the update: `Some(true)` when the
@@ -88,11 +113,19 @@ impl Sizes {
             (None, Some(_)) => true,
             (Some(o), Some(n)) => n <= o,
         };
-        if !not_larger(self.job, new.job) {
+        // The most the job was admitted at: its size now, or what a mark vouches for.
+        let signed = self.templates.values().filter_map(|t| t.signed).max();
+        let admitted = |now: Option<u32>| match (now, signed) {
+            (Some(n), Some(s)) => Some(n.max(s)),
+            _ => now,
+        };
+        if !not_larger(admitted(self.job), new.job) {
             return Some(false);
         }
         match (self.templates.get(site), new.templates.get(site)) {
-            (Some(o), Some(n)) => Some(o.devices == n.devices && not_larger(o.pods, n.pods)),
+            (Some(o), Some(n)) => {
+                Some(o.devices == n.devices && not_larger(admitted(o.pods), n.pods))
+            }
             // A finding about the object as a whole, or a template only one side has.
             (None, None) => Some(true),
             _ => Some(false),

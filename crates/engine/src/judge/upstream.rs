@@ -23,7 +23,7 @@ use crate::read::annotations::JOB_IDENTITY_LABELS;
 use crate::read::json::str_at;
 use crate::read::podspec::PodView;
 use crate::read::recognize::JobSize;
-use crate::read::workload::Kind;
+use crate::read::workload::{Kind, Site};
 
 /// Whether a Pod is made by its controller from a template trainplace admitted (the
 /// caller checks that a trusted controller is asking). Only a Pod: a workload is judged.
@@ -172,6 +172,77 @@ pub(crate) fn carried_from_admitted(object: &Value, who: &Requester<'_>, policy:
         .is_some()
 }
 
+/// The pod count the mark on a stored workload's template states, when it verifies for
+/// that template as stored (0: several, count unknown): the largest job the template
+/// was admitted for, with its submitter's grants, since it was created. Kueue lowers a
+/// Job's parallelism when it admits part of it and restores it when it preempts the
+/// job; the restore is no larger than what was admitted.
+pub(crate) fn signed_before(
+    stored: &Value,
+    site: &Site,
+    kind: Kind,
+    who: &Requester<'_>,
+    policy: &Policy,
+) -> Option<u32> {
+    let keys = who.marks?;
+    let template = crate::read::json::Lookup::lookup(stored, &site.pointer)?;
+    let namespace = str_at(stored, &["metadata", "namespace"]).unwrap_or(who.namespace);
+    let (mark, view) = read_view(template, namespace, who, policy)?;
+    // Signed under the label the controller will write on the pods (a Job's name), or
+    // one written on the template (a rendezvous).
+    let hinted = site
+        .hints
+        .identity
+        .as_ref()
+        .map(|(k, v)| (k.as_str(), v.as_str()));
+    let identities = hinted.into_iter().chain(labelled(template));
+    let owner_kind = kind.pod_owner_kind()?;
+    signature(mark, &view, owner_kind, namespace, keys, identities).map(|(_, n)| n)
+}
+
+/// The template or pod's mark and its view, its claims counted as they count now (the
+/// mark covers what they gave when it was signed).
+fn read_view<'v>(
+    object: &'v Value,
+    namespace: &str,
+    who: &Requester<'_>,
+    policy: &Policy,
+) -> Option<(&'v str, PodView<'v>)> {
+    let mark = str_at(object, &["metadata", "annotations", ADMITTED])?;
+    let view = PodView::read(object, "spec", &policy.catalog).ok()?;
+    Some((mark, who.claims_resolved(view, namespace, &policy.catalog)))
+}
+
+/// The job labels a pod or template carries.
+fn labelled(object: &Value) -> impl Iterator<Item = (&str, &str)> {
+    JOB_IDENTITY_LABELS
+        .iter()
+        .filter_map(|(key, _)| Some((*key, str_at(object, &["metadata", "labels", key])?)))
+}
+
+/// The first of `identities` the mark verifies with for this owner kind and namespace,
+/// and the pod count it states.
+fn signature<'i>(
+    mark: &str,
+    view: &PodView<'_>,
+    owner_kind: &str,
+    namespace: &str,
+    keys: &MarkKeys,
+    identities: impl IntoIterator<Item = (&'i str, &'i str)>,
+) -> Option<((&'i str, &'i str), u32)> {
+    let digest = crate::facts::mark::digest(view);
+    identities.into_iter().find_map(|identity| {
+        let claim = Claim {
+            namespace,
+            identity,
+            owner_kind,
+            digest,
+            pods: 0,
+        };
+        keys.verify(mark, &claim).map(|pods| (identity, pods))
+    })
+}
+
 /// The job label a pod or template's mark verifies with, and the pod count the mark
 /// states, when it verifies and the object's own launcher does not say its job is
 /// larger than that.
@@ -182,24 +253,10 @@ fn verified<'v>(
     keys: &MarkKeys,
     who: &Requester<'_>,
     policy: &Policy,
-) -> Option<(&'static str, &'v str, u32)> {
-    let mark = str_at(object, &["metadata", "annotations", ADMITTED])?;
-    let view = PodView::read(object, "spec", &policy.catalog).ok()?;
-    // Its claims as they count now: the mark covers what they gave when it was signed.
-    let view = who.claims_resolved(view, namespace, &policy.catalog);
-    let digest = crate::facts::mark::digest(&view);
-    let found = JOB_IDENTITY_LABELS.iter().find_map(|(key, _)| {
-        let value = str_at(object, &["metadata", "labels", key])?;
-        let claim = Claim {
-            namespace,
-            identity: (key, value),
-            owner_kind,
-            digest,
-            pods: 0,
-        };
-        keys.verify(mark, &claim).map(|pods| (*key, value, pods))
-    });
-    let Some((key, value, pods)) = found else {
+) -> Option<(&'v str, &'v str, u32)> {
+    let (mark, view) = read_view(object, namespace, who, policy)?;
+    let found = signature(mark, &view, owner_kind, namespace, keys, labelled(object));
+    let Some(((key, value), pods)) = found else {
         keys.note_failure();
         return None;
     };

@@ -299,7 +299,6 @@ fn request_of<O>(
 fn judge(
     endpoint: Endpoint,
     object: Value,
-    old_object: Option<Box<serde_json::value::RawValue>>,
     policy: &Policy,
     who: &Requester<'_>,
 ) -> Result<Verdict, crate::error::ObjectError> {
@@ -307,10 +306,7 @@ fn judge(
         return evaluate_owned(object, policy, who);
     }
     let mut verdict = judge_owned(object, policy, who)?;
-    if let Some(old) = old_object
-        && let Ok(old) = serde_json::from_str::<Value>(old.get())
-        && !old.is_null()
-    {
+    if let Some(old) = who.updating {
         crate::engine::update::judge_change(old, &mut verdict, policy, who);
     }
     Ok(verdict)
@@ -324,6 +320,7 @@ fn requester<'a>(
     inventory: Option<&'a Snapshot>,
     marks: Option<&'a MarkKeys>,
     now: Option<jiff::Timestamp>,
+    stored: Option<&'a Value>,
 ) -> Requester<'a> {
     Requester {
         namespace,
@@ -333,7 +330,7 @@ fn requester<'a>(
         marks,
         now,
         claims: None,
-        updating: matches!(req.operation, Operation::Update),
+        updating: stored,
     }
 }
 
@@ -386,12 +383,12 @@ fn decide(
     if is_scale && judges.policy.strict() {
         return (base, None, Outcome::Passed { operation });
     }
-    let (object, old_object) = if is_scale {
+    // An UPDATE (a Scale too) is refused only for what it changes (`update.rs`).
+    let updating = req.operation == Operation::Update;
+    let (object, stored) = if is_scale {
         match scaled_object(req, &object, &namespace, judges.inventory) {
             // A Scale's old object is a Scale: what it changes is the workload as stored.
-            Scaled::Judge { scaled, stored } => {
-                (scaled, serde_json::value::to_raw_value(&stored).ok())
-            }
+            Scaled::Judge { scaled, stored } => (scaled, Some(stored).filter(|_| updating)),
             Scaled::Pass(note) => {
                 let mut resp = base;
                 resp.warnings = Some(vec![note]);
@@ -399,20 +396,28 @@ fn decide(
             }
         }
     } else {
-        (object, old_object)
+        let stored = old_object
+            .filter(|_| updating)
+            .and_then(|old| serde_json::from_str::<Value>(old.get()).ok())
+            .filter(|old| !old.is_null());
+        (object, stored)
     };
-    let who = requester(req, &namespace, judges.inventory, judges.marks, judges.now);
-    // An UPDATE (a Scale too) is refused only for what it changes (`update.rs`).
-    let old_object = old_object.filter(|_| req.operation == Operation::Update);
     if endpoint == Endpoint::Mutate
         && !is_scale
-        && let Some(old) = old_object.as_deref()
-        && let Ok(old) = serde_json::from_str::<Value>(old.get())
-        && crate::engine::update::leave_as_sent(&old, &object)
+        && let Some(old) = &stored
+        && crate::engine::update::leave_as_sent(old, &object)
     {
         return (base, None, Outcome::Passed { operation });
     }
-    let judged = judge(endpoint, object, old_object, judges.policy, &who);
+    let who = requester(
+        req,
+        &namespace,
+        judges.inventory,
+        judges.marks,
+        judges.now,
+        stored.as_ref(),
+    );
+    let judged = judge(endpoint, object, judges.policy, &who);
     let verdict = match (judged, crate::budget::spent()) {
         (Err(ObjectError::OverBudget(over)), _) | (Ok(_), Some(over)) => {
             let resp = over_budget(endpoint, base, req, &over);

@@ -22,20 +22,20 @@ use crate::read::json::{annotation, str_at};
 mod strict;
 
 /// Judge an UPDATE: `verdict` is the new object's; `old` the object before the update.
-pub fn judge_change(old: Value, verdict: &mut Verdict, policy: &Policy, who: &Requester<'_>) {
+pub fn judge_change(old: &Value, verdict: &mut Verdict, policy: &Policy, who: &Requester<'_>) {
     if policy.strict() {
         return strict::judge_change(old, verdict, policy, who);
     }
-    let relabelled = relabelled(&old, &verdict.object, policy);
+    let relabelled = relabelled(old, &verdict.object, policy);
     let (was, is) = (
-        Sizes::of(&old, &policy.catalog),
+        Sizes::of_stored(old, policy, who),
         Sizes::of(&verdict.object, &policy.catalog),
     );
     // A finding is the same if its rule and template are, and the job and template did
     // not grow (`sizes.rs`): a job shrunk from 4 to 2 partial pods keeps its finding, one
     // grown from 4 to 16 has a new one. Where the sizes are unknown (a Pod, a TrainJob),
     // the finding must also say the same.
-    let before: HashSet<(Rule, String, String)> = match judge_owned(old, policy, who) {
+    let before: HashSet<(Rule, String, String)> = match judge_owned(old.clone(), policy, who) {
         Ok(v) => v
             .findings
             .into_iter()

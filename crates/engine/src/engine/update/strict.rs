@@ -15,12 +15,12 @@ use crate::judge::verdict::Verdict;
 
 /// Soften the strict findings of `verdict` (the new object's) that `old` had too.
 pub(super) fn judge_change(
-    old: Value,
+    old: &Value,
     verdict: &mut Verdict,
     policy: &Policy,
     who: &Requester<'_>,
 ) {
-    let Ok(before) = judge_owned(old, policy, who) else {
+    let Ok(before) = judge_owned(old.clone(), policy, who) else {
         // An old object trainplace cannot read cannot excuse anything.
         return;
     };

@@ -62,7 +62,7 @@ fn namespace_overrides_by_name_and_label() {
         marks: None,
         now: None,
         claims: None,
-        updating: false,
+        updating: None,
     };
     let eff = p.effective(&sandbox);
     assert_eq!(eff.mode_partial_node(), Mode::Audit);
@@ -89,7 +89,7 @@ fn opt_in_grants_by_namespace_and_group() {
         marks: None,
         now: None,
         claims: None,
-        updating: false,
+        updating: None,
     };
     let user = Requester {
         namespace: "prod",
@@ -99,7 +99,7 @@ fn opt_in_grants_by_namespace_and_group() {
         marks: None,
         now: None,
         claims: None,
-        updating: false,
+        updating: None,
     };
     assert!(p.may_opt_in(OptIn::Skip, &admin));
     assert!(!p.may_opt_in(OptIn::Skip, &user));
@@ -113,7 +113,7 @@ fn opt_in_grants_by_namespace_and_group() {
         marks: None,
         now: None,
         claims: None,
-        updating: false,
+        updating: None,
     };
     assert!(p.may_opt_in(OptIn::AllowPartialNode, &research));
 }

@@ -419,7 +419,49 @@ fn env_size(
         _ => None,
     };
     let world = world_size(view, env, per_pod, on, value_from, pet);
-    [scripted, world].into_iter().flatten().reduce(JobSize::max)
+    let cluster = cluster_env(env, value_from);
+    [scripted, world, cluster]
+        .into_iter()
+        .flatten()
+        .reduce(JobSize::max)
+}
+
+/// What the env a trainer reads without any launcher says of the job: TensorFlow's
+/// `TF_CONFIG` lists every task of the cluster (its `cluster` map, by role: chief,
+/// worker, ps), one per pod; `NODE_RANK` (PyTorch Lightning's and Accelerate's
+/// environment) above 0 is a node past the first of several. A value set from elsewhere
+/// is a job of unknown size, and a `TF_CONFIG` that is no such map one trainplace cannot
+/// count.
+/// <https://www.tensorflow.org/guide/distributed_training#setting_up_the_tf_config_environment_variable>
+/// <https://lightning.ai/docs/pytorch/stable/clouds/cluster_intermediate_1.html>
+fn cluster_env(env: &Env<'_>, value_from: bool) -> Option<JobSize> {
+    let unread = || value_from.then_some(JobSize::Several);
+    let tasks = match env.get("TF_CONFIG") {
+        Some(EnvValue::Literal(v)) => Some(tf_config_tasks(v).map_or(JobSize::Several, |n| {
+            JobSize::Pods(u32::try_from(n).unwrap_or(u32::MAX))
+        })),
+        Some(EnvValue::Elsewhere) => unread(),
+        None => None,
+    };
+    let rank = match env.get("NODE_RANK") {
+        Some(EnvValue::Literal(v)) => v.trim().parse::<u64>().map_or(Some(JobSize::Several), |r| {
+            (r > 0).then_some(JobSize::Several)
+        }),
+        Some(EnvValue::Elsewhere) => unread(),
+        None => None,
+    };
+    [tasks, rank].into_iter().flatten().reduce(JobSize::max)
+}
+
+/// The tasks a `TF_CONFIG` lists in its `cluster` map (each role a list of addresses);
+/// `None` when it is not such a map.
+fn tf_config_tasks(text: &str) -> Option<usize> {
+    let config: Value = serde_json::from_str(text).ok()?;
+    let cluster = config.get("cluster")?.as_object()?;
+    cluster
+        .values()
+        .map(|hosts| hosts.as_array().map(Vec::len))
+        .sum()
 }
 
 /// The job size `WORLD_SIZE` says: processes over the pod's accelerators (or
