@@ -220,7 +220,7 @@ fn signed_pods(object: &Value, job: u32, ctx: &Ctx<'_, '_>) -> u32 {
 /// that count (`update.rs`) and not as growth past what the submitter was granted.
 fn kept_count(judged: u32, site: &Site, ctx: &Ctx<'_, '_>) -> u32 {
     let before = ctx.who.updating.and_then(|stored| {
-        crate::judge::upstream::signed_before(stored, site, ctx.kind, ctx.who, &ctx.eff.policy)
+        crate::judge::upstream::signed_before(stored, site, ctx.kind, ctx.who, ctx.eff.policy)
     });
     match before {
         Some(n) if judged > 0 && n > 0 => judged.max(n),
