@@ -501,3 +501,81 @@ defaults: { zone: us-east-1a }
     ));
     assert!(signs(&precise), "{precise}");
 }
+
+/// Strict mode, with the partial-node opt-in granted to the submitter's group only: the
+/// job was admitted under it, and Kueue's unsuspend and the garbage collector's
+/// finalizer removal (neither in that group) change nothing strict mode judges, so they
+/// pass, as the exported policies let them (`old fails` for these requesters too). They
+/// had been refused: the old object's refused opt-in was not taken as the rule failing
+/// on it. A user outside the group turning a whole-node job into a partial one is
+/// still refused.
+#[test]
+fn strict_mode_passes_controllers_updating_a_job_opted_in_by_its_submitters_group() {
+    use trainplace_engine::{Requester, judge_change, judge_owned};
+    let policy = Policy::from_parts(
+        "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+guarantee: strict
+defaults: { instanceType: p5.48xlarge, zone: us-east-1a }
+rules: { partialNode: enforce, multiAz: enforce }
+optIns:
+  allowPartialNode: { namespaces: [research], groups: [ml-researchers] }
+",
+        "test",
+        Catalog::embedded(),
+    )
+    .unwrap();
+    let pinned = |gpus: u32| {
+        let mut j = job(gpus);
+        j["spec"]["template"]["metadata"] =
+            json!({"annotations": {"trainplace.io/allow-partial-node": "true"}});
+        j["spec"]["template"]["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] =
+            json!("us-east-1a");
+        j
+    };
+    let judged = |old: Option<&Value>, new: &Value, groups: &[&str]| {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        let who = Requester {
+            namespace: "research",
+            groups: &groups,
+            updating: old,
+            ..Default::default()
+        };
+        let mut verdict = judge_owned(new.clone(), &policy, &who).unwrap();
+        if let Some(old) = old {
+            judge_change(old, &mut verdict, &policy, &who);
+        }
+        verdict.allowed
+    };
+    let stored = pinned(1);
+    assert!(
+        judged(None, &stored, &["ml-researchers"]),
+        "the granted job"
+    );
+    let mut started = stored.clone();
+    started["spec"]["suspend"] = json!(false);
+    started["spec"]["template"]["spec"]["nodeSelector"]["karpenter.sh/capacity-type"] =
+        json!("on-demand");
+    let kueue = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:kueue-system",
+    ];
+    assert!(
+        judged(Some(&stored), &started, &kueue),
+        "Kueue's unsuspend refused"
+    );
+    let mut finalized = started.clone();
+    finalized["metadata"]["finalizers"] = json!([]);
+    let gc = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:kube-system",
+    ];
+    assert!(
+        judged(Some(&started), &finalized, &gc),
+        "finalizer removal refused"
+    );
+    assert!(
+        !judged(Some(&pinned(8)), &stored, &["system:authenticated"]),
+        "a whole-node job made partial by a user outside the group passed"
+    );
+}

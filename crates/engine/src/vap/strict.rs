@@ -160,14 +160,26 @@ fn quantity(c: &str, r: &str) -> String {
 /// What each template asks for: too large to judge, accelerators, claims, and what it
 /// holds of each resource some catalog type offers whole.
 fn facts(policy: &Policy) -> String {
-    let limit_keys = "(has(c.resources) && has(c.resources.limits) ? c.resources.limits : {})";
+    // Limits, and requests alone (a DRA class's name may be requested without a limit).
+    let asked = |test: &str| {
+        ["limits", "requests"]
+            .map(|w| {
+                format!(
+                    "(has(c.resources) && has(c.resources.{w}) ? c.resources.{w} : {{}}).exists(k, {test} && int(string(c.resources.{w}[k])) > 0)"
+                )
+            })
+            .join(" || ")
+    };
     let accel = format!(
-        "(x.app + x.init).exists(c, {limit_keys}.exists(k, {} && int(string(c.resources.limits[k])) > 0))",
-        is_accelerator(policy, "k")
+        "(x.app + x.init).exists(c, {})",
+        asked(&is_accelerator(policy, "k"))
     );
     let foreign = format!(
-        "!x.big && (x.app + x.init).exists(c, {limit_keys}.exists(k, {} && !(k in variables.offers) && int(string(c.resources.limits[k])) > 0))",
-        is_accelerator(policy, "k")
+        "!x.big && (x.app + x.init).exists(c, {})",
+        asked(&format!(
+            "{} && !(k in variables.offers)",
+            is_accelerator(policy, "k")
+        ))
     );
     let held: Vec<String> = offers(&policy.catalog)
         .keys()

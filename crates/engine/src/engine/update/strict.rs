@@ -25,10 +25,14 @@ pub(super) fn judge_change(
         return;
     };
     for rule in [Rule::PartialNode, Rule::MultiAz] {
+        // The old object fails the rule for this requester, as the exported policies
+        // read it (`old fails`): an opt-in the requester's groups are not granted
+        // (Kueue's, the garbage collector's, on a job opted in by its submitter) fails
+        // it too; one granted to them passes it.
         let fired = before
             .findings
             .iter()
-            .any(|f| f.rule == rule && f.opt_in.is_some());
+            .any(|f| f.rule == rule && f.mode == Mode::Enforce);
         if !fired {
             continue;
         }

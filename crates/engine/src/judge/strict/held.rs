@@ -3,8 +3,11 @@
 //! is an accelerator, whatever its name; the count a pod holds of each is the larger of
 //! its app containers' and native sidecars' sum (init containers with `restartPolicy:
 //! Always` run beside the app for the pod's life) and its largest plain init container:
-//! the scheduler's effective request. Only `limits` are read: the API server requires
-//! extended resources there.
+//! the scheduler's effective request. A container's count is the larger of its limits
+//! and its requests: the API server requires an extended resource's limits and equal
+//! requests, but a name in a `kubernetes.io` domain may be requested alone (a DRA
+//! class's name, which the scheduler allocates devices for from the request).
+//! <https://github.com/kubernetes/kubernetes/blob/v1.34.0/pkg/apis/core/validation/validation.go>
 //! <https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers>
 
 use std::collections::BTreeMap;
@@ -59,25 +62,34 @@ pub(crate) fn held(
             let sum = list == "containers"
                 || c.get("restartPolicy").and_then(Value::as_str) == Some("Always");
             let into = if sum { &mut app } else { &mut init };
-            let Some(limits) = c.lookup("/resources/limits").and_then(Value::as_object) else {
-                continue;
-            };
-            if !crate::budget::draw_len("resources.limits", limits.len()) {
-                break;
-            }
-            for (name, q) in limits {
-                if !is_accelerator(name, policy) {
+            let mut own: BTreeMap<&str, u64> = BTreeMap::new();
+            for which in ["limits", "requests"] {
+                let Some(asked) = c
+                    .lookup(&format!("/resources/{which}"))
+                    .and_then(Value::as_object)
+                else {
                     continue;
-                }
-                let n = parse_count(q).map_err(|e| {
-                    ObjectError::bad(format!("{field}.{list}[{i}].resources.limits[{name}]"), e)
-                })?;
-                let slot = into.entry(name.clone()).or_default();
-                *slot = if sum {
-                    *slot + u64::from(n)
-                } else {
-                    (*slot).max(u64::from(n))
                 };
+                if !crate::budget::draw_len("resources.limits", asked.len()) {
+                    break;
+                }
+                for (name, q) in asked {
+                    if !is_accelerator(name, policy) {
+                        continue;
+                    }
+                    let n = parse_count(q).map_err(|e| {
+                        ObjectError::bad(
+                            format!("{field}.{list}[{i}].resources.{which}[{name}]"),
+                            e,
+                        )
+                    })?;
+                    let slot = own.entry(name).or_default();
+                    *slot = (*slot).max(u64::from(n));
+                }
+            }
+            for (name, n) in own {
+                let slot = into.entry(name.to_string()).or_default();
+                *slot = if sum { *slot + n } else { (*slot).max(n) };
             }
         }
     }
