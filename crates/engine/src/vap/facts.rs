@@ -4,8 +4,8 @@
 
 use crate::facts::policy::{OptIn, Policy};
 use crate::read::annotations::{
-    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_COMPLETION_INDEX,
-    LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING,
+    ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_ARGO_WORKFLOW,
+    LABEL_COMPLETION_INDEX, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::vap::error::ExportError;
 use crate::vap::sites::{instance_type_keys, zone_keys};
@@ -204,7 +204,11 @@ fn named(name: &str) -> String {
 /// verdict and whether the template is a training pod.
 fn templates(policy: &Policy) -> Result<String, ExportError> {
     let mut training = vec![
-        "size(x.id) > 0".to_string(),
+        // Argo's workflow label is on every step's pod: it says nothing of a job.
+        format!(
+            "(size(x.id) > 0 && x.id[0] != {})",
+            lit(LABEL_ARGO_WORKFLOW)
+        ),
         format!("{} in x.labels", lit(LABEL_COMPLETION_INDEX)),
         "x.training".to_string(),
     ];

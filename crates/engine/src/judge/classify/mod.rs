@@ -19,8 +19,8 @@ use serde_json::Value;
 use crate::facts::inventory::Snapshot;
 use crate::facts::policy::{Effective, Recognizers};
 use crate::read::annotations::{
-    JOB_IDENTITY_LABELS, LABEL_CLIQUE, LABEL_COMPLETION_INDEX, LABEL_RAY_CLUSTER, LABEL_RENDEZVOUS,
-    LABEL_VOLCANO_JOB, TRAINING,
+    JOB_IDENTITY_LABELS, LABEL_ARGO_WORKFLOW, LABEL_CLIQUE, LABEL_COMPLETION_INDEX,
+    LABEL_RAY_CLUSTER, LABEL_RENDEZVOUS, LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::read::devices::Count;
 use crate::read::podspec::PodView;
@@ -56,8 +56,12 @@ pub fn classify<'c>(
     let identity = job_identity(view, hints, &labels, on, size, namespace);
     let (pods, multi_pod) = pod_count(hints.pods, size);
     // Evidence that the pod belongs to a training job; without any, a GPU pod (an
-    // inference server, a notebook) is left alone.
-    let training = identity.is_some()
+    // inference server, a notebook) is left alone. Argo's workflow label is on every
+    // step's pod (an eval, a tokenizer, a server): it ties a job's pods together where
+    // something else says they are several, and says nothing itself.
+    let training = identity
+        .as_ref()
+        .is_some_and(|(k, _)| k != LABEL_ARGO_WORKFLOW)
         || labels.contains_key(LABEL_COMPLETION_INDEX)
         || size.is_some_and(JobSize::multi_pod)
         || view.annotation(TRAINING) == Some("true")
