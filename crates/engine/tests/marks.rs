@@ -728,3 +728,74 @@ optIns:
         );
     }
 }
+
+/// A JobSet placed with `alpha.jobset.sigs.k8s.io/exclusive-topology` (each Job in a
+/// network node of its own): JobSet's pod webhook gives each Job's leader a required
+/// pod affinity and anti-affinity on the key and each follower a node selector for the
+/// leader's domain. Those are the placement the submitter asked for, so the pods keep
+/// the mark of the template they were made from (and the grant it vouches for); they
+/// had been judged on their own and refused. Any other edit still breaks the mark.
+#[test]
+fn a_jobsets_pods_placed_in_their_exclusive_domain_keep_their_mark() {
+    let k = keys("k1", 7);
+    let key = "topology.k8s.aws/network-node-layer-3";
+    let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "llama", "namespace": "research",
+            "annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": key}},
+        "spec": {"replicatedJobs": [{"name": "node", "replicas": 2, "template": {"spec": {
+            "parallelism": 2, "completions": 2, "completionMode": "Indexed", "template": {
+                "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+                "spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "trainer", "image": "train:1",
+                        "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}]}});
+    let (allowed, _, stored) =
+        through_webhooks(&jobset, &policy(), &k, "research", "ml-researchers");
+    assert!(allowed, "the granted JobSet was refused");
+    let t = &stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+    let pod = |index: u32| {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": t["metadata"].clone(), "spec": t["spec"].clone()});
+        pod["metadata"]["name"] = json!(format!("llama-node-0-{index}"));
+        pod["metadata"]["namespace"] = json!("research");
+        pod["metadata"]["labels"] = json!({"jobset.sigs.k8s.io/jobset-name": "llama",
+            "jobset.sigs.k8s.io/job-key": "a1b2c3",
+            "batch.kubernetes.io/job-completion-index": index.to_string()});
+        pod["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"] = json!(key);
+        pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+            "name": "llama-node-0", "uid": "2", "controller": true}]);
+        pod
+    };
+    let term = |selector: Value| {
+        json!({"labelSelector": {"matchExpressions": selector},
+        "topologyKey": key, "namespaceSelector": {}})
+    };
+    let mut leader = pod(0);
+    let affinity = &mut leader["spec"]["affinity"];
+    affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        .as_array_mut()
+        .unwrap()
+        .push(term(
+            json!([{"key": "jobset.sigs.k8s.io/job-key", "operator": "In", "values": ["a1b2c3"]}]),
+        ));
+    affinity["podAntiAffinity"] = json!({"requiredDuringSchedulingIgnoredDuringExecution": [
+        term(json!([{"key": "jobset.sigs.k8s.io/job-key", "operator": "Exists"},
+            {"key": "jobset.sigs.k8s.io/job-key", "operator": "NotIn", "values": ["a1b2c3"]}]))]});
+    let job_controller = "system:serviceaccounts:kube-system";
+    assert!(
+        judge_pod_as(&leader, &k, job_controller),
+        "the leader JobSet placed was judged on its own"
+    );
+    let mut follower = pod(1);
+    follower["spec"]["nodeSelector"][key] = json!("nn-3f9a");
+    assert!(
+        judge_pod_as(&follower, &k, job_controller),
+        "a follower JobSet placed was judged on its own"
+    );
+    let mut elsewhere = follower.clone();
+    elsewhere["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = json!("p4d.24xlarge");
+    assert!(
+        !judge_pod_as(&elsewhere, &k, job_controller),
+        "a pod edited past JobSet's placement kept its mark"
+    );
+}

@@ -79,3 +79,54 @@ pub(crate) fn check(object: &Value, multi_pod: bool, ctx: &Ctx<'_, '_>, verdict:
         why: None,
     });
 }
+
+/// The label JobSet writes on every pod of a child Job: the Job's key.
+const JOBSET_JOB_KEY: &str = "jobset.sigs.k8s.io/job-key";
+
+/// A JobSet pod as its Job's template made it, before JobSet's own pod webhook placed it
+/// in its Job's exclusive topology domain: the leader (completion index 0) gets a
+/// required pod affinity and anti-affinity on the topology key, each follower a node
+/// selector for the leader's domain. Those edits are the placement the submitter asked
+/// for on the JobSet (`exclusive-topology`), so the template's admission mark still
+/// vouches for the pod without them. `None` when the pod is no such pod.
+/// <https://github.com/kubernetes-sigs/jobset/blob/main/pkg/webhooks/pod_webhook.go> (setExclusiveAffinities, setNodeSelector)
+pub(crate) fn before_jobset_placement(pod: &Value) -> Option<Value> {
+    let key = str_at(pod, &["metadata", "annotations", JOBSET_EXCLUSIVE])?;
+    str_at(pod, &["metadata", "labels", JOBSET_JOB_KEY])?;
+    let mut pod = pod.clone();
+    let spec = pod.get_mut("spec")?.as_object_mut()?;
+    if let Some(selector) = spec.get_mut("nodeSelector").and_then(Value::as_object_mut) {
+        selector.remove(key);
+        if selector.is_empty() {
+            spec.remove("nodeSelector");
+        }
+    }
+    // A term JobSet wrote: on the exclusive key, selecting by the Job key.
+    let jobsets = |t: &Value| {
+        t.get("topologyKey").and_then(Value::as_str) == Some(key)
+            && items(t, &["labelSelector", "matchExpressions"])
+                .iter()
+                .any(|e| e.get("key").and_then(Value::as_str) == Some(JOBSET_JOB_KEY))
+    };
+    if let Some(affinity) = spec.get_mut("affinity").and_then(Value::as_object_mut) {
+        for kind in ["podAffinity", "podAntiAffinity"] {
+            let Some(of) = affinity.get_mut(kind).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let required = "requiredDuringSchedulingIgnoredDuringExecution";
+            if let Some(terms) = of.get_mut(required).and_then(Value::as_array_mut) {
+                terms.retain(|t| !jobsets(t));
+                if terms.is_empty() {
+                    of.remove(required);
+                }
+            }
+            if of.is_empty() {
+                affinity.remove(kind);
+            }
+        }
+        if affinity.is_empty() {
+            spec.remove("affinity");
+        }
+    }
+    Some(pod)
+}

@@ -255,7 +255,13 @@ fn verified<'v>(
     policy: &Policy,
 ) -> Option<(&'v str, &'v str, u32)> {
     let (mark, view) = read_view(object, namespace, who, policy)?;
-    let found = signature(mark, &view, owner_kind, namespace, keys, labelled(object));
+    let found =
+        signature(mark, &view, owner_kind, namespace, keys, labelled(object)).or_else(|| {
+            // A JobSet pod its controller placed in its Job's exclusive domain.
+            let before = crate::judge::placement::before_jobset_placement(object)?;
+            let (_, view) = read_view(&before, namespace, who, policy)?;
+            signature(mark, &view, owner_kind, namespace, keys, labelled(object))
+        });
     let Some(((key, value), pods)) = found else {
         keys.note_failure();
         return None;
