@@ -799,3 +799,99 @@ fn a_jobsets_pods_placed_in_their_exclusive_domain_keep_their_mark() {
         "a pod edited past JobSet's placement kept its mark"
     );
 }
+
+/// A RayJob's RayCluster, made by KubeRay (a trusted controller here) under a generated
+/// name with the RayJob's annotations and cluster spec, keeps the grants the RayJob was
+/// admitted with: its templates' marks were signed for a RayCluster's pods under the
+/// label every Ray pod carries. The RayCluster's pods then verify as usual. It had been
+/// judged with KubeRay's groups and refused, and the RayJob never started. A tenant's
+/// copy of that RayCluster is still judged with the tenant's grants.
+#[test]
+fn a_rayjobs_raycluster_from_kuberay_keeps_the_grants_the_rayjob_was_admitted_with() {
+    let k = keys("k1", 7);
+    let policy = Policy::from_parts(
+        "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+optIns:
+  allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }
+trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:serviceaccounts:ray-system\"]
+",
+        "test",
+        Catalog::embedded(),
+    )
+    .unwrap();
+    let group = |gpus: u32| {
+        json!({"groupName": "gpu", "replicas": 4, "minReplicas": 4, "maxReplicas": 4,
+        "rayStartParams": {}, "template": {"spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.40.0-gpu",
+            "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}})
+    };
+    let rayjob = json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": "tune", "namespace": "research",
+            "annotations": {"trainplace.io/allow-partial-node": "true"}},
+        "spec": {"entrypoint": "python train.py", "rayClusterSpec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "rayproject/ray:2.40.0"}]}}},
+            "workerGroupSpecs": [group(4)]}}});
+    let (allowed, _, stored) = through_webhooks(&rayjob, &policy, &k, "research", "ml-researchers");
+    assert!(allowed, "the granted RayJob was refused");
+    let cluster = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "tune-x7k2p", "namespace": "research",
+            "labels": {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "tune"},
+            "annotations": stored["metadata"]["annotations"].clone(),
+            "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "tune",
+                "uid": "1", "controller": true}]},
+        "spec": stored["spec"]["rayClusterSpec"].clone()});
+    let (allowed, _, made) = through_webhooks(
+        &cluster,
+        &policy,
+        &k,
+        "research",
+        "system:serviceaccounts:ray-system",
+    );
+    assert!(
+        allowed,
+        "KubeRay's RayCluster of the granted RayJob was refused"
+    );
+    assert!(
+        !through_webhooks(&cluster, &policy, &k, "research", "system:authenticated").0,
+        "a tenant's copy of the RayCluster was admitted on the submitter's grant"
+    );
+    let mut edited = cluster.clone();
+    edited["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]
+        ["nvidia.com/gpu"] = json!(2);
+    assert!(
+        !through_webhooks(
+            &edited,
+            &policy,
+            &k,
+            "research",
+            "system:serviceaccounts:ray-system"
+        )
+        .0,
+        "an edited RayCluster kept the submitter's grant"
+    );
+    // KubeRay's worker pod of that RayCluster is left as admitted.
+    let t = &made["spec"]["workerGroupSpecs"][0]["template"];
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": t["metadata"].clone(), "spec": t["spec"].clone()});
+    pod["metadata"]["name"] = json!("tune-x7k2p-gpu-worker-abcde");
+    pod["metadata"]["namespace"] = json!("research");
+    pod["metadata"]["labels"]["ray.io/cluster"] = json!("tune-x7k2p");
+    pod["metadata"]["labels"]["ray.io/is-ray-node"] = json!("yes");
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "name": "tune-x7k2p", "uid": "2", "controller": true}]);
+    let groups = ["system:serviceaccounts:ray-system".to_string()];
+    let who = Requester {
+        namespace: "research",
+        groups: &groups,
+        marks: Some(&k),
+        ..Default::default()
+    };
+    let v = evaluate(&pod, &policy, &who).unwrap();
+    assert!(
+        v.allowed && v.notes.iter().any(|n| n.contains("left as admitted")),
+        "the RayCluster's pod was judged on its own: {:#?}",
+        v.findings
+    );
+}

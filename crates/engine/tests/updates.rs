@@ -579,3 +579,60 @@ optIns:
         "a whole-node job made partial by a user outside the group passed"
     );
 }
+
+/// The size a mark vouches for excuses growth on a batch Job only (Kueue's restore). A
+/// user without the grant inflating the mark first (a PyTorchJob's launcher edited to
+/// say 64 nodes; a LeaderWorkerSet's replicas, which its mark counts) then growing the
+/// job up to it is refused, as growing it straight away is.
+#[test]
+fn a_mark_inflated_by_an_update_excuses_no_growth() {
+    let keys = trainplace_engine::MarkKeys::new(("k1".into(), vec![5; 32]), Vec::new()).unwrap();
+    let mallory = ["system:authenticated"];
+    let pytorchjob = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "research"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {
+            "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+            "spec": {"containers": [{"name": "pytorch", "image": "train:1",
+                "command": ["torchrun", "--nnodes=2", "train.py"],
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}});
+    let (a, stored) = through_webhooks(None, &pytorchjob, "alice", &["ml-researchers"], &keys);
+    assert!(allowed(&a), "the granted job: {a}");
+    let workers = "/spec/pytorchReplicaSpecs/Worker";
+    let mut inflated = stored.clone();
+    *inflated
+        .pointer_mut(&format!("{workers}/template/spec/containers/0/command/1"))
+        .unwrap() = json!("--nnodes=64");
+    let (_, inflated) = through_webhooks(Some(&stored), &inflated, "mallory", &mallory, &keys);
+    let mut grown = inflated.clone();
+    *grown
+        .pointer_mut(&format!("{workers}/template/spec/containers/0/command/1"))
+        .unwrap() = json!("--nnodes=2");
+    *grown.pointer_mut(&format!("{workers}/replicas")).unwrap() = json!(63);
+    let (a, _) = through_webhooks(Some(&inflated), &grown, "mallory", &mallory, &keys);
+    assert!(
+        !allowed(&a),
+        "a PyTorchJob grew to a mark its launcher inflated: {a}"
+    );
+
+    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "serve", "namespace": "research"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
+            "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+            "spec": {"containers": [{"name": "w", "image": "train:1",
+                "command": ["torchrun", "--nnodes=2", "train.py"],
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}});
+    let (a, stored) = through_webhooks(None, &lws, "alice", &["ml-researchers"], &keys);
+    assert!(allowed(&a), "the granted LeaderWorkerSet: {a}");
+    let mut more = stored.clone();
+    more["spec"]["replicas"] = json!(16);
+    let (_, more) = through_webhooks(Some(&stored), &more, "mallory", &mallory, &keys);
+    let mut larger = more.clone();
+    larger["spec"]["leaderWorkerTemplate"]["size"] = json!(16);
+    let (a, _) = through_webhooks(Some(&more), &larger, "mallory", &mallory, &keys);
+    assert!(
+        !allowed(&a),
+        "a LeaderWorkerSet's groups grew to its replica count: {a}"
+    );
+}

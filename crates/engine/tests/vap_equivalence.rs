@@ -2169,30 +2169,6 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
-        "bypass/statefulset-of-ranks-marked-training.yaml@default",
-        "partial-node",
-        "raw",
-        CARRIER,
-    ),
-    (
-        "bypass/statefulset-of-ranks-marked-training.yaml@default",
-        "multi-az",
-        "raw",
-        HOLD,
-    ),
-    (
-        "bypass/statefulset-of-ranks-marked-training.yaml@default",
-        "partial-node",
-        "mutated",
-        CARRIER,
-    ),
-    (
-        "bypass/statefulset-of-ranks-marked-training.yaml@default",
-        "multi-az",
-        "mutated",
-        HOLD,
-    ),
-    (
         "bypass/swift-megatron-nnodes.yaml@restricted",
         "partial-node",
         "raw",

@@ -330,7 +330,20 @@ fn vouched_skip(
     let every = sites.iter().all(|site| {
         object.lookup(&site.pointer).is_some_and(|t| {
             annotation(t, SKIP) == Some("true")
-                && crate::judge::upstream::vouched(object, t, ctx.kind, Some(0), ctx.who, policy)
+                && crate::judge::upstream::vouched(
+                    object,
+                    t,
+                    (
+                        ctx.kind,
+                        site.hints
+                            .identity
+                            .as_ref()
+                            .map(|(k, v)| (k.as_str(), v.as_str())),
+                    ),
+                    Some(0),
+                    ctx.who,
+                    policy,
+                )
         })
     });
     every.then(|| {

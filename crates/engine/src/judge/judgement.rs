@@ -158,7 +158,18 @@ pub(crate) fn judge<'a>(
     // (the mark is written only on what was admitted, and binds the annotations).
     let vouched = ctx.kind.is_workload()
         && crate::judge::upstream::vouched(
-            object, view.pod, ctx.kind, shape.pods, ctx.who, eff.policy,
+            object,
+            view.pod,
+            (
+                ctx.kind,
+                shape
+                    .identity
+                    .as_ref()
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
+            ),
+            shape.pods,
+            ctx.who,
+            eff.policy,
         );
     let opt_in = |key: &str, which: OptIn| match ctx.opt_in(set(key), which) {
         OptInState::Refused if vouched && view.annotation(key) == Some("true") => {

@@ -86,11 +86,18 @@ impl Sizes {
     /// The sizes of a stored object, with the job size each template's mark vouches for
     /// (`upstream::signed_before`): a job restored to a size it was admitted at (Kueue
     /// preempting a job it admitted in part) did not grow past what was judged.
+    /// Only a batch Job's: Kueue admits part of no other kind, and a Job's template,
+    /// whose launcher the count may come from, cannot change (a PyTorchJob's launcher
+    /// edited to say 64 nodes signs a mark of 64, which must not let its replicas grow
+    /// to 63; a LeaderWorkerSet's mark states its group count too).
     pub(crate) fn of_stored(stored: &Value, policy: &Policy, who: &Requester<'_>) -> Sizes {
         let mut sizes = Sizes::of(stored, &policy.catalog);
         let Ok((kind, sites)) = locate(stored) else {
             return sizes;
         };
+        if kind != Kind::Job {
+            return sizes;
+        }
         for site in &sites {
             if let Some(t) = sizes.templates.get_mut(&site.field) {
                 t.signed = signed_before(stored, site, kind, who, policy).filter(|&n| n > 0);

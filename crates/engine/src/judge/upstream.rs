@@ -45,7 +45,7 @@ pub(crate) fn made_from_admitted(
     else {
         return false;
     };
-    verified(object, owner_kind, namespace, keys, who, policy).is_some_and(
+    verified(object, owner_kind, namespace, keys, (who, policy), &[]).is_some_and(
         |(key, value, signed)| {
             !placed_apart(object, namespace, (key, value), who)
                 && !owner_larger(object, signed, who)
@@ -100,7 +100,7 @@ fn owner_larger(object: &Value, signed: u32, who: &Requester<'_>) -> bool {
 pub(crate) fn vouched(
     object: &Value,
     template: &Value,
-    kind: Kind,
+    (kind, identity): (Kind, Option<(&str, &str)>),
     pods: Option<u32>,
     who: &Requester<'_>,
     policy: &Policy,
@@ -113,19 +113,28 @@ pub(crate) fn vouched(
     }
     // The parent's templates were signed for the pods the parent's controller owns: an
     // MPIJob's launcher Job carries the mark the MPIJob's launcher template got.
-    let Some(owner_kind) = crate::judge::owner::controller(object)
+    let Some(parent) = crate::judge::owner::controller(object)
         .and_then(|o| crate::read::workload::kind_of(o).ok())
-        .and_then(|k| k.pod_owner_kind())
     else {
         return false;
     };
+    let Some(owner_kind) = parent.pod_owner_kind() else {
+        return false;
+    };
+    // Signed under the labels the template carries (a JobSet's name), the label every
+    // Ray pod carries (a RayJob's or RayService's cluster has a generated name), or the
+    // child's own job label (`/mutate` signed the child's template again just before
+    // this `/validate`: a RayCluster's name).
+    let parent_label = matches!(parent, Kind::RayJob | Kind::RayService)
+        .then_some((crate::read::annotations::LABEL_RAY_NODE, "yes"));
+    let extra: Vec<(&str, &str)> = parent_label.into_iter().chain(identity).collect();
     // Signed for the parent's pods when the parent was admitted, or for the child's own
     // when `/mutate` signed the child again (its pods are the child's: an MPIJob's
     // launcher Job's pods verify as a Job's) just before this `/validate`.
     let signed = [Some(owner_kind), kind.pod_owner_kind()]
         .into_iter()
         .flatten()
-        .find_map(|k| verified(template, k, who.namespace, keys, who, policy));
+        .find_map(|k| verified(template, k, who.namespace, keys, (who, policy), &extra));
     let Some((_, _, signed)) = signed else {
         return false;
     };
@@ -168,7 +177,7 @@ pub(crate) fn carried_from_admitted(object: &Value, who: &Requester<'_>, policy:
     let namespace = str_at(object, &["metadata", "namespace"]).unwrap_or(who.namespace);
     Kind::LeaderWorkerSet
         .pod_owner_kind()
-        .and_then(|owner_kind| verified(template, owner_kind, namespace, keys, who, policy))
+        .and_then(|owner_kind| verified(template, owner_kind, namespace, keys, (who, policy), &[]))
         .is_some()
 }
 
@@ -251,17 +260,17 @@ fn verified<'v>(
     owner_kind: &str,
     namespace: &str,
     keys: &MarkKeys,
-    who: &Requester<'_>,
-    policy: &Policy,
+    (who, policy): (&Requester<'_>, &Policy),
+    extra: &[(&'v str, &'v str)],
 ) -> Option<(&'v str, &'v str, u32)> {
     let (mark, view) = read_view(object, namespace, who, policy)?;
-    let found =
-        signature(mark, &view, owner_kind, namespace, keys, labelled(object)).or_else(|| {
-            // A JobSet pod its controller placed in its Job's exclusive domain.
-            let before = crate::judge::placement::before_jobset_placement(object)?;
-            let (_, view) = read_view(&before, namespace, who, policy)?;
-            signature(mark, &view, owner_kind, namespace, keys, labelled(object))
-        });
+    let identities = || labelled(object).chain(extra.iter().copied());
+    let found = signature(mark, &view, owner_kind, namespace, keys, identities()).or_else(|| {
+        // A JobSet pod its controller placed in its Job's exclusive domain.
+        let before = crate::judge::placement::before_jobset_placement(object)?;
+        let (_, view) = read_view(&before, namespace, who, policy)?;
+        signature(mark, &view, owner_kind, namespace, keys, identities())
+    });
     let Some(((key, value), pods)) = found else {
         keys.note_failure();
         return None;

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::Snapshot;
 use crate::read::json::str_at;
-use crate::read::workload::{Kind, count_at, kind_of, locate};
+use crate::read::workload::{count_at, kind_of, locate};
 
 /// (namespace, API group, kind, name) of an owner.
 pub(super) type OwnerKey = (String, String, String, String);
@@ -39,7 +39,7 @@ pub(super) fn owner_size(o: &Value) -> Option<OwnerSize> {
         ("apps", "StatefulSet") => count_at(o, "/spec/replicas", 1).ok().map(|k| k.value),
         _ => {
             let k = kind_of(o).ok()?;
-            if !k.is_workload() || k.pod_owner_kind().is_none() || k == Kind::JobSet {
+            if !k.is_workload() || k.pod_owner_kind().is_none() || k.owns_no_pods() {
                 return None;
             }
             // A count past u32 or unreadable: unknown, never smaller than a mark.

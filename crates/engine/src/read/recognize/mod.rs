@@ -428,10 +428,11 @@ fn env_size(
 
 /// What the env a trainer reads without any launcher says of the job: TensorFlow's
 /// `TF_CONFIG` lists every task of the cluster (its `cluster` map, by role: chief,
-/// worker, ps), one per pod; `NODE_RANK` (PyTorch Lightning's and Accelerate's
-/// environment) above 0 is a node past the first of several. A value set from elsewhere
-/// is a job of unknown size, and a `TF_CONFIG` that is no such map one trainplace cannot
-/// count.
+/// worker, ps), on as many pods as it names hosts; `NODE_RANK` (PyTorch Lightning's and
+/// Accelerate's environment) above 0 is a node past the first of several. A
+/// `TF_CONFIG` set from elsewhere, or that is no such map, is a job of a size
+/// trainplace cannot count; a `NODE_RANK` set from elsewhere (an Indexed Job's
+/// completion index) says nothing: a Job of one completion is one node.
 /// <https://www.tensorflow.org/guide/distributed_training#setting_up_the_tf_config_environment_variable>
 /// <https://lightning.ai/docs/pytorch/stable/clouds/cluster_intermediate_1.html>
 fn cluster_env(env: &Env<'_>, value_from: bool) -> Option<JobSize> {
@@ -447,21 +448,38 @@ fn cluster_env(env: &Env<'_>, value_from: bool) -> Option<JobSize> {
         Some(EnvValue::Literal(v)) => v.trim().parse::<u64>().map_or(Some(JobSize::Several), |r| {
             (r > 0).then_some(JobSize::Several)
         }),
-        Some(EnvValue::Elsewhere) => unread(),
-        None => None,
+        Some(EnvValue::Elsewhere) | None => None,
     };
     [tasks, rank].into_iter().flatten().reduce(JobSize::max)
 }
 
-/// The tasks a `TF_CONFIG` lists in its `cluster` map (each role a list of addresses);
-/// `None` when it is not such a map.
+/// The hosts of the training tasks a `TF_CONFIG` lists in its `cluster` map: its
+/// chief, master and workers (`host:port` addresses; tasks on one host share its pod).
+/// Parameter servers hold no accelerators in TensorFlow's strategies, and an evaluator,
+/// outside the cluster, is none of its ranks: `Some(1)` for its own pod. `None` when it
+/// is not such a map.
+/// <https://www.tensorflow.org/tutorials/distribute/parameter_server_training>
 fn tf_config_tasks(text: &str) -> Option<usize> {
     let config: Value = serde_json::from_str(text).ok()?;
     let cluster = config.get("cluster")?.as_object()?;
-    cluster
-        .values()
-        .map(|hosts| hosts.as_array().map(Vec::len))
-        .sum()
+    let task = config
+        .get("task")
+        .and_then(|t| t.get("type"))
+        .and_then(Value::as_str);
+    if task == Some("evaluator") {
+        return Some(1);
+    }
+    let mut hosts = std::collections::HashSet::new();
+    for role in ["chief", "master", "worker"] {
+        let Some(tasks) = cluster.get(role) else {
+            continue;
+        };
+        for address in tasks.as_array()? {
+            let address = address.as_str()?;
+            hosts.insert(address.rsplit_once(':').map_or(address, |(host, _)| host));
+        }
+    }
+    Some(hosts.len().max(1))
 }
 
 /// The job size `WORLD_SIZE` says: processes over the pod's accelerators (or

@@ -678,3 +678,37 @@ fn assignments_made_only_on_some_runs_settle_nothing() {
         Some(JobSize::Pods(1))
     );
 }
+
+/// TF_CONFIG: the hosts of its chief, master and workers are its pods; parameter
+/// servers (no accelerators) and an evaluator (outside the cluster) are not ranks.
+#[test]
+fn tf_config_counts_the_hosts_of_its_training_tasks() {
+    let tasks = |text: &str| super::tf_config_tasks(text);
+    let w = r#""worker":["w0:2222","w1:2222","w2:2222","w3:2222"]"#;
+    assert_eq!(
+        tasks(&format!(
+            r#"{{"cluster":{{{w}}},"task":{{"type":"worker","index":1}}}}"#
+        )),
+        Some(4)
+    );
+    assert_eq!(
+        tasks(
+            r#"{"cluster":{"chief":["c:1"],"worker":["w0:1"],"ps":["p0:1","p1:1"]},"task":{"type":"worker","index":0}}"#
+        ),
+        Some(2)
+    );
+    assert_eq!(
+        tasks(
+            r#"{"cluster":{"worker":["localhost:1","localhost:2"]},"task":{"type":"worker","index":0}}"#
+        ),
+        Some(1)
+    );
+    assert_eq!(
+        tasks(&format!(
+            r#"{{"cluster":{{{w}}},"task":{{"type":"evaluator","index":0}}}}"#
+        )),
+        Some(1)
+    );
+    assert_eq!(tasks(r#"{"cluster":{"worker":"w0:1"}}"#), None);
+    assert_eq!(tasks("not json"), None);
+}

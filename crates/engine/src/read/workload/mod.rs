@@ -106,7 +106,17 @@ impl Kind {
     /// MPIJob's launcher Job), which carry the template but not the object's own
     /// metadata.
     pub fn makes_child_workloads(self) -> bool {
-        matches!(self, Kind::JobSet | Kind::MpiJob)
+        matches!(
+            self,
+            Kind::JobSet | Kind::MpiJob | Kind::RayJob | Kind::RayService
+        )
+    }
+
+    /// Whether every pod made from this workload's templates is owned by a child
+    /// workload its controller makes (a JobSet's Jobs, a RayJob's RayCluster), not by
+    /// the workload itself.
+    pub fn owns_no_pods(self) -> bool {
+        matches!(self, Kind::JobSet | Kind::RayJob | Kind::RayService)
     }
 
     /// The kind of controller that owns the pods made from this workload's templates.
@@ -116,7 +126,12 @@ impl Kind {
             Kind::PyTorchJob => Some("PyTorchJob"),
             Kind::MpiJob => Some("MPIJob"),
             Kind::LeaderWorkerSet => Some("StatefulSet"),
-            Kind::RayCluster => Some("RayCluster"),
+            // A RayJob's or RayService's pods belong to the RayCluster its controller
+            // makes, under a generated name: their templates are signed for a
+            // RayCluster's pods under the label every Ray pod carries, which vouches for
+            // the templates of that RayCluster and no pod (its CREATE signs them again
+            // under its own name).
+            Kind::RayCluster | Kind::RayJob | Kind::RayService => Some("RayCluster"),
             // Volcano's controller owns its pods under its own kind name, `Job`.
             Kind::VolcanoJob => Some("Job"),
             Kind::HyperPodPyTorchJob => Some("HyperPodPyTorchJob"),
@@ -124,12 +139,9 @@ impl Kind {
             Kind::TfJob => Some("TFJob"),
             Kind::XgboostJob => Some("XGBoostJob"),
             Kind::JaxJob => Some("JAXJob"),
-            // A RayJob's or RayService's pods belong to a RayCluster with a generated
-            // name, a runtime's to every TrainJob that uses it: no mark can name them.
+            // A runtime's pods belong to every TrainJob that uses it: no mark can name them.
             Kind::Pod
             | Kind::TrainJob
-            | Kind::RayJob
-            | Kind::RayService
             | Kind::TrainingRuntime
             | Kind::ClusterTrainingRuntime
             | Kind::Other => None,
