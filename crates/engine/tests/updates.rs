@@ -636,3 +636,67 @@ fn a_mark_inflated_by_an_update_excuses_no_growth() {
         "a LeaderWorkerSet's groups grew to its replica count: {a}"
     );
 }
+
+/// Strict mode excuses an UPDATE template by template: a job whose Master was admitted
+/// on part of a node (granted to its submitter) does not let a user without the grant
+/// turn its whole-node Workers into one-GPU ones.
+#[test]
+fn strict_mode_excuses_no_other_template_than_the_one_admitted_so() {
+    use trainplace_engine::{Requester, judge_change, judge_owned};
+    let policy = Policy::from_parts(
+        "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+guarantee: strict
+defaults: { instanceType: p5.48xlarge, zone: us-east-1a }
+rules: { partialNode: enforce, multiAz: enforce }
+optIns:
+  allowPartialNode: { namespaces: [research], groups: [ml-researchers] }
+",
+        "test",
+        Catalog::embedded(),
+    )
+    .unwrap();
+    let template = |gpus: u32| {
+        json!({"metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+            "spec": {"containers": [{"name": "pytorch", "image": "train:1",
+                "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge",
+                    "topology.kubernetes.io/zone": "us-east-1a"}}})
+    };
+    let job = |workers: u32| {
+        json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "bert", "namespace": "research"},
+            "spec": {"pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": template(1)},
+                "Worker": {"replicas": 4, "template": template(workers)}}}})
+    };
+    let judged = |old: Option<&Value>, new: &Value, groups: &[&str]| {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        let who = Requester {
+            namespace: "research",
+            groups: &groups,
+            updating: old,
+            ..Default::default()
+        };
+        let mut verdict = judge_owned(new.clone(), &policy, &who).unwrap();
+        if let Some(old) = old {
+            judge_change(old, &mut verdict, &policy, &who);
+        }
+        verdict.allowed
+    };
+    let stored = job(8);
+    assert!(
+        judged(None, &stored, &["ml-researchers"]),
+        "the granted job"
+    );
+    let mut labelled = stored.clone();
+    labelled["metadata"]["labels"] = json!({"team": "nlp"});
+    assert!(
+        judged(Some(&stored), &labelled, &["system:authenticated"]),
+        "an update that changes no template was refused"
+    );
+    assert!(
+        !judged(Some(&stored), &job(1), &["system:authenticated"]),
+        "whole-node Workers made partial passed on the Master's grant"
+    );
+}

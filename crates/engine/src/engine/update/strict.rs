@@ -1,9 +1,10 @@
 //! An UPDATE in strict mode is refused only for what it changes: a rule that fires on
-//! the new object and fired on the old one too (with the same requester) is no news,
-//! so a controller updating an object admitted before (the garbage collector removing
-//! a finalizer, Kueue unsuspending a job) is never refused. The exported policies read
-//! `oldObject` the same way. Strict mode reads no size, so a scale changes nothing it
-//! judges.
+//! a template of the new object and fired on the same template of the old one too
+//! (with the same requester) is no news, so a controller updating an object admitted
+//! before (the garbage collector removing a finalizer, Kueue unsuspending a job) is
+//! never refused. The exported policies read `oldObject` for the object as a whole (a
+//! rule that failed anywhere on the old object excuses the new one: looser, while the
+//! webhook is down). Strict mode reads no size, so a scale changes nothing it judges.
 
 use serde_json::Value;
 
@@ -24,26 +25,26 @@ pub(super) fn judge_change(
         // An old object trainplace cannot read cannot excuse anything.
         return;
     };
-    for rule in [Rule::PartialNode, Rule::MultiAz] {
-        // The old object fails the rule for this requester, as the exported policies
-        // read it (`old fails`): an opt-in the requester's groups are not granted
-        // (Kueue's, the garbage collector's, on a job opted in by its submitter) fails
-        // it too; one granted to them passes it.
-        let fired = before
-            .findings
-            .iter()
-            .any(|f| f.rule == rule && f.mode == Mode::Enforce);
-        if !fired {
+    // The old object fails the rule at this template for this requester: an opt-in the
+    // requester's groups are not granted (Kueue's, the garbage collector's, on a job
+    // opted in by its submitter) fails it too; one granted to them passes it. Template
+    // by template: one template already on part of a node excuses no other made so.
+    let failed: Vec<(Rule, &str)> = before
+        .findings
+        .iter()
+        .filter(|f| f.mode == Mode::Enforce && matches!(f.rule, Rule::PartialNode | Rule::MultiAz))
+        .map(|f| (f.rule, f.site.as_str()))
+        .collect();
+    for f in &mut verdict.findings {
+        if !failed.contains(&(f.rule, f.site.as_str())) {
             continue;
         }
-        for f in verdict.findings.iter_mut().filter(|f| f.rule == rule) {
-            if f.mode == Mode::Enforce {
-                f.mode = Mode::Warn;
-            }
-            f.opt_in = None;
-            f.found
-                .push_str(" The object was admitted so; this update does not change it.");
+        if f.mode == Mode::Enforce {
+            f.mode = Mode::Warn;
         }
+        f.opt_in = None;
+        f.found
+            .push_str(" The object was admitted so; this update does not change it.");
     }
     verdict.allowed = !verdict.findings.iter().any(|f| f.mode == Mode::Enforce);
 }
