@@ -117,6 +117,12 @@ fn var_command_words(o: &mut Value, n: usize) {
     container(o)["env"] = json!([{"name": "L", "value": format!("torchrun {}", "x".repeat(4096))}]);
     container(o)["command"] = json!(["bash", "-c", "$L; ".repeat(n)]);
 }
+/// A TensorFlow `TF_CONFIG` listing `n` workers (parsed as JSON up to a bound).
+fn tf_config(o: &mut Value, n: usize) {
+    let workers: Vec<String> = (0..n).map(|i| format!("w{i:06}.tf:2222")).collect();
+    let config = json!({"cluster": {"worker": workers}, "task": {"type": "worker", "index": 0}});
+    container(o)["env"] = json!([{"name": "TF_CONFIG", "value": config.to_string()}]);
+}
 fn containers(o: &mut Value, n: usize) {
     pod_of(o)["spec"]["containers"] = list(
         n,
@@ -306,7 +312,7 @@ pub fn all() -> Vec<Shape> {
         Pod: containers init_containers env args command shell_line shell_words
             var_command_words tolerations volumes
             shm_volumes volume_mounts node_terms zone_values pod_affinity spread claims annotations
-            var_refs var_amplify var_unclosed;
+            var_refs var_amplify var_unclosed tf_config;
         Job: env args tolerations volumes shm_volumes zone_values annotations var_refs;
         PyTorchJob: env command tolerations volume_mounts node_terms spread var_refs;
         TrainJob: trainer_env trainer_args trainer_var_refs annotations patches_many

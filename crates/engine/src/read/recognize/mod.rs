@@ -453,6 +453,9 @@ fn cluster_env(env: &Env<'_>, value_from: bool) -> Option<JobSize> {
     [tasks, rank].into_iter().flatten().reduce(JobSize::max)
 }
 
+/// The longest `TF_CONFIG` read.
+const TF_CONFIG_LIMIT: usize = 64 * 1024;
+
 /// The hosts of the training tasks a `TF_CONFIG` lists in its `cluster` map: its
 /// chief, master and workers (`host:port` addresses; tasks on one host share its pod).
 /// Parameter servers hold no accelerators in TensorFlow's strategies, and an evaluator,
@@ -460,6 +463,11 @@ fn cluster_env(env: &Env<'_>, value_from: bool) -> Option<JobSize> {
 /// is not such a map.
 /// <https://www.tensorflow.org/tutorials/distribute/parameter_server_training>
 fn tf_config_tasks(text: &str) -> Option<usize> {
+    // Parsed into a tree several times its size: a config past any real cluster's (a
+    // thousand workers take some 30 KiB) is one trainplace does not count.
+    if text.len() > TF_CONFIG_LIMIT || !crate::budget::draw_len("env[TF_CONFIG]", text.len()) {
+        return None;
+    }
     let config: Value = serde_json::from_str(text).ok()?;
     let cluster = config.get("cluster")?.as_object()?;
     let task = config
