@@ -708,6 +708,54 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/jax-process-id-past-the-first.yaml@restricted",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/jax-process-id-past-the-first.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/jax-process-id-past-the-first.yaml@restricted",
+        "partial-node",
+        "mutated",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/jax-process-id-past-the-first.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/jax-process-id-past-the-first.yaml@default",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/jax-process-id-past-the-first.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/jax-process-id-past-the-first.yaml@default",
+        "partial-node",
+        "mutated",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/jax-process-id-past-the-first.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/jobset-exclusive-topology-zone.yaml@restricted",
         "multi-az",
         "raw",
@@ -1471,6 +1519,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         SIBLINGS,
+    ),
+    (
+        "bypass/rank-env-past-the-first.yaml@restricted",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/rank-env-past-the-first.yaml@default",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
     ),
     (
         "bypass/raycluster-worker-groups-in-two-zones.yaml@restricted",
@@ -2563,7 +2623,7 @@ const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-to
 const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`, `env -u X`, `declare -x`, ANSI-C quoting), and where it is made only on some runs (a branch, a subshell, after the launcher), are read by the engine; a policy reads the pod's env and flags only (VAP looser)";
 const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
 const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, a launcher another runs, Composer, Lightning Fabric, Megatron-SWIFT, LLaMA-Factory's Megatron switches, horovodrun's switches, an MPI Operator hostfile in env, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
-const CLUSTER_ENV: &str = "a trainer's own cluster env, read without a launcher (TensorFlow's `TF_CONFIG` task list, `NODE_RANK` past the first node), is read by the engine; a policy reads the launcher flags and env it knows only (VAP looser)";
+const CLUSTER_ENV: &str = "a trainer's own cluster env, read without a launcher (TensorFlow's `TF_CONFIG` task list, a `NODE_RANK`, `RANK` or `JAX_PROCESS_ID` past the first), is read by the engine; a policy reads the launcher flags and env it knows only (VAP looser)";
 const SHARED_NODES: &str = "nodes that advertise more of a device resource than the type has devices (time-sliced GPUs under their own name) are seen in the cluster inventory; a VAP sees only the object (VAP looser)";
 const DRA_CLASS_NAME: &str = "accelerators asked for by a DRA class's name (`deviceclass.resource.kubernetes.io/gpu.nvidia.com`) are counted by the engine as the resource the class stands for; the precise policies read the device plugins' names only (VAP looser; the strict policies refuse such pods)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";

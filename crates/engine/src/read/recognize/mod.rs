@@ -428,11 +428,10 @@ fn env_size(
 
 /// What the env a trainer reads without any launcher says of the job: TensorFlow's
 /// `TF_CONFIG` lists every task of the cluster (its `cluster` map, by role: chief,
-/// worker, ps), on as many pods as it names hosts; `NODE_RANK` (PyTorch Lightning's and
-/// Accelerate's environment) above 0 is a node past the first of several. A
-/// `TF_CONFIG` set from elsewhere, or that is no such map, is a job of a size
-/// trainplace cannot count; a `NODE_RANK` set from elsewhere (an Indexed Job's
-/// completion index) says nothing: a Job of one completion is one node.
+/// worker, ps), on as many pods as it names hosts; a rank ([`RANKS`]) above 0 is a
+/// pod past the first of several. A `TF_CONFIG` set from elsewhere, or that is no such
+/// map, is a job of a size trainplace cannot count; a rank set from elsewhere (an
+/// Indexed Job's completion index) says nothing: a Job of one completion is one node.
 /// <https://www.tensorflow.org/guide/distributed_training#setting_up_the_tf_config_environment_variable>
 /// <https://lightning.ai/docs/pytorch/stable/clouds/cluster_intermediate_1.html>
 fn cluster_env(env: &Env<'_>, value_from: bool) -> Option<JobSize> {
@@ -444,14 +443,26 @@ fn cluster_env(env: &Env<'_>, value_from: bool) -> Option<JobSize> {
         Some(EnvValue::Elsewhere) => unread(),
         None => None,
     };
-    let rank = match env.get("NODE_RANK") {
+    let past_first = |name: &str| match env.get(name) {
         Some(EnvValue::Literal(v)) => v.trim().parse::<u64>().map_or(Some(JobSize::Several), |r| {
             (r > 0).then_some(JobSize::Several)
         }),
         Some(EnvValue::Elsewhere) | None => None,
     };
-    [tasks, rank].into_iter().flatten().reduce(JobSize::max)
+    let ranks = RANKS.into_iter().filter_map(past_first);
+    std::iter::once(tasks)
+        .flatten()
+        .chain(ranks)
+        .reduce(JobSize::max)
 }
+
+/// Env a trainer started without a launcher reads as its own rank among the job's
+/// processes or nodes: PyTorch Lightning's and Accelerate's `NODE_RANK`,
+/// `torch.distributed`'s `RANK` (env:// initialisation, one process per pod), JAX's
+/// `JAX_PROCESS_ID`. Above 0, the pod is one of several.
+/// <https://pytorch.org/docs/stable/distributed.html#environment-variable-initialization>
+/// <https://jax.readthedocs.io/en/latest/multi_process.html>
+const RANKS: [&str; 3] = ["NODE_RANK", "RANK", "JAX_PROCESS_ID"];
 
 /// The longest `TF_CONFIG` read.
 const TF_CONFIG_LIMIT: usize = 64 * 1024;
