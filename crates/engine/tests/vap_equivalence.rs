@@ -624,6 +624,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/gaudi-ranks-unheld.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/gaudi-ranks-unheld.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/gaudi-ranks-unheld.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/gaudi-ranks-unheld.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/generate-name-one-gpu-pytorchjob.yaml@restricted",
         "partial-node",
         "raw",

@@ -66,7 +66,8 @@ pub(super) fn target<'c>(
         let default = names.resolve(t.clone(), InstanceSource::PolicyDefault);
         match default {
             // The default type offers none of the pod's accelerators (a Trainium pod
-            // under a p5 default): the pod can only land on types that do.
+            // under a p5 default): the pod can only land on types that do, and where the
+            // catalog lists none (Gaudi), on a type it does not know.
             Target::Known(p, _)
                 if !resource.is_empty() && !offers_resource(catalog, p, resource) =>
             {
@@ -80,7 +81,7 @@ pub(super) fn target<'c>(
                     per_pod,
                 );
                 return match types.as_slice() {
-                    [] => default,
+                    [] => Target::None,
                     [only] => Target::Known(only, InstanceSource::Selection),
                     several => Target::Several(several.iter().map(|p| p.name.clone()).collect()),
                 };
