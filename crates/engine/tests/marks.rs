@@ -871,6 +871,24 @@ trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:servi
         .0,
         "an edited RayCluster kept the submitter's grant"
     );
+    // An UPDATE growing that RayCluster (even KubeRay's) is judged for what it
+    // changes: the mark `/mutate` signs on an UPDATE vouches for nothing.
+    let mut grown = made.clone();
+    for key in ["replicas", "minReplicas", "maxReplicas"] {
+        grown["spec"]["workerGroupSpecs"][0][key] = json!(16);
+    }
+    let groups = ["system:serviceaccounts:ray-system".to_string()];
+    let who = Requester {
+        namespace: "research",
+        groups: &groups,
+        marks: Some(&k),
+        updating: Some(&made),
+        ..Default::default()
+    };
+    let signed = evaluate(&grown, &policy, &who).unwrap().object;
+    let mut v = judge_owned(signed, &policy, &who).unwrap();
+    trainplace_engine::judge_change(&made, &mut v, &policy, &who);
+    assert!(!v.allowed, "a RayCluster grown on an UPDATE kept the grant");
     // KubeRay's worker pod of that RayCluster is left as admitted.
     let t = &made["spec"]["workerGroupSpecs"][0]["template"];
     let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
@@ -893,5 +911,70 @@ trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:servi
         v.allowed && v.notes.iter().any(|n| n.contains("left as admitted")),
         "the RayCluster's pod was judged on its own: {:#?}",
         v.findings
+    );
+}
+
+/// A SidecarMode RayJob: KubeRay runs the submitter as a container it adds to the head
+/// template of the RayCluster it makes. The head's mark still vouches for the head (its
+/// GPUs on part of a node, granted to the submitter); it had stopped verifying and the
+/// RayCluster was refused. Another container added is not KubeRay's submitter.
+#[test]
+fn a_sidecar_mode_rayjobs_head_keeps_its_mark_beside_the_submitter() {
+    let k = keys("k1", 7);
+    let policy = Policy::from_parts(
+        "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+optIns:
+  allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }
+trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:serviceaccounts:ray-system\"]
+",
+        "test",
+        Catalog::embedded(),
+    )
+    .unwrap();
+    let gpus = |n: u32| json!({"limits": {"nvidia.com/gpu": n}});
+    let rayjob = json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": "tune", "namespace": "research",
+            "annotations": {"trainplace.io/allow-partial-node": "true"}},
+        "spec": {"entrypoint": "python train.py", "submissionMode": "SidecarMode", "rayClusterSpec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "rayproject/ray:2.40.0-gpu", "resources": gpus(4)}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}},
+            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "minReplicas": 2, "maxReplicas": 2,
+                "rayStartParams": {}, "template": {"spec": {"containers": [{"name": "ray-worker",
+                    "image": "rayproject/ray:2.40.0-gpu", "resources": gpus(4)}],
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}]}}});
+    let (allowed, _, stored) = through_webhooks(&rayjob, &policy, &k, "research", "ml-researchers");
+    assert!(allowed, "the granted RayJob was refused");
+    let cluster = |sidecar: &str| {
+        let mut spec = stored["spec"]["rayClusterSpec"].clone();
+        spec["headGroupSpec"]["template"]["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": sidecar, "image": "rayproject/ray:2.40.0",
+                "command": ["ray", "job", "submit", "--", "python", "train.py"]}));
+        spec["headGroupSpec"]["template"]["spec"]["restartPolicy"] = json!("Never");
+        json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "tune-x7k2p", "namespace": "research",
+                "annotations": stored["metadata"]["annotations"].clone(),
+                "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "tune",
+                    "uid": "1", "controller": true}]},
+            "spec": spec})
+    };
+    let kuberay = "system:serviceaccounts:ray-system";
+    assert!(
+        through_webhooks(
+            &cluster("ray-job-submitter"),
+            &policy,
+            &k,
+            "research",
+            kuberay
+        )
+        .0,
+        "KubeRay's SidecarMode RayCluster was refused"
+    );
+    assert!(
+        !through_webhooks(&cluster("miner"), &policy, &k, "research", kuberay).0,
+        "a head with another container added kept the submitter's grant"
     );
 }

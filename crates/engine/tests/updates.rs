@@ -700,3 +700,65 @@ optIns:
         "whole-node Workers made partial passed on the Master's grant"
     );
 }
+
+/// Strict mode: findings of several templates are folded into one ("Master... and
+/// Worker..."); an update after which they differ (Kueue admitting the Master to one
+/// flavor and the Workers to another) is still judged template by template, and
+/// passes. It had been refused: neither new site matched the old folded one.
+#[test]
+fn strict_mode_matches_templates_through_folded_findings() {
+    use trainplace_engine::{Requester, judge_change, judge_owned};
+    let policy = Policy::from_parts(
+        "apiVersion: trainplace.io/v1alpha1
+kind: Policy
+guarantee: strict
+defaults: { instanceType: p5.48xlarge, zone: us-east-1a }
+rules: { partialNode: enforce, multiAz: enforce }
+optIns:
+  allowPartialNode: { namespaces: [research], groups: [ml-researchers] }
+",
+        "test",
+        Catalog::embedded(),
+    )
+    .unwrap();
+    let template = json!({"metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+        "spec": {"containers": [{"name": "pytorch", "image": "train:1",
+            "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge",
+                "topology.kubernetes.io/zone": "us-east-1a"}}});
+    let stored = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "research"},
+        "spec": {"runPolicy": {"suspend": true}, "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": template.clone()},
+            "Worker": {"replicas": 3, "template": template}}}});
+    let judged = |old: Option<&Value>, new: &Value, groups: &[&str]| {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        let who = Requester {
+            namespace: "research",
+            groups: &groups,
+            updating: old,
+            ..Default::default()
+        };
+        let mut verdict = judge_owned(new.clone(), &policy, &who).unwrap();
+        if let Some(old) = old {
+            judge_change(old, &mut verdict, &policy, &who);
+        }
+        verdict.allowed
+    };
+    assert!(
+        judged(None, &stored, &["ml-researchers"]),
+        "the granted job"
+    );
+    let mut started = stored.clone();
+    started["spec"]["runPolicy"]["suspend"] = json!(false);
+    started["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] =
+        json!("p5e.48xlarge");
+    let kueue = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:kueue-system",
+    ];
+    assert!(
+        judged(Some(&stored), &started, &kueue),
+        "Kueue's unsuspend on two flavors refused"
+    );
+}

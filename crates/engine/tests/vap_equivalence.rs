@@ -1581,6 +1581,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         SPLIT_ZONES,
     ),
     (
+        "bypass/rendezvous-by-address.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/rendezvous-by-address.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/rendezvous-by-address.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/rendezvous-by-address.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/shell-ansi-c-quoted-option.yaml@restricted",
         "partial-node",
         "raw",

@@ -71,7 +71,16 @@ pub struct Finding {
     pub why: Option<String>,
 }
 
+/// How [`Verdict::fold_repeats`](crate::judge::verdict::Verdict) joins the sites of
+/// templates that fail a rule the same way.
+pub(crate) const SITES_JOINED: &str = " and ";
+
 impl Finding {
+    /// Each template site the finding names (one, or several folded into one finding).
+    pub(crate) fn sites(&self) -> impl Iterator<Item = &str> {
+        self.site.split(SITES_JOINED)
+    }
+
     /// The lead (rule, where, what, fix, opt-in), then why it matters when the rule
     /// says, on one line: warnings travel in HTTP `Warning` headers, which the API server
     /// drops when they hold a control character such as a newline

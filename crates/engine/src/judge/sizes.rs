@@ -129,13 +129,17 @@ impl Sizes {
         if !not_larger(admitted(self.job), new.job) {
             return Some(false);
         }
-        match (self.templates.get(site), new.templates.get(site)) {
-            (Some(o), Some(n)) => {
-                Some(o.devices == n.devices && not_larger(admitted(o.pods), n.pods))
+        // Every template a finding names (several, when they failed the same way).
+        let kept = site.split(crate::judge::finding::SITES_JOINED).all(|site| {
+            match (self.templates.get(site), new.templates.get(site)) {
+                (Some(o), Some(n)) => {
+                    o.devices == n.devices && not_larger(admitted(o.pods), n.pods)
+                }
+                // A finding about the object as a whole, or a template only one side has.
+                (None, None) => true,
+                _ => false,
             }
-            // A finding about the object as a whole, or a template only one side has.
-            (None, None) => Some(true),
-            _ => Some(false),
-        }
+        });
+        Some(kept)
     }
 }

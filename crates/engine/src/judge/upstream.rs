@@ -127,14 +127,26 @@ pub(crate) fn vouched(
     // this `/validate`: a RayCluster's name).
     let parent_label = matches!(parent, Kind::RayJob | Kind::RayService)
         .then_some((crate::read::annotations::LABEL_RAY_NODE, "yes"));
-    let extra: Vec<(&str, &str)> = parent_label.into_iter().chain(identity).collect();
+    // The child's own label only on its CREATE: on an UPDATE `/mutate` signs whatever
+    // it is sent, so that mark would vouch for itself.
+    let own = identity.filter(|_| who.updating.is_none());
+    let extra: Vec<(&str, &str)> = parent_label.into_iter().chain(own).collect();
+    // KubeRay runs a SidecarMode RayJob's submitter as a container it adds to the head
+    // template of the RayCluster it makes.
+    let unsubmitted = (parent == Kind::RayJob)
+        .then(|| without_container(template, RAY_JOB_SUBMITTER))
+        .flatten();
     // Signed for the parent's pods when the parent was admitted, or for the child's own
     // when `/mutate` signed the child again (its pods are the child's: an MPIJob's
     // launcher Job's pods verify as a Job's) just before this `/validate`.
     let signed = [Some(owner_kind), kind.pod_owner_kind()]
         .into_iter()
         .flatten()
-        .find_map(|k| verified(template, k, who.namespace, keys, (who, policy), &extra));
+        .find_map(|k| {
+            std::iter::once(template)
+                .chain(unsubmitted.as_ref())
+                .find_map(|t| verified(t, k, who.namespace, keys, (who, policy), &extra))
+        });
     let Some((_, _, signed)) = signed else {
         return false;
     };
@@ -144,6 +156,26 @@ pub(crate) fn vouched(
         Some(n) => n <= signed,
         None => false,
     }
+}
+
+/// The container KubeRay adds to the head template of a SidecarMode RayJob's cluster.
+/// <https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/rayjob_controller.go> (SidecarMode)
+const RAY_JOB_SUBMITTER: &str = "ray-job-submitter";
+
+/// `template` without its container named `name`; `None` when it has none.
+fn without_container(template: &Value, name: &str) -> Option<Value> {
+    let containers = template.pointer("/spec/containers")?.as_array()?;
+    let at = containers
+        .iter()
+        .position(|c| c.get("name").and_then(Value::as_str) == Some(name))?;
+    let mut template = template.clone();
+    if let Some(list) = template
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)
+    {
+        list.remove(at);
+    }
+    Some(template)
 }
 
 /// The label a LeaderWorkerSet's controller writes on every template it makes.

@@ -145,7 +145,7 @@ impl Verdict {
                     && g.opt_in == f.opt_in
             }) {
                 Some(g) => {
-                    g.site.push_str(" and ");
+                    g.site.push_str(crate::judge::finding::SITES_JOINED);
                     g.site.push_str(&f.site);
                 }
                 None => folded.push(f),

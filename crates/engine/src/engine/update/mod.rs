@@ -35,19 +35,26 @@ pub fn judge_change(old: &Value, verdict: &mut Verdict, policy: &Policy, who: &R
     // not grow (`sizes.rs`): a job shrunk from 4 to 2 partial pods keeps its finding, one
     // grown from 4 to 16 has a new one. Where the sizes are unknown (a Pod, a TrainJob),
     // the finding must also say the same.
-    let before: HashSet<(Rule, String, String)> = match judge_owned(old.clone(), policy, who) {
+    let before: Vec<Finding> = match judge_owned(old.clone(), policy, who) {
         Ok(v) => v
             .findings
             .into_iter()
             .filter(|f| f.mode == Mode::Enforce)
-            .map(|f| (f.rule, f.site, f.found))
             .collect(),
         // An old object trainplace cannot read cannot excuse anything.
-        Err(_) => HashSet::new(),
+        Err(_) => Vec::new(),
     };
+    // Each template the finding names failed the same rule on the old object (findings
+    // of several templates are folded into one, on either side).
+    let failed: HashSet<(Rule, &str)> = before
+        .iter()
+        .flat_map(|f| f.sites().map(move |s| (f.rule, s)))
+        .collect();
     let same = |f: &Finding| match was.kept(&is, &f.site) {
-        Some(kept) => kept && before.iter().any(|(r, s, _)| *r == f.rule && *s == f.site),
-        None => before.contains(&(f.rule, f.site.clone(), f.found.clone())),
+        Some(kept) => kept && f.sites().all(|s| failed.contains(&(f.rule, s))),
+        None => before
+            .iter()
+            .any(|b| b.rule == f.rule && b.site == f.site && b.found == f.found),
     };
     for f in &mut verdict.findings {
         if f.mode == Mode::Enforce && same(f) {

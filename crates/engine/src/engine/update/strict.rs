@@ -33,10 +33,11 @@ pub(super) fn judge_change(
         .findings
         .iter()
         .filter(|f| f.mode == Mode::Enforce && matches!(f.rule, Rule::PartialNode | Rule::MultiAz))
-        .map(|f| (f.rule, f.site.as_str()))
+        .flat_map(|f| f.sites().map(move |s| (f.rule, s)))
         .collect();
     for f in &mut verdict.findings {
-        if !failed.contains(&(f.rule, f.site.as_str())) {
+        // Every template it names (findings of several are folded into one).
+        if !f.sites().all(|s| failed.contains(&(f.rule, s))) {
             continue;
         }
         if f.mode == Mode::Enforce {

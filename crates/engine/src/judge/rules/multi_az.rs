@@ -69,7 +69,7 @@ fn unheld_finding(input: &RuleInput<'_>, unheld: Unheld) -> Option<Finding> {
     let (why, fix) = match unheld {
         Unheld::NoIdentity => (
             format!(
-                "this pod says it is {pods} of a training job, but no label ties the job's pods together (an operator's job label, {LABEL_JOB}, or a rendezvous endpoint such as torchrun's --rdzv-endpoint or MASTER_ADDR), so nothing can hold them in one zone"
+                "this pod says it is {pods} of a training job, but no label ties the job's pods together (an operator's job label, {LABEL_JOB}, or a rendezvous host name such as torchrun's --rdzv-endpoint or MASTER_ADDR gives; an IP address names no job), so nothing can hold them in one zone"
             ),
             format!(
                 "label every pod of the job with {LABEL_JOB}: NAME (trainplace then holds them in one zone), or pin one zone with nodeSelector {LABEL_ZONE}."

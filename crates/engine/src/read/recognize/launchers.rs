@@ -1825,7 +1825,11 @@ pub(crate) fn rendezvous(line: &str, env: &Env<'_>, namespace: &str) -> Option<S
         || host == "::"
         || host == "::1"
         || host.starts_with('$');
-    (!local).then(|| same_host(host, namespace))
+    // An address names no host by a name the job's other pods must spell the same way:
+    // one rank given a Service's name and another its ClusterIP would be two jobs, each
+    // held in a zone of its own. Such a job is tied together by a label instead.
+    let address = host.parse::<std::net::IpAddr>().is_ok();
+    (!local && !address).then(|| same_host(host, namespace))
 }
 
 /// One spelling of a rendezvous host, so ranks that write it differently still meet

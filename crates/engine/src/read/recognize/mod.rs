@@ -467,8 +467,8 @@ const RANKS: [&str; 3] = ["NODE_RANK", "RANK", "JAX_PROCESS_ID"];
 /// The longest `TF_CONFIG` read.
 const TF_CONFIG_LIMIT: usize = 64 * 1024;
 
-/// The hosts of the training tasks a `TF_CONFIG` lists in its `cluster` map: its
-/// chief, master and workers (`host:port` addresses; tasks on one host share its pod).
+/// The pods of the training tasks a `TF_CONFIG` lists in its `cluster` map: its chief,
+/// master and workers, one per `host:port` address (tasks on the loopback share a pod).
 /// Parameter servers hold no accelerators in TensorFlow's strategies, and an evaluator,
 /// outside the cluster, is none of its ranks: `Some(1)` for its own pod. `None` when it
 /// is not such a map.
@@ -495,7 +495,11 @@ fn tf_config_tasks(text: &str) -> Option<usize> {
         };
         for address in tasks.as_array()? {
             let address = address.as_str()?;
-            hosts.insert(address.rsplit_once(':').map_or(address, |(host, _)| host));
+            // Tasks on the pod's own loopback share it; any other address may be a
+            // pod of its own (a Service routes each port where it is told).
+            let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
+            let local = host == "localhost" || host.starts_with("127.") || host == "[::1]";
+            hosts.insert(if local { "localhost" } else { address });
         }
     }
     Some(hosts.len().max(1))

@@ -679,7 +679,8 @@ fn assignments_made_only_on_some_runs_settle_nothing() {
     );
 }
 
-/// TF_CONFIG: the hosts of its chief, master and workers are its pods; parameter
+/// TF_CONFIG: the addresses of its chief, master and workers are its pods (but on the
+/// loopback); parameter
 /// servers (no accelerators) and an evaluator (outside the cluster) are not ranks.
 #[test]
 fn tf_config_counts_the_hosts_of_its_training_tasks() {
@@ -708,6 +709,11 @@ fn tf_config_counts_the_hosts_of_its_training_tasks() {
             r#"{{"cluster":{{{w}}},"task":{{"type":"evaluator","index":0}}}}"#
         )),
         Some(1)
+    );
+    assert_eq!(
+        tasks(r#"{"cluster":{"worker":["svc:2222","svc:2223","svc:2224"]}}"#),
+        Some(3),
+        "a Service may route each port to a pod of its own"
     );
     assert_eq!(tasks(r#"{"cluster":{"worker":"w0:1"}}"#), None);
     assert_eq!(tasks("not json"), None);
