@@ -747,6 +747,7 @@ fn a_jobsets_pods_placed_in_their_exclusive_domain_keep_their_mark() {
                 "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
                 "spec": {"restartPolicy": "Never",
                     "containers": [{"name": "trainer", "image": "train:1",
+                        "command": ["python", "train.py"], "env": [{"name": "LR", "value": "3e-4"}],
                         "resources": {"limits": {"nvidia.com/gpu": 1}}}],
                     "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}}]}});
     let (allowed, _, stored) =

@@ -80,6 +80,35 @@ pub(crate) fn check(object: &Value, multi_pod: bool, ctx: &Ctx<'_, '_>, verdict:
     });
 }
 
+/// A copy of what a pod's admission mark digests (`facts::mark::digest`): its
+/// metadata, its spec but for the containers' command, args, env and mounts and the
+/// volumes. Far smaller than the pod a trusted controller may send (up to the API
+/// server's request limit), and the same digest.
+fn digested_fields(pod: &Value) -> Option<Value> {
+    let spec = pod.get("spec")?.as_object()?;
+    let mut copy = serde_json::Map::new();
+    for (k, v) in spec {
+        let v = match k.as_str() {
+            "volumes" => continue,
+            "containers" | "initContainers" | "ephemeralContainers" => Value::Array(
+                items(v, &[])
+                    .iter()
+                    .map(|c| {
+                        let keep = ["name", "resources", "restartPolicy"];
+                        let kept = keep
+                            .iter()
+                            .filter_map(|f| Some((f.to_string(), c.get(*f)?.clone())));
+                        Value::Object(kept.collect())
+                    })
+                    .collect(),
+            ),
+            _ => v.clone(),
+        };
+        copy.insert(k.clone(), v);
+    }
+    Some(serde_json::json!({"metadata": pod.get("metadata"), "spec": copy}))
+}
+
 /// The label JobSet writes on every pod of a child Job: the Job's key.
 const JOBSET_JOB_KEY: &str = "jobset.sigs.k8s.io/job-key";
 
@@ -93,7 +122,7 @@ const JOBSET_JOB_KEY: &str = "jobset.sigs.k8s.io/job-key";
 pub(crate) fn before_jobset_placement(pod: &Value) -> Option<Value> {
     let key = str_at(pod, &["metadata", "annotations", JOBSET_EXCLUSIVE])?;
     str_at(pod, &["metadata", "labels", JOBSET_JOB_KEY])?;
-    let mut pod = pod.clone();
+    let mut pod = digested_fields(pod)?;
     let spec = pod.get_mut("spec")?.as_object_mut()?;
     if let Some(selector) = spec.get_mut("nodeSelector").and_then(Value::as_object_mut) {
         selector.remove(key);
@@ -115,6 +144,9 @@ pub(crate) fn before_jobset_placement(pod: &Value) -> Option<Value> {
             };
             let required = "requiredDuringSchedulingIgnoredDuringExecution";
             if let Some(terms) = of.get_mut(required).and_then(Value::as_array_mut) {
+                if !crate::budget::draw_len("affinity terms", terms.len()) {
+                    return None;
+                }
                 terms.retain(|t| !jobsets(t));
                 if terms.is_empty() {
                     of.remove(required);

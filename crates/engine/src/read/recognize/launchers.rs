@@ -1828,8 +1828,22 @@ pub(crate) fn rendezvous(line: &str, env: &Env<'_>, namespace: &str) -> Option<S
     // An address names no host by a name the job's other pods must spell the same way:
     // one rank given a Service's name and another its ClusterIP would be two jobs, each
     // held in a zone of its own. Such a job is tied together by a label instead.
-    let address = host.parse::<std::net::IpAddr>().is_ok();
-    (!local && !address).then(|| same_host(host, namespace))
+    (!local && !names_an_address(host)).then(|| same_host(host, namespace))
+}
+
+/// Whether `host` is an IP address as a resolver reads it: IPv6, or IPv4 in any form
+/// glibc's `inet_aton` takes (through `getaddrinfo`, where torch's store resolves its
+/// endpoint): one to four dot-separated numbers, each decimal, octal (`012`) or hex
+/// (`0xa`), so `10.100.23.45`, `012.0144.027.055`, `0xa.0x64.0x17.0x2d`, `10.100.5933`
+/// and `174069549` are one address.
+/// <https://man7.org/linux/man-pages/man3/inet_aton.3.html>
+fn names_an_address(host: &str) -> bool {
+    let number = |part: &str| match part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+        Some(hex) => hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        None => !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()),
+    };
+    host.parse::<std::net::IpAddr>().is_ok()
+        || (host.split('.').count() <= 4 && host.split('.').all(number))
 }
 
 /// One spelling of a rendezvous host, so ranks that write it differently still meet

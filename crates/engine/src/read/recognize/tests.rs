@@ -718,3 +718,24 @@ fn tf_config_counts_the_hosts_of_its_training_tasks() {
     assert_eq!(tasks(r#"{"cluster":{"worker":"w0:1"}}"#), None);
     assert_eq!(tasks("not json"), None);
 }
+
+/// A rendezvous given as an address, in any form a resolver reads, ties no job; a
+/// host name does.
+#[test]
+fn a_rendezvous_address_in_any_spelling_ties_no_job() {
+    let container = json!({});
+    let env = Env::of(&container);
+    for host in [
+        "10.100.23.45",
+        "012.0144.027.055",
+        "0xa.0x64.0x17.0x2d",
+        "10.100.5933",
+        "174069549",
+        "[fd00::1]",
+    ] {
+        let line = format!("torchrun --nnodes=2 --rdzv-endpoint={host}:29500 train.py");
+        assert_eq!(rendezvous(&line, &env, "ml"), None, "{host}");
+    }
+    let line = "torchrun --nnodes=2 --rdzv-endpoint=trainer.ml.svc:29500 train.py";
+    assert_eq!(rendezvous(line, &env, "ml").as_deref(), Some("trainer"));
+}
