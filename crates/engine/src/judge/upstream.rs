@@ -134,7 +134,7 @@ pub(crate) fn vouched(
     // KubeRay runs a SidecarMode RayJob's submitter as a container it adds to the head
     // template of the RayCluster it makes.
     let unsubmitted = (parent == Kind::RayJob)
-        .then(|| without_container(template, RAY_JOB_SUBMITTER))
+        .then(|| crate::read::controller_edits::before_ray_job_submitter(template))
         .flatten();
     // Signed for the parent's pods when the parent was admitted, or for the child's own
     // when `/mutate` signed the child again (its pods are the child's: an MPIJob's
@@ -156,26 +156,6 @@ pub(crate) fn vouched(
         Some(n) => n <= signed,
         None => false,
     }
-}
-
-/// The container KubeRay adds to the head template of a SidecarMode RayJob's cluster.
-/// <https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/rayjob_controller.go> (SidecarMode)
-const RAY_JOB_SUBMITTER: &str = "ray-job-submitter";
-
-/// `template` without its container named `name`; `None` when it has none.
-fn without_container(template: &Value, name: &str) -> Option<Value> {
-    let containers = template.pointer("/spec/containers")?.as_array()?;
-    let at = containers
-        .iter()
-        .position(|c| c.get("name").and_then(Value::as_str) == Some(name))?;
-    let mut template = template.clone();
-    if let Some(list) = template
-        .pointer_mut("/spec/containers")
-        .and_then(Value::as_array_mut)
-    {
-        list.remove(at);
-    }
-    Some(template)
 }
 
 /// The label a LeaderWorkerSet's controller writes on every template it makes.
@@ -299,7 +279,7 @@ fn verified<'v>(
     let identities = || labelled(object).chain(extra.iter().copied());
     let found = signature(mark, &view, owner_kind, namespace, keys, identities()).or_else(|| {
         // A JobSet pod its controller placed in its Job's exclusive domain.
-        let before = crate::judge::placement::before_jobset_placement(object)?;
+        let before = crate::read::controller_edits::before_jobset_placement(object)?;
         let (_, view) = read_view(&before, namespace, who, policy)?;
         signature(mark, &view, owner_kind, namespace, keys, identities())
     });

@@ -98,6 +98,9 @@ pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
 pub const LWS_GROUP_KEY: &str = "leaderworkerset.sigs.k8s.io/group-key";
 /// KubeRay puts this on every pod of a RayCluster (head and workers).
 pub const LABEL_RAY_CLUSTER: &str = "ray.io/cluster";
+/// JobSet's exclusive placement: each child Job in a topology domain of its own.
+/// <https://github.com/kubernetes-sigs/jobset/blob/main/api/jobset/v1alpha2/jobset_types.go> (ExclusiveKey)
+pub const JOBSET_EXCLUSIVE: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
 /// KubeRay puts this on every Ray pod, of whatever cluster.
 /// <https://github.com/ray-project/kuberay/blob/feeaf72facab4881ba2b179248bb67315634e229/ray-operator/controllers/ray/common/pod.go> (labelPod)
 pub const LABEL_RAY_NODE: &str = "ray.io/is-ray-node";

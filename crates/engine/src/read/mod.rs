@@ -4,6 +4,7 @@
 //! decides anything.
 
 pub mod annotations;
+pub(crate) mod controller_edits;
 pub(crate) mod devices;
 pub(crate) mod incoming;
 pub(crate) mod json;
