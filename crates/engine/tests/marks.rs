@@ -810,17 +810,7 @@ fn a_jobsets_pods_placed_in_their_exclusive_domain_keep_their_mark() {
 #[test]
 fn a_rayjobs_raycluster_from_kuberay_keeps_the_grants_the_rayjob_was_admitted_with() {
     let k = keys("k1", 7);
-    let policy = Policy::from_parts(
-        "apiVersion: trainplace.io/v1alpha1
-kind: Policy
-optIns:
-  allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }
-trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:serviceaccounts:ray-system\"]
-",
-        "test",
-        Catalog::embedded(),
-    )
-    .unwrap();
+    let policy = kuberay_trusted();
     let group = |gpus: u32| {
         json!({"groupName": "gpu", "replicas": 4, "minReplicas": 4, "maxReplicas": 4,
         "rayStartParams": {}, "template": {"spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.40.0-gpu",
@@ -922,17 +912,7 @@ trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:servi
 #[test]
 fn a_sidecar_mode_rayjobs_head_keeps_its_mark_beside_the_submitter() {
     let k = keys("k1", 7);
-    let policy = Policy::from_parts(
-        "apiVersion: trainplace.io/v1alpha1
-kind: Policy
-optIns:
-  allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }
-trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:serviceaccounts:ray-system\"]
-",
-        "test",
-        Catalog::embedded(),
-    )
-    .unwrap();
+    let policy = kuberay_trusted();
     let gpus = |n: u32| json!({"limits": {"nvidia.com/gpu": n}});
     let rayjob = json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
         "metadata": {"name": "tune", "namespace": "research",
@@ -978,4 +958,12 @@ trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:servi
         !through_webhooks(&cluster("miner"), &policy, &k, "research", kuberay).0,
         "a head with another container added kept the submitter's grant"
     );
+}
+
+/// The test policy with KubeRay's group (`ray-system`) trusted beside kube-system's.
+fn kuberay_trusted() -> Policy {
+    let text = format!(
+        "{POLICY}trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:serviceaccounts:ray-system\"]\n"
+    );
+    Policy::from_parts(&text, "test", Catalog::embedded()).unwrap()
 }

@@ -511,20 +511,6 @@ defaults: { zone: us-east-1a }
 /// still refused.
 #[test]
 fn strict_mode_passes_controllers_updating_a_job_opted_in_by_its_submitters_group() {
-    use trainplace_engine::{Requester, judge_change, judge_owned};
-    let policy = Policy::from_parts(
-        "apiVersion: trainplace.io/v1alpha1
-kind: Policy
-guarantee: strict
-defaults: { instanceType: p5.48xlarge, zone: us-east-1a }
-rules: { partialNode: enforce, multiAz: enforce }
-optIns:
-  allowPartialNode: { namespaces: [research], groups: [ml-researchers] }
-",
-        "test",
-        Catalog::embedded(),
-    )
-    .unwrap();
     let pinned = |gpus: u32| {
         let mut j = job(gpus);
         j["spec"]["template"]["metadata"] =
@@ -533,23 +519,9 @@ optIns:
             json!("us-east-1a");
         j
     };
-    let judged = |old: Option<&Value>, new: &Value, groups: &[&str]| {
-        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
-        let who = Requester {
-            namespace: "research",
-            groups: &groups,
-            updating: old,
-            ..Default::default()
-        };
-        let mut verdict = judge_owned(new.clone(), &policy, &who).unwrap();
-        if let Some(old) = old {
-            judge_change(old, &mut verdict, &policy, &who);
-        }
-        verdict.allowed
-    };
     let stored = pinned(1);
     assert!(
-        judged(None, &stored, &["ml-researchers"]),
+        judged_in_strict_mode(None, &stored, &["ml-researchers"]),
         "the granted job"
     );
     let mut started = stored.clone();
@@ -561,7 +533,7 @@ optIns:
         "system:serviceaccounts:kueue-system",
     ];
     assert!(
-        judged(Some(&stored), &started, &kueue),
+        judged_in_strict_mode(Some(&stored), &started, &kueue),
         "Kueue's unsuspend refused"
     );
     let mut finalized = started.clone();
@@ -571,11 +543,11 @@ optIns:
         "system:serviceaccounts:kube-system",
     ];
     assert!(
-        judged(Some(&started), &finalized, &gc),
+        judged_in_strict_mode(Some(&started), &finalized, &gc),
         "finalizer removal refused"
     );
     assert!(
-        !judged(Some(&pinned(8)), &stored, &["system:authenticated"]),
+        !judged_in_strict_mode(Some(&pinned(8)), &stored, &["system:authenticated"]),
         "a whole-node job made partial by a user outside the group passed"
     );
 }
@@ -642,20 +614,6 @@ fn a_mark_inflated_by_an_update_excuses_no_growth() {
 /// turn its whole-node Workers into one-GPU ones.
 #[test]
 fn strict_mode_excuses_no_other_template_than_the_one_admitted_so() {
-    use trainplace_engine::{Requester, judge_change, judge_owned};
-    let policy = Policy::from_parts(
-        "apiVersion: trainplace.io/v1alpha1
-kind: Policy
-guarantee: strict
-defaults: { instanceType: p5.48xlarge, zone: us-east-1a }
-rules: { partialNode: enforce, multiAz: enforce }
-optIns:
-  allowPartialNode: { namespaces: [research], groups: [ml-researchers] }
-",
-        "test",
-        Catalog::embedded(),
-    )
-    .unwrap();
     let template = |gpus: u32| {
         json!({"metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
             "spec": {"containers": [{"name": "pytorch", "image": "train:1",
@@ -670,33 +628,19 @@ optIns:
                 "Master": {"replicas": 1, "template": template(1)},
                 "Worker": {"replicas": 4, "template": template(workers)}}}})
     };
-    let judged = |old: Option<&Value>, new: &Value, groups: &[&str]| {
-        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
-        let who = Requester {
-            namespace: "research",
-            groups: &groups,
-            updating: old,
-            ..Default::default()
-        };
-        let mut verdict = judge_owned(new.clone(), &policy, &who).unwrap();
-        if let Some(old) = old {
-            judge_change(old, &mut verdict, &policy, &who);
-        }
-        verdict.allowed
-    };
     let stored = job(8);
     assert!(
-        judged(None, &stored, &["ml-researchers"]),
+        judged_in_strict_mode(None, &stored, &["ml-researchers"]),
         "the granted job"
     );
     let mut labelled = stored.clone();
     labelled["metadata"]["labels"] = json!({"team": "nlp"});
     assert!(
-        judged(Some(&stored), &labelled, &["system:authenticated"]),
+        judged_in_strict_mode(Some(&stored), &labelled, &["system:authenticated"]),
         "an update that changes no template was refused"
     );
     assert!(
-        !judged(Some(&stored), &job(1), &["system:authenticated"]),
+        !judged_in_strict_mode(Some(&stored), &job(1), &["system:authenticated"]),
         "whole-node Workers made partial passed on the Master's grant"
     );
 }
@@ -707,6 +651,38 @@ optIns:
 /// passes. It had been refused: neither new site matched the old folded one.
 #[test]
 fn strict_mode_matches_templates_through_folded_findings() {
+    let template = json!({"metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+        "spec": {"containers": [{"name": "pytorch", "image": "train:1",
+            "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge",
+                "topology.kubernetes.io/zone": "us-east-1a"}}});
+    let stored = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "research"},
+        "spec": {"runPolicy": {"suspend": true}, "pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": template.clone()},
+            "Worker": {"replicas": 3, "template": template}}}});
+    assert!(
+        judged_in_strict_mode(None, &stored, &["ml-researchers"]),
+        "the granted job"
+    );
+    let mut started = stored.clone();
+    started["spec"]["runPolicy"]["suspend"] = json!(false);
+    started["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] =
+        json!("p5e.48xlarge");
+    let kueue = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:kueue-system",
+    ];
+    assert!(
+        judged_in_strict_mode(Some(&stored), &started, &kueue),
+        "Kueue's unsuspend on two flavors refused"
+    );
+}
+
+/// Whether the validating webhook admits `new` (an UPDATE of `old` when there is one)
+/// from a member of `groups` in `research`, in strict mode with the partial-node opt-in
+/// granted to `ml-researchers` only.
+fn judged_in_strict_mode(old: Option<&Value>, new: &Value, groups: &[&str]) -> bool {
     use trainplace_engine::{Requester, judge_change, judge_owned};
     let policy = Policy::from_parts(
         "apiVersion: trainplace.io/v1alpha1
@@ -721,44 +697,16 @@ optIns:
         Catalog::embedded(),
     )
     .unwrap();
-    let template = json!({"metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
-        "spec": {"containers": [{"name": "pytorch", "image": "train:1",
-            "resources": {"limits": {"nvidia.com/gpu": 1}}}],
-            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge",
-                "topology.kubernetes.io/zone": "us-east-1a"}}});
-    let stored = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-        "metadata": {"name": "bert", "namespace": "research"},
-        "spec": {"runPolicy": {"suspend": true}, "pytorchReplicaSpecs": {
-            "Master": {"replicas": 1, "template": template.clone()},
-            "Worker": {"replicas": 3, "template": template}}}});
-    let judged = |old: Option<&Value>, new: &Value, groups: &[&str]| {
-        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
-        let who = Requester {
-            namespace: "research",
-            groups: &groups,
-            updating: old,
-            ..Default::default()
-        };
-        let mut verdict = judge_owned(new.clone(), &policy, &who).unwrap();
-        if let Some(old) = old {
-            judge_change(old, &mut verdict, &policy, &who);
-        }
-        verdict.allowed
+    let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+    let who = Requester {
+        namespace: "research",
+        groups: &groups,
+        updating: old,
+        ..Default::default()
     };
-    assert!(
-        judged(None, &stored, &["ml-researchers"]),
-        "the granted job"
-    );
-    let mut started = stored.clone();
-    started["spec"]["runPolicy"]["suspend"] = json!(false);
-    started["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] =
-        json!("p5e.48xlarge");
-    let kueue = [
-        "system:serviceaccounts",
-        "system:serviceaccounts:kueue-system",
-    ];
-    assert!(
-        judged(Some(&stored), &started, &kueue),
-        "Kueue's unsuspend on two flavors refused"
-    );
+    let mut verdict = judge_owned(new.clone(), &policy, &who).unwrap();
+    if let Some(old) = old {
+        judge_change(old, &mut verdict, &policy, &who);
+    }
+    verdict.allowed
 }

@@ -219,11 +219,6 @@ fn signed_pods(object: &Value, job: u32, ctx: &Ctx<'_, '_>) -> u32 {
 /// preempts the job it restores the parallelism, which `/validate` then judges against
 /// that count (`update.rs`) and not as growth past what the submitter was granted.
 fn kept_count(judged: u32, site: &Site, ctx: &Ctx<'_, '_>) -> u32 {
-    // Only a batch Job's (`Sizes::of_stored`): its template, launcher included, cannot
-    // change after it is created.
-    if ctx.kind != Kind::Job {
-        return judged;
-    }
     let before = ctx.who.updating.and_then(|stored| {
         crate::judge::upstream::signed_before(stored, site, ctx.kind, ctx.who, ctx.eff.policy)
     });

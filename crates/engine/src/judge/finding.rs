@@ -75,10 +75,15 @@ pub struct Finding {
 /// templates that fail a rule the same way.
 pub(crate) const SITES_JOINED: &str = " and ";
 
+/// Each template site a finding's `site` names (one, or several folded into one).
+pub(crate) fn sites(site: &str) -> impl Iterator<Item = &str> {
+    site.split(SITES_JOINED)
+}
+
 impl Finding {
     /// Each template site the finding names (one, or several folded into one finding).
     pub(crate) fn sites(&self) -> impl Iterator<Item = &str> {
-        self.site.split(SITES_JOINED)
+        sites(&self.site)
     }
 
     /// The lead (rule, where, what, fix, opt-in), then why it matters when the rule

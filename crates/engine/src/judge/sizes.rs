@@ -14,7 +14,7 @@ use crate::facts::requester::Requester;
 use crate::judge::upstream::signed_before;
 use crate::read::json::Lookup as _;
 use crate::read::podspec::PodView;
-use crate::read::workload::{Kind, locate};
+use crate::read::workload::{Kind, Site, locate};
 use trainplace_catalog::Catalog;
 
 /// One template: the pods it makes (`None`: unknown, many) and what each asks for.
@@ -43,6 +43,11 @@ impl Sizes {
         let Ok((kind, sites)) = locate(object) else {
             return Sizes::default();
         };
+        Sizes::of_sites(object, kind, &sites, catalog)
+    }
+
+    /// [`Sizes::of`] an object already located.
+    fn of_sites(object: &Value, kind: Kind, sites: &[Site], catalog: &Catalog) -> Sizes {
         if !kind.is_workload() || kind == Kind::TrainJob || sites.is_empty() {
             return Sizes::default();
         }
@@ -50,7 +55,7 @@ impl Sizes {
             job: Some(0),
             templates: BTreeMap::new(),
         };
-        for site in &sites {
+        for site in sites {
             let Some(view) = object
                 .lookup(&site.pointer)
                 .and_then(|t| PodView::read(t, &site.field, catalog).ok())
@@ -86,18 +91,11 @@ impl Sizes {
     /// The sizes of a stored object, with the job size each template's mark vouches for
     /// (`upstream::signed_before`): a job restored to a size it was admitted at (Kueue
     /// preempting a job it admitted in part) did not grow past what was judged.
-    /// Only a batch Job's: Kueue admits part of no other kind, and a Job's template,
-    /// whose launcher the count may come from, cannot change (a PyTorchJob's launcher
-    /// edited to say 64 nodes signs a mark of 64, which must not let its replicas grow
-    /// to 63; a LeaderWorkerSet's mark states its group count too).
     pub(crate) fn of_stored(stored: &Value, policy: &Policy, who: &Requester<'_>) -> Sizes {
-        let mut sizes = Sizes::of(stored, &policy.catalog);
         let Ok((kind, sites)) = locate(stored) else {
-            return sizes;
+            return Sizes::default();
         };
-        if kind != Kind::Job {
-            return sizes;
-        }
+        let mut sizes = Sizes::of_sites(stored, kind, &sites, &policy.catalog);
         for site in &sites {
             if let Some(t) = sizes.templates.get_mut(&site.field) {
                 t.signed = signed_before(stored, site, kind, who, policy).filter(|&n| n > 0);
@@ -130,7 +128,7 @@ impl Sizes {
             return Some(false);
         }
         // Every template a finding names (several, when they failed the same way).
-        let kept = site.split(crate::judge::finding::SITES_JOINED).all(|site| {
+        let kept = crate::judge::finding::sites(site).all(|site| {
             match (self.templates.get(site), new.templates.get(site)) {
                 (Some(o), Some(n)) => {
                     o.devices == n.devices && not_larger(admitted(o.pods), n.pods)

@@ -126,7 +126,7 @@ pub(crate) fn vouched(
     // child's own job label (`/mutate` signed the child's template again just before
     // this `/validate`: a RayCluster's name).
     let parent_label = matches!(parent, Kind::RayJob | Kind::RayService)
-        .then_some((crate::read::annotations::LABEL_RAY_NODE, "yes"));
+        .then_some(crate::read::annotations::RAY_NODE);
     // The child's own label only on its CREATE: on an UPDATE `/mutate` signs whatever
     // it is sent, so that mark would vouch for itself.
     let own = identity.filter(|_| who.updating.is_none());
@@ -197,7 +197,11 @@ pub(crate) fn carried_from_admitted(object: &Value, who: &Requester<'_>, policy:
 /// that template as stored (0: several, count unknown): the largest job the template
 /// was admitted for, with its submitter's grants, since it was created. Kueue lowers a
 /// Job's parallelism when it admits part of it and restores it when it preempts the
-/// job; the restore is no larger than what was admitted.
+/// job; the restore is no larger than what was admitted. Only a batch Job's: Kueue
+/// admits part of no other kind, and a Job's template, whose launcher the count may
+/// come from, cannot change (a PyTorchJob's launcher edited to say 64 nodes signs a
+/// mark of 64, which must not let its replicas grow to 63; a LeaderWorkerSet's mark
+/// states its group count too).
 pub(crate) fn signed_before(
     stored: &Value,
     site: &Site,
@@ -205,6 +209,9 @@ pub(crate) fn signed_before(
     who: &Requester<'_>,
     policy: &Policy,
 ) -> Option<u32> {
+    if kind != Kind::Job {
+        return None;
+    }
     let keys = who.marks?;
     let template = crate::read::json::Lookup::lookup(stored, &site.pointer)?;
     let namespace = str_at(stored, &["metadata", "namespace"]).unwrap_or(who.namespace);

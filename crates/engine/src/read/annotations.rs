@@ -104,6 +104,8 @@ pub const JOBSET_EXCLUSIVE: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 /// KubeRay puts this on every Ray pod, of whatever cluster.
 /// <https://github.com/ray-project/kuberay/blob/feeaf72facab4881ba2b179248bb67315634e229/ray-operator/controllers/ray/common/pod.go> (labelPod)
 pub const LABEL_RAY_NODE: &str = "ray.io/is-ray-node";
+/// That label at the one value KubeRay writes.
+pub const RAY_NODE: (&str, &str) = (LABEL_RAY_NODE, "yes");
 /// KubeRay labels the RayCluster a RayJob or RayService makes with the kind it came from.
 pub const LABEL_RAY_ORIGIN: &str = "ray.io/originated-from-crd";
 /// Volcano puts this on every pod of a Volcano Job.

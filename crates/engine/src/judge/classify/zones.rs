@@ -124,7 +124,7 @@ const SPANNING_LABELS: [&str; 10] = [
 /// `ray.io/is-ray-node: yes`, and the replicated job Kubeflow Trainer runs its training
 /// nodes in, which a runtime must name `node` (how a runtime holds its node pods).
 const FIXED_LABELS: [(&str, &str); 2] = [
-    (crate::read::annotations::LABEL_RAY_NODE, "yes"),
+    crate::read::annotations::RAY_NODE,
     (LABEL_REPLICATED_JOB, "node"),
 ];
 

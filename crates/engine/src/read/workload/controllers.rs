@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::{Kind, Knob, Site, active_pods, count_at, site};
 use crate::error::ObjectError;
 use crate::read::annotations::{
-    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_NODE, LABEL_RAY_ORIGIN,
-    LABEL_REPLICATED_JOB, LABEL_VOLCANO_JOB, TRAINING,
+    LABEL_HYPERPOD_JOB, LABEL_JOBSET_NAME, LABEL_RAY_CLUSTER, LABEL_RAY_ORIGIN,
+    LABEL_REPLICATED_JOB, LABEL_VOLCANO_JOB, RAY_NODE, TRAINING,
 };
 use crate::read::json::Lookup as _;
 use crate::read::json::{items, str_at};
@@ -47,7 +47,7 @@ pub(super) fn ray(obj: &Value, kind: Kind) -> Result<Vec<Site>, ObjectError> {
     let (identity, group) = match (kind, name) {
         (Kind::RayCluster, Some(n)) => (Some((LABEL_RAY_CLUSTER.to_string(), n)), None),
         _ => (
-            Some((LABEL_RAY_NODE.to_string(), "yes".to_string())),
+            Some((RAY_NODE.0.to_string(), RAY_NODE.1.to_string())),
             Some(LABEL_RAY_CLUSTER.to_string()),
         ),
     };
