@@ -11,6 +11,7 @@ const POLICY: &str = "apiVersion: trainplace.io/v1alpha1
 kind: Policy
 optIns:
   allowPartialNode: { namespaces: [\"*\"], groups: [ml-researchers] }
+  skip: { namespaces: [\"*\"], groups: [ml-platform-admins] }
 ";
 
 fn policy() -> Policy {
@@ -320,6 +321,65 @@ fn kueue_restoring_a_partially_admitted_job_is_no_growth() {
     );
 }
 
+/// A Job created with a granted skip, then unsuspended by Kueue, which writes its
+/// flavor's node selector into the template: the template is signed again as it is now,
+/// so the Job controller's pods keep the skip the submitter was granted (they were
+/// refused as partial-node: the mark signed at creation no longer matched). Kueue's
+/// preemption passes too; a user without the grant still cannot skip.
+#[test]
+fn kueue_unsuspending_a_skipped_job_keeps_its_pods_skipped() {
+    let keys = trainplace_engine::MarkKeys::new(("k1".into(), vec![5; 32]), Vec::new()).unwrap();
+    let kueue = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:kueue-system",
+    ];
+    let mut skipped = job(1);
+    skipped["metadata"]["annotations"] = json!({"trainplace.io/skip": "true"});
+    let (a, _) = through_webhooks(None, &skipped, "mallory", &["system:authenticated"], &keys);
+    assert!(!allowed(&a), "a skip nobody granted passed: {a}");
+    let (a, submitted) = through_webhooks(None, &skipped, "root", &["ml-platform-admins"], &keys);
+    assert!(allowed(&a), "the granted skip was refused: {a}");
+    let mut started = submitted.clone();
+    started["spec"]["suspend"] = json!(false);
+    started["spec"]["template"]["spec"]["nodeSelector"]["karpenter.sh/capacity-type"] =
+        json!("on-demand");
+    let (a, running) = through_webhooks(Some(&submitted), &started, KUEUE, &kueue, &keys);
+    assert!(allowed(&a), "Kueue's unsuspend refused: {a}");
+    let mark = |j: &Value| {
+        j["spec"]["template"]["metadata"]["annotations"]["trainplace.io/admitted"].clone()
+    };
+    assert_ne!(
+        mark(&running),
+        mark(&submitted),
+        "the template was not signed again"
+    );
+    let template = &running["spec"]["template"];
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": template["metadata"].clone(), "spec": template["spec"].clone()});
+    pod["metadata"]["name"] = json!("bert-2-x7k2p");
+    pod["metadata"]["namespace"] = json!("research");
+    pod["metadata"]["labels"] = json!({"batch.kubernetes.io/job-name": "bert", "job-name": "bert",
+        "batch.kubernetes.io/job-completion-index": "2",
+        "batch.kubernetes.io/controller-uid": "6f7c2c1e-1111-4a2b-9c3d-000000000001"});
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+        "name": "bert", "uid": "6f7c2c1e-1111-4a2b-9c3d-000000000001", "controller": true}]);
+    let (a, _) = through_webhooks(
+        None,
+        &pod,
+        "system:serviceaccount:kube-system:job-controller",
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:kube-system",
+        ],
+        &keys,
+    );
+    assert!(allowed(&a), "the Job controller's pod was refused: {a}");
+    let mut preempted = running.clone();
+    preempted["spec"]["suspend"] = json!(true);
+    let (a, _) = through_webhooks(Some(&running), &preempted, KUEUE, &kueue, &keys);
+    assert!(allowed(&a), "Kueue's preemption refused: {a}");
+}
+
 /// The answer of the mutating webhook to `new` (an UPDATE of `old` when there is one).
 fn mutate(old: Option<&Value>, new: &Value, user: &str, groups: &[&str], policy: &Policy) -> Value {
     let marks = trainplace_engine::MarkKeys::new(("k1".into(), vec![7; 32]), Vec::new());
@@ -552,6 +612,68 @@ fn strict_mode_passes_controllers_updating_a_job_opted_in_by_its_submitters_grou
     );
 }
 
+/// A job created with a granted skip is updated by Kueue (unsuspend with its flavor's
+/// node selector, then preemption) and by the garbage collector, none of whom may write
+/// the skip: the skip kept from the old object is no news, and they pass. A user
+/// without the grant who makes a whole-node job partial, skip kept, is refused: the
+/// rules the skip would have skipped are judged for them.
+#[test]
+fn strict_mode_passes_controllers_updating_a_job_skipped_by_its_submitter() {
+    let skipped = |gpus: u32| {
+        let mut j = job(gpus);
+        j["metadata"]["annotations"] = json!({"trainplace.io/skip": "true"});
+        j["spec"]["suspend"] = json!(true);
+        j
+    };
+    let stored = skipped(1);
+    assert!(
+        judged_in_strict_mode(None, &stored, &["ml-platform-admins"]),
+        "the granted skip"
+    );
+    assert!(
+        !judged_in_strict_mode(None, &stored, &["system:authenticated"]),
+        "a skip nobody granted"
+    );
+    let kueue = [
+        "system:serviceaccounts",
+        "system:serviceaccounts:kueue-system",
+    ];
+    let mut started = stored.clone();
+    started["spec"]["suspend"] = json!(false);
+    started["spec"]["template"]["spec"]["nodeSelector"]["karpenter.sh/capacity-type"] =
+        json!("on-demand");
+    assert!(
+        judged_in_strict_mode(Some(&stored), &started, &kueue),
+        "Kueue's unsuspend refused"
+    );
+    let mut preempted = started.clone();
+    preempted["spec"]["suspend"] = json!(true);
+    assert!(
+        judged_in_strict_mode(Some(&started), &preempted, &kueue),
+        "Kueue's preemption refused"
+    );
+    let mut finalized = started.clone();
+    finalized["metadata"]["finalizers"] = json!([]);
+    assert!(
+        judged_in_strict_mode(
+            Some(&started),
+            &finalized,
+            &["system:serviceaccounts:kube-system"]
+        ),
+        "finalizer removal refused"
+    );
+    let mut whole = skipped(8);
+    whole["spec"]["template"]["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] =
+        json!("us-east-1a");
+    let mut partial = whole.clone();
+    partial["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
+        json!(1);
+    assert!(
+        !judged_in_strict_mode(Some(&whole), &partial, &["system:authenticated"]),
+        "a whole-node skipped job made partial by a user without the grant passed"
+    );
+}
+
 /// The size a mark vouches for excuses growth on a batch Job only (Kueue's restore). A
 /// user without the grant inflating the mark first (a PyTorchJob's launcher edited to
 /// say 64 nodes; a LeaderWorkerSet's replicas, which its mark counts) then growing the
@@ -692,6 +814,7 @@ defaults: { instanceType: p5.48xlarge, zone: us-east-1a }
 rules: { partialNode: enforce, multiAz: enforce }
 optIns:
   allowPartialNode: { namespaces: [research], groups: [ml-researchers] }
+  skip: { namespaces: [\"*\"], groups: [ml-platform-admins] }
 ",
         "test",
         Catalog::embedded(),

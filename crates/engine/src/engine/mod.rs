@@ -121,6 +121,7 @@ fn run(
     }
     if let Some(note) = left_alone(&object, &ctx, policy, &verdict)
         .or_else(|| vouched_skip(&object, &sites, &ctx, policy))
+        .or_else(|| kept_skip(&object, &ctx, policy))
     {
         verdict.notes.push(note);
         let bounded = || {
@@ -349,6 +350,42 @@ fn vouched_skip(
     every.then(|| {
         format!("{SKIP}: \"true\" granted to the submitter of its parent ({ADMITTED} verified): trainplace left this object alone.")
     })
+}
+
+/// The mutating webhook's pass over an UPDATE of a workload a granted skip left alone
+/// (Kueue unsuspending it and writing its flavor's node selector into the templates):
+/// the stored object was admitted with the skip ([`skip_admitted`]). The object is left
+/// alone again and its templates signed as they are now, so the pods its controller
+/// makes from them keep the skip. Whoever sends the update: the validating webhook
+/// judges what it changes with the requester's own grants (`update`), so an update it
+/// refuses never stores the signed templates. Precise mode only (strict reads no mark;
+/// it judges the skip kept on an UPDATE as no news, `update/strict.rs`).
+fn kept_skip(object: &Value, ctx: &Ctx<'_, '_>, policy: &Policy) -> Option<String> {
+    let stored = ctx.who.updating?;
+    (!ctx.final_object
+        && annotation(object, SKIP) == Some("true")
+        && skip_admitted(stored, ctx.who, policy))
+    .then(|| {
+        format!("{SKIP}: \"true\" granted when the object was admitted ({ADMITTED} verified on the stored object): trainplace signed its templates again and left it alone.")
+    })
+}
+
+/// Whether a stored workload carries `trainplace.io/skip` and every pod template of it a
+/// mark that verifies as stored: the object was admitted with the skip (an update that
+/// adds it is refused unless its requester is granted it, so its marks are signed for
+/// it).
+pub(crate) fn skip_admitted(stored: &Value, who: &Requester<'_>, policy: &Policy) -> bool {
+    if policy.strict() || annotation(stored, SKIP) != Some("true") {
+        return false;
+    }
+    let Ok((kind, sites)) = locate(stored) else {
+        return false;
+    };
+    kind.is_workload()
+        && !sites.is_empty()
+        && sites.iter().all(|site| {
+            crate::judge::upstream::stored_mark(stored, site, kind, who, policy).is_some()
+        })
 }
 
 /// The note for an object a granted `trainplace.io/skip` leaves alone.

@@ -212,6 +212,18 @@ pub(crate) fn signed_before(
     if kind != Kind::Job {
         return None;
     }
+    stored_mark(stored, site, kind, who, policy)
+}
+
+/// The pod count the mark on a stored workload's template (at `site`, of the stored
+/// object) states, when it verifies for that template as stored (0: several).
+pub(crate) fn stored_mark(
+    stored: &Value,
+    site: &Site,
+    kind: Kind,
+    who: &Requester<'_>,
+    policy: &Policy,
+) -> Option<u32> {
     let keys = who.marks?;
     let template = crate::read::json::Lookup::lookup(stored, &site.pointer)?;
     let namespace = str_at(stored, &["metadata", "namespace"]).unwrap_or(who.namespace);

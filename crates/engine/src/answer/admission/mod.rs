@@ -402,13 +402,6 @@ fn decide(
             .filter(|old| !old.is_null());
         (object, stored)
     };
-    if endpoint == Endpoint::Mutate
-        && !is_scale
-        && let Some(old) = &stored
-        && crate::engine::update::leave_as_sent(old, &object)
-    {
-        return (base, None, Outcome::Passed { operation });
-    }
     let who = requester(
         req,
         &namespace,
@@ -417,6 +410,13 @@ fn decide(
         judges.now,
         stored.as_ref(),
     );
+    if endpoint == Endpoint::Mutate
+        && !is_scale
+        && let Some(old) = &stored
+        && crate::engine::update::leave_as_sent(old, &object, &who, judges.policy)
+    {
+        return (base, None, Outcome::Passed { operation });
+    }
     let judged = judge(endpoint, object, judges.policy, &who);
     let verdict = match (judged, crate::budget::spent()) {
         (Err(ObjectError::OverBudget(over)), _) | (Ok(_), Some(over)) => {

@@ -89,9 +89,14 @@ pub fn judge_change(old: &Value, verdict: &mut Verdict, policy: &Policy, who: &R
 /// JobSet's), so the update itself would be refused, or roll out a Deployment the
 /// platform team left alone. The validating webhook still judges what the update
 /// changes.
-pub fn leave_as_sent(old: &Value, new: &Value) -> bool {
+///
+/// But for a workload stored with a skip its marks vouch for: its templates are signed
+/// again as they are now (Kueue's unsuspend writes its flavor's node selector into
+/// them), so its pods keep the skip.
+pub fn leave_as_sent(old: &Value, new: &Value, who: &Requester<'_>, policy: &Policy) -> bool {
     let skip = |o: &Value| annotation(o, SKIP) == Some("true");
-    old.get("spec") == new.get("spec") || (skip(old) && skip(new))
+    old.get("spec") == new.get("spec")
+        || (skip(old) && skip(new) && !crate::engine::skip_admitted(old, who, policy))
 }
 
 /// A kind whose pod templates cannot change after creation but for a suspended one's

@@ -27,12 +27,20 @@ pub(super) fn judge_change(
     };
     // The old object fails the rule at this template for this requester: an opt-in the
     // requester's groups are not granted (Kueue's, the garbage collector's, on a job
-    // opted in by its submitter) fails it too; one granted to them passes it. Template
+    // opted in by its submitter) fails it too; one granted to them passes it. A skip the
+    // requester may not write, kept from the old object, is no news either: the rules
+    // it would have skipped are judged, and excused only where they failed before. Template
     // by template: one template already on part of a node excuses no other made so.
     let failed: Vec<(Rule, &str)> = before
         .findings
         .iter()
-        .filter(|f| f.mode == Mode::Enforce && matches!(f.rule, Rule::PartialNode | Rule::MultiAz))
+        .filter(|f| {
+            f.mode == Mode::Enforce
+                && matches!(
+                    f.rule,
+                    Rule::PartialNode | Rule::MultiAz | Rule::OptOutRefused
+                )
+        })
         .flat_map(|f| f.sites().map(move |s| (f.rule, s)))
         .collect();
     for f in &mut verdict.findings {
