@@ -2457,6 +2457,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         UNSEEN_LAUNCHER,
     ),
     (
+        "bypass/trainer-in-an-init-container.yaml@restricted",
+        "partial-node",
+        "raw",
+        SIDECAR_TRAINER,
+    ),
+    (
+        "bypass/trainer-in-an-init-container.yaml@default",
+        "partial-node",
+        "raw",
+        SIDECAR_TRAINER,
+    ),
+    (
         "bypass/trainer-in-native-sidecar.yaml@restricted",
         "partial-node",
         "raw",
@@ -2663,7 +2675,7 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
 ];
 
 const ONE_JOB_PER_RANK: &str = "a workload whose pods' env says the job has more pods than the workload makes (one Job per rank): the engine takes the env; the VAP reads launcher env on bare Pods only, so it judges those pods when the Job creates them (VAP looser on the workload)";
-const SIDECAR_TRAINER: &str = "the engine reads the launcher of every container that can run the trainer, native sidecars included; the VAP reads the first app container that holds devices (VAP looser)";
+const SIDECAR_TRAINER: &str = "the engine reads the launcher of every container that can run the trainer, native sidecars and init containers that hold devices included; the VAP reads the first app container that holds devices (VAP looser)";
 const HOLD: &str = "a multi-pod pod with no job label or rendezvous cannot be held in one zone; the engine refuses it, while a policy does not read the launcher's size and rendezvous in env and command line (VAP looser)";
 const UNNAMED: &str = "a workload created with generateName has no name at admission; the engine keys its job on a label it writes, a policy sees no job label and judges its pods when the operator creates them, labelled (VAP looser on the workload)";
 const KARPENTER: &str = "the instance types a pod's Karpenter labels (family, size, GPU count) reach are computed from the catalog; a policy judges such a pod against no type rather than a wrong one (VAP looser)";

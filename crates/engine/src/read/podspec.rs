@@ -214,8 +214,10 @@ impl<'a> PodView<'a> {
     }
 
     /// Every container that can run the trainer: app containers and native sidecars
-    /// (init containers with `restartPolicy: Always`) that hold devices; all app
-    /// containers when none does (devices through DRA claims).
+    /// that hold devices, all app containers when none does (devices through DRA
+    /// claims, or a plain init container's), and plain init containers that hold
+    /// devices (they hold them until they end, and can run a whole training before the
+    /// app containers start).
     pub fn trainer_containers(&self) -> impl Iterator<Item = &'a Value> + '_ {
         let holds =
             |c: &ContainerUse| c.accelerators.as_ref().is_some_and(|(_, n)| *n > 0) || c.efa > 0;
@@ -228,12 +230,12 @@ impl<'a> PodView<'a> {
             .iter()
             .filter(move |c| !any || holds(c))
             .filter_map(move |c| apps.get(c.index));
-        let sidecars = self
+        let init = self
             .init
             .iter()
-            .filter(move |(c, sidecar)| *sidecar && holds(c))
+            .filter(move |(c, _)| holds(c))
             .filter_map(move |(c, _)| inits.get(c.index));
-        app.chain(sidecars)
+        app.chain(init)
     }
 
     pub fn labels(&self) -> BTreeMap<String, String> {
