@@ -801,6 +801,82 @@ fn a_jobsets_pods_placed_in_their_exclusive_domain_keep_their_mark() {
     );
 }
 
+/// A LeaderWorkerSet asks for exclusive placement per group: LWS's own pod webhook gives
+/// each group's leader a required pod affinity and anti-affinity on the key, selecting
+/// by the group's key. That is the placement the submitter asked for, so the leader
+/// keeps the mark of the template it was made from (it had been judged on its own and
+/// refused, and the group never started). Any other edit still breaks the mark.
+#[test]
+fn a_leaderworkersets_leader_placed_in_its_exclusive_domain_keeps_its_mark() {
+    let k = keys("k1", 7);
+    let key = "topology.k8s.aws/network-node-layer-3";
+    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "one", "namespace": "research",
+            "annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": key}},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
+            "metadata": {"annotations": {"trainplace.io/allow-partial-node": "true"}},
+            "spec": {"containers": [{"name": "trainer", "image": "train:1",
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}}});
+    let (allowed, _, stored) = through_webhooks(&lws, &policy(), &k, "research", "ml-researchers");
+    assert!(allowed, "the granted LeaderWorkerSet was refused");
+    let t = &stored["spec"]["leaderWorkerTemplate"]["workerTemplate"];
+    let mut leader = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": t["metadata"].clone(), "spec": t["spec"].clone()});
+    leader["metadata"]["name"] = json!("one-0");
+    leader["metadata"]["namespace"] = json!("research");
+    let group_key = "5f1d0b6e2c";
+    leader["metadata"]["labels"] = json!({"leaderworkerset.sigs.k8s.io/name": "one",
+        "leaderworkerset.sigs.k8s.io/group-index": "0",
+        "leaderworkerset.sigs.k8s.io/group-key": group_key,
+        "leaderworkerset.sigs.k8s.io/worker-index": "0",
+        "apps.kubernetes.io/pod-index": "0"});
+    leader["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/exclusive-topology"] =
+        json!(key);
+    leader["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/size"] = json!("2");
+    leader["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1",
+        "kind": "StatefulSet", "name": "one", "uid": "3", "controller": true}]);
+    let controller = "system:serviceaccounts:kube-system";
+    assert!(
+        judge_pod_as(&leader, &k, controller),
+        "the leader as its template made it"
+    );
+    let term = |selector: Value| json!({"labelSelector": {"matchExpressions": selector}, "topologyKey": key});
+    let mut placed = leader.clone();
+    // Appended to what the template holds, as LWS's webhook does.
+    let mut append = |kind: &str, t: Value| {
+        let required =
+            &mut placed["spec"]["affinity"][kind]["requiredDuringSchedulingIgnoredDuringExecution"];
+        if required.is_null() {
+            *required = json!([]);
+        }
+        required.as_array_mut().unwrap().push(t);
+    };
+    append(
+        "podAffinity",
+        term(
+            json!([{"key": "leaderworkerset.sigs.k8s.io/group-key", "operator": "In", "values": [group_key]}]),
+        ),
+    );
+    append(
+        "podAntiAffinity",
+        term(
+            json!([{"key": "leaderworkerset.sigs.k8s.io/group-key", "operator": "Exists"},
+            {"key": "leaderworkerset.sigs.k8s.io/group-key", "operator": "NotIn", "values": [group_key]}]),
+        ),
+    );
+    assert!(
+        judge_pod_as(&placed, &k, controller),
+        "the leader LWS placed was judged on its own"
+    );
+    let mut elsewhere = placed.clone();
+    elsewhere["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = json!("p4d.24xlarge");
+    assert!(
+        !judge_pod_as(&elsewhere, &k, controller),
+        "a pod edited past LWS's placement kept its mark"
+    );
+}
+
 /// A RayJob's RayCluster, made by KubeRay (a trusted controller here) under a generated
 /// name with the RayJob's annotations and cluster spec, keeps the grants the RayJob was
 /// admitted with: its templates' marks were signed for a RayCluster's pods under the
@@ -957,6 +1033,61 @@ fn a_sidecar_mode_rayjobs_head_keeps_its_mark_beside_the_submitter() {
     assert!(
         !through_webhooks(&cluster("miner"), &policy, &k, "research", kuberay).0,
         "a head with another container added kept the submitter's grant"
+    );
+}
+
+/// A RayJob a granted skip leaves alone, with a CPU-only head: KubeRay's RayCluster
+/// carries the skip and the mark on its GPU worker template only (a template that asks
+/// for no devices is signed for nothing). It is left alone as its parent was; it had
+/// been judged with KubeRay's groups and refused. A tenant's copy is still judged.
+#[test]
+fn a_skipped_rayjobs_raycluster_with_a_cpu_head_is_left_alone() {
+    let k = keys("k1", 7);
+    let text = format!(
+        "{POLICY}  skip: {{ namespaces: [\"*\"], groups: [ml-platform-admins] }}\ntrustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:serviceaccounts:ray-system\"]\n"
+    );
+    let policy = Policy::from_parts(&text, "test", Catalog::embedded()).unwrap();
+    let rayjob = json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": "tune", "namespace": "research",
+            "annotations": {"trainplace.io/skip": "true"}},
+        "spec": {"entrypoint": "python train.py", "rayClusterSpec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "rayproject/ray:2.40.0"}]}}},
+            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 4, "minReplicas": 4,
+                "maxReplicas": 4, "rayStartParams": {}, "template": {"spec": {"containers": [
+                    {"name": "ray-worker", "image": "rayproject/ray:2.40.0-gpu",
+                    "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}]}}});
+    let (allowed, _, stored) =
+        through_webhooks(&rayjob, &policy, &k, "research", "ml-platform-admins");
+    assert!(allowed, "the granted skip was refused");
+    let cluster = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "tune-x7k2p", "namespace": "research",
+            "labels": {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "tune"},
+            "annotations": stored["metadata"]["annotations"].clone(),
+            "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "tune",
+                "uid": "1", "controller": true}]},
+        "spec": stored["spec"]["rayClusterSpec"].clone()});
+    let (allowed, notes, _) = through_webhooks(
+        &cluster,
+        &policy,
+        &k,
+        "research",
+        "system:serviceaccounts:ray-system",
+    );
+    assert!(
+        allowed,
+        "KubeRay's RayCluster of the skipped RayJob was refused"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("granted to the submitter of its parent")),
+        "{notes:?}"
+    );
+    assert!(
+        !through_webhooks(&cluster, &policy, &k, "research", "system:authenticated").0,
+        "a tenant's copy of the RayCluster was left alone"
     );
 }
 

@@ -95,6 +95,53 @@ fn left_as_admitted(v: &trainplace_engine::Verdict) -> bool {
     v.notes.iter().any(|n| n.contains("left as admitted"))
 }
 
+/// A 1-pod Job's pod whose mark does not verify (the Job was admitted while `/mutate`
+/// timed out, or before trainplace): its job label alone made it a rank of a job of
+/// unknown size, refused as partial-node, and the Job never started. The inventory
+/// holds the Job at one pod, so the pod is one pod. Without the inventory it is still
+/// judged as of unknown size; a launcher saying more still wins.
+#[test]
+fn a_one_pod_jobs_unmarked_pod_is_one_pod_when_the_inventory_holds_the_job() {
+    let k = keys();
+    let controller = [KUBE_SYSTEM.to_string()];
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j3", "namespace": "prod", "uid": JOB_UID},
+        "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "eval", "image": "eval:1",
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}}}});
+    let inv = inventory_with(&job);
+    let pod = |command: Value| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "j3-x7k2p", "namespace": "prod",
+                "labels": {"batch.kubernetes.io/job-name": "j3", "job-name": "j3",
+                    "batch.kubernetes.io/controller-uid": JOB_UID},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j3",
+                    "uid": JOB_UID, "controller": true}]},
+            "spec": {"restartPolicy": "Never",
+                "containers": [{"name": "eval", "image": "eval:1", "command": command,
+                    "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                "nodeSelector": {"node.kubernetes.io/instance-type": "p5.48xlarge"}}})
+    };
+    for (name, policy) in policies() {
+        let one = pod(json!(["python", "eval.py"]));
+        let v = evaluate(&one, &policy, &who(&controller, &k, Some(&inv))).unwrap();
+        assert!(v.allowed, "{name}: the 1-pod Job's pod: {:#?}", v.findings);
+        let v = evaluate(&one, &policy, &who(&controller, &k, None)).unwrap();
+        assert!(
+            !v.allowed,
+            "{name}: without the inventory the count is unknown"
+        );
+        let ranks = pod(json!(["torchrun", "--nnodes=4", "train.py"]));
+        let v = evaluate(&ranks, &policy, &who(&controller, &k, Some(&inv))).unwrap();
+        assert!(
+            !v.allowed,
+            "{name}: a launcher saying 4 nodes under a 1-pod Job"
+        );
+    }
+}
+
 /// Attack: the mark admitted for a 1-pod Job is copied, with the same job label, into
 /// a Job of parallelism 8 that escaped its own judging (created while the webhook
 /// failed open, say). The Job controller's pods carry a verifying mark; the Job the

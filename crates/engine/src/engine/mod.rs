@@ -328,8 +328,15 @@ fn vouched_skip(
     if policy.strict() || !ctx.kind.is_workload() || sites.is_empty() {
         return None;
     }
+    // Templates that ask for no devices (a Ray cluster's CPU head) were judged for
+    // nothing and signed for nothing; at least one template must be vouched for.
+    let mut any = false;
     let every = sites.iter().all(|site| {
         object.lookup(&site.pointer).is_some_and(|t| {
+            if !asks_for_devices(t, site, policy) {
+                return true;
+            }
+            any = true;
             annotation(t, SKIP) == Some("true")
                 && crate::judge::upstream::vouched(
                     object,
@@ -347,7 +354,7 @@ fn vouched_skip(
                 )
         })
     });
-    every.then(|| {
+    (every && any).then(|| {
         format!("{SKIP}: \"true\" granted to the submitter of its parent ({ADMITTED} verified): trainplace left this object alone.")
     })
 }
@@ -370,8 +377,8 @@ fn kept_skip(object: &Value, ctx: &Ctx<'_, '_>, policy: &Policy) -> Option<Strin
     })
 }
 
-/// Whether a stored workload carries `trainplace.io/skip` and every pod template of it a
-/// mark that verifies as stored: the object was admitted with the skip (an update that
+/// Whether a stored workload carries `trainplace.io/skip` and every pod template of it
+/// that asks for devices a mark that verifies as stored: the object was admitted with the skip (an update that
 /// adds it is refused unless its requester is granted it, so its marks are signed for
 /// it).
 pub(crate) fn skip_admitted(stored: &Value, who: &Requester<'_>, policy: &Policy) -> bool {
@@ -381,11 +388,25 @@ pub(crate) fn skip_admitted(stored: &Value, who: &Requester<'_>, policy: &Policy
     let Ok((kind, sites)) = locate(stored) else {
         return false;
     };
-    kind.is_workload()
-        && !sites.is_empty()
-        && sites.iter().all(|site| {
-            crate::judge::upstream::stored_mark(stored, site, kind, who, policy).is_some()
-        })
+    let mut any = false;
+    let every = sites.iter().all(|site| {
+        if stored
+            .lookup(&site.pointer)
+            .is_none_or(|t| !asks_for_devices(t, site, policy))
+        {
+            return true;
+        }
+        any = true;
+        crate::judge::upstream::stored_mark(stored, site, kind, who, policy).is_some()
+    });
+    kind.is_workload() && every && any
+}
+
+/// Whether a workload's template asks for devices: one that asks for none was judged
+/// for nothing and is signed for nothing.
+fn asks_for_devices(template: &Value, site: &Site, policy: &Policy) -> bool {
+    crate::read::podspec::PodView::read(template, &site.field, &policy.catalog)
+        .map_or(true, |view| sites::asks_for_devices(&view))
 }
 
 /// The note for an object a granted `trainplace.io/skip` leaves alone.

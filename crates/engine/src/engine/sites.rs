@@ -17,7 +17,7 @@ use crate::read::workload::{Kind, Site};
 /// Whether a template asks for devices: accelerators or EFA as extended resources or
 /// through DRA claims (resolved, or not countable: a claim that cannot be read may hold
 /// GPUs, and a job is not made smaller by hiding them there).
-fn asks_for_devices(view: &PodView<'_>) -> bool {
+pub(super) fn asks_for_devices(view: &PodView<'_>) -> bool {
     let claimed = &view.devices;
     view.accelerators().is_some()
         || view.efa() > 0
@@ -70,14 +70,16 @@ fn absurd_size(views: &[(&Site, PodView<'_>)], verdict: &mut Verdict) {
     }
 }
 
-/// A pod's size from its controller, when the inventory holds that owner and it runs
-/// more than one pod (a batch Job's active pods, a StatefulSet's replicas, a training
-/// CRD's replicas): the pod is one of that many, whatever its own launcher leaves
-/// unsaid. Never smaller than what the pod says (its launcher's count still wins when
-/// larger), and never read for a pod of one: the owner only ever adds pods.
+/// A pod's size from its controller, when the inventory holds that owner (a batch
+/// Job's active pods, a StatefulSet's replicas, a training CRD's replicas): the pod is
+/// one of that many, whatever its own label and launcher leave unsaid. Never smaller
+/// than what the pod says (its launcher's count still wins when larger). An owner of
+/// one pod makes a pod of one: a 1-pod Job's pod whose mark does not verify (the Job
+/// was created before trainplace, or while `/mutate` timed out) is no rank of a job
+/// of unknown size; the Job itself was judged at that size.
 fn owned_pods(object: &Value, ctx: &Ctx<'_, '_>) -> Option<u32> {
     let inv = ctx.who.inventory?;
-    crate::judge::owner::owner_pods(object, inv)?.filter(|n| *n > 1)
+    crate::judge::owner::owner_pods(object, inv)?.filter(|n| *n > 0)
 }
 
 /// A zone to pin templates to, and the pointers of the templates to pin.

@@ -12,11 +12,11 @@ use crate::judge::finding::{Finding, Rule};
 use crate::judge::judgement::Ctx;
 use crate::judge::rules::OptInState;
 use crate::judge::verdict::Verdict;
-use crate::read::annotations::{ALLOW_MULTI_AZ, JOBSET_EXCLUSIVE, ZONE_KEYS};
+use crate::read::annotations::{
+    ALLOW_MULTI_AZ, JOBSET_EXCLUSIVE, LWS_SUBGROUP_EXCLUSIVE, ZONE_KEYS,
+};
 use crate::read::json::{items, str_at};
 use crate::read::workload::Kind;
-
-const LWS_SUBGROUP_EXCLUSIVE: &str = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology";
 
 /// Where the object asks its controller to spread one job over zones: (field, key).
 fn zone_directive(object: &Value, kind: Kind) -> Option<(String, String)> {

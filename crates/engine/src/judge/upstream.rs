@@ -297,8 +297,8 @@ fn verified<'v>(
     let (mark, view) = read_view(object, namespace, who, policy)?;
     let identities = || labelled(object).chain(extra.iter().copied());
     let found = signature(mark, &view, owner_kind, namespace, keys, identities()).or_else(|| {
-        // A JobSet pod its controller placed in its Job's exclusive domain.
-        let before = crate::read::controller_edits::before_jobset_placement(object)?;
+        // A JobSet or LeaderWorkerSet pod its controller placed in an exclusive domain.
+        let before = crate::read::controller_edits::before_exclusive_placement(object)?;
         let (_, view) = read_view(&before, namespace, who, policy)?;
         signature(mark, &view, owner_kind, namespace, keys, identities())
     });

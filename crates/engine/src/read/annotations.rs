@@ -96,8 +96,20 @@ pub const ACCELERATOR_RESOURCES: [&str; 2] = [RES_NVIDIA_GPU, RES_NEURON];
 /// value is what zone affinity and one-pod-per-node anti-affinity key on.
 /// The label whose value tells one LeaderWorkerSet group (replica) from another.
 pub const LWS_GROUP_KEY: &str = "leaderworkerset.sigs.k8s.io/group-key";
+/// The label whose value tells one LeaderWorkerSet subgroup from another.
+pub const LWS_SUBGROUP_KEY: &str = "leaderworkerset.sigs.k8s.io/subgroup-key";
+/// A LeaderWorkerSet's exclusive placement, per group and per subgroup: LWS's pod
+/// webhook gives a group's (or subgroup's) first pod a required pod affinity and
+/// anti-affinity on the topology key these name.
+/// <https://github.com/kubernetes-sigs/lws/blob/main/api/leaderworkerset/v1/leaderworkerset_types.go> (ExclusiveKeyAnnotationKey, SubGroupExclusiveKeyAnnotationKey)
+pub const LWS_EXCLUSIVE: &str = "leaderworkerset.sigs.k8s.io/exclusive-topology";
+pub const LWS_SUBGROUP_EXCLUSIVE: &str = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology";
 /// KubeRay puts this on every pod of a RayCluster (head and workers).
 pub const LABEL_RAY_CLUSTER: &str = "ray.io/cluster";
+/// KubeRay labels the pods of a serving cluster (a RayService's) for its serve Service
+/// from their creation (`BuildPod` with the serve service enabled), then by health.
+/// https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/common/pod.go
+pub const LABEL_RAY_SERVE: &str = "ray.io/serve";
 /// JobSet's exclusive placement: each child Job in a topology domain of its own.
 /// <https://github.com/kubernetes-sigs/jobset/blob/main/api/jobset/v1alpha2/jobset_types.go> (ExclusiveKey)
 pub const JOBSET_EXCLUSIVE: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";

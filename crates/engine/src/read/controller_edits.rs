@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
-use crate::read::annotations::JOBSET_EXCLUSIVE;
+use crate::read::annotations::{
+    JOBSET_EXCLUSIVE, LWS_EXCLUSIVE, LWS_GROUP_KEY, LWS_SUBGROUP_EXCLUSIVE, LWS_SUBGROUP_KEY,
+};
 use crate::read::json::{items, str_at};
 
 /// A copy of what a pod's admission mark digests (`facts::mark::digest`): its
@@ -40,30 +42,54 @@ fn digested_fields(pod: &Value) -> Option<Value> {
 /// The label JobSet writes on every pod of a child Job: the Job's key.
 const JOBSET_JOB_KEY: &str = "jobset.sigs.k8s.io/job-key";
 
-/// A JobSet pod as its Job's template made it, before JobSet's own pod webhook placed it
-/// in its Job's exclusive topology domain: the leader (completion index 0) gets a
-/// required pod affinity and anti-affinity on the topology key, each follower a node
-/// selector for the leader's domain. Those edits are the placement the submitter asked
-/// for on the JobSet (`exclusive-topology`), so the template's admission mark still
-/// vouches for the pod without them. `None` when the pod is no such pod.
+/// The exclusive placement a controller gave this pod: the topology key, the labels
+/// the terms it wrote select by, and whether it also pins followers with a node
+/// selector on that key (JobSet).
+fn exclusive_placement(pod: &Value) -> Option<(&str, &'static [&'static str], bool)> {
+    let annotation = |k| str_at(pod, &["metadata", "annotations", k]);
+    let label = |k| str_at(pod, &["metadata", "labels", k]);
+    if let Some(key) = annotation(JOBSET_EXCLUSIVE)
+        && label(JOBSET_JOB_KEY).is_some()
+    {
+        return Some((key, &[JOBSET_JOB_KEY], true));
+    }
+    let key = annotation(LWS_EXCLUSIVE).or_else(|| annotation(LWS_SUBGROUP_EXCLUSIVE))?;
+    label(LWS_GROUP_KEY)?;
+    Some((key, &[LWS_GROUP_KEY, LWS_SUBGROUP_KEY], false))
+}
+
+/// A pod as its template made it, before a controller's own pod webhook placed it in
+/// an exclusive topology domain. JobSet's gives the leader (completion index 0) a
+/// required pod affinity and anti-affinity on the topology key and each follower a
+/// node selector for the leader's domain; LeaderWorkerSet's gives a group's (or
+/// subgroup's) first pod the affinity and anti-affinity. Those edits are the placement
+/// the submitter asked for on the JobSet or LeaderWorkerSet (`exclusive-topology`), so
+/// the template's admission mark still vouches for the pod without them. `None` when
+/// the pod is no such pod.
 /// <https://github.com/kubernetes-sigs/jobset/blob/main/pkg/webhooks/pod_webhook.go> (setExclusiveAffinities, setNodeSelector)
-pub(crate) fn before_jobset_placement(pod: &Value) -> Option<Value> {
-    let key = str_at(pod, &["metadata", "annotations", JOBSET_EXCLUSIVE])?;
-    str_at(pod, &["metadata", "labels", JOBSET_JOB_KEY])?;
+/// <https://github.com/kubernetes-sigs/lws/blob/main/pkg/webhooks/pod_webhook.go> (SetExclusiveAffinities)
+pub(crate) fn before_exclusive_placement(pod: &Value) -> Option<Value> {
+    let (key, selects_by, node_selector) = exclusive_placement(pod)?;
     let mut pod = digested_fields(pod)?;
     let spec = pod.get_mut("spec")?.as_object_mut()?;
-    if let Some(selector) = spec.get_mut("nodeSelector").and_then(Value::as_object_mut) {
+    if node_selector
+        && let Some(selector) = spec.get_mut("nodeSelector").and_then(Value::as_object_mut)
+    {
         selector.remove(key);
         if selector.is_empty() {
             spec.remove("nodeSelector");
         }
     }
-    // A term JobSet wrote: on the exclusive key, selecting by the Job key.
-    let jobsets = |t: &Value| {
+    // A term the controller wrote: on the exclusive key, selecting by its label.
+    let placed = |t: &Value| {
         t.get("topologyKey").and_then(Value::as_str) == Some(key)
             && items(t, &["labelSelector", "matchExpressions"])
                 .iter()
-                .any(|e| e.get("key").and_then(Value::as_str) == Some(JOBSET_JOB_KEY))
+                .any(|e| {
+                    e.get("key")
+                        .and_then(Value::as_str)
+                        .is_some_and(|k| selects_by.contains(&k))
+                })
     };
     if let Some(affinity) = spec.get_mut("affinity").and_then(Value::as_object_mut) {
         for kind in ["podAffinity", "podAntiAffinity"] {
@@ -75,7 +101,7 @@ pub(crate) fn before_jobset_placement(pod: &Value) -> Option<Value> {
                 if !crate::budget::draw_len("affinity terms", terms.len()) {
                     return None;
                 }
-                terms.retain(|t| !jobsets(t));
+                terms.retain(|t| !placed(t));
                 if terms.is_empty() {
                     of.remove(required);
                 }

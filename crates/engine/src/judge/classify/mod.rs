@@ -20,7 +20,7 @@ use crate::facts::inventory::Snapshot;
 use crate::facts::policy::{Effective, Recognizers};
 use crate::read::annotations::{
     JOB_IDENTITY_LABELS, LABEL_ARGO_WORKFLOW, LABEL_CLIQUE, LABEL_COMPLETION_INDEX,
-    LABEL_RAY_CLUSTER, LABEL_RENDEZVOUS, LABEL_VOLCANO_JOB, TRAINING,
+    LABEL_RAY_CLUSTER, LABEL_RAY_SERVE, LABEL_RENDEZVOUS, LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::read::devices::Count;
 use crate::read::podspec::PodView;
@@ -58,10 +58,17 @@ pub fn classify<'c>(
     // Evidence that the pod belongs to a training job; without any, a GPU pod (an
     // inference server, a notebook) is left alone. Argo's workflow label is on every
     // step's pod (an eval, a tokenizer, a server): it ties a job's pods together where
-    // something else says they are several, and says nothing itself.
+    // something else says they are several, and says nothing itself. Neither does a
+    // Ray cluster's label on a pod KubeRay made for serving (a RayService's cluster,
+    // which trainplace admitted as serving and did not sign).
+    let serving_ray = labels.contains_key(LABEL_RAY_SERVE)
+        && crate::judge::owner::controller(view.pod)
+            .and_then(|o| o.get("kind"))
+            .and_then(Value::as_str)
+            == Some("RayCluster");
     let training = identity
         .as_ref()
-        .is_some_and(|(k, _)| k != LABEL_ARGO_WORKFLOW)
+        .is_some_and(|(k, _)| k != LABEL_ARGO_WORKFLOW && !(k == LABEL_RAY_CLUSTER && serving_ray))
         || labels.contains_key(LABEL_COMPLETION_INDEX)
         || size.is_some_and(JobSize::multi_pod)
         || view.annotation(TRAINING) == Some("true")
