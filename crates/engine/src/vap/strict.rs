@@ -9,8 +9,8 @@
 use crate::facts::policy::{OptIn, Policy};
 use crate::facts::whole_node::{offers, uncounted};
 use crate::judge::bounds::{MAX_EXPRESSIONS, MAX_TERMS, MAX_VALUES};
-use crate::judge::strict::PARTIAL_FIX;
 use crate::judge::strict::claims::{CLAIM_FIX, whole_node_count};
+use crate::judge::strict::{MAX_POD_CLAIMS, PARTIAL_FIX};
 use crate::read::annotations::{
     ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_ZONE,
 };
@@ -197,6 +197,7 @@ fn facts(policy: &Policy) -> String {
  'accel': {accel},
  'foreign': {foreign},
  'claims': has(x.spec.resourceClaims) && size(x.spec.resourceClaims) > 0,
+ 'named': has(x.spec.resourceClaims) && (size(x.spec.resourceClaims) > {MAX_POD_CLAIMS} || x.spec.resourceClaims.exists(c, has(c.resourceClaimName))),
  'held': {{{}}}}})",
         held.join(", ")
     )
@@ -252,7 +253,7 @@ fn short(policy: &Policy, x: &str) -> String {
 /// The fields of the templates partial-node fires on, in `facts` (a variable name).
 fn partial_fires(policy: &Policy, facts: &str) -> String {
     format!(
-        "variables.{facts}.filter(x, x.accel && !({} && variables.grantPartialNode) && (x.big || {} || x.foreign || {})).map(x, x.f)",
+        "variables.{facts}.filter(x, (x.accel || x.named) && !({} && variables.grantPartialNode) && (x.named || x.big || {} || x.foreign || {})).map(x, x.f)",
         opted("x.t", ALLOW_PARTIAL_NODE),
         unknown_type("x"),
         short(policy, "x")

@@ -64,7 +64,10 @@ fn read_requests(spec: &Value) -> Vec<Request> {
         .iter()
         .map(|r| {
             if let Some(first) = r.get("firstAvailable").and_then(Value::as_array) {
-                // Alternatives count only when they all ask for the same.
+                // Alternatives of one class count as the fewest devices any of them asks
+                // for: the scheduler may allocate that one (`[8, 1]` can give a pod one
+                // GPU). Alternatives of different classes, or one that cannot be
+                // counted, leave the request uncounted.
                 let mut alts = first.iter().map(|a| {
                     (
                         str_at(a, &["deviceClassName"]).unwrap_or("").to_string(),
@@ -77,14 +80,17 @@ fn read_requests(spec: &Value) -> Vec<Request> {
                         count: Err("empty firstAvailable".into()),
                     };
                 };
-                let same = alts.all(|(c, n)| c == class && n == count);
+                let fewest = alts.try_fold(count, |fewest, (c, n)| match (fewest, n) {
+                    _ if c != class => Err(()),
+                    (Ok(Count::All), Ok(n)) | (Ok(n), Ok(Count::All)) => Ok(Ok(n)),
+                    (Ok(Count::Exact(a)), Ok(Count::Exact(b))) => Ok(Ok(Count::Exact(a.min(b)))),
+                    _ => Err(()),
+                });
                 return Request {
                     class,
-                    count: if same {
-                        count
-                    } else {
-                        Err("firstAvailable alternatives of different classes or counts".into())
-                    },
+                    count: fewest.unwrap_or_else(|()| {
+                        Err("firstAvailable alternatives of different classes, or one that cannot be counted".into())
+                    }),
                 };
             }
             let exact = r.get("exactly").unwrap_or(r);

@@ -93,7 +93,7 @@ fn uncountable_requests_are_named() {
                     "selectors": [{"cel": {"expression": "true"}}]}},
                 {"name": "c", "firstAvailable": [
                     {"name": "x", "deviceClassName": "gpu.nvidia.com", "count": 8},
-                    {"name": "y", "deviceClassName": "gpu.nvidia.com", "count": 4}]}]}}}})],
+                    {"name": "y", "deviceClassName": "my-gpus.example.com", "count": 4}]}]}}}})],
         "default",
     );
     let d = resolve(
@@ -137,4 +137,46 @@ fn a_shared_resource_claim_is_read_by_name() {
         "{:?}",
         d.unresolved
     );
+}
+
+/// `firstAvailable` alternatives of one class count as the fewest devices any of them
+/// asks for: `[8, 1]` may give the pod one GPU.
+#[test]
+fn first_available_counts_its_fewest_devices() {
+    let catalog = Catalog::embedded();
+    let mut claims = Claims::default();
+    let template = |name: &str, alternatives: Value| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "g", "firstAvailable": alternatives}]}}}})
+    };
+    claims.add(
+        &[
+            template(
+                "eight-or-one",
+                json!([
+                {"name": "x", "deviceClassName": "gpu.nvidia.com", "count": 8},
+                {"name": "y", "deviceClassName": "gpu.nvidia.com", "count": 1}]),
+            ),
+            template(
+                "all-or-eight",
+                json!([
+                {"name": "x", "deviceClassName": "gpu.nvidia.com", "allocationMode": "All"},
+                {"name": "y", "deviceClassName": "gpu.nvidia.com", "count": 8}]),
+            ),
+        ],
+        "default",
+    );
+    for (name, want) in [("eight-or-one", 1), ("all-or-eight", 8)] {
+        let d = resolve(
+            &pod(json!([{"name": "gpus", "resourceClaimTemplateName": name}])),
+            "default",
+            &[&claims],
+            &catalog,
+        );
+        assert!(d.unresolved.is_empty(), "{name}: {:?}", d.unresolved);
+        let a = d.accelerators.expect(name);
+        assert_eq!(a.count.on(0), want, "{name}");
+    }
 }

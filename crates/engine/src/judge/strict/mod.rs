@@ -188,6 +188,32 @@ fn partial_reasons(spec: &Value, asks: &Asks, ctx: &Ctx<'_, '_>) -> Vec<String> 
     out
 }
 
+/// Claims past this many in one pod are not read one by one: such a pod is refused as
+/// if it named a claim (the exported policies walk no longer list).
+pub const MAX_POD_CLAIMS: usize = 32;
+
+/// Why a template's claims do not show a whole node of its own: it names a
+/// ResourceClaim directly (`resourceClaimName`). Such a claim is shared by every pod
+/// that names it (up to 256, all on the node that holds its devices), so a claim
+/// judged whole when it was created proves nothing about what each pod holds; a claim
+/// made from a template (`resourceClaimTemplateName`) is the pod's own.
+/// <https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/>
+fn named_claims(spec: &Value) -> Option<String> {
+    let claims = items(spec, &["resourceClaims"]);
+    if claims.len() > MAX_POD_CLAIMS {
+        return Some(format!(
+            "it lists {} resource claims, more than the {MAX_POD_CLAIMS} strict mode reads",
+            claims.len()
+        ));
+    }
+    let name = claims
+        .iter()
+        .find_map(|c| c.get("resourceClaimName").and_then(Value::as_str))?;
+    Some(format!(
+        "it names ResourceClaim {name} directly, which every pod that names it shares (up to 256 pods on one node), so no pod can be shown to hold a whole node: give each pod its own claim with resourceClaimTemplateName"
+    ))
+}
+
 /// The findings on one template.
 fn judge_template(
     t: &Template<'_>,
@@ -201,11 +227,16 @@ fn judge_template(
     }
     let spec = template.get("spec").unwrap_or(&Value::Null);
     let large = too_large(spec);
-    if !asks.held.is_empty() {
+    let named = named_claims(spec);
+    if !asks.held.is_empty() || named.is_some() {
         let state = opt_in(template, OptIn::AllowPartialNode, ctx);
         let reasons = match &large {
             Some(why) => vec![format!("it is too large to judge: {why}")],
-            None => partial_reasons(spec, &asks, ctx),
+            None if asks.held.is_empty() => named.into_iter().collect(),
+            None => partial_reasons(spec, &asks, ctx)
+                .into_iter()
+                .chain(named)
+                .collect(),
         };
         if !reasons.is_empty() {
             out.extend(finding(

@@ -920,12 +920,31 @@ const MPI_CONTEXTS: usize = 16;
 /// <https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html>
 fn mpi_size(inv: &Invocation<'_, '_>, env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
     let one = |inv: &Invocation<'_, '_>| -> Option<JobSize> {
-        if let Some(Some(hosts)) = inv.value(&["-H", "--host", "-host", "--hosts"]) {
-            return Some(host_list(hosts));
+        // Every host list given: Open MPI joins repeated `--host` options into one.
+        let mut hosts: Vec<&str> = Vec::new();
+        inv.options(|name, value| {
+            if inv.names(name, &["-H", "--host", "-host", "--hosts", "-hosts"])
+                && let Some(v) = value
+            {
+                hosts.push(v);
+            }
+        });
+        if !hosts.is_empty() {
+            return Some(host_list(&hosts.join(",")));
         }
-        let per_node = inv
-            .value(&["-N", "--npernode", "-npernode"])
+        // Processes per node: Open MPI's `-N`/`--npernode` and `--map-by ppr:N:node`,
+        // hydra's `-ppn`/`-perhost`.
+        let ppr = inv
+            .value(&["--map-by", "-map-by"])
             .flatten()
+            .and_then(|v| v.strip_prefix("ppr:"))
+            .and_then(|v| v.split_once(':'))
+            .filter(|(_, unit)| unit.starts_with("node"))
+            .map(|(n, _)| n);
+        let per_node = inv
+            .value(&["-N", "--npernode", "-npernode", "-ppn", "-perhost"])
+            .flatten()
+            .or(ppr)
             .and_then(|v| v.parse().ok());
         if let Some(procs) = inv.value(&["-np", "-n", "--np", "--n", "-c"]) {
             return Some(procs.map_or(JobSize::Several, |p| {

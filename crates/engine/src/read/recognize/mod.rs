@@ -420,7 +420,8 @@ fn env_size(
     };
     let world = world_size(view, env, per_pod, on, value_from, pet);
     let cluster = cluster_env(env, value_from);
-    [scripted, world, cluster]
+    let frameworks = framework_sizes(env, per_pod);
+    [scripted, world, cluster, frameworks]
         .into_iter()
         .flatten()
         .reduce(JobSize::max)
@@ -463,6 +464,39 @@ fn cluster_env(env: &Env<'_>, value_from: bool) -> Option<JobSize> {
 /// <https://pytorch.org/docs/stable/distributed.html#environment-variable-initialization>
 /// <https://jax.readthedocs.io/en/latest/multi_process.html>
 const RANKS: [&str; 3] = ["NODE_RANK", "RANK", "JAX_PROCESS_ID"];
+
+/// Env a framework reads as the job's node count when its own launcher is not used:
+/// PyTorch Lightning's `Trainer` (`PL_TRAINER_NUM_NODES`, its arguments' defaults from
+/// env), Lightning Fabric (`LT_NUM_NODES`), and `JAX_NUM_PROCESSES` (one process per
+/// node, as the Kubeflow Trainer's JAX runtime runs it).
+/// <https://lightning.ai/docs/pytorch/stable/common/trainer.html>
+/// <https://lightning.ai/docs/fabric/stable/fundamentals/launch.html>
+/// <https://github.com/kubeflow/trainer/tree/master/pkg/runtime/framework/plugins/jax>
+const NODE_COUNTS: [&str; 3] = ["PL_TRAINER_NUM_NODES", "LT_NUM_NODES", "JAX_NUM_PROCESSES"];
+
+/// Env a framework reads as the job's process count, one per accelerator: Paddle's
+/// collective trainers (`PADDLE_TRAINERS_NUM`).
+/// <https://github.com/PaddlePaddle/Paddle/blob/develop/python/paddle/distributed/parallel.py> (ParallelEnv)
+const PROCESS_COUNTS: [&str; 1] = ["PADDLE_TRAINERS_NUM"];
+
+/// The job size the frameworks' own env says (`NODE_COUNTS`, `PROCESS_COUNTS`), when
+/// above one pod: such env can only make the job larger (a count of one, or one set
+/// from elsewhere, says nothing).
+fn framework_sizes(env: &Env<'_>, per_pod: u32) -> Option<JobSize> {
+    let literal = |name: &str| match env.get(name) {
+        Some(EnvValue::Literal(v)) => Some(counts::count(v, env)),
+        _ => None,
+    };
+    let nodes = NODE_COUNTS.into_iter().filter_map(literal);
+    let processes = PROCESS_COUNTS
+        .into_iter()
+        .filter_map(literal)
+        .map(|n| counts::per_pods(n, per_pod, None));
+    nodes
+        .chain(processes)
+        .filter(|s| s.multi_pod())
+        .reduce(JobSize::max)
+}
 
 /// The longest `TF_CONFIG` read.
 const TF_CONFIG_LIMIT: usize = 64 * 1024;
