@@ -576,6 +576,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/fabric-num-nodes-env.yaml@restricted",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/fabric-num-nodes-env.yaml@default",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
         "bypass/fabric-run-num-nodes.yaml@restricted",
         "partial-node",
         "raw",
@@ -732,6 +744,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/jax-num-processes-env.yaml@restricted",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/jax-num-processes-env.yaml@default",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
         "bypass/jax-process-id-past-the-first.yaml@restricted",
         "partial-node",
         "raw",
@@ -946,6 +970,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         HOLD,
+    ),
+    (
+        "bypass/lightning-trainer-num-nodes-env.yaml@restricted",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/lightning-trainer-num-nodes-env.yaml@default",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
     ),
     (
         "bypass/llamafactory-nnodes.yaml@restricted",
@@ -1056,6 +1092,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "bypass/mpiexec-hydra-hosts-ppn.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpiexec-hydra-hosts-ppn.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpiexec-hydra-hosts-ppn.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpiexec-hydra-hosts-ppn.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
         "bypass/mpirun-distribution-name.yaml@restricted",
         "multi-az",
         "raw",
@@ -1123,6 +1183,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "bypass/mpirun-hostfile-from-env.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-map-by-ppr-node.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-map-by-ppr-node.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-map-by-ppr-node.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-map-by-ppr-node.yaml@default",
         "multi-az",
         "mutated",
         HOLD,
@@ -1208,6 +1292,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
     ),
     ("bypass/mpirun-np.yaml@default", "multi-az", "raw", HOLD),
     ("bypass/mpirun-np.yaml@default", "multi-az", "mutated", HOLD),
+    (
+        "bypass/mpirun-repeated-host.yaml@restricted",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-repeated-host.yaml@restricted",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-repeated-host.yaml@default",
+        "multi-az",
+        "raw",
+        HOLD,
+    ),
+    (
+        "bypass/mpirun-repeated-host.yaml@default",
+        "multi-az",
+        "mutated",
+        HOLD,
+    ),
     (
         "bypass/mpirun-switch-before-the-program.yaml@restricted",
         "multi-az",
@@ -1339,6 +1447,18 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         "multi-az",
         "mutated",
         HOLD,
+    ),
+    (
+        "bypass/paddle-trainers-num-env.yaml@restricted",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
+    ),
+    (
+        "bypass/paddle-trainers-num-env.yaml@default",
+        "partial-node",
+        "raw",
+        CLUSTER_ENV,
     ),
     (
         "bypass/pet-nnodes-under-a-command-from-a-configmap.yaml@restricted",
@@ -2577,6 +2697,30 @@ const WEBHOOK_ONLY: &[(&str, &str, &str, &str)] = &[
         HOLD,
     ),
     (
+        "precise/affinity-in-a-small-and-a-large-type.yaml@restricted",
+        "impossible-request",
+        "raw",
+        FITTING,
+    ),
+    (
+        "precise/affinity-in-a-small-and-a-large-type.yaml@restricted",
+        "impossible-request",
+        "mutated",
+        FITTING,
+    ),
+    (
+        "precise/affinity-in-a-small-and-a-large-type.yaml@default",
+        "impossible-request",
+        "raw",
+        FITTING,
+    ),
+    (
+        "precise/affinity-in-a-small-and-a-large-type.yaml@default",
+        "impossible-request",
+        "mutated",
+        FITTING,
+    ),
+    (
         "precise/cronjob-four-pods-one-gpu.yaml@restricted",
         "partial-node",
         "raw",
@@ -2683,9 +2827,10 @@ const PLACEMENT: &str = "a controller's placement directive (JobSet exclusive-to
 const SHELL: &str = "a launcher's env set on its own shell command line (`export WORLD_SIZE=4; ...`, `PET_NNODES=4 torchrun ...`, `env -u X`, `declare -x`, ANSI-C quoting), and where it is made only on some runs (a branch, a subshell, after the launcher), are read by the engine; a policy reads the pod's env and flags only (VAP looser)";
 const SHELL_WORDS: &str = "a launcher's options in a variable the shell splits into words (`torchrun $DISTRIBUTED_ARGS`, `sh -c \"$CMD\"`), or set from a ConfigMap, are read (or known unreadable) by the engine; a policy reads the options written on the command line only (VAP looser)";
 const UNSEEN_LAUNCHER: &str = "the engine reads launchers and spellings a policy does not: torchtune's `tune run` (torchrun's options), `dlrover-run`, DeepSpeed's `ds` and `-i`, Paddle's launcher, ms-swift's `NNODES`, mpirun's colon-separated app contexts, a launcher another runs, Composer, Lightning Fabric, Megatron-SWIFT, LLaMA-Factory's Megatron switches, horovodrun's switches, an MPI Operator hostfile in env, LLaMA-Factory's `llamafactory-cli train` (`NNODES`), `accelerate launch --machine_rank` past the first machine, torchrun's own PET_NNODES under a script or a ConfigMap command it cannot see into; a policy reads the flags and env it knows on the command line only (VAP looser)";
-const CLUSTER_ENV: &str = "a trainer's own cluster env, read without a launcher (TensorFlow's `TF_CONFIG` task list, a `NODE_RANK`, `RANK` or `JAX_PROCESS_ID` past the first), is read by the engine; a policy reads the launcher flags and env it knows only (VAP looser)";
+const CLUSTER_ENV: &str = "a trainer's own cluster env, read without a launcher (TensorFlow's `TF_CONFIG` task list, a `NODE_RANK`, `RANK` or `JAX_PROCESS_ID` past the first, the frameworks' node and trainer counts: `PL_TRAINER_NUM_NODES`, `LT_NUM_NODES`, `JAX_NUM_PROCESSES`, `PADDLE_TRAINERS_NUM`), is read by the engine; a policy reads the launcher flags and env it knows only (VAP looser)";
 const SHARED_NODES: &str = "nodes that advertise more of a device resource than the type has devices (time-sliced GPUs under their own name) are seen in the cluster inventory; a VAP sees only the object (VAP looser)";
 const DRA_CLASS_NAME: &str = "accelerators asked for by a DRA class's name (`deviceclass.resource.kubernetes.io/gpu.nvidia.com`) are counted by the engine as the resource the class stands for; the precise policies read the device plugins' names only (VAP looser; the strict policies refuse such pods)";
+const FITTING: &str = "several instance types a required affinity's `In` list names are narrowed by the engine to those the pod fits on (the scheduler binds an 8-GPU pod to no 4-GPU node); a policy judges every type named, so a whole-node job whose list also names a smaller type is refused as impossible-request while the webhook is down (VAP stricter)";
 const SIBLINGS: &str = "the zones where the job's other pods already run come from the cluster inventory; a VAP sees only the object (VAP looser)";
 const REQUESTS: &str = "the engine refuses requests != limits for a device; the VAP reads limits, and the API server's own Pod validation refuses such a Pod anyway";
 const SHM: &str =

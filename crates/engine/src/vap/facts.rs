@@ -5,7 +5,7 @@
 use crate::facts::policy::{OptIn, Policy};
 use crate::read::annotations::{
     ALLOW_MULTI_AZ, ALLOW_PARTIAL_NODE, INSTANCE_TYPE, JOB_IDENTITY_LABELS, LABEL_ARGO_WORKFLOW,
-    LABEL_COMPLETION_INDEX, LABEL_RAY_CLUSTER, LABEL_VOLCANO_JOB, TRAINING,
+    LABEL_COMPLETION_INDEX, LABEL_RAY_CLUSTER, LABEL_RAY_SERVE, LABEL_VOLCANO_JOB, TRAINING,
 };
 use crate::vap::error::ExportError;
 use crate::vap::sites::{instance_type_keys, zone_keys};
@@ -200,14 +200,28 @@ fn named(name: &str) -> String {
     format!("variables.catalogNames.filter(n, n == {name} || 'ml.' + n == {name})")
 }
 
+/// Owner references read on a pod; a pod with more has no serving owner here.
+const MAX_OWNERS: usize = 16;
+
+/// `rayServing`: the object is a Pod whose controller is a RayCluster (the engine's
+/// reading of a KubeRay serving pod, with its `ray.io/serve` label).
+fn ray_serving() -> String {
+    format!(
+        "object.kind == 'Pod' && has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) <= {MAX_OWNERS} && object.metadata.ownerReferences.exists(o, has(o.controller) && o.controller == true && o.kind == 'RayCluster')"
+    )
+}
+
 /// `templates`: the pod facts (`p`) with the candidate instance types, the zone
 /// verdict and whether the template is a training pod.
 fn templates(policy: &Policy) -> Result<String, ExportError> {
     let mut training = vec![
         // Argo's workflow label is on every step's pod: it says nothing of a job.
+        // Nor does a Ray cluster's on a pod KubeRay made for serving (`ray.io/serve`).
         format!(
-            "(size(x.id) > 0 && x.id[0] != {})",
-            lit(LABEL_ARGO_WORKFLOW)
+            "(size(x.id) > 0 && x.id[0] != {} && !(x.id[0] == {} && {} in x.labels && variables.rayServing))",
+            lit(LABEL_ARGO_WORKFLOW),
+            lit(LABEL_RAY_CLUSTER),
+            lit(LABEL_RAY_SERVE)
         ),
         format!("{} in x.labels", lit(LABEL_COMPLETION_INDEX)),
         "x.training".to_string(),
@@ -396,6 +410,7 @@ pub(crate) fn variables(policy: &Policy) -> Result<Vec<Variable>, ExportError> {
             crate::vap::bounds::too_large(&["sites"], Some("devices")),
         ),
         v("pods", pods(policy)),
+        v("rayServing", ray_serving()),
         v("templates", templates(policy)?),
         v("podEnv", env),
         v("podLine", line),

@@ -27,6 +27,7 @@ pub(super) fn target<'c>(
     let names = Names {
         catalog,
         inventory,
+        pod: (resource, per_pod),
         // The types the node selection reaches by Karpenter's or node groups' labels: an
         // unknown name elsewhere does not switch the rules off while these are known.
         reach: crate::judge::selection::reachable(view.pod, catalog, inventory)
@@ -92,9 +93,10 @@ pub(super) fn target<'c>(
     let pools = eff.defaults.node_pools.as_deref();
     match inventory.map(|s| s.gpu_types(resource, pools)).as_deref() {
         Some([only]) => names.resolve(only.name.clone(), InstanceSource::Inventory),
-        Some(several) if several.len() > 1 => {
-            Target::Several(several.iter().map(|t| t.name.clone()).collect())
-        }
+        Some(several) if several.len() > 1 => names.among(
+            several.iter().map(|t| t.name.clone()).collect(),
+            InstanceSource::Inventory,
+        ),
         _ => Target::None,
     }
 }
@@ -131,13 +133,39 @@ fn fitting<'c>(
 }
 
 /// Where instance type names are looked up, and the types the node selection reaches.
-struct Names<'c> {
+struct Names<'c, 'r> {
     catalog: &'c Catalog,
     inventory: Option<&'c Snapshot>,
+    /// The pod's accelerator resource and its count per pod.
+    pod: (&'r str, u32),
     reach: Option<Vec<&'c InstanceProfile>>,
 }
 
-impl<'c> Names<'c> {
+impl<'c> Names<'c, '_> {
+    /// Several types the pod may land on (a required affinity's `In` list, the GPU
+    /// types of the cluster): those it fits on, as a selection's reach is narrowed. The
+    /// scheduler binds an 8-GPU pod to no 4-GPU node, so a p5 job on a fleet that also
+    /// runs g5 is judged on p5, not refused as impossible on g5. A name neither the
+    /// catalog nor the cluster knows leaves them all.
+    fn among(&self, values: Vec<String>, src: InstanceSource) -> Target<'c> {
+        let known: Option<Vec<&'c InstanceProfile>> = values
+            .iter()
+            .map(|v| match self.resolve(v.clone(), src) {
+                Target::Known(p, _) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let Some(known) = known else {
+            return Target::Several(values);
+        };
+        let (resource, per_pod) = self.pod;
+        match fitting(self.catalog, known, resource, per_pod).as_slice() {
+            [] => Target::Several(values),
+            [only] => Target::Known(only, src),
+            several => Target::Several(several.iter().map(|p| p.name.clone()).collect()),
+        }
+    }
+
     /// The catalog first; a type it lacks may still be known from the nodes themselves.
     /// SageMaker HyperPod nodes label their type `ml.p5.48xlarge`: the EC2 type's facts.
     fn resolve(&self, name: String, src: InstanceSource) -> Target<'c> {
@@ -172,7 +200,7 @@ impl<'c> Names<'c> {
 
 /// The type the template names itself: by node selector, required node affinity, or
 /// annotation (its own or the workload's).
-fn named<'c>(view: &PodView<'_>, hints: &SiteHints, names: &Names<'c>) -> Option<Target<'c>> {
+fn named<'c>(view: &PodView<'_>, hints: &SiteHints, names: &Names<'c, '_>) -> Option<Target<'c>> {
     for key in [LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA] {
         if let Some(t) = str_at(view.pod, &["spec", "nodeSelector", key]) {
             return Some(
@@ -189,7 +217,7 @@ fn named<'c>(view: &PodView<'_>, hints: &SiteHints, names: &Names<'c>) -> Option
                 return Some(names.or_reached(t));
             }
             0 => {}
-            _ => return Some(Target::Several(values)),
+            _ => return Some(names.among(values, InstanceSource::NodeAffinity)),
         }
     }
     let t = view
