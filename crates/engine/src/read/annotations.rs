@@ -108,7 +108,7 @@ pub const LWS_SUBGROUP_EXCLUSIVE: &str = "leaderworkerset.sigs.k8s.io/subgroup-e
 pub const LABEL_RAY_CLUSTER: &str = "ray.io/cluster";
 /// KubeRay labels the pods of a serving cluster (a RayService's) for its serve Service
 /// from their creation (`BuildPod` with the serve service enabled), then by health.
-/// https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/common/pod.go
+/// <https://github.com/ray-project/kuberay/blob/master/ray-operator/controllers/ray/common/pod.go>
 pub const LABEL_RAY_SERVE: &str = "ray.io/serve";
 /// JobSet's exclusive placement: each child Job in a topology domain of its own.
 /// <https://github.com/kubernetes-sigs/jobset/blob/main/api/jobset/v1alpha2/jobset_types.go> (ExclusiveKey)
