@@ -377,10 +377,10 @@ fn kept_skip(object: &Value, ctx: &Ctx<'_, '_>, policy: &Policy) -> Option<Strin
     })
 }
 
-/// Whether a stored workload carries `trainplace.io/skip` and every pod template of it
-/// that asks for devices a mark that verifies as stored: the object was admitted with the skip (an update that
-/// adds it is refused unless its requester is granted it, so its marks are signed for
-/// it).
+/// Whether a stored workload carries `trainplace.io/skip`, and every pod template of it
+/// that asks for devices a mark that verifies as stored: the object was admitted with
+/// the skip (an update that adds it is refused unless its requester is granted it, so
+/// its marks are signed for it).
 pub(crate) fn skip_admitted(stored: &Value, who: &Requester<'_>, policy: &Policy) -> bool {
     if policy.strict() || annotation(stored, SKIP) != Some("true") {
         return false;
