@@ -164,19 +164,16 @@ fn job_identity(
             .find_map(|(k, _)| labels.get(*k).map(|v| (k.to_string(), v.clone())))
     });
     // A label that names one pod or one batch Job does not span a job whose ranks are
-    // separate pods or Jobs; the rendezvous they all meet at does. Neither does a label
-    // a bare pod's creator wrote (each rank can say another job), nor a workload's
-    // whose pods are fewer than its launcher says (one workload per rank).
+    // separate pods or Jobs; the rendezvous they all meet at does. Neither does a
+    // workload's whose pods are fewer than its launcher says (one workload per rank).
     // A rendezvous label is recomputed, so a written value cannot split the job.
-    let written = hints.identity.is_none() && crate::judge::owner::controller(view.pod).is_none();
     let outgrown = hints.identity.is_some()
         && match (hints.pods, size) {
             (Some(n), Some(JobSize::Pods(m))) => m > n,
             (Some(n), Some(JobSize::Several)) => n <= 1,
             _ => false,
         };
-    let per_object = written
-        || outgrown
+    let per_object = outgrown
         || identity.as_ref().is_none_or(|(k, _)| {
             k == "batch.kubernetes.io/job-name" || k == "job-name" || k == LABEL_RENDEZVOUS
         });
