@@ -902,13 +902,7 @@ fn a_rayjobs_raycluster_from_kuberay_keeps_the_grants_the_rayjob_was_admitted_wi
             "workerGroupSpecs": [group(4)]}}});
     let (allowed, _, stored) = through_webhooks(&rayjob, &policy, &k, "research", "ml-researchers");
     assert!(allowed, "the granted RayJob was refused");
-    let cluster = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
-        "metadata": {"name": "tune-x7k2p", "namespace": "research",
-            "labels": {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "tune"},
-            "annotations": stored["metadata"]["annotations"].clone(),
-            "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "tune",
-                "uid": "1", "controller": true}]},
-        "spec": stored["spec"]["rayClusterSpec"].clone()});
+    let cluster = kuberay_cluster_of(&stored);
     let (allowed, _, made) = through_webhooks(
         &cluster,
         &policy,
@@ -1061,13 +1055,7 @@ fn a_skipped_rayjobs_raycluster_with_a_cpu_head_is_left_alone() {
     let (allowed, _, stored) =
         through_webhooks(&rayjob, &policy, &k, "research", "ml-platform-admins");
     assert!(allowed, "the granted skip was refused");
-    let cluster = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
-        "metadata": {"name": "tune-x7k2p", "namespace": "research",
-            "labels": {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "tune"},
-            "annotations": stored["metadata"]["annotations"].clone(),
-            "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "tune",
-                "uid": "1", "controller": true}]},
-        "spec": stored["spec"]["rayClusterSpec"].clone()});
+    let cluster = kuberay_cluster_of(&stored);
     let (allowed, notes, _) = through_webhooks(
         &cluster,
         &policy,
@@ -1092,6 +1080,18 @@ fn a_skipped_rayjobs_raycluster_with_a_cpu_head_is_left_alone() {
 }
 
 /// The test policy with KubeRay's group (`ray-system`) trusted beside kube-system's.
+/// The RayCluster KubeRay makes for the stored RayJob `tune`: a generated name, the
+/// RayJob's annotations and cluster spec, the RayJob as its controller.
+fn kuberay_cluster_of(stored: &Value) -> Value {
+    json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "tune-x7k2p", "namespace": "research",
+            "labels": {"ray.io/originated-from-crd": "RayJob", "ray.io/originated-from-cr-name": "tune"},
+            "annotations": stored["metadata"]["annotations"].clone(),
+            "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "tune",
+                "uid": "1", "controller": true}]},
+        "spec": stored["spec"]["rayClusterSpec"].clone()})
+}
+
 fn kuberay_trusted() -> Policy {
     let text = format!(
         "{POLICY}trustedControllerGroups: [\"system:serviceaccounts:kube-system\", \"system:serviceaccounts:ray-system\"]\n"

@@ -56,6 +56,11 @@ fn allowed(answer: &Value) -> bool {
 
 const GC: &str = "system:serviceaccount:kube-system:generic-garbage-collector";
 const KUEUE: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
+/// The groups of Kueue's service account: no opt-in is granted to them.
+const KUEUE_GROUPS: [&str; 2] = [
+    "system:serviceaccounts",
+    "system:serviceaccounts:kueue-system",
+];
 
 #[test]
 fn a_controllers_update_that_changes_no_finding_is_admitted() {
@@ -285,10 +290,7 @@ fn through_webhooks(
 #[test]
 fn kueue_restoring_a_partially_admitted_job_is_no_growth() {
     let keys = trainplace_engine::MarkKeys::new(("k1".into(), vec![5; 32]), Vec::new()).unwrap();
-    let kueue = [
-        "system:serviceaccounts",
-        "system:serviceaccounts:kueue-system",
-    ];
+    let kueue = KUEUE_GROUPS;
     let (a, submitted) = through_webhooks(None, &job(1), "alice", &["ml-researchers"], &keys);
     assert!(allowed(&a), "the granted job was refused: {a}");
     let mut partial = submitted.clone();
@@ -329,10 +331,7 @@ fn kueue_restoring_a_partially_admitted_job_is_no_growth() {
 #[test]
 fn kueue_unsuspending_a_skipped_job_keeps_its_pods_skipped() {
     let keys = trainplace_engine::MarkKeys::new(("k1".into(), vec![5; 32]), Vec::new()).unwrap();
-    let kueue = [
-        "system:serviceaccounts",
-        "system:serviceaccounts:kueue-system",
-    ];
+    let kueue = KUEUE_GROUPS;
     let mut skipped = job(1);
     skipped["metadata"]["annotations"] = json!({"trainplace.io/skip": "true"});
     let (a, _) = through_webhooks(None, &skipped, "mallory", &["system:authenticated"], &keys);
@@ -588,10 +587,7 @@ fn strict_mode_passes_controllers_updating_a_job_opted_in_by_its_submitters_grou
     started["spec"]["suspend"] = json!(false);
     started["spec"]["template"]["spec"]["nodeSelector"]["karpenter.sh/capacity-type"] =
         json!("on-demand");
-    let kueue = [
-        "system:serviceaccounts",
-        "system:serviceaccounts:kueue-system",
-    ];
+    let kueue = KUEUE_GROUPS;
     assert!(
         judged_in_strict_mode(Some(&stored), &started, &kueue),
         "Kueue's unsuspend refused"
@@ -634,10 +630,7 @@ fn strict_mode_passes_controllers_updating_a_job_skipped_by_its_submitter() {
         !judged_in_strict_mode(None, &stored, &["system:authenticated"]),
         "a skip nobody granted"
     );
-    let kueue = [
-        "system:serviceaccounts",
-        "system:serviceaccounts:kueue-system",
-    ];
+    let kueue = KUEUE_GROUPS;
     let mut started = stored.clone();
     started["spec"]["suspend"] = json!(false);
     started["spec"]["template"]["spec"]["nodeSelector"]["karpenter.sh/capacity-type"] =
@@ -791,10 +784,7 @@ fn strict_mode_matches_templates_through_folded_findings() {
     started["spec"]["runPolicy"]["suspend"] = json!(false);
     started["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] =
         json!("p5e.48xlarge");
-    let kueue = [
-        "system:serviceaccounts",
-        "system:serviceaccounts:kueue-system",
-    ];
+    let kueue = KUEUE_GROUPS;
     assert!(
         judged_in_strict_mode(Some(&stored), &started, &kueue),
         "Kueue's unsuspend on two flavors refused"
